@@ -1,0 +1,100 @@
+"""The `mcp-tether` command: a thin adapter over the Python API.
+
+Dispatch is git-style: `mcp-tether CMD ...` imports only the module of CMD, so that
+`mcp-tether run` (on every guarded server's launch path) loads nothing it does not need.
+Each command module exposes `configure(parser)` and `command(args) -> int`.
+Errors become one line on stderr and an exit code, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from mcp_tether import __version__
+from mcp_tether.errors import EXIT_USAGE, TetherError
+
+# name -> (module, one-line summary). Order is the order of `mcp-tether --help`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "lab": ("mcp_tether.lab.cli", "run the reference experiment: bundled servers x scenarios"),
+    "probe": ("mcp_tether.probe.cli", "lifecycle conformance suite for any stdio server"),
+    "run": ("mcp_tether.guard", "guard a server so that it dies with its client"),
+    "wrap": ("mcp_tether.hosts_cli", "put the guard in front of a host's stdio servers"),
+    "unwrap": ("mcp_tether.hosts_cli", "take the guard out of a host's config again"),
+    "hosts": ("mcp_tether.hosts_cli", "list host config files and their stdio servers"),
+    "ps": ("mcp_tether.scan_cli", "list MCP servers on this machine, orphans first"),
+    "reap": ("mcp_tether.scan_cli", "end orphaned MCP servers, safely"),
+}
+
+EPILOG = """\
+exit codes: 0 ok, 1 a check failed, 2 usage or set-up error,
+            126 command not executable, 127 command not found,
+            128+N the guarded server died of signal N (run)
+environment: MCP_TETHER_LOG=debug|info|warning (default warning) for more on stderr
+"""
+
+
+def _top_help() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = [
+        "usage: mcp-tether [--version] COMMAND [ARGS...]",
+        "",
+        "Make MCP stdio servers die with their client, and prove it.",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {n.ljust(width)}  {summary}" for n, (_, summary) in COMMANDS.items()]
+    lines += ["", "Run `mcp-tether COMMAND --help` for a command's options.", "", EPILOG]
+    return "\n".join(lines)
+
+
+def build_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
+    """The parser of one command, and its module (imported on demand)."""
+    module_name, summary = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(
+        prog=f"mcp-tether {name}",
+        description=summary[0].upper() + summary[1:] + ".",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    module.configure(parser, name)  # type: ignore[attr-defined]  # duck-typed command module
+    return parser, module
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_top_help())
+        return 0 if args else EXIT_USAGE
+    if args[0] == "--version":
+        print(f"mcp-tether {__version__}")
+        return 0
+    name = args[0]
+    if name not in COMMANDS:
+        print(f"mcp-tether: unknown command {name!r} (see `mcp-tether --help`)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        parser, module = build_parser(name)
+        ns = parser.parse_args(args[1:])
+        ns.command_name = name
+        return int(module.command(ns))  # type: ignore[attr-defined]  # duck-typed module
+    except TetherError as exc:
+        print(f"mcp-tether {name}: {exc.msg}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"mcp-tether {name}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Our stdout reader went away (`| head`): not an error worth a trace.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # silence the exit-time flush
+        except OSError:
+            pass
+        return 0
+    except SystemExit as exc:  # argparse: usage errors are exit 2 already
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
