@@ -1,0 +1,109 @@
+"""The shutdown ladder: close stdin -> grace -> SIGTERM -> grace -> SIGKILL.
+
+MCP spec 2026-07-28, stdio transport, shutdown: the client SHOULD close the server's
+stdin, wait for it to exit, and if it does not exit "within a reasonable time" send
+SIGTERM, then SIGKILL. The spec names no number; both official SDKs wait 2 s per rung
+(TypeScript `StdioClientTransport.close()`, Python `stdio_client`), so we do too.
+
+`run_ladder` is the only implementation; what it signals (a direct child, a process
+group, a group plus escaped descendants) is the target's business. It returns every
+rung it climbed (action, instant sent, outcome) so callers can say which rung ended a
+server. Time comes from an injectable clock, so fakes can test it without waiting.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = [
+    "GRACE_AFTER_EOF",
+    "TERM_GRACE",
+    "KILL_WAIT",
+    "Rung",
+    "LadderResult",
+    "LadderTarget",
+    "run_ladder",
+]
+
+GRACE_AFTER_EOF = 2.0  # seconds a server gets to exit on its own after stdin closes
+TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+KILL_WAIT = 5.0  # how long we wait to *see* a SIGKILLed process go (D state, NFS ...)
+
+
+@dataclass
+class Rung:
+    action: str  # "close-stdin" | "sigterm" | "sigkill"
+    sent_at: float  # monotonic instant the action was taken
+    outcome: str  # "exited" (target gone before the next rung), "timeout", "gone", "denied"
+    exited_at: float | None = None
+
+
+@dataclass
+class LadderResult:
+    rungs: list[Rung] = field(default_factory=list)
+    ended_by: str | None = None  # action of the rung that ended it; None if still alive
+    exited_at: float | None = None
+
+    @property
+    def survived(self) -> bool:
+        return self.ended_by is None
+
+
+class LadderTarget(Protocol):
+    def close_stdin(self) -> None: ...
+
+    def signal(self, sig: int) -> str:
+        """Send sig; return "sent", "gone" or "denied"."""
+        ...
+
+    def wait(self, timeout: float) -> float | None:
+        """Wait up to timeout for the target to be gone; its exit instant or None."""
+        ...
+
+
+def run_ladder(
+    target: LadderTarget,
+    *,
+    close_stdin: bool = True,
+    grace: float = GRACE_AFTER_EOF,
+    term_grace: float = TERM_GRACE,
+    kill_wait: float = KILL_WAIT,
+    clock: Callable[[], float] = time.monotonic,
+) -> LadderResult:
+    """Climb the ladder until the target is gone; report each rung."""
+    result = LadderResult()
+    steps: list[tuple[str, float]] = []
+    if close_stdin:
+        steps.append(("close-stdin", grace))
+    else:
+        steps.append(("wait", grace))
+    steps += [("sigterm", term_grace), ("sigkill", kill_wait)]
+    for action, wait_s in steps:
+        sent_at = clock()
+        if action == "close-stdin":
+            target.close_stdin()
+            outcome = "sent"
+        elif action == "wait":
+            outcome = "sent"
+        else:
+            outcome = target.signal(signal.SIGTERM if action == "sigterm" else signal.SIGKILL)
+        if outcome == "denied":
+            result.rungs.append(Rung(action, sent_at, "denied"))
+            return result
+        exited_at = target.wait(wait_s) if wait_s > 0 or outcome == "gone" else target.wait(0)
+        if action != "wait":
+            rung = Rung(action, sent_at, "exited" if exited_at is not None else "timeout")
+            rung.exited_at = exited_at
+            if outcome == "gone":
+                rung.outcome = "gone"
+            result.rungs.append(rung)
+        if exited_at is not None:
+            # "wait" (no stdin to close: a parent died) counts as leaving by itself.
+            result.ended_by = "self" if action == "wait" else action
+            result.exited_at = exited_at
+            return result
+    return result

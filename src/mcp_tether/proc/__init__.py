@@ -1,0 +1,47 @@
+"""The process core: identity, tree snapshots, exit waits and identity-checked signals.
+
+Guarantees:
+- A process is a `ProcessId(pid, start)`; `start` is the kernel's start time, so a reused
+  pid is a different process. `compare()` answers SAME, DIFFERENT or UNKNOWN.
+- `signal_process()` re-checks identity immediately before sending and, with pidfds,
+  sends through a descriptor verified to be that process (no pid-reuse race after the
+  check). ESRCH means gone; EPERM means we may not, never "gone".
+- A zombie counts as exited: `kill(pid, 0)` succeeds on a zombie, so it is never trusted.
+- Only stdlib is imported here: the guard and the probe's clients import this.
+"""
+
+from __future__ import annotations
+
+from mcp_tether.proc.identity import (
+    DIFFERENT,
+    SAME,
+    UNKNOWN,
+    ProcessId,
+    ProcInfo,
+    compare,
+    identify,
+    is_running,
+    read_info,
+)
+from mcp_tether.proc.signals import signal_group, signal_process
+from mcp_tether.proc.tree import cmdline, descendants, snapshot
+from mcp_tether.proc.wait import ExitWaiter, wait_gone
+
+__all__ = [
+    "SAME",
+    "DIFFERENT",
+    "UNKNOWN",
+    "ProcessId",
+    "ProcInfo",
+    "compare",
+    "identify",
+    "is_running",
+    "read_info",
+    "signal_process",
+    "signal_group",
+    "snapshot",
+    "descendants",
+    "cmdline",
+    "ExitWaiter",
+    "wait_gone",
+]

@@ -1,0 +1,73 @@
+"""Watchers that notice a client is gone, without reading a byte of the protocol.
+
+- Parent death: `ParentWatch` holds a pidfd on the parent (Linux) that turns readable
+  when it exits, and falls back to comparing getppid() with the parent we started under
+  (portable; a reparented process sees a new ppid). PR_SET_PDEATHSIG is in `platform`.
+- stdin hang-up: `hangup_events(fd)` says which poll(2) events mean "every writer is
+  gone" for what fd 0 is: POLLHUP on a pipe/FIFO; POLLRDHUP|POLLHUP on a socket (Node
+  hosts give a UNIX socketpair; a half-close shows *only* as POLLRDHUP). A TTY, a
+  regular file or /dev/null can never hang up: None, rely on parent death instead.
+  Polling with POLLIN unrequested never consumes data and does not wake for it.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+
+from mcp_tether import platform
+
+__all__ = ["ParentWatch", "hangup_events", "HANGUP_MASK"]
+
+POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)
+HANGUP_MASK = select.POLLHUP | select.POLLERR | POLLRDHUP | getattr(select, "POLLNVAL", 0x20)
+
+
+def hangup_events(fd: int) -> int | None:
+    """poll(2) events to register on `fd` to learn of a hang-up; None if it cannot hang up."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    if stat.S_ISFIFO(st.st_mode):
+        return 0  # POLLHUP/POLLERR are always reported, never need asking for
+    if stat.S_ISSOCK(st.st_mode):
+        return POLLRDHUP if platform.IS_LINUX else 0
+    return None  # tty, regular file, /dev/null, ...
+
+
+class ParentWatch:
+    """Knows when the parent we started under is gone.
+
+    Create it as early as possible: if the parent is already gone at creation (our ppid
+    is no longer `expected_ppid`), `gone()` is true at once.
+    """
+
+    def __init__(self, expected_ppid: int | None = None) -> None:
+        self.ppid = os.getppid() if expected_ppid is None else expected_ppid
+        self.fd: int | None = None
+        if platform.has_pidfd() and self.ppid > 1:
+            try:
+                self.fd = os.pidfd_open(self.ppid)
+            except OSError:
+                self.fd = None
+        # Re-check after opening: the parent may have died (and we been reparented)
+        # before the fd existed, in which case the fd could even name a reused pid.
+        if os.getppid() != self.ppid and self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def gone(self) -> bool:
+        if os.getppid() != self.ppid:
+            return True
+        if self.fd is not None:
+            p = select.poll()
+            p.register(self.fd, select.POLLIN)
+            return bool(p.poll(0))
+        return False
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
