@@ -1,0 +1,384 @@
+"""The doomed client: starts a server the way a host does, speaks the handshake, then
+ends the way the scenario says (ladder, exit, crash, half-close, ...).
+
+It runs in a process forked by the scenario's keeper (`keeper.py`) and reports each
+step as a JSON line on the control fd, stamped with CLOCK_MONOTONIC (system-wide, so
+the keeper can compare instants). Stdlib and mcp_tether.proc only: it must be cheap.
+
+Host styles (SPEC-NOTES, "Client ladders as implemented"):
+- node: stdin and stdout are UNIX socketpairs (libuv), the server stays in the client's
+  process group; close = `stdin.end()` (shutdown(SHUT_WR)) -> 2 s -> SIGTERM to the
+  direct child only -> 2 s -> SIGKILL to the direct child.
+- python: pipes, server in a new session; close stdin -> 2 s -> killpg(SIGTERM) -> 2 s
+  -> killpg(SIGKILL).
+The client signals only its own direct child, which it has not reaped yet: the pid
+(and so the group id it leads) cannot have been reused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import subprocess
+import time
+from typing import Any, NoReturn
+
+from mcp_tether.ladder import run_ladder
+from mcp_tether.probe.wire import Session, classify
+from mcp_tether.proc import identify
+
+MAX_NOISE = 5
+# Methods only a client sends: seeing one on the server's stdout means an echo.
+CLIENT_METHODS = {"initialize", "server/discover", "tools/list", "tools/call"}
+
+
+class Client:
+    def __init__(self, spec: dict[str, Any], ctrl_fd: int, stderr_fd: int) -> None:
+        self.spec = spec
+        self.ctrl_fd = ctrl_fd
+        self.stderr_fd = stderr_fd
+        self.style: str = spec["host_style"]
+        self.scenario: str = spec["scenario"]
+        self.sess = Session()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pidfd: int | None = None
+        self.stdin_fd: int | None = None
+        self.stdin_sock: socket.socket | None = None
+        self.stdout_fd: int | None = None
+        self.buf = b""
+        self.responses: dict[Any, dict[str, Any]] = {}
+        self.noise = 0
+        self.status: int | None = None
+        self.exited_at: float | None = None
+        self.poll = select.poll()
+
+    # -- reporting ----------------------------------------------------------------
+    def emit(self, kind: str, **fields: Any) -> None:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        fields.update(kind=kind, t=time.monotonic(), cpu=ru.ru_utime + ru.ru_stime)
+        data = (json.dumps(fields) + "\n").encode()
+        try:
+            os.write(self.ctrl_fd, data)
+        except OSError:
+            pass
+
+    # -- spawning -------------------------------------------------------------------
+    def spawn(self) -> None:
+        spec = self.spec
+        devnull = self.scenario == "devnull"
+        keep: list[int] = []
+        if self.style == "node":
+            a, b = socket.socketpair()
+            c, d = socket.socketpair()
+            child_in, child_out = b.fileno(), d.fileno()
+            self.stdin_sock, self.stdout_fd = a, c.detach()
+            self.stdin_fd = a.fileno()
+            keep = [b.detach(), d.detach()]
+        else:
+            r, w = os.pipe()
+            r2, w2 = os.pipe()
+            child_in, child_out = r, w2
+            self.stdin_fd, self.stdout_fd = w, r2
+            keep = [r, w2]
+        if devnull:
+            null = os.open(os.devnull, os.O_RDONLY)
+            keep.append(null)
+            child_in = null
+        try:
+            self.proc = subprocess.Popen(
+                spec["argv"],
+                stdin=child_in,
+                stdout=child_out,
+                stderr=self.stderr_fd,
+                env=spec.get("env"),
+                cwd=spec.get("cwd"),
+                start_new_session=self.style == "python",
+            )
+        except FileNotFoundError as exc:
+            self.emit("spawn-error", code=127, reason=f"{spec['argv'][0]}: {exc.strerror}")
+            os._exit(0)
+        except PermissionError as exc:
+            self.emit("spawn-error", code=126, reason=f"{spec['argv'][0]}: {exc.strerror}")
+            os._exit(0)
+        except OSError as exc:
+            self.emit("spawn-error", code=126, reason=f"{spec['argv'][0]}: {exc}")
+            os._exit(0)
+        for fd in keep:
+            os.close(fd)
+        if devnull:
+            # Nothing will ever be written to the server: our end of stdin is useless.
+            if self.stdin_sock is not None:
+                self.stdin_sock.close()
+                self.stdin_sock = None
+            else:
+                assert self.stdin_fd is not None
+                os.close(self.stdin_fd)
+            self.stdin_fd = None
+        os.set_blocking(self.stdout_fd, False)
+        self.poll.register(self.stdout_fd, select.POLLIN)
+        self.pidfd = os.pidfd_open(self.proc.pid)
+        self.poll.register(self.pidfd, select.POLLIN)
+        ident = identify(self.proc.pid)
+        self.emit(
+            "spawned",
+            pid=self.proc.pid,
+            start=ident.start if ident else None,
+        )
+
+    # -- I/O ------------------------------------------------------------------------
+    def send(self, data: bytes) -> bool:
+        if self.stdin_fd is None:
+            return False
+        try:
+            os.write(self.stdin_fd, data)
+            return True
+        except OSError:
+            return False
+
+    def _on_line(self, line: bytes) -> None:
+        kind, msg = classify(line)
+        if kind == "response" and msg is not None:
+            self.responses[msg.get("id")] = msg
+        elif kind == "request" and msg is not None:
+            if msg.get("method") in CLIENT_METHODS:
+                # Our own request came back: an echo (`cat`), not an MCP server.
+                self.noise += 1
+                if self.noise <= MAX_NOISE:
+                    self.emit("noise", line="echoed our request: " + line[:120].decode(errors="replace"))
+                return
+            self.send(Session.reply(msg))
+        elif kind == "noise":
+            self.noise += 1
+            if self.noise <= MAX_NOISE:
+                self.emit("noise", line=line[:200].decode(errors="replace"))
+
+    def pump(self, timeout: float | None) -> None:
+        """Serve stdout and watch the child for up to `timeout` (None: forever)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return
+            ms = -1 if remaining is None else int(remaining * 1000) + 1
+            events = self.poll.poll(ms)
+            for fd, _ev in events:
+                if fd == self.stdout_fd:
+                    self._read_stdout()
+                elif fd == self.pidfd:
+                    self._reap()
+            if events and timeout == 0:
+                return
+
+    def _read_stdout(self) -> None:
+        assert self.stdout_fd is not None
+        try:
+            chunk = os.read(self.stdout_fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.poll.unregister(self.stdout_fd)
+            os.close(self.stdout_fd)
+            self.stdout_fd = None
+            if self.buf:
+                self._on_line(self.buf)
+                self.buf = b""
+            self.emit("stdout-closed")
+            return
+        self.buf += chunk
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            self._on_line(line)
+
+    def _reap(self) -> None:
+        assert self.proc is not None and self.pidfd is not None
+        now = time.monotonic()
+        pid, st = os.waitpid(self.proc.pid, os.WNOHANG)
+        if pid == 0:
+            return
+        self.poll.unregister(self.pidfd)
+        os.close(self.pidfd)
+        self.pidfd = None
+        code = os.waitstatus_to_exitcode(st)
+        self.status = 128 - code if code < 0 else code
+        self.exited_at = now
+        self.proc.returncode = code  # so Popen never waits on a reaped pid
+        self.emit("reaped", status=self.status, at=now)
+
+    def await_response(self, rid: int, timeout: float) -> tuple[dict[str, Any] | None, str]:
+        deadline = time.monotonic() + timeout
+        while rid not in self.responses:
+            if self.status is not None:
+                return None, "exited"
+            if self.stdout_fd is None:
+                return None, "stdout-closed"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, "timeout"
+            self.pump(min(remaining, 0.5))
+        return self.responses.pop(rid), "ok"
+
+    # -- handshake ------------------------------------------------------------------
+    def handshake(self) -> bool:
+        t = float(self.spec["ready_timeout"])
+        rid, data = self.sess.initialize()
+        self.send(data)
+        msg, why = self.await_response(rid, t)
+        method = "initialize"
+        if msg is not None and "error" in msg and Session.refused_as_unknown(msg):
+            method = "server/discover"
+            rid, data = self.sess.discover()
+            self.send(data)
+            msg, why = self.await_response(rid, t)
+        if msg is None or "error" in msg:
+            if msg is not None:
+                why = "error-response"
+            self.emit("handshake", ok=False, method=method, why=why, error=(msg or {}).get("error"))
+            return False
+        if not self.sess.stateless:
+            self.send(Session.notification("notifications/initialized"))
+        rid, data = self.sess.request("tools/list")
+        self.send(data)
+        msg, why = self.await_response(rid, t)
+        if msg is None:
+            self.emit("handshake", ok=False, method="tools/list", why=why, error=None)
+            return False
+        warn = None if "error" not in msg else "tools/list answered with an error"
+        call = self.spec.get("call")
+        if call:
+            _rid, data = self.sess.request(
+                "tools/call", {"name": call[0], "arguments": call[1]}
+            )
+            self.send(data)
+            self.pump(0.05)  # let the call reach the server before we end the session
+        self.emit("handshake", ok=True, method=method, stateless=self.sess.stateless, warn=warn)
+        return True
+
+    # -- endings --------------------------------------------------------------------
+    def close_stdin(self) -> None:
+        if self.scenario == "close":
+            self.emit("trigger", what="eof")
+        if self.stdin_sock is not None:
+            try:
+                self.stdin_sock.shutdown(socket.SHUT_WR)  # Node's stdin.end()
+            except OSError:
+                pass
+        elif self.stdin_fd is not None:
+            os.close(self.stdin_fd)
+            self.stdin_fd = None
+
+    def signal(self, sig: int) -> str:
+        if self.status is not None or self.proc is None:
+            return "gone"
+        try:
+            if self.style == "python":
+                os.killpg(self.proc.pid, sig)  # our unreaped child leads this group
+            else:
+                assert self.pidfd is not None
+                signal.pidfd_send_signal(self.pidfd, sig)
+        except ProcessLookupError:
+            return "gone"
+        except PermissionError:
+            return "denied"
+        return "sent"
+
+    def wait(self, timeout: float) -> float | None:
+        deadline = time.monotonic() + timeout
+        while self.status is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.pump(remaining)
+        return self.exited_at
+
+    def ladder(self) -> None:
+        res = run_ladder(
+            self,
+            grace=float(self.spec.get("grace", 2.0)),
+            term_grace=float(self.spec.get("term_grace", 2.0)),
+        )
+        self.emit(
+            "ladder",
+            rungs=[
+                {"action": r.action, "sent_at": r.sent_at, "outcome": r.outcome}
+                for r in res.rungs
+            ],
+            ended_by=res.ended_by,
+        )
+
+    def fork_writer_holder(self) -> None:
+        """Fork a helper that keeps a copy of the server's stdin write end, nothing else."""
+        assert self.stdin_fd is not None
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.closerange(3, self.stdin_fd)
+                os.closerange(self.stdin_fd + 1, 65536)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1):
+                    os.dup2(null, fd)
+                while True:
+                    signal.pause()
+            finally:
+                os._exit(0)
+        ident = identify(pid)
+        self.emit("helper", pid=pid, start=ident.start if ident else None)
+
+    def run(self) -> NoReturn:
+        self.spawn()
+        sc = self.scenario
+        if sc == "devnull":
+            self.emit("trigger", what="eof")
+            self.pump(None)
+        if not self.handshake():
+            self.pump(None)
+        if sc == "close":
+            self.ladder()
+            self.emit("done")
+            self.pump(None)
+        elif sc == "exit":
+            self.emit("trigger", what="eof")
+            os._exit(0)
+        elif sc == "half-close":
+            self.close_stdin()
+            self.emit("trigger", what="eof")
+            self.pump(None)
+        elif sc == "idle":
+            self.pump(float(self.spec["idle"]))
+            if self.status is not None:
+                self.emit("idle", answered=False, why="exited")
+            else:
+                rid, data = self.sess.request("tools/list")
+                self.send(data)
+                msg, why = self.await_response(rid, float(self.spec["ready_timeout"]))
+                self.emit("idle", answered=msg is not None, why=why)
+            self.ladder()
+            self.emit("done")
+            self.pump(None)
+        elif sc == "inherited-writer":
+            self.fork_writer_holder()
+            self.emit("ready")
+            self.pump(None)
+        else:  # crash, sigterm, sigint: the keeper acts
+            self.emit("ready")
+            self.pump(None)
+        os._exit(0)
+
+
+def client_main(spec: dict[str, Any], ctrl_fd: int, stderr_fd: int) -> NoReturn:
+    try:
+        Client(spec, ctrl_fd, stderr_fd).run()
+    except BaseException as exc:  # noqa: BLE001  # a forked child must never return
+        try:
+            os.write(
+                ctrl_fd,
+                (json.dumps({"kind": "client-error", "t": time.monotonic(), "reason": repr(exc)})
+                 + "\n").encode(),
+            )
+        finally:
+            os._exit(70)

@@ -1,0 +1,161 @@
+"""Runs scenarios in parallel, one keeper process each, and collects their results.
+
+Keepers start as `python -I -S` with only the package directory on sys.path: no site,
+no third-party imports, ~15 ms each. The runner never signals anything but its own
+unreaped keeper children; each keeper ends its own tree. When the runner is a child
+subreaper too (the CLI makes it one), `sweep()` ends anything that escaped a keeper
+that was itself killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.proc import ExitWaiter, descendants, snapshot
+from mcp_tether.proc.signals import signal_process
+
+_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+_BOOT = (
+    "import sys;sys.path.insert(0,sys.argv.pop(1));"
+    "from mcp_tether.probe.keeper import main;main()"
+)
+
+
+def keeper_argv(spec: dict[str, Any]) -> list[str]:
+    return [sys.executable, "-I", "-S", "-c", _BOOT, _ROOT, json.dumps(spec)]
+
+
+def spec_budget(spec: dict[str, Any]) -> float:
+    """The longest a keeper may honestly take; past it, the runner gives up on it."""
+    return (
+        3 * float(spec["ready_timeout"])
+        + float(spec.get("idle", 0))
+        + float(spec.get("grace", 2)) + float(spec.get("term_grace", 2))
+        + 2 * KILL_WAIT + float(spec.get("window", 2)) + 30
+    )
+
+
+def run_specs(
+    specs: list[dict[str, Any]],
+    *,
+    jobs: int | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_result: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every spec in its own keeper, at most `jobs` at once; results in spec order."""
+    jobs = max(1, jobs or len(specs) or 1)
+    results: list[dict[str, Any] | None] = [None] * len(specs)
+    pending = list(range(len(specs)))
+    running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
+    sel = selectors.DefaultSelector()
+    me = os.getpid()
+    try:
+        while pending or running:
+            if should_stop():
+                raise KeyboardInterrupt
+            while pending and len(running) < jobs:
+                i = pending.pop(0)
+                spec = dict(specs[i], parent=me)
+                p = subprocess.Popen(
+                    keeper_argv(spec), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
+                )
+                assert p.stdout is not None
+                os.set_blocking(p.stdout.fileno(), False)
+                sel.register(p.stdout, selectors.EVENT_READ, i)
+                running[i] = (p, time.monotonic() + spec_budget(spec), bytearray())
+            for key, _ in sel.select(timeout=0.2):
+                i = key.data
+                p, _deadline, buf = running[i]
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    buf += chunk
+                    continue
+                sel.unregister(key.fileobj)
+                p.wait()
+                assert p.stdout is not None
+                p.stdout.close()
+                del running[i]
+                results[i] = _parse(specs[i], bytes(buf), p.returncode)
+                if on_result:
+                    on_result(i, results[i])  # type: ignore[arg-type]  # set just above
+            now = time.monotonic()
+            for i, (p, deadline, _buf) in list(running.items()):
+                if now > deadline:
+                    p.terminate()  # our own unreaped child: its pid is still ours
+    except BaseException:
+        _stop_keepers([p for p, _, _ in running.values()])
+        raise
+    finally:
+        sel.close()
+    return [r for r in results if r is not None]
+
+
+def _parse(spec: dict[str, Any], out: bytes, code: int | None) -> dict[str, Any]:
+    try:
+        return dict(json.loads(out.decode().strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        return {
+            "scenario": spec["scenario"],
+            "host_style": spec["host_style"],
+            "verdict": "error",
+            "passed": False,
+            "exit_ms": None,
+            "rung": None,
+            "exit_status": None,
+            "survivors": [],
+            "warnings": [],
+            "detail": f"probe keeper failed (exit {code})",
+        }
+
+
+def _stop_keepers(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Ask keepers to end their scenarios (they kill and reap their trees), then wait."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    end = time.monotonic() + 10
+    for p in procs:
+        try:
+            p.wait(max(0.1, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        if p.stdout:
+            p.stdout.close()
+
+
+def sweep() -> int:
+    """End every descendant of this process (we started them all); returns how many.
+
+    Only meaningful for a subreaper: an orphan of a killed keeper reparents here.
+    """
+    me = os.getpid()
+    count = 0
+    for _ in range(5):
+        procs = [i.ident for i in descendants(me, snapshot())]
+        if not procs:
+            break
+        with ExitWaiter() as w:
+            for ident in procs:
+                if signal_process(ident, signal.SIGKILL) == "sent":
+                    count += 1
+                w.add(ident)
+            end = time.monotonic() + 2
+            while w.pending and time.monotonic() < end:
+                w.wait(end - time.monotonic())
+        for info in procs:
+            try:
+                os.waitpid(info.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+    return count

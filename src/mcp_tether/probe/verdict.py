@@ -1,0 +1,68 @@
+"""From the facts a keeper observed to a verdict: a pure function, tested without processes.
+
+Facts (all instants CLOCK_MONOTONIC seconds):
+- trigger: when the client went away / EOF was sent / the signal was sent (None: never)
+- gone_at: when the last process of the server's tree was seen to exit (None: not gone)
+- survivors: processes of the tree alive when the window closed
+- rungs: the client's ladder [{action, sent_at, outcome}] (close and idle)
+- early_exit: the server exited before the trigger
+- killed_by_probe: for sigterm/sigint, the probe (as host) had to SIGKILL after the window
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_tether.probe.scenarios import PASS_VERDICT
+
+__all__ = ["Facts", "decide"]
+
+
+@dataclass
+class Facts:
+    scenario: str
+    trigger: float | None = None
+    trigger_what: str | None = None  # eof | parent-death | sigterm | sigint
+    gone_at: float | None = None
+    survivors: list[dict[str, Any]] = field(default_factory=list)
+    rungs: list[dict[str, Any]] = field(default_factory=list)
+    early_exit: bool = False
+    error: str | None = None
+    answered: bool | None = None  # idle
+    killed_by_probe: float | None = None
+
+
+def decide(f: Facts) -> tuple[str, str | None, float | None]:
+    """(verdict, rung, exit_ms)."""
+    if f.error is not None:
+        return "error", None, None
+    if f.early_exit:
+        return "early-exit", None, None
+    if f.scenario == "idle":
+        return ("alive" if f.answered else "error"), None, None
+    if f.trigger is None:
+        return "error", None, None
+    exit_ms = None if f.gone_at is None else round((f.gone_at - f.trigger) * 1000, 1)
+    if f.survivors:
+        last = f.rungs[-1]["action"] if f.rungs else f.trigger_what
+        return "orphaned", _rung_name(last), None
+    if f.scenario == "close":
+        sent = {r["action"]: r["sent_at"] for r in f.rungs}
+        assert f.gone_at is not None
+        if "sigterm" not in sent or f.gone_at < sent["sigterm"]:
+            return "exited", "eof", exit_ms
+        if "sigkill" not in sent or f.gone_at < sent["sigkill"]:
+            return "terminated", "sigterm", exit_ms
+        return "killed", "sigkill", exit_ms
+    if f.killed_by_probe is not None:
+        return "killed", "sigkill", exit_ms
+    return "exited", _rung_name(f.trigger_what), exit_ms
+
+
+def _rung_name(action: str | None) -> str | None:
+    return {"close-stdin": "eof"}.get(action or "", action)
+
+
+def passed(scenario: str, verdict: str) -> bool:
+    return PASS_VERDICT.get(scenario) == verdict

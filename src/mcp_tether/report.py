@@ -1,0 +1,135 @@
+"""Renderings of typed results: a readable table, JSON, JUnit XML.
+
+Text goes through rich (imported here, lazily from the CLI) with colour only on a TTY;
+JSON is the stable contract; JUnit is for CI dashboards. Nothing here computes a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+from xml.etree import ElementTree as ET
+
+from mcp_tether.probe import ScenarioResult
+
+__all__ = ["render_table", "render_json", "write_junit", "VERDICT_STYLE"]
+
+VERDICT_STYLE = {
+    "exited": "green",
+    "alive": "green",
+    "terminated": "yellow",
+    "killed": "red",
+    "orphaned": "bold red",
+    "early-exit": "magenta",
+    "error": "bold magenta",
+    "skipped": "dim",
+}
+
+
+def _console(out: IO[str]) -> Any:
+    from rich.console import Console
+
+    tty = out.isatty()
+    return Console(
+        file=out,
+        force_terminal=tty,
+        no_color=not tty,
+        highlight=False,
+        width=None if tty else 160,
+        soft_wrap=False,
+    )
+
+
+def fmt_ms(ms: float | None) -> str:
+    return "—" if ms is None else f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
+
+
+def note(r: ScenarioResult) -> str:
+    parts = []
+    if r.verdict == "orphaned" and r.survivors:
+        parts.append(
+            "; ".join(f"pid {s.pid} ppid {s.ppid} {s.cmdline[:60]}" for s in r.survivors[:3])
+        )
+    elif r.detail:
+        parts.append(r.detail)
+    if r.warnings:
+        parts.append(f"{len(r.warnings)} warning(s): {r.warnings[0][:70]}")
+    return " | ".join(parts)
+
+
+def render_table(
+    results: Sequence[ScenarioResult],
+    *,
+    title: str | None = None,
+    out: IO[str] = sys.stdout,
+    with_label: bool = False,
+    blocks: Iterable[tuple[str, Sequence[ScenarioResult]]] | None = None,
+) -> None:
+    """One table; rows grouped under block headings when `blocks` is given."""
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, header_style="bold", title_justify="left")
+    if with_label:
+        table.add_column("row", no_wrap=True)
+        table.add_column("server", no_wrap=True)
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("style", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("exit ms", justify="right", no_wrap=True)
+    table.add_column("rung", no_wrap=True)
+    table.add_column("status", justify="right", no_wrap=True)
+    table.add_column("notes", overflow="fold", max_width=70)
+    groups = list(blocks) if blocks is not None else [("", results)]
+    for heading, rows in groups:
+        if heading:
+            n = 2 if with_label else 0
+            table.add_row(*([f"[bold]{heading}[/]"] + [""] * (n + 6)), end_section=False)
+        for r in rows:
+            style = VERDICT_STYLE.get(r.verdict, "")
+            cells = [
+                r.scenario,
+                r.host_style,
+                f"[{style}]{r.verdict}[/]" if style else r.verdict,
+                fmt_ms(r.exit_ms),
+                r.rung or "—",
+                "—" if r.exit_status is None else str(r.exit_status),
+                note(r),
+            ]
+            if with_label:
+                row, _, server = r.label.partition(" ")
+                cells = [row, server, *cells]
+            table.add_row(*cells)
+        if heading:
+            table.add_section()
+    _console(out).print(table)
+
+
+def render_json(payload: Any, out: IO[str] = sys.stdout) -> None:
+    json.dump(payload, out, indent=2)
+    out.write("\n")
+
+
+def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]]) -> None:
+    """One <testsuite> per server (or lab block), one <testcase> per scenario."""
+    root = ET.Element("testsuites", name="mcp-tether")
+    for name, results in suites.items():
+        failures = sum(1 for r in results if not r.passed and r.verdict != "error")
+        errors = sum(1 for r in results if r.verdict == "error")
+        suite = ET.SubElement(
+            root, "testsuite", name=name, tests=str(len(results)),
+            failures=str(failures), errors=str(errors),
+        )
+        for r in results:
+            case = ET.SubElement(
+                suite, "testcase",
+                classname=name, name=f"{r.label + ' ' if r.label else ''}{r.scenario}[{r.host_style}]",
+                time=f"{(r.exit_ms or 0) / 1000:.3f}",
+            )
+            if r.verdict == "error":
+                ET.SubElement(case, "error", message=r.detail or "error")
+            elif not r.passed:
+                el = ET.SubElement(case, "failure", message=f"{r.verdict}: {note(r)}")
+                el.text = r.stderr_tail[-1000:] if r.stderr_tail else None
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
