@@ -1,0 +1,744 @@
+"""The library helper (`mcp_tether.run`, `tethered`, `on_shutdown`) on real processes.
+
+Each test writes a small server into tmp_path, starts it with pipes (or a socketpair, as
+Node hosts do), speaks the MCP handshake to it, then ends the client one way or another
+and checks how the server went: exit status, the one stderr line, and a hook log proving
+each cleanup hook ran exactly once. Waits are pidfd/poll waits with deadlines, never
+sleeps. The in-process tests at the end drive a `Tether` with a recording `exit`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_tether import server as helper
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX process semantics")
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PROTOCOL = "2025-11-25"
+EXIT_DEADLINE = 5.0  # generous ceiling for "exits"; promptness is asserted separately
+PROMPT = 1.0  # seconds: what "exits promptly" means on a loaded CI machine
+
+# One server script for every SDK line; argv: SDK HOOK_LOG [options].
+SERVER = textwrap.dedent(
+    '''
+    import asyncio, concurrent.futures, os, sys, threading, time
+    from contextlib import asynccontextmanager
+    import anyio
+    import mcp_tether
+
+    sdk, hook_log, *opts = sys.argv[1:]
+    opts = set(opts)
+    if sdk == "mcp2":
+        from mcp.server.mcpserver import MCPServer as Server
+    elif sdk == "mcp1":
+        from mcp.server.fastmcp import FastMCP as Server
+    else:
+        from fastmcp import FastMCP as Server
+
+    def note(what):
+        with open(hook_log, "a") as fh:
+            fh.write(what + "\\n")
+
+    async def forever():
+        while True:
+            await anyio.sleep(3600)
+
+    @asynccontextmanager
+    async def lifespan(_server):
+        if sdk == "fastmcp":  # it exits the lifespan in another task: no task group there
+            yield {}
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forever)
+            yield {}
+            if "stuck-lifespan" not in opts:  # a well-behaved lifespan cancels its group
+                tg.cancel_scope.cancel()
+
+    mcp = Server("helper-test", lifespan=lifespan)
+
+    @mcp.tool()
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    @mcp.tool()
+    async def nap(seconds: float) -> str:
+        """Sleep, then answer."""
+        note("nap-start")
+        await anyio.sleep(seconds)
+        note("nap-end")
+        return "rested"
+
+    @mcp_tether.on_shutdown
+    def first_registered():
+        note("first")
+
+    if "raise-hook" in opts:
+        @mcp_tether.on_shutdown
+        def broken():
+            note("broken")
+            raise RuntimeError("hook failure on purpose")
+
+    if "hang-hook" in opts:
+        @mcp_tether.on_shutdown
+        def hung():
+            note("hung")
+            threading.Event().wait()
+
+    @mcp_tether.on_shutdown
+    async def last_registered():
+        await asyncio.sleep(0)
+        note("last")
+
+    # Everything that normally holds a process after run() returns:
+    threading.Thread(target=threading.Event().wait, name="flusher", daemon=False).start()
+    concurrent.futures.ThreadPoolExecutor(1).submit(threading.Event().wait)
+
+    deadline = float(os.environ.get("DEADLINE", "1.0"))
+    drain = os.environ.get("DRAIN")
+    note("ready")
+    mcp_tether.run(mcp, deadline=deadline, drain=None if drain is None else float(drain))
+    '''
+)
+
+# A low-level program (mcp 2.x `Server` + `stdio_server`) inside `tethered()`.
+LOWLEVEL = textwrap.dedent(
+    '''
+    import sys, threading
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+    import mcp_tether
+
+    hook_log = sys.argv[1]
+
+    def note(what):
+        with open(hook_log, "a") as fh:
+            fh.write(what + "\\n")
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=[])
+
+    server = Server("lowlevel", on_list_tools=list_tools)
+
+    async def main():
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    with mcp_tether.tethered(deadline=1.0) as t:
+        t.add_cleanup(lambda: note("cleanup"))
+        threading.Thread(target=threading.Event().wait, daemon=False).start()
+        note("ready")
+        anyio.run(main)
+    note("after-with")  # never: leaving the block exits the process
+    '''
+)
+
+
+# -- interpreters for each SDK line ----------------------------------------------------------
+
+SIDE_VENVS = {
+    # name: (pip requirement, module that must import, env var naming a ready interpreter)
+    "mcp1": ("mcp>=1.10,<2", "mcp.server.fastmcp", "MCP_TETHER_MCP1_PYTHON"),
+    "fastmcp": ("fastmcp>=2.10", "fastmcp", "MCP_TETHER_FASTMCP_PYTHON"),
+}
+
+
+def _side_python(name: str) -> str | None:
+    """An interpreter with `name`'s SDK: from the env var, or a venv made once under /tmp."""
+    requirement, module, var = SIDE_VENVS[name]
+    if os.environ.get(var):
+        return os.environ[var]
+    venv = Path(os.environ.get("MCP_TETHER_VENVS", "/tmp")) / f"mcp-tether-test-{name}"
+    py = venv / "bin" / "python"
+    ok = [str(py), "-c", f"import {module}, anyio"]
+    if py.exists() and subprocess.run(ok, capture_output=True).returncode == 0:
+        return str(py)
+    if os.environ.get("MCP_TETHER_NO_INSTALL"):
+        return None
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", requirement],
+            check=True, capture_output=True, timeout=300,
+        )
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return str(py) if subprocess.run(ok, capture_output=True).returncode == 0 else None
+
+
+@pytest.fixture(scope="session")
+def interpreters() -> dict[str, str | None]:
+    return {"mcp2": sys.executable, **{name: _side_python(name) for name in SIDE_VENVS}}
+
+
+def _python_for(interpreters: dict[str, str | None], sdk: str) -> str:
+    py = interpreters[sdk]
+    if py is None:
+        requirement, _, var = SIDE_VENVS[sdk]
+        pytest.skip(f"{sdk}: could not install {requirement!r}; set {var} to an interpreter")
+    return py
+
+
+# -- a tiny MCP client -----------------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    """A server process we spawned, with our ends of its stdin and stdout."""
+
+    proc: subprocess.Popen[bytes]
+    stdin: Any  # a file or a socket: whatever `close_stdin` closes
+    stdout_fd: int
+    stderr_path: Path
+    hook_log: Path
+    buffered: bytes = b""
+    closed: list[Any] = field(default_factory=list)
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        if isinstance(self.stdin, socket.socket):
+            self.stdin.sendall(data)
+        else:
+            self.stdin.write(data)
+            self.stdin.flush()
+
+    def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffered:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([self.stdout_fd], [], [], max(0.0, remaining))
+            if not ready:
+                raise AssertionError(f"no answer within {timeout} s; stderr: {self.stderr()}")
+            chunk = os.read(self.stdout_fd, 65536)
+            if not chunk:
+                raise AssertionError(f"server closed stdout; stderr: {self.stderr()}")
+            self.buffered += chunk
+        line, _, self.buffered = self.buffered.partition(b"\n")
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def request(self, rid: int, method: str, params: dict[str, Any] | None = None) -> Any:
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        answer = self.receive()
+        assert answer.get("id") == rid, answer
+        assert "result" in answer, answer
+        return answer["result"]
+
+    def handshake(self) -> None:
+        init = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "mcp-tether-tests", "version": "0"},
+        }
+        assert "serverInfo" in self.request(1, "initialize", init)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.request(2, "tools/list")
+
+    def close_stdin(self) -> None:
+        if isinstance(self.stdin, socket.socket):
+            self.stdin.shutdown(socket.SHUT_WR)  # Node's end(): a half-close
+        self.stdin.close()
+
+    def wait(self, timeout: float = EXIT_DEADLINE) -> tuple[int, float]:
+        """(exit status, seconds waited); the instant of exit comes from a pidfd."""
+        t0 = time.monotonic()
+        if hasattr(os, "pidfd_open"):
+            fd = os.pidfd_open(self.proc.pid)
+            try:
+                select.select([fd], [], [], timeout)
+            finally:
+                os.close(fd)
+            elapsed = time.monotonic() - t0
+            status = self.proc.wait(timeout=0.5)
+        else:  # pragma: no cover - Linux is first class here
+            status = self.proc.wait(timeout=timeout)
+            elapsed = time.monotonic() - t0
+        return status, elapsed
+
+    def still_running_after(self, seconds: float) -> bool:
+        """True if the process is still alive after `seconds` (a bounded wait, not a sleep)."""
+        try:
+            self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
+
+    def hooks(self) -> list[str]:
+        return self.hook_log.read_text().split() if self.hook_log.exists() else []
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+
+    def finish(self) -> None:
+        """Never leave it running: SIGKILL (it is our own child) and reap."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in [self.stdin, *self.closed]:
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            os.close(self.stdout_fd)
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Any]:
+    started: list[Served] = []
+
+    def _spawn(
+        argv: list[str], *, wire: str = "pipe", env: dict[str, str] | None = None
+    ) -> Served:
+        n = len(started)
+        stderr_path = tmp_path / f"stderr-{n}.txt"
+        hook_log = tmp_path / f"hooks-{n}.txt"
+        full_env = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
+        full_env.pop("MCP_TETHER_LOG", None)
+        argv = [a.replace("{hooks}", str(hook_log)) for a in argv]
+        with open(stderr_path, "wb") as err:
+            if wire == "socketpair":  # what libuv gives a Node host's children
+                ours_in, theirs_in = socket.socketpair()
+                ours_out, theirs_out = socket.socketpair()
+                proc = subprocess.Popen(
+                    argv, stdin=theirs_in, stdout=theirs_out, stderr=err, env=full_env
+                )
+                theirs_in.close()
+                theirs_out.close()
+                served = Served(proc, ours_in, ours_out.detach(), stderr_path, hook_log)
+            else:
+                proc = subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=full_env
+                )
+                assert proc.stdin is not None and proc.stdout is not None
+                served = Served(proc, proc.stdin, os.dup(proc.stdout.fileno()), stderr_path,
+                                hook_log, closed=[proc.stdout])
+        started.append(served)
+        return served
+
+    yield _spawn
+    for served in started:
+        served.finish()
+
+
+@pytest.fixture
+def server_script(tmp_path: Path) -> Path:
+    path = tmp_path / "server.py"
+    path.write_text(SERVER)
+    return path
+
+
+def _wait_for_file_line(path: Path, line: str, timeout: float = 10.0) -> None:
+    """Poll a file for a line with a deadline (the server's own 'ready' note)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while time.monotonic() < deadline:
+        if path.exists() and line in path.read_text().split():
+            return
+        time.sleep(delay)  # polling for a state with a deadline
+        delay = min(delay * 2, 0.05)
+    raise AssertionError(f"{path.name} never got {line!r}")
+
+
+# -- the transport ending ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", ["pipe", "socketpair"])
+def test_closing_stdin_ends_a_server_held_by_thread_executor_and_task_group(
+    spawn: Any, server_script: Path, wire: str
+) -> None:
+    """Closing stdin ends the server promptly with status 0; each hook ran exactly once."""
+    # 1. Start the server (non-daemon thread, executor worker, lifespan task group).
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"], wire=wire)
+    # 2. Handshake and list tools: it is really serving.
+    s.handshake()
+    # 3. Close stdin: the client is gone.
+    s.close_stdin()
+    status, took = s.wait()
+    # 4. It exited promptly, cleanly, running every hook once, newest first.
+    assert status == 0, s.stderr()
+    assert took < PROMPT, f"took {took:.3f} s"
+    assert s.hooks() == ["ready", "last", "first"]
+    assert "mcp-tether: client gone (stdin closed), cleanup" in s.stderr()
+
+
+@pytest.mark.parametrize("sdk", ["mcp1", "fastmcp"])
+def test_closing_stdin_ends_servers_on_the_other_sdk_lines(
+    spawn: Any, server_script: Path, interpreters: dict[str, str | None], sdk: str
+) -> None:
+    """mcp 1.x FastMCP and the standalone fastmcp exit on EOF like MCPServer does."""
+    py = _python_for(interpreters, sdk)
+    s = spawn([py, str(server_script), sdk, "{hooks}"], env={"FASTMCP_SHOW_SERVER_BANNER": "0"})
+    s.handshake()
+    s.close_stdin()
+    status, took = s.wait()
+    assert status == 0, s.stderr()
+    assert took < PROMPT, f"took {took:.3f} s"
+    assert s.hooks() == ["ready", "last", "first"]
+
+
+@pytest.mark.parametrize("sdk", ["mcp2", "mcp1", "fastmcp"])
+def test_sigterm_exits_143_after_running_the_hooks_once(
+    spawn: Any, server_script: Path, interpreters: dict[str, str | None], sdk: str
+) -> None:
+    """SIGTERM while connected: status 128+15, hooks once, the signal named on stderr."""
+    py = _python_for(interpreters, sdk)
+    s = spawn([py, str(server_script), sdk, "{hooks}"], env={"FASTMCP_SHOW_SERVER_BANNER": "0"})
+    s.handshake()
+    s.proc.send_signal(signal.SIGTERM)
+    status, took = s.wait()
+    assert status == 128 + signal.SIGTERM, s.stderr()
+    assert took < PROMPT
+    assert s.hooks() == ["ready", "last", "first"]
+    assert "mcp-tether: exiting (SIGTERM), cleanup" in s.stderr()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_sigint_and_sighup_exit_with_128_plus_n(
+    spawn: Any, server_script: Path, sig: signal.Signals
+) -> None:
+    """SIGINT and SIGHUP go through the same shutdown: status 128+N."""
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"])
+    s.handshake()
+    s.proc.send_signal(sig)
+    status, _ = s.wait()
+    assert status == 128 + sig, s.stderr()
+    assert s.hooks() == ["ready", "last", "first"]
+    assert f"({sig.name})" in s.stderr()
+
+
+def test_eof_and_sigterm_racing_run_the_hooks_exactly_once(
+    spawn: Any, server_script: Path
+) -> None:
+    """Close stdin and send SIGTERM at the same instant: one shutdown, whichever won."""
+    for _round in range(3):
+        s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"])
+        s.handshake()
+        s.close_stdin()
+        s.proc.send_signal(signal.SIGTERM)
+        status, _ = s.wait()
+        assert status in (0, 128 + signal.SIGTERM), s.stderr()
+        assert s.hooks() == ["ready", "last", "first"], s.stderr()
+        assert s.stderr().count("mcp-tether: ") == 1, s.stderr()
+
+
+def test_a_lifespan_that_never_ends_is_cut_after_the_eof_grace(
+    spawn: Any, server_script: Path
+) -> None:
+    """run() never returns (its task group is never cancelled): stdin hang-up ends it."""
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}", "stuck-lifespan"])
+    s.handshake()
+    s.close_stdin()
+    status, took = s.wait()
+    assert status == 0, s.stderr()
+    assert helper.EOF_GRACE <= took < helper.EOF_GRACE + PROMPT, f"took {took:.3f} s"
+    assert s.hooks() == ["ready", "last", "first"]
+    assert "client gone (stdin closed)" in s.stderr()
+
+
+# -- parent death --------------------------------------------------------------------------
+
+# Reaper (a subreaper, so the orphaned server's status comes back to it) -> client -> server.
+# The client forks a helper that keeps a copy of the server's stdin write end, so EOF never
+# comes; then the test SIGKILLs the client.
+DOOMED = textwrap.dedent(
+    '''
+    import json, os, subprocess, sys
+    from mcp_tether.platform import set_subreaper
+
+    server_argv = sys.argv[1:]
+    assert set_subreaper()
+    report_r, report_w = os.pipe()
+    release_r, release_w = os.pipe()  # the helper lives until the reaper closes release_w
+    client = os.fork()
+    if client == 0:
+        os.close(report_r); os.close(release_w)
+        p = subprocess.Popen(server_argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        def send(m):
+            p.stdin.write((json.dumps(m) + "\\n").encode()); p.stdin.flush()
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "doomed", "version": "0"}}})
+        p.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        p.stdout.readline()
+        helper = os.fork()
+        if helper == 0:  # holds p.stdin (inherited by fork) until released
+            os.read(release_r, 1)
+            os._exit(0)
+        os.write(report_w, f"{p.pid} {helper}\\n".encode())
+        os.read(release_r, 1)  # block until SIGKILLed
+        os._exit(0)
+    os.close(report_w); os.close(release_r)
+    server_pid, helper_pid = map(int, os.read(report_r, 100).split())
+    print(f"ready {client} {server_pid} {helper_pid}", flush=True)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        print(f"exit {pid} {os.waitstatus_to_exitcode(status)}", flush=True)
+        if pid == server_pid:
+            os.close(release_w)
+    '''
+)
+
+
+def test_a_server_whose_client_is_killed_exits_although_eof_never_comes(
+    tmp_path: Path, server_script: Path
+) -> None:
+    """Client SIGKILLed, a leaked stdin write end alive elsewhere: the parent watch ends it."""
+    doomed = tmp_path / "doomed.py"
+    doomed.write_text(DOOMED)
+    hook_log = tmp_path / "hooks.txt"
+    stderr_path = tmp_path / "stderr.txt"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    with open(stderr_path, "wb") as err:
+        reaper = subprocess.Popen(
+            [sys.executable, str(doomed), sys.executable, str(server_script), "mcp2",
+             str(hook_log)],
+            stdout=subprocess.PIPE, stderr=err, env=env, text=True,
+        )
+    try:
+        assert reaper.stdout is not None
+        # 1. The client has a connected server and a helper holding the stdin write end.
+        ready = reaper.stdout.readline().split()
+        assert ready and ready[0] == "ready", stderr_path.read_text()
+        client, server_pid, helper_pid = map(int, ready[1:])
+        # 2. Kill the client outright: no stdin close, no signal to the server.
+        t0 = time.monotonic()
+        os.kill(client, signal.SIGKILL)
+        # 3. The server exits by itself (status 0); the reaper reports each exit.
+        exits: dict[int, int] = {}
+        while server_pid not in exits:
+            line = reaper.stdout.readline()
+            assert line, f"reaper ended early: {exits}; {stderr_path.read_text()}"
+            _, pid, status = line.split()
+            exits[int(pid)] = int(status)
+        took = time.monotonic() - t0
+        assert exits[server_pid] == 0, stderr_path.read_text()
+        assert took < PROMPT, f"took {took:.3f} s"
+        assert hook_log.read_text().split() == ["ready", "last", "first"]
+        assert "mcp-tether: client gone (parent died)" in stderr_path.read_text()
+        assert reaper.wait(timeout=EXIT_DEADLINE) == 0
+        assert helper_pid in [int(line.split()[1]) for line in reaper.stdout if line.strip()]
+    finally:
+        if reaper.poll() is None:
+            reaper.kill()
+            reaper.wait()
+
+
+# -- hooks that misbehave --------------------------------------------------------------------
+
+
+def test_a_hung_hook_is_abandoned_at_the_deadline(spawn: Any, server_script: Path) -> None:
+    """A hook that never returns is cut at `deadline`; the process still exits 0."""
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}", "hang-hook"],
+              env={"DEADLINE": "0.3"})
+    s.handshake()
+    s.close_stdin()
+    status, took = s.wait()
+    assert status == 0, s.stderr()
+    assert 0.3 <= took < 0.3 + PROMPT, f"took {took:.3f} s"
+    # Reverse order: `last` ran, then `hung` hung, so `first` was abandoned with it.
+    assert s.hooks() == ["ready", "last", "hung"]
+    assert "abandoned at the 0.3 s deadline: hung, first_registered" in s.stderr()
+
+
+def test_a_raising_hook_is_logged_and_the_rest_still_run(spawn: Any, server_script: Path) -> None:
+    """A hook that raises: its traceback on stderr, the other hooks run, exit status 0."""
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}", "raise-hook"])
+    s.handshake()
+    s.close_stdin()
+    status, _ = s.wait()
+    assert status == 0, s.stderr()
+    assert s.hooks() == ["ready", "last", "broken", "first"]
+    err = s.stderr()
+    assert "RuntimeError: hook failure on purpose" in err
+    assert "failed: broken" in err
+
+
+# -- tethered() and the no-early-exit promise --------------------------------------------------
+
+
+def test_tethered_ends_a_low_level_program_on_eof_and_skips_code_after_the_block(
+    spawn: Any, tmp_path: Path
+) -> None:
+    """`with tethered()` around anyio.run of a low-level Server: EOF ends it, status 0."""
+    script = tmp_path / "lowlevel.py"
+    script.write_text(LOWLEVEL)
+    s = spawn([sys.executable, str(script), "{hooks}"])
+    s.handshake()
+    s.close_stdin()
+    status, took = s.wait()
+    assert status == 0, s.stderr()
+    assert took < PROMPT
+    assert s.hooks() == ["ready", "cleanup"]
+
+
+def test_tethered_low_level_program_exits_143_on_sigterm(spawn: Any, tmp_path: Path) -> None:
+    """SIGTERM while the main thread is inside anyio.run: the watcher thread ends it."""
+    script = tmp_path / "lowlevel.py"
+    script.write_text(LOWLEVEL)
+    s = spawn([sys.executable, str(script), "{hooks}"])
+    s.handshake()
+    s.proc.send_signal(signal.SIGTERM)
+    status, _ = s.wait()
+    assert status == 128 + signal.SIGTERM, s.stderr()
+    assert s.hooks() == ["ready", "cleanup"]
+
+
+def test_a_connected_idle_server_stays_alive(spawn: Any, server_script: Path) -> None:
+    """Connected and idle: nothing fires; it serves on, then exits on EOF."""
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"])
+    s.handshake()
+    assert s.still_running_after(1.5), s.stderr()
+    assert s.request(3, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    s.close_stdin()
+    assert s.wait()[0] == 0
+    assert s.hooks() == ["ready", "last", "first"]
+
+
+def test_a_tty_on_stdin_triggers_nothing(tmp_path: Path, server_script: Path) -> None:
+    """A terminal on stdin never looks like a hang-up: the server waits, SIGTERM ends it."""
+    hook_log = tmp_path / "hooks.txt"
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    proc = subprocess.Popen(
+        [sys.executable, str(server_script), "mcp2", str(hook_log)],
+        stdin=slave, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )
+    os.close(slave)
+    try:
+        _wait_for_file_line(hook_log, "ready")
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=EXIT_DEADLINE) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def test_drain_lets_an_in_flight_call_finish_after_sigterm(
+    spawn: Any, server_script: Path
+) -> None:
+    """drain=2: a 0.3 s call in flight at SIGTERM is answered before the hooks run."""
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"], env={"DRAIN": "2"})
+    s.handshake()
+    s.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "nap", "arguments": {"seconds": 0.3}}})
+    _wait_for_file_line(s.hook_log, "nap-start")
+    s.proc.send_signal(signal.SIGTERM)
+    answer = s.receive()
+    assert answer["id"] == 9 and "result" in answer, answer
+    status, took = s.wait()
+    assert status == 128 + signal.SIGTERM
+    assert s.hooks() == ["ready", "nap-start", "nap-end", "last", "first"]
+
+
+# -- in process: the shutdown itself, with a recording exit -------------------------------------
+
+
+@pytest.fixture
+def recorded() -> Iterator[tuple[helper.Tether, list[int]]]:
+    codes: list[int] = []
+    saved = list(helper._hooks)
+    helper._hooks.clear()  # this test's hooks only
+    tether = helper.Tether(deadline=0.5, stdio=False, exit=codes.append)
+    tether.start()
+    try:
+        yield tether, codes
+    finally:
+        tether.close()
+        helper._hooks[:] = saved
+
+
+def test_hooks_run_newest_first_sync_and_async(recorded: Any) -> None:
+    """on_shutdown and add_cleanup hooks interleave by registration, newest first."""
+    tether, codes = recorded
+    ran: list[str] = []
+    helper.on_shutdown(lambda: ran.append("a"))
+    tether.add_cleanup(lambda: ran.append("b"))
+
+    async def c() -> None:
+        ran.append("c")
+
+    helper.on_shutdown(c)
+    tether.shutdown("test", 7)
+    assert ran == ["c", "b", "a"]
+    assert codes == [7]
+    assert tether.reason == "test" and tether.failed == [] and tether.abandoned == []
+
+
+def test_a_second_shutdown_does_nothing(recorded: Any) -> None:
+    """Shutdown is run-once: the second caller neither runs hooks nor exits."""
+    tether, codes = recorded
+    ran: list[int] = []
+    tether.add_cleanup(lambda: ran.append(1))
+    tether.shutdown("first", 0)
+    tether.shutdown("second", 143)
+    assert ran == [1] and codes == [0] and tether.reason == "first"
+
+
+def test_signal_in_process_reaches_the_watcher(recorded: Any) -> None:
+    """A real SIGTERM to ourselves is turned into a shutdown by the watcher thread."""
+    tether, codes = recorded
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert tether._exited.wait(5.0)
+    assert codes == [128 + signal.SIGTERM]
+    assert tether.reason == "exiting (SIGTERM)"
+
+
+def test_only_one_tether_at_a_time(recorded: Any) -> None:
+    """Signal handlers are per process: a second active tether is refused."""
+    with pytest.raises(RuntimeError):
+        helper.Tether(stdio=False).start()
+
+
+def test_run_refuses_a_low_level_server() -> None:
+    """A server whose run() is async needs tethered(), and says so."""
+
+    class LowLevel:
+        async def run(self, *_a: object) -> None: ...
+
+    with pytest.raises(TypeError, match="tethered"):
+        helper.run(LowLevel())
+
+
+def test_importing_mcp_tether_stays_cheap() -> None:
+    """`import mcp_tether` loads no psutil, rich, mcp, nor even the helper itself."""
+    code = (
+        "import sys, mcp_tether; "
+        "print(sorted(m for m in ('psutil', 'rich', 'mcp', 'typing', 'mcp_tether.server')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    assert out.stdout.strip() == "[]"
