@@ -1,0 +1,539 @@
+"""`mcp-tether run`: real guards, real servers, real clients that die; nothing survives.
+
+The servers are small stdlib scripts written into tmp_path (one file, a mode each):
+  eof        echo stdin to stdout until EOF, then exit with the given code
+  ignore-eof read to EOF, then stay alive on a non-daemon thread (python-sdk issue 2231)
+  stubborn   like ignore-eof, and SIGTERM is ignored
+  daemonize  double-fork a daemon (setsid: out of the group), then behave like `eof`
+  report     on SIGTERM/SIGINT/SIGHUP write the signal's name to a file and exit 0
+  deaf       ignore EOF, SIGTERM and SIGINT; append each SIGINT to a file
+Every process writes its pid to a file first, so the test can check identities later.
+Clients: the test itself (pipes like Python hosts, a socketpair like Node hosts), or
+`client.py`, which can die (exit, SIGKILL) or close stdin at a chosen moment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_tether.proc import SAME, ProcessId, compare, identify, wait_gone
+from mcp_tether.proc.signals import signal_process
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux guard")
+
+FAST = ["--grace", "0.3", "--term-grace", "0.3"]
+DEADLINE = 10.0
+
+SERVER = r'''
+import os, signal, sys, threading, time
+
+mode, pidfile = sys.argv[1], sys.argv[2]
+code = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+
+def note(path, text):
+    with open(path + ".tmp", "w") as fh:
+        fh.write(text)
+    os.rename(path + ".tmp", path)
+
+def read_to_eof(echo):
+    while True:
+        data = os.read(0, 65536)
+        if not data:
+            return
+        while echo and data:
+            data = data[os.write(1, data):]
+
+def forever():
+    while True:
+        time.sleep(3600)
+
+if mode == "daemonize":
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            note(pidfile + ".daemon", str(os.getpid()))
+            os.write(w, b"x")
+            forever()
+        os._exit(0)
+    os.read(r, 1)
+    os.wait()
+if mode in ("stubborn", "deaf"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if mode == "deaf":
+    def on_int(signum, frame):
+        with open(pidfile + ".signals", "a") as fh:
+            fh.write("SIGINT\n")
+    signal.signal(signal.SIGINT, on_int)
+if mode == "report":
+    def on_stop(signum, frame):
+        note(pidfile + ".signal", signal.Signals(signum).name)
+        os._exit(0)
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_stop)
+note(pidfile, str(os.getpid()))
+if mode in ("ignore-eof", "stubborn", "deaf", "report"):
+    threading.Thread(target=forever).start()  # non-daemon: EOF cannot end the process
+read_to_eof(echo=mode in ("eof", "daemonize"))
+sys.exit(code)
+'''
+
+CLIENT = r'''
+import json, os, signal, socket, subprocess, sys, time
+
+kind, holder, report, action, delay = sys.argv[1:6]
+guard_argv = sys.argv[7:]  # after "--"
+if kind == "socket":
+    mine, theirs = socket.socketpair()
+    child_stdin, keep = theirs.fileno(), mine
+else:
+    child_stdin, w = os.pipe()
+    keep = None
+guard = subprocess.Popen(guard_argv, stdin=child_stdin)
+os.close(child_stdin) if keep is None else theirs.close()
+writer = keep.fileno() if keep is not None else w
+info = {"guard": guard.pid}
+if holder == "1":  # a process that inherited the write end: EOF can never come
+    h = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                         pass_fds=(writer,), stdin=subprocess.DEVNULL)
+    info["holder"] = h.pid
+with open(report + ".tmp", "w") as fh:
+    json.dump(info, fh)
+os.rename(report + ".tmp", report)
+time.sleep(float(delay))
+if action == "exit":
+    os._exit(0)
+if action == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+if action == "close":
+    if keep is not None:
+        keep.close()
+    else:
+        os.close(w)
+    sys.exit(guard.wait())
+while True:  # "wait": until the test kills us
+    time.sleep(3600)
+'''
+
+
+# -- helpers -------------------------------------------------------------------------
+class Lab:
+    """Paths of the fixture scripts and pid files of one test."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.server = tmp / "server.py"
+        self.server.write_text(SERVER)
+        self.client = tmp / "client.py"
+        self.client.write_text(CLIENT)
+        self._n = 0
+
+    def pidfile(self) -> str:
+        self._n += 1
+        return str(self.tmp / f"pid{self._n}")
+
+    def server_cmd(self, mode: str, pidfile: str, code: int = 0) -> list[str]:
+        return [sys.executable, str(self.server), mode, pidfile, str(code)]
+
+    def guard_cmd(self, server: list[str], opts: list[str] = FAST) -> list[str]:
+        return [sys.executable, "-m", "mcp_tether", "run", *opts, "--", *server]
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Lab:
+    return Lab(tmp_path)
+
+
+def until(pred, what: str, timeout: float = DEADLINE):  # type: ignore[no-untyped-def]
+    """Poll pred() with a deadline (never a fixed sleep for a state); its value."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def ident_from(path: str, timeout: float = DEADLINE) -> ProcessId:
+    """The identity of the process that wrote its pid into `path`."""
+    pid = int(until(lambda: os.path.exists(path) and Path(path).read_text(), path, timeout))
+    ident = identify(pid)
+    assert ident is not None, f"{path}: process {pid} already gone"
+    return ident
+
+
+def ident_if_any(path: str) -> ProcessId | None:
+    """Identity of a pid file's writer if the file exists, else None (never started)."""
+    if not os.path.exists(path):
+        return None
+    pid = int(Path(path).read_text())
+    # It may be gone already (a zombie read_info still sees): a dead pid is fine.
+    from mcp_tether.proc import read_info
+
+    info = read_info(pid)
+    return None if info is None else info.ident
+
+
+def assert_gone(*idents: ProcessId | None) -> None:
+    alive = [i for i in idents if i is not None and compare(i) == SAME]
+    assert not alive, f"still running: {alive}"
+
+
+class Guarded:
+    """A guard started by the test acting as the client, stdin a pipe or a socketpair."""
+
+    def __init__(self, argv: list[str], tmp: Path, kind: str = "pipe") -> None:
+        self.out = open(tmp / "guard.out", "w+b")  # noqa: SIM115  # closed in finish()
+        self.err = open(tmp / "guard.err", "w+b")  # noqa: SIM115
+        self.sock: socket.socket | None = None
+        if kind == "socket":
+            self.sock, theirs = socket.socketpair()
+            self.proc = subprocess.Popen(argv, stdin=theirs, stdout=self.out, stderr=self.err)
+            theirs.close()
+        else:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=self.out, stderr=self.err
+            )
+        self.ident = identify(self.proc.pid)
+
+    def close_stdin(self) -> float:
+        if self.sock is not None:
+            self.sock.close()
+        else:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        return time.monotonic()
+
+    def wait(self, timeout: float = DEADLINE) -> int:
+        return self.proc.wait(timeout)
+
+    def finish(self) -> tuple[int, bytes, str]:
+        """Exit status, stdout bytes, stderr text (after the guard exited)."""
+        rc = self.proc.wait(DEADLINE)
+        if self.sock is not None:
+            self.sock.close()
+        elif self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.out.seek(0)
+        self.err.seek(0)
+        out, err = self.out.read(), self.err.read().decode()
+        self.out.close()
+        self.err.close()
+        return rc, out, err
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def guards() -> Iterator[list[Guarded]]:
+    """Guards a test started; SIGKILLed (own children, pid known) if a test failed."""
+    started: list[Guarded] = []
+    yield started
+    for g in started:
+        g.kill()
+        for fh in (g.out, g.err):
+            if not fh.closed:
+                fh.close()
+
+
+def start(guards: list[Guarded], lab: Lab, server: list[str], kind: str = "pipe",
+          opts: list[str] = FAST) -> Guarded:
+    g = Guarded(lab.guard_cmd(server, opts), lab.tmp, kind)
+    guards.append(g)
+    return g
+
+
+# -- the guarantees -------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["pipe", "socket"])
+def test_a_server_that_exits_on_eof_exits_by_itself_and_its_status_is_mirrored(
+    lab: Lab, guards: list[Guarded], kind: str
+) -> None:
+    """1. start an EOF-respecting server that exits 3; 2. close stdin; 3. status is 3."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("eof", pf, 3), kind)
+    server = ident_from(pf)
+    g.close_stdin()
+    rc, out, err = g.finish()
+    assert rc == 3
+    assert out == b""
+    assert "client gone (stdin hang-up); server exited by itself after" in err
+    assert len(err.splitlines()) == 1
+    assert_gone(server)
+
+
+@pytest.mark.parametrize("kind", ["pipe", "socket"])
+def test_a_server_that_ignores_eof_is_sigtermed_after_the_grace(
+    lab: Lab, guards: list[Guarded], kind: str
+) -> None:
+    """1. a server kept alive by a thread; 2. close stdin; 3. SIGTERM after 0.3 s: 143."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("ignore-eof", pf), kind)
+    server = ident_from(pf)
+    closed = g.close_stdin()
+    rc, out, err = g.finish()
+    elapsed = time.monotonic() - closed
+    assert rc == 128 + signal.SIGTERM
+    assert 0.3 <= elapsed < 5
+    assert "SIGTERM after" in err and out == b""
+    assert_gone(server)
+
+
+def test_a_server_that_ignores_sigterm_is_sigkilled_after_both_graces(
+    lab: Lab, guards: list[Guarded]
+) -> None:
+    """1. a server ignoring EOF and SIGTERM; 2. close stdin; 3. SIGKILL after 0.6 s: 137."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("stubborn", pf))
+    server = ident_from(pf)
+    closed = g.close_stdin()
+    rc, _, err = g.finish()
+    assert rc == 128 + signal.SIGKILL
+    assert time.monotonic() - closed >= 0.6
+    assert "SIGKILL after" in err
+    assert_gone(server)
+
+
+def test_a_half_close_of_a_socket_stdin_counts_as_a_hang_up(
+    lab: Lab, guards: list[Guarded]
+) -> None:
+    """1. socket stdin; 2. shutdown(SHUT_WR), socket kept open; 3. the guard acts."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("ignore-eof", pf), "socket")
+    server = ident_from(pf)
+    assert g.sock is not None
+    g.sock.shutdown(socket.SHUT_WR)
+    rc, _, err = g.finish()
+    assert rc == 128 + signal.SIGTERM
+    assert "stdin hang-up" in err
+    assert_gone(server)
+
+
+def test_a_server_behind_sh_c_is_ended_with_its_wrapper(lab: Lab, guards: list[Guarded]) -> None:
+    """1. sh -c 'server; true' keeps sh as a parent; 2. close stdin; 3. both gone."""
+    pf = lab.pidfile()
+    inner = " ".join(lab.server_cmd("ignore-eof", pf))
+    g = start(guards, lab, ["sh", "-c", f"{inner}; true"])
+    server = ident_from(pf)
+    g.close_stdin()
+    rc, _, err = g.finish()
+    assert rc == 128 + signal.SIGTERM
+    assert "1 more process" in err
+    assert_gone(server)
+
+
+def test_a_daemonized_escapee_is_ended_too(lab: Lab, guards: list[Guarded]) -> None:
+    """1. the server double-forks a daemon out of its group; 2. close stdin; 3. both gone."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("daemonize", pf))
+    server = ident_from(pf)
+    daemon = ident_from(pf + ".daemon")
+    g.close_stdin()
+    rc, _, err = g.finish()
+    assert rc == 0
+    assert "server exited by itself" in err
+    assert "outside its group" in err and "SIGTERM" in err
+    assert_gone(server, daemon)
+
+
+@pytest.mark.parametrize("kind", ["pipe", "socket"])
+def test_parent_death_ends_the_server_even_when_another_process_holds_stdin(
+    lab: Lab, kind: str
+) -> None:
+    """1. client starts the guard, a holder inherits stdin's write end; 2. client is
+    SIGKILLed; 3. no EOF comes, yet the guard SIGTERMs the server at once."""
+    pf, report = lab.pidfile(), str(lab.tmp / "client.json")
+    err_path = lab.tmp / "guard.err"
+    with open(err_path, "wb") as err_fh:
+        client = subprocess.Popen(
+            [sys.executable, str(lab.client), kind, "1", report, "wait", "0", "--",
+             *lab.guard_cmd(lab.server_cmd("eof", pf), ["--grace", "5", "--term-grace", "5"])],
+            stdout=subprocess.DEVNULL, stderr=err_fh,
+        )
+    holder = None
+    try:
+        info = json.loads(until(lambda: os.path.exists(report) and Path(report).read_text(),
+                                "client report"))
+        guard = identify(info["guard"])
+        holder = identify(info["holder"])
+        assert guard is not None and holder is not None
+        server = ident_from(pf)
+        killed = time.monotonic()
+        client.kill()
+        client.wait()
+        assert wait_gone(guard, DEADLINE) is not None
+        assert time.monotonic() - killed < 4  # no 5 s grace: straight to SIGTERM
+        assert_gone(server)
+        err = err_path.read_text()
+        assert "parent died, stdin still open" in err and "SIGTERM after" in err
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        if holder is not None:
+            signal_process(holder, signal.SIGKILL)
+
+
+def test_a_sigkilled_guard_takes_its_server_along(lab: Lab, guards: list[Guarded]) -> None:
+    """1. a stubborn server; 2. SIGKILL the guard; 3. PDEATHSIG kills the server."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("stubborn", pf))
+    server = ident_from(pf)
+    g.proc.kill()
+    g.proc.wait()
+    assert wait_gone(server, DEADLINE) is not None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_to_the_guard_is_forwarded_to_the_server(
+    lab: Lab, guards: list[Guarded], sig: signal.Signals
+) -> None:
+    """1. a server that reports the signal it gets; 2. signal the guard; 3. it got it."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("report", pf))
+    server = ident_from(pf)
+    assert g.ident is not None
+    signal_process(g.ident, sig)
+    rc, out, err = g.finish()
+    assert rc == 0
+    assert Path(pf + ".signal").read_text() == sig.name
+    assert f"got {sig.name}, forwarded to the server" in err
+    assert out == b""
+    assert_gone(server)
+
+
+def test_a_second_sigint_kills_at_once(lab: Lab, guards: list[Guarded]) -> None:
+    """1. a server deaf to EOF, SIGTERM, SIGINT, 10 s graces; 2. SIGINT, seen by the
+    server; 3. a second SIGINT: SIGKILL without waiting out the graces."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("deaf", pf), opts=["--grace", "10", "--term-grace", "10"])
+    server = ident_from(pf)
+    assert g.ident is not None
+    signal_process(g.ident, signal.SIGINT)
+    until(lambda: os.path.exists(pf + ".signals"), "the forwarded SIGINT")
+    second = time.monotonic()
+    signal_process(g.ident, signal.SIGINT)
+    rc, _, err = g.finish()
+    assert rc == 128 + signal.SIGKILL
+    assert time.monotonic() - second < 5
+    assert "second SIGINT" in err
+    assert_gone(server)
+
+
+@pytest.mark.parametrize(
+    ("cmd", "rc", "words"),
+    [
+        (["/nonexistent/server"], 127, "command not found"),
+        (["no-such-server-xyz"], 127, "command not found"),
+        (["NOTEXEC"], 126, "cannot execute"),
+        (["DIR"], 126, "cannot execute"),
+        ([], 2, "no command"),
+    ],
+)
+def test_bad_commands_give_shell_exit_codes_and_one_line(
+    tmp_path: Path, cmd: list[str], rc: int, words: str
+) -> None:
+    """127 missing, 126 not executable, 2 no command: one stderr line, no stdout."""
+    notexec = tmp_path / "notexec"
+    notexec.write_text("#!/bin/sh\n")
+    cmd = [str(notexec) if c == "NOTEXEC" else str(tmp_path) if c == "DIR" else c for c in cmd]
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_tether", "run", "--", *cmd],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE,
+    )
+    assert p.returncode == rc
+    assert p.stdout == b""
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1 and words in lines[0] and lines[0].startswith("mcp-tether run: ")
+
+
+@pytest.mark.parametrize("kind", ["pipe", "socket"])
+def test_five_megabytes_pass_through_byte_identical(
+    lab: Lab, guards: list[Guarded], kind: str
+) -> None:
+    """1. an echo server; 2. 5 MB of random bytes in; 3. the same 5 MB out."""
+    data = random.Random(7).randbytes(5 * 1024 * 1024)
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("eof", pf), kind)
+
+    def feed() -> None:
+        if g.sock is not None:
+            g.sock.sendall(data)
+        else:
+            assert g.proc.stdin is not None
+            g.proc.stdin.write(data)
+            g.proc.stdin.flush()
+        g.close_stdin()
+
+    t = threading.Thread(target=feed)
+    t.start()
+    t.join(DEADLINE * 3)
+    rc, out, err = g.finish()
+    assert rc == 0
+    assert len(out) == len(data) and out == data
+    assert "exited by itself" in err
+
+
+# -- randomized: the client dies at a random moment ------------------------------------
+FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof"]
+ACTIONS = ["exit", "kill", "close"]
+ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
+
+
+def test_the_client_dying_at_random_moments_leaves_no_survivor(lab: Lab) -> None:
+    """Each round: a fixture, a client death (exit, SIGKILL, stdin close) after a random
+    delay, pipe or socket; afterwards the guard and every process of the tree are gone.
+    Seed with MCP_TETHER_SEED to replay."""
+    seed = int(os.environ.get("MCP_TETHER_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    for n in range(ROUNDS):
+        fixture, action = rng.choice(FIXTURES), rng.choice(ACTIONS)
+        kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
+        where = f"seed {seed} round {n}: {fixture} {action} {kind} after {delay:.3f} s"
+        pf, report = lab.pidfile(), str(lab.tmp / f"client{n}.json")
+        if fixture == "sh-ignore-eof":
+            server = ["sh", "-c", " ".join(lab.server_cmd("ignore-eof", pf)) + "; true"]
+        else:
+            server = lab.server_cmd(fixture, pf)
+        err_path = lab.tmp / f"guard{n}.err"
+        with open(err_path, "wb") as err_fh:
+            client = subprocess.Popen(
+                [sys.executable, str(lab.client), kind, "0", report, action, f"{delay}", "--",
+                 *lab.guard_cmd(server, ["--grace", "0.2", "--term-grace", "0.2"])],
+                stdout=subprocess.DEVNULL, stderr=err_fh,
+            )
+        try:
+            info = json.loads(until(lambda r=report: os.path.exists(r) and Path(r).read_text(),
+                                    f"{where}: client report"))
+            guard = identify(info["guard"])
+            client.wait(DEADLINE)
+            if guard is not None:
+                assert wait_gone(guard, DEADLINE) is not None, f"{where}: guard still running"
+            left = [ident_if_any(pf), ident_if_any(pf + ".daemon")]
+            alive = [i for i in left if i is not None and compare(i) == SAME]
+            assert not alive, f"{where}: survivors {alive}; guard said {err_path.read_text()!r}"
+        finally:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
