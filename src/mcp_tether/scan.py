@@ -502,25 +502,38 @@ class _Matcher:
 
 def _load_config(home: str | None, cwd: str | None, config: str | None,
                  servers: Iterable[Any] | None) -> tuple[list[_Matcher], list[str]]:
+    """Matchers for every stdio server of every host config found (plus `config`)."""
     if servers is not None:
-        entries, errors = list(servers), []
+        entries: list[Any] = list(servers)
+        errors: list[Any] = []
     else:
         try:
-            from mcp_tether import hosts  # optional: config discovery lives there
+            from mcp_tether import hosts  # config discovery and reading live there
         except ImportError:
             return [], []
+        from pathlib import Path
+
         kwargs: dict[str, Any] = {}
         if home is not None:
-            kwargs["home"] = home
+            kwargs["home"] = Path(home)
         if cwd is not None:
-            kwargs["cwd"] = cwd
-        try:
-            entries, errors = hosts.configured_servers(config=config, **kwargs)
-        except Exception as exc:  # noqa: BLE001  # config trouble must not stop the scan
-            return [], [f"host configs: {exc}"]
+            kwargs["cwd"] = Path(cwd)
+        entries, errors = [], []
+        calls: list[dict[str, Any]] = [kwargs]
+        if config is not None:
+            calls.append({"config": config})
+        for kw in calls:
+            try:
+                got, errs = hosts.configured_servers(**kw)
+            except Exception as exc:  # noqa: BLE001  # config trouble must not stop the scan
+                errors.append(f"host configs: {exc}")
+                continue
+            entries += got
+            errors += errs
     matchers = [
         _Matcher.of(e) for e in entries
         if getattr(e, "transport", "stdio") == "stdio" and getattr(e, "command", None)
+        and not getattr(e, "disabled", False)
     ]
     return matchers, [str(e) for e in errors]
 
@@ -833,7 +846,7 @@ def scan(
             stdin = _read_stdin(r, diag)
             if stdin.writer == "no":
                 evidence.append(STDIN_NO_WRITER)
-            cfg_hosts = {c[0] for c in cfg}
+            cfg_hosts = {c[0] for c in cfg if c[0]}
             if host is None and cfg_hosts and not (cfg_hosts & set(running_hosts)):
                 evidence.append(HOST_GONE)
             writers: list[int] = []

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_tether import ladder, log
+from mcp_tether import ladder
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from mcp_tether.proc import ExitWaiter, ProcessId, signal_group, signal_process, snapshot
 from mcp_tether.proc.signals import DENIED, GONE, SENT
@@ -236,8 +236,9 @@ def _reap_command(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.yes:
         if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            log.say(f"mcp-tether reap: {len(plan)} orphan(s) to end, but no terminal to ask on "
-                    "and no --yes: refusing. Check with --dry-run, then pass --yes.")
+            print(f"mcp-tether reap: {len(plan)} orphan(s) to end, but no terminal to ask on "
+                  "and no --yes: refusing. Check with --dry-run, then pass --yes.",
+                  file=sys.stderr)
             return EXIT_USAGE
         _print_plan(plan, result, to=sys.stderr)
         try:
@@ -245,7 +246,7 @@ def _reap_command(args: argparse.Namespace) -> int:
         except EOFError:
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
-            log.say("nothing ended")
+            print("nothing ended", file=sys.stderr)
             return EXIT_OK
     outcomes = reap_servers(plan, args.grace)
     if args.json:
@@ -269,7 +270,7 @@ def _reap_command(args: argparse.Namespace) -> int:
 
 def _warn_config(result: ScanResult) -> None:
     for e in result.config_errors:
-        log.say(f"mcp-tether: warning: {e}")
+        print(f"mcp-tether: warning: {e}", file=sys.stderr)
 
 
 def _size(n: int) -> str:
