@@ -46,11 +46,20 @@ def fmt_ms(ms: float | None) -> str:
     return "—" if ms is None else f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
 
 
+def short_cmd(cmdline: str, limit: int = 40) -> str:
+    """`/usr/bin/node /long/path/timer.mjs` -> `node timer.mjs`: enough to recognise it."""
+    words = [w.rsplit("/", 1)[-1] if "/" in w and not w.startswith("-") else w
+             for w in cmdline.split()]
+    text = " ".join(words)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def note(r: ScenarioResult) -> str:
     parts = []
     if r.verdict == "orphaned" and r.survivors:
         parts.append(
-            "; ".join(f"pid {s.pid} ppid {s.ppid} {s.cmdline[:60]}" for s in r.survivors[:3])
+            "survivors: "
+            + "; ".join(f"{s.pid} (ppid {s.ppid}) {short_cmd(s.cmdline)}" for s in r.survivors[:3])
         )
     elif r.detail:
         parts.append(r.detail)

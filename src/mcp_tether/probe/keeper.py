@@ -61,6 +61,7 @@ class Keeper:
         self.handshake: str | None = None
         self.stop = False
         self.error_code: int | None = None
+        self.cleanup_at = float("inf")
 
     # -- plumbing ---------------------------------------------------------------------
     def _setup_signals(self) -> None:
@@ -86,7 +87,12 @@ class Keeper:
                 return
             code = os.waitstatus_to_exitcode(st)
             self.reaped[pid] = 128 - code if code < 0 else code
-            if self.server and pid == self.server.pid and self.status is None:
+            if (
+                self.server
+                and pid == self.server.pid
+                and self.status is None
+                and time.monotonic() < self.cleanup_at
+            ):
                 self.status = self.reaped[pid]
 
     def _members(self) -> list[ProcessId]:
@@ -182,7 +188,8 @@ class Keeper:
         elif kind == "noise":
             self.warnings.append(f"stdout-noise: {ev['line']!r}")
         elif kind == "reaped":
-            self.status = ev["status"]
+            if ev.get("at", ev["t"]) < self.cleanup_at:  # not our clean-up's SIGKILL
+                self.status = ev["status"]
         elif kind == "helper":
             self.client_side.add(ev["pid"])
         elif kind == "trigger":
@@ -327,6 +334,8 @@ class Keeper:
     # -- cleanup ----------------------------------------------------------------------
     def cleanup(self) -> None:
         """SIGKILL everything we started (all our descendants) and reap it."""
+        self._reap()
+        self.cleanup_at = time.monotonic()
         for _attempt in range(10):
             procs = [i.ident for i in descendants(self.me, snapshot())]
             if not procs:
@@ -340,6 +349,7 @@ class Keeper:
             self._reap()
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
+            self._reap()
             try:
                 pid, _st = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -413,7 +423,10 @@ class Keeper:
         elif verdict == "killed" and f.killed_by_probe is not None:
             detail = f"did not exit within {self.window:g} s of {self.scenario.upper()}; SIGKILLed"
         if self.server is not None and self.status is None:
-            self.status = self.reaped.get(self.server.pid)
+            # Only an exit seen before our clean-up is the server's own doing.
+            exited = self.waiter.exited.get(self.server)
+            if exited is not None and exited < self.cleanup_at:
+                self.status = self.reaped.get(self.server.pid)
         if verdict in ("alive", "error"):
             self.status = None  # what our clean-up did to it says nothing about the server
         return {

@@ -1,0 +1,120 @@
+"""The lab: the reference experiment, rebuilt. Bundled fixture servers x scenarios.
+
+The lab only *describes* rows (which server, which host style, which scenario) and
+hands them to the probe's runner; every verdict comes from the probe's measurements.
+Nothing here knows what a row should show: the expected table lives in the tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Row", "rows", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES", "python_fixture"]
+
+HERE = Path(__file__).resolve().parent
+PY_FIXTURES = (
+    "plain", "daemon_thread", "thread", "anyio_group", "executor", "stubborn", "fixed",
+)
+NODE_FIXTURES = ("plain", "timer", "fixed", "stubborn", "stdout_writer")
+
+BLOCKS = ("reference", "python", "wrappers", "extra")
+
+
+@dataclass(frozen=True)
+class Row:
+    block: str
+    row: str  # short id shown in the table (A..J for the reference rows)
+    server: str  # human name, e.g. "node timer" or "sh -c + node timer"
+    argv: tuple[str, ...]
+    host_style: str
+    scenario: str
+    needs_node: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.row} {self.server}"
+
+
+def python_fixture(name: str) -> list[str]:
+    return [sys.executable, str(HERE / "python" / f"{name}.py")]
+
+
+def _node(node_dir: Path | None, name: str) -> list[str]:
+    return ["node", str((node_dir or HERE / "node") / f"{name}.mjs")]
+
+
+def _sh(argv: list[str]) -> list[str]:
+    # `; true` keeps sh from exec-ing the server: a real wrapper process, like npx.
+    return ["sh", "-c", f"{shlex.join(argv)}; true"]
+
+
+def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list[Row]:
+    """Every row of the lab, in table order."""
+    out: list[Row] = []
+
+    def add(block: str, rid: str, server: str, argv: list[str], style: str, sc: str) -> None:
+        node = any(os.path.basename(a) == "node" or a.endswith(".mjs") for a in argv) or (
+            "node " in " ".join(argv)
+        )
+        if block in blocks:
+            out.append(Row(block, rid, server, tuple(argv), style, sc, node))
+
+    letters = iter("ABCDEFGHIJ")
+    for fx in ("plain", "timer", "fixed"):
+        for sc in ("close", "exit", "crash"):
+            add("reference", next(letters), f"node {fx}", _node(node_dir, fx), "node", sc)
+    add("reference", next(letters), "node stubborn", _node(node_dir, "stubborn"), "node", "close")
+
+    n = 0
+    for fx in PY_FIXTURES:
+        for sc in ("close", "exit", "crash"):
+            n += 1
+            add("python", f"P{n}", f"python {fx}", python_fixture(fx), "python", sc)
+
+    timer, fixed = _node(node_dir, "timer"), _node(node_dir, "fixed")
+    w = [
+        ("sh -c + node timer", _sh(timer), "node", "close"),
+        ("sh -c + node timer", _sh(timer), "python", "close"),
+        ("sh -c + node timer", _sh(timer), "node", "exit"),
+        ("sh -c + node fixed", _sh(fixed), "node", "close"),
+        ("sh -c + node fixed", _sh(fixed), "node", "exit"),
+        ("sh -c + node fixed", _sh(fixed), "node", "crash"),
+    ]
+    for i, (server, argv, style, sc) in enumerate(w, 1):
+        add("wrappers", f"W{i}", server, argv, style, sc)
+
+    x = [
+        ("node plain", _node(node_dir, "plain"), "node", "devnull"),
+        ("node timer", timer, "node", "devnull"),
+        ("python plain", python_fixture("plain"), "python", "devnull"),
+        ("python thread", python_fixture("thread"), "python", "devnull"),
+        ("node stdout_writer", _node(node_dir, "stdout_writer"), "node", "crash"),
+        ("python stdout_writer", python_fixture("stdout_writer"), "python", "crash"),
+        ("python plain", python_fixture("plain"), "python", "inherited-writer"),
+        ("python fixed", python_fixture("fixed"), "python", "inherited-writer"),
+        ("node fixed", fixed, "node", "inherited-writer"),
+        ("node plain", _node(node_dir, "plain"), "node", "half-close"),
+        ("node fixed", fixed, "node", "half-close"),
+        ("node plain", _node(node_dir, "plain"), "node", "sigterm"),
+        ("node fixed", fixed, "node", "sigint"),
+        ("python plain", python_fixture("plain"), "python", "sigint"),
+        ("python fixed", python_fixture("fixed"), "python", "sigterm"),
+        ("node plain", _node(node_dir, "plain"), "node", "idle"),
+        ("python daemonizer", python_fixture("daemonizer"), "python", "exit"),
+    ]
+    for i, (server, argv, style, sc) in enumerate(x, 1):
+        add("extra", f"X{i}", server, argv, style, sc)
+    return out
+
+
+def spec_for(row: Row, **opts: Any) -> dict[str, Any]:
+    from mcp_tether.probe import ProbeOptions, build_specs
+
+    o = ProbeOptions(host_style=row.host_style, scenarios=(row.scenario,), **opts)
+    (spec,) = build_specs(list(row.argv), o)
+    return spec

@@ -1,0 +1,102 @@
+"""`mcp-tether lab`: run the bundled fixtures through the probe, print one table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
+
+EPILOG = """\
+blocks: reference (rows A-J: Node plain/timer/fixed x close/exit/crash, stubborn close),
+  python (the official-SDK fixtures x close/exit/crash, python host style),
+  wrappers (servers behind `sh -c '...; true'`, like npx), extra (devnull, stdout
+  writers, inherited-writer, half-close, signals, idle, a daemonizing server).
+The Node rows need node and npm: on first use the lab installs the pinned SDK into a
+cache folder with `npm ci` (`mcp-tether lab --install-node` does only that).
+exit code: 0 when every row ran (whatever its verdict: the lab shows, it does not judge),
+  1 when a row could not run (verdict error), 2 set-up error.
+"""
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.epilog = EPILOG + "\n" + (parser.epilog or "")
+    from mcp_tether.lab import BLOCKS
+
+    parser.add_argument("--block", action="append", choices=BLOCKS,
+                        help="run only this block (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--jobs", type=int, default=8,
+                        help="scenarios at once (default 8; the reference block runs its 10 "
+                        "rows at once)")
+    parser.add_argument("--window", type=float, default=2.0,
+                        help="seconds the tree may take after its client is gone (2)")
+    parser.add_argument("--install-node", action="store_true",
+                        help="only install the Node fixtures' pinned SDK, then exit")
+
+
+def run_lab(
+    blocks: tuple[str, ...], *, jobs: int = 8, window: float = 2.0, quiet: bool = False
+) -> list[Any]:
+    """Run the lab; ScenarioResults with label and block, in table order."""
+    from mcp_tether.lab import node_env, rows, spec_for
+    from mcp_tether.probe import ScenarioResult
+    from mcp_tether.probe.runner import run_specs
+
+    skip_reason = node_env.missing_tools()
+    node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
+    out: list[Any] = []
+    for block in blocks:
+        todo = rows(node_dir, (block,))
+        runnable = [r for r in todo if not (r.needs_node and skip_reason)]
+        specs = [spec_for(r, window=window) for r in runnable]
+        n = len(specs) if block == "reference" else jobs
+        raw = iter(run_specs(specs, jobs=n))
+        for r in todo:
+            if r.needs_node and skip_reason:
+                res = ScenarioResult(r.scenario, r.host_style, "skipped", False, None, None,
+                                     None, detail=f"skipped: {skip_reason}")
+            else:
+                res = ScenarioResult.from_dict(next(raw))
+            res.label = r.label
+            setattr(res, "block", block)
+            out.append(res)
+    return out
+
+
+def command(args: argparse.Namespace) -> int:
+    from mcp_tether import platform
+    from mcp_tether.lab import BLOCKS, node_env
+    from mcp_tether.probe.runner import sweep
+
+    if args.install_node:
+        path = node_env.ensure()
+        print(f"mcp-tether lab: Node fixtures ready in {path}", file=sys.stderr)
+        return EXIT_OK
+    blocks = tuple(args.block) if args.block else BLOCKS
+    if args.jobs < 1:
+        raise TetherError("--jobs must be at least 1")
+    platform.set_subreaper()
+    try:
+        results = run_lab(blocks, jobs=args.jobs, window=args.window)
+    finally:
+        sweep()
+    from mcp_tether import report
+
+    if args.junit:
+        report.write_junit(args.junit, {b: [r for r in results if r.block == b] for b in blocks})
+    if args.json:
+        report.render_json([dict(r.to_dict(), block=r.block) for r in results])
+    else:
+        report.render_table(
+            results,
+            title="mcp-tether lab: does each server die with its client?",
+            with_label=True,
+            blocks=[(b, [r for r in results if r.block == b]) for b in blocks],
+        )
+    errors = [r for r in results if r.verdict == "error"]
+    if errors:
+        print(f"mcp-tether lab: {len(errors)} row(s) could not run", file=sys.stderr)
+    return EXIT_FAILED if errors else EXIT_OK

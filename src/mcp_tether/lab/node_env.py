@@ -1,0 +1,61 @@
+"""The Node fixtures' runtime: a cache folder holding the pinned SDK (npm ci).
+
+The package ships package.json, package-lock.json and the .mjs fixtures; on first use
+they are copied to `$XDG_CACHE_HOME/mcp-tether/node-fixtures-<lock hash>` and `npm ci`
+installs exactly the locked versions there. Fixture files are re-copied every time so
+an upgrade of mcp-tether never runs stale fixtures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from mcp_tether import log
+from mcp_tether.errors import TetherError
+
+SRC = Path(__file__).resolve().parent / "node"
+INSTALL_CMD = ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"]
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = hashlib.sha256((SRC / "package-lock.json").read_bytes()).hexdigest()[:12]
+    return Path(base) / "mcp-tether" / f"node-fixtures-{digest}"
+
+
+def missing_tools() -> str | None:
+    """Why Node rows cannot run here (None when node and npm are both on PATH)."""
+    gone = [t for t in ("node", "npm") if shutil.which(t) is None]
+    if gone:
+        return f"{' and '.join(gone)} not found on PATH (install Node.js >= 18 to run these rows)"
+    return None
+
+
+def ensure(*, quiet: bool = False) -> Path:
+    """The folder to run Node fixtures from, installing the pinned SDK if needed."""
+    why = missing_tools()
+    if why:
+        raise TetherError(why)
+    dest = cache_dir()
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in SRC.iterdir():
+        if f.suffix in (".mjs", ".json") and f.is_file():
+            shutil.copy2(f, dest / f.name)
+    marker = dest / "node_modules" / ".mcp-tether-installed"
+    if not marker.exists():
+        if not quiet:
+            log.say(f"mcp-tether lab: installing the Node fixtures' pinned SDK: "
+                    f"{' '.join(INSTALL_CMD)} in {dest}")
+        proc = subprocess.run(
+            INSTALL_CMD, cwd=dest, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True,
+        )
+        if proc.returncode != 0:
+            tail = proc.stdout.strip().splitlines()[-3:]
+            raise TetherError(f"npm ci failed in {dest}: {' / '.join(tail)}")
+        marker.touch()
+    return dest
