@@ -457,6 +457,27 @@ def test_a_lifespan_that_never_ends_is_cut_after_the_eof_grace(
     assert "client gone (stdin closed)" in s.stderr()
 
 
+def test_a_server_started_on_dev_null_exits_even_if_run_never_returns(
+    tmp_path: Path, server_script: Path
+) -> None:
+    """stdin at /dev/null (nohup, a daemon): nobody can ever ask anything; it exits 0."""
+    hook_log = tmp_path / "hooks.txt"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    proc = subprocess.Popen(
+        [sys.executable, str(server_script), "mcp2", str(hook_log), "stuck-lifespan"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )
+    try:
+        _, err = proc.communicate(timeout=EXIT_DEADLINE + 10)
+        assert proc.returncode == 0, err
+        assert hook_log.read_text().split() == ["ready", "last", "first"]
+        assert b"client gone (stdin closed)" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 # -- parent death --------------------------------------------------------------------------
 
 # Reaper (a subreaper, so the orphaned server's status comes back to it) -> client -> server.

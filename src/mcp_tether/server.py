@@ -16,12 +16,14 @@ with mcp_tether.tethered() as t:         # any other stdio program, the low-leve
 Guarantees, once `run()` is called or the `tethered()` block is entered:
 - Triggers: the transport ending (`server.run()` returned, the block exited), stdin hung
   up (every writer gone) and the transport not ending by itself within `EOF_GRACE`,
+  stdin at /dev/null from the start and the transport not ending within `EOF_GRACE`,
   the parent process dying (a pidfd on Linux, else getppid() polled every
   `PARENT_POLL_INTERVAL`), and SIGTERM, SIGINT, SIGHUP. The parent watch catches the
   leaked write end, where EOF never comes.
 - fd 0 and `sys.stdin` are never read: a private duplicate of fd 0, taken before the SDK
   diverts it (mcp 2.x points fd 0 at /dev/null while serving), is only ever poll()ed for
-  a hang-up, with POLLIN unrequested. A TTY, a file or /dev/null on stdin is not watched.
+  a hang-up, with POLLIN unrequested. A TTY or a file on stdin is not watched; /dev/null
+  counts as closed from the start.
 - Signal handlers only record and wake the watcher thread (through `signal.set_wakeup_fd`
   when nobody else owns it, so the wake-up does not wait for the main thread to run
   Python code, and through a plain write from the handler as well); the watcher thread
@@ -52,6 +54,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import stat
 import sys
 import threading
 import time
@@ -122,6 +125,14 @@ def _call_hook(fn: Callable[[], Any]) -> None:
         asyncio.run(_await())
 
 
+def _is_null_device(fd: int) -> bool:
+    try:
+        st, null = os.fstat(fd), os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
+
+
 def _flush_std_streams() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
@@ -166,6 +177,7 @@ class Tether:
         self._parent: ParentWatch | None = None
         self._stdin_fd: int | None = None
         self._stdin_events = 0
+        self._stdin_null = False  # started with stdin at /dev/null: EOF from the outset
         self._watcher: threading.Thread | None = None
         # What happened, for tests and for anyone embedding this.
         self.reason: str | None = None
@@ -206,6 +218,8 @@ class Tether:
                 # Above 2 and close-on-exec: a server's children must not inherit it.
                 self._stdin_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
                 self._stdin_events = events
+            else:
+                self._stdin_null = _is_null_device(0)
         if threading.current_thread() is threading.main_thread():
             for sig in SIGNALS:
                 self._old_handlers[sig] = signal.signal(sig, self._on_signal)
@@ -325,6 +339,9 @@ class Tether:
             poller.register(self._stdin_fd, self._stdin_events)
         pending: tuple[str, int] | None = None
         pending_until = 0.0
+        if self._stdin_null:  # nobody can ever send a request: same as a hang-up at once
+            pending = ("client gone (stdin closed)", 0)
+            pending_until = time.monotonic() + max(self.drain or 0.0, EOF_GRACE)
 
         def trigger(reason: str, status: int, grace: float) -> None:
             nonlocal pending, pending_until
