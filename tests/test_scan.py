@@ -226,10 +226,10 @@ def test_permission_denied_processes_are_skipped_quietly(
     shown = lab.pair()
     real = scan.read_process
 
-    def reader(pid: int) -> scan.Proc | None:
+    def reader(pid: int, *args: object) -> scan.Proc | None:
         if pid == hidden.server.pid:
             raise PermissionError(13, "Permission denied")
-        return real(pid)
+        return real(pid, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(scan, "read_process", reader)
     result = scan.scan()

@@ -26,12 +26,8 @@ from __future__ import annotations
 
 import os
 import re
-import select
-import shlex
-import socket
-import struct
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,7 +155,7 @@ class Proc:
     comm: str
     cpu_ticks: int
     rss_bytes: int
-    argv: list[str]
+    argv: list[str] | None  # None: not read yet (see `_argv`)
 
     @property
     def ident(self) -> ProcessId:
@@ -170,27 +166,33 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PF_KTHREAD = 0x00200000
 
 
-def _read_all(path: str) -> bytes:
+def _read_all(path: str, size: int = 65536) -> bytes:
+    # procfs hands over everything available up to `size` in one read: read again only
+    # when the buffer came back full (saves a syscall per file on every process).
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        chunks = []
+        data = os.read(fd, size)
+        if len(data) < size:
+            return data
+        chunks = [data]
         while True:
-            b = os.read(fd, 65536)
+            b = os.read(fd, size)
             if not b:
-                break
+                return b"".join(chunks)
             chunks.append(b)
-        return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def read_process(pid: int) -> Proc | None:
+def read_process(pid: int, want_argv: Callable[[str], bool] | None = None) -> Proc | None:
     """One process from /proc; None if gone, a kernel thread or a zombie.
 
+    argv is read only when `want_argv(comm)` says so (None: always): most processes on a
+    machine are ruled out by their name alone, and cmdline is half the cost of a scan.
     Raises PermissionError when the process exists but may not be read (the scan skips it).
     """
     try:
-        data = _read_all(f"/proc/{pid}/stat")
+        data = _read_all(f"/proc/{pid}/stat", 4096)
     except (FileNotFoundError, ProcessLookupError):
         return None
     lpar = data.find(b"(")
@@ -201,19 +203,58 @@ def read_process(pid: int) -> Proc | None:
     state = f[0].decode()
     if int(f[6]) & _PF_KTHREAD or state in ("Z", "X", "x"):
         return None
-    try:
-        raw = _read_all(f"/proc/{pid}/cmdline")
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    argv = [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]] if raw else []
+    comm = data[lpar + 1 : rpar].decode(errors="replace")
+    argv = None
+    if want_argv is None or want_argv(comm):
+        argv = _read_cmdline(pid)
+        if argv is None:
+            return None
     return Proc(
-        pid, int(f[1]), int(f[2]), int(f[3]), state, float(f[19]),
-        data[lpar + 1 : rpar].decode(errors="replace"),
+        pid, int(f[1]), int(f[2]), int(f[3]), state, float(f[19]), comm,
         int(f[11]) + int(f[12]), int(f[21]) * _PAGE, argv,
     )
 
 
-def _snapshot() -> tuple[dict[int, Proc], int]:
+def _read_cmdline(pid: int) -> list[str] | None:
+    try:
+        raw = _read_all(f"/proc/{pid}/cmdline")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]] if raw else []
+
+
+def _argv(p: Proc) -> list[str]:
+    """p's argv, read now if the snapshot skipped it ([] if unreadable or gone)."""
+    if p.argv is None:
+        try:
+            p.argv = _read_cmdline(p.pid) or []
+        except OSError:
+            p.argv = []
+    return p.argv
+
+
+# Names (comm, first word, lower case, at most 15 characters as the kernel keeps them)
+# worth reading argv for: interpreters, runners, shells, hosts, anything with "mcp".
+_COMM_NAMES = frozenset(
+    {n[:15].lower() for n in RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp",
+                                                "electron", "claude-desktop"}}
+    | {k.split(" ")[0][:15].lower() for k in _HOST_NAMES}
+)
+
+
+def _comm_filter(extra: Iterable[str]) -> Callable[[str], bool]:
+    names = _COMM_NAMES | {e[:15].lower() for e in extra}
+
+    def want(comm: str) -> bool:
+        c = comm.lower()
+        return ("mcp" in c or c.split(" ", 1)[0] in names or c.startswith(("python", "pypy"))
+                or c in names)
+
+    return want
+
+
+def _snapshot(want_argv: Callable[[str], bool] | None = None
+              ) -> tuple[dict[int, Proc], int]:
     """Every readable user-space process, and how many could not be read."""
     procs: dict[int, Proc] = {}
     unreadable = 0
@@ -222,7 +263,7 @@ def _snapshot() -> tuple[dict[int, Proc], int]:
             if not name.isdigit():
                 continue
             try:
-                p = read_process(int(name))
+                p = read_process(int(name), want_argv)
             except PermissionError:
                 unreadable += 1
                 continue
@@ -290,11 +331,14 @@ class _UnixDiag:
     """Ask the kernel (NETLINK_SOCK_DIAG) for a UNIX socket's peer: needs no privilege."""
 
     def __init__(self) -> None:
-        self._sock: socket.socket | None = None
+        self._sock: Any = None  # a NETLINK_SOCK_DIAG socket, opened on first use
         self._seq = 0
 
     def peer(self, ino: int) -> tuple[int | None, int] | None:
         """(peer inode or None if unconnected, shutdown mask); None if not a UNIX socket."""
+        import socket  # deferred, as are struct, select and shlex: most scans never need them
+        import struct
+
         try:
             if self._sock is None:
                 self._sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
@@ -307,7 +351,7 @@ class _UnixDiag:
             data = self._sock.recv(65536)
         except (OSError, AttributeError):
             return None
-        length, typ = struct.unpack_from("=IH", data)
+        length, typ = struct.unpack_from("=IH", data)  # nlmsghdr: len, type
         if typ == NLMSG_ERROR or typ != SOCK_DIAG_BY_FAMILY or length > len(data):
             return None
         off, peer, shut = 32, None, 0
@@ -365,6 +409,8 @@ def _pipe_writer(path: str, ino: int) -> Stdin:
     # Opening an anonymous pipe through /proc gives a new read end of the same pipe;
     # poll() with no events requested then reports POLLHUP iff no write end is open in
     # any process (pipe_poll: !pipe->writers). Nothing is read, the server is undisturbed.
+    import select
+
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -418,6 +464,8 @@ def _tokens(argv: Sequence[str]) -> list[str]:
     out = list(argv)
     for i, a in enumerate(argv[:-1]):
         if a in ("-c", "/c", "/C", "-lc") and os.path.basename(argv[0]) in SHELLS:
+            import shlex
+
             try:
                 out += shlex.split(argv[i + 1])
             except ValueError:
@@ -433,6 +481,9 @@ def _base(token: str) -> str:
 def looks_like_mcp(argv: Sequence[str]) -> bool:
     """Argv that names an MCP server (`@modelcontextprotocol/server-x`, `mcp-server-x`,
     `x-mcp`, `fastmcp` ...): a guess, never more."""
+    joined = " ".join(argv).lower()
+    if "mcp" not in joined and "modelcontextprotocol" not in joined:
+        return False  # the cheap answer for nearly every process on a machine
     for t in _tokens(argv):
         if t.startswith("-") or len(t) > 512:
             continue
@@ -452,6 +503,8 @@ def _runner_of(argv: Sequence[str]) -> str | None:
     """The package runner this argv starts a server through (npx, uvx, ...), or None."""
     words = list(argv[:2])
     if len(argv) > 2 and os.path.basename(argv[0]) in SHELLS and argv[1] in ("-c", "/c", "-lc"):
+        import shlex
+
         try:
             words = shlex.split(argv[2])[:2]
         except ValueError:
@@ -729,7 +782,7 @@ def scan(
     """
     t0 = time.monotonic()
     matchers, config_errors = _load_config(home, cwd, config, servers)
-    procs, unreadable = _snapshot()
+    procs, unreadable = _snapshot(_comm_filter(m.cmd for m in matchers))
     me = os.getpid()
     procs.pop(me, None)
     uptime, now = _uptime(), time.time()
@@ -738,7 +791,7 @@ def scan(
     hosts: dict[int, str] = {}
     for p in procs.values():
         kids.setdefault(p.ppid, []).append(p.pid)
-        h = classify_host(p.argv, p.comm)
+        h = classify_host(_argv(p), p.comm) if p.argv is not None else None
         if h is not None:
             hosts[p.pid] = h
 
@@ -748,7 +801,7 @@ def scan(
     cmd_names = {m.cmd for m in matchers} | ({"npm"} if any(m.cmd == "npx" for m in matchers)
                                              else set())
     for p in procs.values():
-        if not p.argv or p.pid in hosts:
+        if not p.argv or p.pid in hosts:  # unread (ruled out by name), empty, or a host
             continue
         how: list[str] = []
         if matchers:
@@ -773,9 +826,10 @@ def scan(
             return False
         if parent.pid in found:
             return True
-        b = os.path.basename(parent.argv[0]) if parent.argv else ""
-        wrapperish = (b in RUNNERS or _is_guard(parent.argv) or INTERPRETERS_RE.match(b)
-                      or (b in SHELLS and "-c" in parent.argv[1:3]))
+        pargv = _argv(parent)
+        b = os.path.basename(pargv[0]) if pargv else ""
+        wrapperish = (b in RUNNERS or _is_guard(pargv) or INTERPRETERS_RE.match(b)
+                      or (b in SHELLS and "-c" in pargv[1:3]))
         # A wrapper passes its own stdin through; a client (an inspector, a test
         # harness) gives the server a fresh pipe. Same fd 0 = same conversation.
         return bool(wrapperish) and _same_stdin(parent.pid, child.pid)
@@ -815,7 +869,7 @@ def scan(
             members_pids = tree(r)
             members = [
                 Member(procs[m].ident, procs[m].ppid, procs[m].pgid, procs[m].comm,
-                       procs[m].argv, procs[m].rss_bytes,
+                       _argv(procs[m]), procs[m].rss_bytes,
                        procs[m].cpu_ticks / platform.clock_ticks())
                 for m in members_pids if m in procs
             ]
@@ -858,7 +912,7 @@ def scan(
                         f"{w} ({procs[w].comm})" if w in procs else str(w) for w in writers)
             out.append(Server(
                 ident=root.ident, uid=uid, user=_username(uid),
-                age_seconds=_age(root, uptime, now), command=root.argv, found_by=how,
+                age_seconds=_age(root, uptime, now), command=_argv(root), found_by=how,
                 config=[{"host": h, "name": n, "path": pth} for (h, n, pth) in cfg],
                 host=host, parent=parent, stdin=stdin, evidence=evidence, members=members,
                 writers=writers,

@@ -1,0 +1,101 @@
+"""Benchmark: `mcp-tether ps --json` against `ps -e -o pid,ppid,args`, 1000 extra processes.
+
+Run by hand:  .venv/bin/python bench/bench_ps.py [--extra 1000] [--runs 5]
+Target (issue 5): ps at most 2x the time of `ps -e` in the same run; prints the ratio.
+
+The extra processes are children of this script (fork, pause), so they are cheap and
+are all ended at the end by the identities held here, nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+from mcp_tether.proc import ExitWaiter, identify, signal_process
+
+
+def spawn(n: int, comm: str | None) -> list[int]:
+    pids = []
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:  # child: do nothing, cheaply, until killed
+            if comm:  # look like another program to ps's and our name filter
+                with open("/proc/self/comm", "w") as fh:
+                    fh.write(comm)
+            try:
+                signal.pause()
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    return pids
+
+
+def timed(commands: list[list[str]], runs: int) -> list[list[float]]:
+    """Wall times of each command, interleaved run by run so that a busy machine
+    weighs on both sides alike (medians are compared, not single runs)."""
+    # Like an installed wheel (pip byte-compiles it), not a source tree with
+    # PYTHONDONTWRITEBYTECODE: the warm-up run leaves .pyc files the timed runs use.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for argv in commands:  # warm caches
+        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, env=env)
+    times: list[list[float]] = [[] for _ in commands]
+    for _ in range(runs):
+        for i, argv in enumerate(commands):
+            t = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, env=env)
+            times[i].append(time.perf_counter() - t)
+    return times
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--extra", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--comm", default=None,
+                    help="rename the extra processes (e.g. sleep); default: they stay "
+                         "`python`, the worst case, since scan must read every python argv")
+    args = ap.parse_args()
+    load = open("/proc/loadavg").read().split()[0]
+    tether = shutil.which("mcp-tether", path=os.path.dirname(sys.executable)) or "mcp-tether"
+    pids = spawn(args.extra, args.comm)
+    idents = [i for i in map(identify, pids) if i is not None]
+    try:
+        total = sum(1 for n in os.listdir("/proc") if n.isdigit())
+        ours_all, ref_all, start_all = timed(
+            [[tether, "ps", "--json"], ["ps", "-e", "-o", "pid,ppid,args"], [tether, "--version"]],
+            args.runs)
+        ours, ref = statistics.median(ours_all), statistics.median(ref_all)
+    finally:
+        for ident in idents:
+            signal_process(ident, signal.SIGKILL)
+        with ExitWaiter(idents) as w:
+            deadline = time.monotonic() + 10
+            while w.pending and time.monotonic() < deadline:
+                w.wait(deadline - time.monotonic())
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+    ratio = ours / ref
+    start = statistics.median(start_all)
+    print(f"processes on the machine during the run: {total} ({args.extra} extra), "
+          f"load average {load} on {os.cpu_count()} CPUs")
+    print(f"mcp-tether ps --json   median {ours * 1000:7.1f} ms  "
+          f"runs {' '.join(f'{t * 1000:.1f}' for t in ours_all)}")
+    print(f"ps -e -o pid,ppid,args median {ref * 1000:7.1f} ms  "
+          f"runs {' '.join(f'{t * 1000:.1f}' for t in ref_all)}")
+    print(f"(mcp-tether --version, interpreter start-up alone: median {start * 1000:.1f} ms)")
+    print(f"ratio {ratio:.2f}x (target <= 2x): {'ok' if ratio <= 2 else 'OVER'}")
+    return 0 if ratio <= 2 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
