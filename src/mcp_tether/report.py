@@ -72,7 +72,7 @@ def render_table(
     results: Sequence[ScenarioResult],
     *,
     title: str | None = None,
-    out: IO[str] = sys.stdout,
+    out: IO[str] | None = None,
     with_label: bool = False,
     blocks: Iterable[tuple[str, Sequence[ScenarioResult]]] | None = None,
 ) -> None:
@@ -112,10 +112,11 @@ def render_table(
             table.add_row(*cells)
         if heading:
             table.add_section()
-    _console(out).print(table)
+    _console(out or sys.stdout).print(table)
 
 
-def render_json(payload: Any, out: IO[str] = sys.stdout) -> None:
+def render_json(payload: Any, out: IO[str] | None = None) -> None:
+    out = out or sys.stdout
     json.dump(payload, out, indent=2)
     out.write("\n")
 

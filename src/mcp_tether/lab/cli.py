@@ -38,7 +38,12 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run_lab(
-    blocks: tuple[str, ...], *, jobs: int = 8, window: float = 2.0, quiet: bool = False
+    blocks: tuple[str, ...],
+    *,
+    jobs: int = 8,
+    window: float = 2.0,
+    quiet: bool = False,
+    should_stop: Any = lambda: False,
 ) -> list[Any]:
     """Run the lab; ScenarioResults with label and block, in table order."""
     from mcp_tether.lab import node_env, rows, spec_for
@@ -53,7 +58,7 @@ def run_lab(
         runnable = [r for r in todo if not (r.needs_node and skip_reason)]
         specs = [spec_for(r, window=window) for r in runnable]
         n = len(specs) if block == "reference" else jobs
-        raw = iter(run_specs(specs, jobs=n))
+        raw = iter(run_specs(specs, jobs=n, should_stop=should_stop))
         for r in todo:
             if r.needs_node and skip_reason:
                 res = ScenarioResult(r.scenario, r.host_style, "skipped", False, None, None,
@@ -69,7 +74,7 @@ def run_lab(
 def command(args: argparse.Namespace) -> int:
     from mcp_tether import platform
     from mcp_tether.lab import BLOCKS, node_env
-    from mcp_tether.probe.runner import sweep
+    from mcp_tether.probe.runner import StopSignals
 
     if args.install_node:
         path = node_env.ensure()
@@ -79,10 +84,10 @@ def command(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise TetherError("--jobs must be at least 1")
     platform.set_subreaper()
-    try:
-        results = run_lab(blocks, jobs=args.jobs, window=args.window)
-    finally:
-        sweep()
+    with StopSignals("lab") as stop:
+        results = run_lab(blocks, jobs=args.jobs, window=args.window, should_stop=stop)
+    if stop.signum:
+        return 128 + stop.signum
     from mcp_tether import report
 
     if args.junit:

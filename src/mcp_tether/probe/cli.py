@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import signal
 import sys
 from typing import Any
 
@@ -111,25 +110,10 @@ def _options(args: argparse.Namespace) -> Any:
     )
 
 
-class _Stop:
-    """SIGTERM/SIGHUP handlers only record; the runner's loop acts on it."""
-
-    def __init__(self) -> None:
-        self.flag = False
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, self._on)
-
-    def _on(self, _s: int, _f: object) -> None:
-        self.flag = True
-
-    def __call__(self) -> bool:
-        return self.flag
-
-
 def command(args: argparse.Namespace) -> int:
     from mcp_tether import platform
     from mcp_tether.probe import ProbeReport, ScenarioResult, build_specs, resolve_command
-    from mcp_tether.probe.runner import run_specs, sweep
+    from mcp_tether.probe.runner import StopSignals, run_specs
 
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
@@ -147,14 +131,10 @@ def command(args: argparse.Namespace) -> int:
     specs = build_specs(cmd, opts)
     # Orphans of a keeper that was itself killed reparent to us: see and end them.
     platform.set_subreaper()
-    stop = _Stop()
-    try:
+    with StopSignals("probe") as stop:
         raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
-    finally:
-        sweep()
-    if stop.flag:
-        print("mcp-tether probe: stopped by a signal; nothing left running", file=sys.stderr)
-        return 128 + signal.SIGTERM
+    if stop.signum:
+        return 128 + stop.signum
     report = ProbeReport(cmd, [ScenarioResult.from_dict(r) for r in raw])
     emit(report, args)
     return EXIT_OK if report.passed else EXIT_FAILED

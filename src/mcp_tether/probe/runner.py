@@ -159,3 +159,39 @@ def sweep() -> int:
             except ChildProcessError:
                 pass
     return count
+
+
+class StopSignals:
+    """For the CLIs: SIGTERM/SIGHUP (and Ctrl-C) stop the runner cleanly.
+
+    Handlers only record the signal; the runner's loop sees it through `__call__`,
+    stops its keepers (which end and reap their trees) and `__exit__` sweeps anything
+    that reparented to us. The signal is reported, not re-raised: callers exit 128+N.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.signum = 0
+
+    def _on(self, signum: int, _frame: object) -> None:
+        self.signum = signum
+
+    def __call__(self) -> bool:
+        return self.signum != 0
+
+    def __enter__(self) -> StopSignals:
+        self._old = {s: signal.signal(s, self._on) for s in (signal.SIGTERM, signal.SIGHUP)}
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        sweep()
+        if exc_type is KeyboardInterrupt and not self.signum:
+            self.signum = signal.SIGINT
+        if self.signum:
+            name = signal.Signals(self.signum).name
+            print(f"mcp-tether {self.what}: stopped by {name}; nothing left running",
+                  file=sys.stderr)
+            return exc_type is KeyboardInterrupt  # swallow our own stop
+        return False

@@ -1,0 +1,49 @@
+"""A tiny stdlib MCP stdio server for the probe's tests (starts in ~20 ms).
+
+Flags: --thread        a non-daemon ticking thread (survives EOF: the orphan case)
+       --ignore-term   SIGTERM is ignored
+       --stateless     refuses `initialize` as unknown; answers `server/discover`
+       --garbage       writes a non-JSON line to stdout first
+"""
+
+import json
+import signal
+import sys
+import threading
+import time
+
+args = set(sys.argv[1:])
+if "--ignore-term" in args:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if "--thread" in args:
+    threading.Thread(target=lambda: [time.sleep(0.1) for _ in iter(int, 1)]).start()
+out = sys.stdout.buffer
+if "--garbage" in args:
+    out.write(b"hello, I am not JSON\n")
+    out.flush()
+
+
+def answer(msg, result=None, error=None):
+    body = {"jsonrpc": "2.0", "id": msg["id"]}
+    if error:
+        body["error"] = error
+    else:
+        body["result"] = result if result is not None else {}
+    out.write(json.dumps(body).encode() + b"\n")
+    out.flush()
+
+
+for raw in sys.stdin.buffer:
+    msg = json.loads(raw)
+    method = msg.get("method")
+    if "id" not in msg:
+        continue
+    if method == "initialize" and "--stateless" in args:
+        answer(msg, error={"code": -32601, "message": "Method not found"})
+    elif method in ("initialize", "server/discover"):
+        answer(msg, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                     "serverInfo": {"name": "mini", "version": "0"}})
+    elif method == "tools/list":
+        answer(msg, {"tools": []})
+    else:
+        answer(msg, error={"code": -32601, "message": "Method not found"})
