@@ -78,10 +78,18 @@ class LifecycleReport:
         failed = self.failures
         if not failed:
             return f"{cmd}: all {len(self.results)} lifecycle scenarios passed"
+        from mcp_tether.probe.scenarios import DESCRIPTIONS, PASS_VERDICT
+
         out = [f"{cmd}: {len(failed)} of {len(self.results)} lifecycle scenarios failed"]
         for r in failed:
             out.append("")
-            out.append(f"scenario {r.scenario!r} ({r.host_style} host): verdict {r.verdict!r}")
+            expected = PASS_VERDICT.get(r.scenario)
+            out.append(
+                f"scenario {r.scenario!r} ({r.host_style} host): verdict {r.verdict!r}"
+                + (f", expected {expected!r}" if expected else "")
+            )
+            if r.scenario in DESCRIPTIONS:
+                out.append(f"  scenario: {DESCRIPTIONS[r.scenario]}")
             if r.detail:
                 out.append(f"  {r.detail}")
             for s in r.survivors:
