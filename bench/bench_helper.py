@@ -1,0 +1,152 @@
+"""Benchmark: from stdin EOF to process gone, for a Python MCP server on mcp 2.x.
+
+Three servers, measured side by side in one run (not a test; prints figures):
+  tethered    MCPServer + a non-daemon thread, served with `mcp_tether.run(mcp)`
+  untethered  the same server with `mcp.run()`: the thread holds it open forever
+  plain       MCPServer with no thread, `mcp.run()`: exits via interpreter finalisation
+
+Each run: spawn with pipes, MCP handshake (initialize 2025-11-25, initialized,
+tools/list), then close stdin at t0; t1 is the instant a pidfd on the server turns
+readable (the exit itself, not the reap). Untethered runs are SIGKILLed after --timeout.
+
+    python bench/bench_helper.py [--runs 20] [--timeout 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+COMMON = textwrap.dedent(
+    """
+    import threading
+    from mcp.server.mcpserver import MCPServer
+
+    mcp = MCPServer("bench")
+
+    @mcp.tool()
+    def echo(text: str) -> str:
+        "Return the text."
+        return text
+    """
+)
+SERVERS = {
+    "tethered": COMMON + textwrap.dedent(
+        """
+        import mcp_tether
+        threading.Thread(target=threading.Event().wait, daemon=False).start()
+        mcp_tether.run(mcp)
+        """
+    ),
+    "untethered": COMMON + textwrap.dedent(
+        """
+        threading.Thread(target=threading.Event().wait, daemon=False).start()
+        mcp.run()
+        """
+    ),
+    "plain": COMMON + "mcp.run()\n",
+}
+
+
+def _line(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> bytes:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        raise RuntimeError("server did not answer")
+    return proc.stdout.readline()
+
+
+def one_run(script: Path, timeout: float) -> float | None:
+    """Seconds from closing stdin to the process gone; None if it outlived `timeout`."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "MCP_TETHER_LOG": "quiet"}
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    )
+    assert proc.stdin is not None
+    pidfd = os.pidfd_open(proc.pid)
+    try:
+        def send(message: dict[str, object]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write((json.dumps(message) + "\n").encode())
+            proc.stdin.flush()
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}})
+        _line(proc)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        _line(proc)
+        t0 = time.monotonic()
+        proc.stdin.close()
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+        t1 = time.monotonic()
+        return (t1 - t0) if ready else None
+    finally:
+        os.close(pidfd)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=20, help="runs per server (default 20)")
+    ap.add_argument("--timeout", type=float, default=3.0,
+                    help="seconds to wait for an exit before giving up (default 3)")
+    ap.add_argument("--untethered-runs", type=int, default=3,
+                    help="runs of the server that never exits (each costs --timeout)")
+    args = ap.parse_args(argv)
+    if not hasattr(os, "pidfd_open"):
+        print("needs Linux pidfds", file=sys.stderr)
+        return 2
+    import mcp  # noqa: F401  - fail early and clearly without the SDK
+
+    print(f"python {sys.version.split()[0]}, mcp {_version('mcp')}, "
+          f"{args.runs} runs (untethered: {args.untethered_runs})")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-helper-") as tmp:
+        for name, text in SERVERS.items():
+            script = Path(tmp) / f"{name}.py"
+            script.write_text(text)
+            runs = args.untethered_runs if name == "untethered" else args.runs
+            times = [one_run(script, args.timeout) for _ in range(runs)]
+            rows.append((name, times))
+    print(f"{'server':<12} {'median':>12} {'min':>9} {'max':>9}  exited")
+    for name, times in rows:
+        done = [t for t in times if t is not None]
+        if not done:
+            print(f"{name:<12} {'did not exit within ' + format(args.timeout, 'g') + ' s':>32}"
+                  f"  0/{len(times)}")
+            continue
+        ms = [t * 1000 for t in done]
+        print(f"{name:<12} {statistics.median(ms):>9.1f} ms {min(ms):>6.1f} ms {max(ms):>6.1f} ms"
+              f"  {len(done)}/{len(times)}")
+    return 0
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
