@@ -45,11 +45,9 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
 
 from mcp_tether import log, platform
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
-from mcp_tether.ladder import GRACE_AFTER_EOF, KILL_WAIT, TERM_GRACE, Rung, run_ladder
 from mcp_tether.proc import (
     ExitWaiter,
     ProcessId,
@@ -61,6 +59,10 @@ from mcp_tether.proc import (
     snapshot,
 )
 from mcp_tether.watch import HANGUP_MASK, ParentWatch, hangup_events
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ms here
+if TYPE_CHECKING:
+    from mcp_tether.ladder import Rung
 
 __all__ = ["GuardResult", "run_guarded", "configure", "command"]
 
@@ -79,26 +81,57 @@ PARENT_DEATH = "parent-death"
 SIGNALLED = "signal"
 
 
-@dataclass
 class GuardResult:
-    """What one guarded run did. Instants are time.monotonic() values."""
+    """What one guarded run did. Instants are time.monotonic() values.
 
-    argv: list[str]
-    exit_status: int  # the server's: its code, or 128+N after signal N
-    reason: str  # SERVER_EXIT | STDIN_HANGUP | PARENT_DEATH | SIGNALLED
-    server_pid: int
-    started_at: float
-    ended_at: float  # every descendant gone (or given up on)
-    triggered_at: float | None = None  # client gone / signal seen; None for SERVER_EXIT
-    server_exited_at: float | None = None
-    signal: int | None = None  # the signal that triggered, for SIGNALLED
-    stdin_open: bool = True  # False when stdin had hung up by the time the ladder began
-    rungs: list[Rung] = field(default_factory=list)
-    others: list[ProcessId] = field(default_factory=list)  # the server's tree besides it
-    escapees: list[ProcessId] = field(default_factory=list)  # outside its group, signalled
-    survivors: list[ProcessId] = field(default_factory=list)  # alive at the end
-    hurried: bool = False  # a second SIGINT sent SIGKILL at once
-    server_signal: int | None = None  # the signal the server died of, if it did
+    A plain class: @dataclass pulls in inspect and ast, milliseconds on every guarded
+    server's launch path.
+    """
+
+    def __init__(
+        self,
+        *,
+        argv: list[str],
+        exit_status: int,
+        reason: str,
+        server_pid: int,
+        started_at: float,
+        ended_at: float,
+        triggered_at: float | None = None,
+        server_exited_at: float | None = None,
+        signal: int | None = None,
+        server_signal: int | None = None,
+        stdin_open: bool = True,
+        rungs: list[Rung] | None = None,
+        others: list[ProcessId] | None = None,
+        escapees: list[ProcessId] | None = None,
+        survivors: list[ProcessId] | None = None,
+        hurried: bool = False,
+    ) -> None:
+        self.argv = argv
+        self.exit_status = exit_status  # the server's: its code, or 128+N after signal N
+        self.reason = reason  # SERVER_EXIT | STDIN_HANGUP | PARENT_DEATH | SIGNALLED
+        self.server_pid = server_pid
+        self.started_at = started_at  # just before the fork
+        self.ended_at = ended_at  # every descendant gone (or given up on)
+        self.triggered_at = triggered_at  # client gone / signal seen; None for SERVER_EXIT
+        self.server_exited_at = server_exited_at  # when the guard reaped it
+        self.signal = signal  # the signal that triggered, for SIGNALLED
+        self.server_signal = server_signal  # the signal the server died of, if it did
+        self.stdin_open = stdin_open  # False when stdin had hung up when the ladder began
+        self.rungs: list[Rung] = rungs or []
+        self.others: list[ProcessId] = others or []  # the server's tree besides itself
+        self.escapees: list[ProcessId] = escapees or []  # of those, outside its group
+        self.survivors: list[ProcessId] = survivors or []  # alive at the end: a failure
+        self.hurried = hurried  # a second SIGINT sent SIGKILL at once
+
+    def __repr__(self) -> str:
+        return f"GuardResult({self.reason!r}, status {self.exit_status}: {self.summary()!r})"
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds from the trigger (or the start) until everything was gone."""
+        return self.ended_at - (self.triggered_at or self.started_at)
 
     @property
     def server_ended_by(self) -> str:
@@ -175,11 +208,8 @@ def _status(waitstatus: int) -> int:
 class _Guard:
     """One guarded run: spawn, watch, ladder, reap. Also the ladder's target."""
 
-    def __init__(self, argv: list[str], grace: float, term_grace: float, kill_wait: float) -> None:
+    def __init__(self, argv: list[str]) -> None:
         self.argv = argv
-        self.grace = grace
-        self.term_grace = term_grace
-        self.kill_wait = kill_wait
         self.me = os.getpid()
         self.server: ProcessId | None = None
         self.server_pid = 0
@@ -420,14 +450,15 @@ def _noop(signum: int, frame: object) -> None:
 
 def run_guarded(
     argv: list[str],
-    grace: float = GRACE_AFTER_EOF,
-    term_grace: float = TERM_GRACE,
+    grace: float | None = None,
+    term_grace: float | None = None,
     *,
-    kill_wait: float = KILL_WAIT,
+    kill_wait: float | None = None,
     stdin_fd: int = 0,
 ) -> GuardResult:
     """Run argv as a guarded server until it or its client is gone; see the module doc.
 
+    grace / term_grace / kill_wait default to the ladder's constants (2 s, 2 s, 5 s).
     Raises CommandNotFound / CommandNotExecutable before anything runs. The calling
     process becomes a child subreaper (for as long as it lives) and must be the main
     thread; signal handlers are restored on return.
@@ -436,11 +467,18 @@ def run_guarded(
         raise UsageError("no command to run")
     parent = ParentWatch()  # first: the earlier we pin the parent, the less we miss
     platform.set_subreaper()  # also loads prctl before the fork
-    guard = _Guard(list(argv), grace, term_grace, kill_wait)
+    guard = _Guard(list(argv))
     old = guard.install_signals()
     try:
         started = time.monotonic()
         guard.spawn()
+        # Imported only now, while the server starts up in parallel: the ladder module
+        # is the heaviest import on this path and nothing before the fork needs it.
+        from mcp_tether import ladder as _ladder
+
+        grace = _ladder.GRACE_AFTER_EOF if grace is None else grace
+        term_grace = _ladder.TERM_GRACE if term_grace is None else term_grace
+        kill_wait = _ladder.KILL_WAIT if kill_wait is None else kill_wait
         reason, hung_up = guard.watch(parent, stdin_fd)
         triggered = None if reason == SERVER_EXIT else time.monotonic()
         trigger_sig = guard.pending_signals[0] if reason == SIGNALLED else None
@@ -455,7 +493,7 @@ def run_guarded(
             grace_now, close_stdin = grace, True
         else:
             grace_now, close_stdin = (grace if reason == SIGNALLED else 0.0), False
-        ladder = run_ladder(
+        ladder = _ladder.run_ladder(
             guard,
             close_stdin=close_stdin,
             grace=grace_now,
@@ -507,14 +545,14 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "--grace",
         type=float,
-        default=GRACE_AFTER_EOF,
+        default=None,
         metavar="S",
         help="seconds the server gets to exit by itself after stdin hangs up (default 2)",
     )
     parser.add_argument(
         "--term-grace",
         type=float,
-        default=TERM_GRACE,
+        default=None,
         metavar="S",
         help="seconds between SIGTERM and SIGKILL (default 2)",
     )
@@ -527,7 +565,7 @@ def command(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("no command given: mcp-tether run [--grace S] -- CMD [ARGS...]")
-    if args.grace < 0 or args.term_grace < 0:
+    if min(args.grace or 0.0, args.term_grace or 0.0) < 0:
         raise UsageError("--grace and --term-grace must be >= 0")
     result = run_guarded(cmd, grace=args.grace, term_grace=args.term_grace)
     log.say(f"mcp-tether run: {result.summary()}")
