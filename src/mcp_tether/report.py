@@ -143,3 +143,35 @@ def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]]) -> None:
                 el = ET.SubElement(case, "failure", message=f"{r.verdict}: {note(r)}")
                 el.text = r.stderr_tail[-1000:] if r.stderr_tail else None
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],
+                  out: IO[str] | None = None) -> None:
+    """Servers x scenarios, one verdict (and exit ms) per cell."""
+    from rich.table import Table
+
+    scenarios = list(dict.fromkeys(r.scenario for r in results if r.scenario != "*"))
+    table = Table(title="mcp-tether probe: configured servers", header_style="bold",
+                  title_justify="left")
+    table.add_column("server", no_wrap=True)
+    for sc in scenarios:
+        table.add_column(sc, no_wrap=True)
+    table.add_column("notes", overflow="fold", max_width=50)
+    for s in servers:
+        mine = [r for r in results if r.label == s]
+        whole = [r for r in mine if r.scenario == "*"]
+        if whole:
+            table.add_row(s, *([f"[{VERDICT_STYLE[whole[0].verdict]}]{whole[0].verdict}[/]"]
+                               + [""] * (len(scenarios) - 1)), whole[0].detail)
+            continue
+        cells = []
+        for sc in scenarios:
+            r = next((x for x in mine if x.scenario == sc), None)
+            if r is None:
+                cells.append("—")
+                continue
+            ms = "" if r.exit_ms is None else f" {fmt_ms(r.exit_ms)}"
+            cells.append(f"[{VERDICT_STYLE.get(r.verdict, '')}]{r.verdict}[/]{ms}")
+        notes = "; ".join(f"{r.scenario}: {note(r)}" for r in mine if not r.passed)[:200]
+        table.add_row(s, *cells, notes)
+    _console(out or sys.stdout).print(table)

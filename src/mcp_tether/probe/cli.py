@@ -66,6 +66,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     src.add_argument("--config", metavar="FILE", help="probe every stdio server in FILE")
     src.add_argument("--server", action="append", metavar="NAME",
                      help="with --host/--config: only these servers")
+    src.add_argument("--detail", action="store_true",
+                     help="with --host/--config: also one table per server")
     src.add_argument("--yes", action="store_true",
                      help="do not ask before starting configured servers")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the server command")
