@@ -42,14 +42,16 @@ COMMON = textwrap.dedent(
     """
 )
 SERVERS = {
-    "tethered": COMMON + textwrap.dedent(
+    "tethered": COMMON
+    + textwrap.dedent(
         """
         import mcp_tether
         threading.Thread(target=threading.Event().wait, daemon=False).start()
         mcp_tether.run(mcp)
         """
     ),
-    "untethered": COMMON + textwrap.dedent(
+    "untethered": COMMON
+    + textwrap.dedent(
         """
         threading.Thread(target=threading.Event().wait, daemon=False).start()
         mcp.run()
@@ -72,19 +74,32 @@ def one_run(script: Path, timeout: float) -> float | None:
     env = {**os.environ, "PYTHONPATH": str(SRC), "MCP_TETHER_LOG": "quiet"}
     proc = subprocess.Popen(
         [sys.executable, str(script)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     assert proc.stdin is not None
     pidfd = os.pidfd_open(proc.pid)
     try:
+
         def send(message: dict[str, object]) -> None:
             assert proc.stdin is not None
             proc.stdin.write((json.dumps(message) + "\n").encode())
             proc.stdin.flush()
 
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"},
+                },
+            }
+        )
         _line(proc)
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
@@ -106,18 +121,28 @@ def one_run(script: Path, timeout: float) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20, help="runs per server (default 20)")
-    ap.add_argument("--timeout", type=float, default=3.0,
-                    help="seconds to wait for an exit before giving up (default 3)")
-    ap.add_argument("--untethered-runs", type=int, default=3,
-                    help="runs of the server that never exits (each costs --timeout)")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=3.0,
+        help="seconds to wait for an exit before giving up (default 3)",
+    )
+    ap.add_argument(
+        "--untethered-runs",
+        type=int,
+        default=3,
+        help="runs of the server that never exits (each costs --timeout)",
+    )
     args = ap.parse_args(argv)
     if not hasattr(os, "pidfd_open"):
         print("needs Linux pidfds", file=sys.stderr)
         return 2
     import mcp  # noqa: F401  - fail early and clearly without the SDK
 
-    print(f"python {sys.version.split()[0]}, mcp {_version('mcp')}, "
-          f"{args.runs} runs (untethered: {args.untethered_runs})")
+    print(
+        f"python {sys.version.split()[0]}, mcp {_version('mcp')}, "
+        f"{args.runs} runs (untethered: {args.untethered_runs})"
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-helper-") as tmp:
         for name, text in SERVERS.items():
@@ -130,12 +155,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, times in rows:
         done = [t for t in times if t is not None]
         if not done:
-            print(f"{name:<12} {'did not exit within ' + format(args.timeout, 'g') + ' s':>32}"
-                  f"  0/{len(times)}")
+            print(
+                f"{name:<12} {'did not exit within ' + format(args.timeout, 'g') + ' s':>32}"
+                f"  0/{len(times)}"
+            )
             continue
         ms = [t * 1000 for t in done]
-        print(f"{name:<12} {statistics.median(ms):>9.1f} ms {min(ms):>6.1f} ms {max(ms):>6.1f} ms"
-              f"  {len(done)}/{len(times)}")
+        print(
+            f"{name:<12} {statistics.median(ms):>9.1f} ms {min(ms):>6.1f} ms {max(ms):>6.1f} ms"
+            f"  {len(done)}/{len(times)}"
+        )
     return 0
 
 

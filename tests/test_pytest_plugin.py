@@ -131,7 +131,10 @@ def test_loading_the_plugin_imports_nothing_heavy() -> None:
         " if m in sys.modules))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONPATH": str(SRC)},
     )
     assert out.stdout.strip() == "[]"

@@ -9,6 +9,7 @@ sleeps. The in-process tests at the end drive a `Tether` with a recording `exit`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -120,7 +121,7 @@ SERVER = textwrap.dedent(
 
 # A low-level program (mcp 2.x `Server` + `stdio_server`) inside `tethered()`.
 LOWLEVEL = textwrap.dedent(
-    '''
+    """
     import sys, threading
     import anyio
     import mcp_types as types
@@ -149,7 +150,7 @@ LOWLEVEL = textwrap.dedent(
         note("ready")
         anyio.run(main)
     note("after-with")  # never: leaving the block exits the process
-    '''
+    """
 )
 
 
@@ -178,7 +179,9 @@ def _side_python(name: str) -> str | None:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
         subprocess.run(
             [str(py), "-m", "pip", "install", "-q", requirement],
-            check=True, capture_output=True, timeout=300,
+            check=True,
+            capture_output=True,
+            timeout=300,
         )
     except (subprocess.SubprocessError, OSError):
         return None
@@ -294,23 +297,17 @@ class Served:
             self.proc.kill()
             self.proc.wait()
         for f in [self.stdin, *self.closed]:
-            try:
+            with contextlib.suppress(OSError):
                 f.close()
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             os.close(self.stdout_fd)
-        except OSError:
-            pass
 
 
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator[Any]:
     started: list[Served] = []
 
-    def _spawn(
-        argv: list[str], *, wire: str = "pipe", env: dict[str, str] | None = None
-    ) -> Served:
+    def _spawn(argv: list[str], *, wire: str = "pipe", env: dict[str, str] | None = None) -> Served:
         n = len(started)
         stderr_path = tmp_path / f"stderr-{n}.txt"
         hook_log = tmp_path / f"hooks-{n}.txt"
@@ -332,8 +329,14 @@ def spawn(tmp_path: Path) -> Iterator[Any]:
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=full_env
                 )
                 assert proc.stdin is not None and proc.stdout is not None
-                served = Served(proc, proc.stdin, os.dup(proc.stdout.fileno()), stderr_path,
-                                hook_log, closed=[proc.stdout])
+                served = Served(
+                    proc,
+                    proc.stdin,
+                    os.dup(proc.stdout.fileno()),
+                    stderr_path,
+                    hook_log,
+                    closed=[proc.stdout],
+                )
         started.append(served)
         return served
 
@@ -428,9 +431,7 @@ def test_sigint_and_sighup_exit_with_128_plus_n(
     assert f"({sig.name})" in s.stderr()
 
 
-def test_eof_and_sigterm_racing_run_the_hooks_exactly_once(
-    spawn: Any, server_script: Path
-) -> None:
+def test_eof_and_sigterm_racing_run_the_hooks_exactly_once(spawn: Any, server_script: Path) -> None:
     """Close stdin and send SIGTERM at the same instant: one shutdown, whichever won."""
     for _round in range(3):
         s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"])
@@ -465,7 +466,10 @@ def test_a_server_started_on_dev_null_exits_even_if_run_never_returns(
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen(
         [sys.executable, str(server_script), "mcp2", str(hook_log), "stuck-lifespan"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     try:
         _, err = proc.communicate(timeout=EXIT_DEADLINE + 10)
@@ -484,7 +488,7 @@ def test_a_server_started_on_dev_null_exits_even_if_run_never_returns(
 # The client forks a helper that keeps a copy of the server's stdin write end, so EOF never
 # comes; then the test SIGKILLs the client.
 DOOMED = textwrap.dedent(
-    '''
+    """
     import json, os, subprocess, sys
     from mcp_tether.platform import set_subreaper
 
@@ -523,7 +527,7 @@ DOOMED = textwrap.dedent(
         print(f"exit {pid} {os.waitstatus_to_exitcode(status)}", flush=True)
         if pid == server_pid:
             os.close(release_w)
-    '''
+    """
 )
 
 
@@ -538,9 +542,18 @@ def test_a_server_whose_client_is_killed_exits_although_eof_never_comes(
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     with open(stderr_path, "wb") as err:
         reaper = subprocess.Popen(
-            [sys.executable, str(doomed), sys.executable, str(server_script), "mcp2",
-             str(hook_log)],
-            stdout=subprocess.PIPE, stderr=err, env=env, text=True,
+            [
+                sys.executable,
+                str(doomed),
+                sys.executable,
+                str(server_script),
+                "mcp2",
+                str(hook_log),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+            text=True,
         )
     try:
         assert reaper.stdout is not None
@@ -576,8 +589,10 @@ def test_a_server_whose_client_is_killed_exits_although_eof_never_comes(
 
 def test_a_hung_hook_is_abandoned_at_the_deadline(spawn: Any, server_script: Path) -> None:
     """A hook that never returns is cut at `deadline`; the process still exits 0."""
-    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}", "hang-hook"],
-              env={"DEADLINE": "0.3"})
+    s = spawn(
+        [sys.executable, str(server_script), "mcp2", "{hooks}", "hang-hook"],
+        env={"DEADLINE": "0.3"},
+    )
     s.handshake()
     s.close_stdin()
     status, took = s.wait()
@@ -649,7 +664,10 @@ def test_a_tty_on_stdin_triggers_nothing(tmp_path: Path, server_script: Path) ->
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen(
         [sys.executable, str(server_script), "mcp2", str(hook_log)],
-        stdin=slave, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     os.close(slave)
     try:
@@ -665,14 +683,18 @@ def test_a_tty_on_stdin_triggers_nothing(tmp_path: Path, server_script: Path) ->
         os.close(master)
 
 
-def test_drain_lets_an_in_flight_call_finish_after_sigterm(
-    spawn: Any, server_script: Path
-) -> None:
+def test_drain_lets_an_in_flight_call_finish_after_sigterm(spawn: Any, server_script: Path) -> None:
     """drain=2: a 0.3 s call in flight at SIGTERM is answered before the hooks run."""
     s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"], env={"DRAIN": "2"})
     s.handshake()
-    s.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-            "params": {"name": "nap", "arguments": {"seconds": 0.3}}})
+    s.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "nap", "arguments": {"seconds": 0.3}},
+        }
+    )
     _wait_for_file_line(s.hook_log, "nap-start")
     s.proc.send_signal(signal.SIGTERM)
     answer = s.receive()
@@ -759,7 +781,10 @@ def test_importing_mcp_tether_stays_cheap() -> None:
         " if m in sys.modules))"
     )
     out = subprocess.run(
-        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONPATH": str(SRC)},
     )
     assert out.stdout.strip() == "[]"

@@ -51,6 +51,7 @@ spawned us exits (a host's worker thread), which is not the client going away.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -252,10 +253,8 @@ class Tether:
                 if signal.getsignal(sig) == self._on_signal:
                     signal.signal(sig, old)
             if self._owns_wakeup:
-                try:
+                with contextlib.suppress(ValueError):
                     signal.set_wakeup_fd(-1)
-                except ValueError:
-                    pass
         self._wake(_STOP)
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join()
@@ -286,10 +285,9 @@ class Tether:
     # -- triggers --------------------------------------------------------------------------
 
     def _wake(self, byte: int) -> None:
-        try:
+        # OSError: full (the watcher is already awake) or closed (shutting down).
+        with contextlib.suppress(OSError):
             os.write(self._wake_w, bytes([byte]))
-        except OSError:
-            pass  # full (the watcher is already awake) or closed (shutting down)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         # Record and wake only: the watcher thread acts. The C-level wakeup fd usually
@@ -357,7 +355,9 @@ class Tether:
             if pending is not None:
                 timeout = max(0.0, pending_until - time.monotonic())
             if poll_ppid:
-                timeout = PARENT_POLL_INTERVAL if timeout is None else min(timeout, PARENT_POLL_INTERVAL)
+                timeout = (
+                    PARENT_POLL_INTERVAL if timeout is None else min(timeout, PARENT_POLL_INTERVAL)
+                )
             try:
                 events = poller.poll(None if timeout is None else int(timeout * 1000 + 0.999))
             except InterruptedError:  # pragma: no cover - PEP 475 retries; belt and braces
@@ -435,8 +435,9 @@ class Tether:
                     self.failed.append(_hook_name(fn))
                     log.say(
                         f"mcp-tether: cleanup hook {_hook_name(fn)} raised:\n"
-                        + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-                        .rstrip()
+                        + "".join(
+                            traceback.format_exception(type(exc), exc, exc.__traceback__)
+                        ).rstrip()
                     )
             progress["next"] = len(hooks)
 
@@ -490,4 +491,3 @@ def run(
     # Only with a recorder `exit`; a real one never returns.
     tether.close()
     raise SystemExit(tether.status or 0)
-
