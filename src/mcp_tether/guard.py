@@ -208,8 +208,10 @@ def _status(waitstatus: int) -> int:
 class _Guard:
     """One guarded run: spawn, watch, ladder, reap. Also the ladder's target."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], subreaper: bool) -> None:
         self.argv = argv
+        self.subreaper = subreaper  # escaped descendants reparent to us
+        self.childless = False
         self.me = os.getpid()
         self.server: ProcessId | None = None
         self.server_pid = 0
@@ -268,13 +270,19 @@ class _Guard:
             self.pending_signals.clear()
 
     def reap(self) -> None:
-        """waitpid every exited child: the server and orphans reparented to us."""
+        """waitpid every exited child: the server and orphans reparented to us.
+
+        Also learns whether we have any child left at all (`childless`): as the subreaper
+        of the server's tree, no child means no descendant, and no /proc scan is needed.
+        """
         while True:
             try:
                 pid, st = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
+                self.childless = True
                 return
             if pid == 0:
+                self.childless = False
                 return
             if pid == self.server_pid and self.waitstatus is None:
                 self.waitstatus = st
@@ -351,6 +359,12 @@ class _Guard:
     def alive(self) -> list[ProcInfo]:
         """Live processes of the server's tree: descendants of the guard (we are their
         subreaper) plus members of the server's group proven ours by a known member."""
+        self.reap()
+        if self.childless and self.subreaper:
+            # Orphans reparent to us before their parent turns zombie, and we reaped
+            # every zombie: no child now means no descendant (and no group member: a
+            # group lives in one session, and the whole session descends from us).
+            return []
         snap = snapshot()
         tree = {p.pid: p for p in descendants(self.me, snap)}
         group = [p for p in snap.values() if p.pgid == self.server_pid and not p.exited]
@@ -368,13 +382,14 @@ class _Guard:
         """Nothing to do: the client closed it; the server sees the same EOF we saw."""
 
     def signal(self, sig: int) -> str:
+        # The group first, proven ours by a process we know is in it (no scan needed):
+        # the server starts to die while we look for what escaped the group.
+        group = signal_group(self.server_pid, sig, self.known)
         procs = self.alive()
-        if not procs:
-            return "gone"
-        outcomes = []
         members = [p.ident for p in procs if p.pgid == self.server_pid]
-        if members:
-            outcomes.append(signal_group(self.server_pid, sig, members))
+        if group != "sent" and members:  # members we had not met before prove it now
+            group = signal_group(self.server_pid, sig, members)
+        outcomes = [group]
         for p in procs:
             if p.pgid != self.server_pid:
                 self.escapees.add(p.ident)
@@ -466,8 +481,8 @@ def run_guarded(
     if not argv:
         raise UsageError("no command to run")
     parent = ParentWatch()  # first: the earlier we pin the parent, the less we miss
-    platform.set_subreaper()  # also loads prctl before the fork
-    guard = _Guard(list(argv))
+    subreaper = platform.set_subreaper()  # also loads prctl before the fork
+    guard = _Guard(list(argv), subreaper)
     old = guard.install_signals()
     try:
         started = time.monotonic()
