@@ -33,7 +33,7 @@ Guarantees:
 
 from __future__ import annotations
 
-import difflib
+import bisect
 import json
 import os
 import sys
@@ -234,13 +234,19 @@ def discover(
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
 ) -> list[ConfigFile]:
-    """The config files of `host` (or of every known host) that exist here."""
+    """The config files of `host` (or of every known host) that exist here.
+
+    `env` defaults to `os.environ`, but to `{}` when `home` is given: a fake home must
+    not lead, through a real XDG_CONFIG_HOME or APPDATA, to the real config files.
+    """
     if host is not None and host not in SERVER_TABLES:
         raise ValueError(f"unknown host {host!r}")
+    if env is None:
+        env = os.environ if home is None else {}
     found = config_locations(
         platform or sys.platform,
         Path.home() if home is None else Path(home),
-        os.environ if env is None else env,
+        env,
         Path.cwd() if cwd is None else Path(cwd),
     )
     return [cf for cf in found if (host is None or cf.host == host) and cf.path.is_file()]
@@ -492,11 +498,71 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-def _diff(path: Path, old: str, new: str, action: str) -> str:
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
-    lines = difflib.unified_diff(a, b, fromfile=str(path), tofile=f"{path} ({action}ped)")
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+def _diff(
+    path: Path, old: str, edits: list[tuple[int, int, str]], action: str, context: int = 3
+) -> str:
+    """A unified diff of `edits` on `old`, built from the edits themselves.
+
+    Not difflib: its matcher goes quadratic on a multi-megabyte `~/.claude.json` full
+    of similar lines, and we already know exactly which lines change.
+    """
+    lines = old.splitlines(keepends=True)
+    starts: list[int] = []
+    pos = 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line)
+
+    def line_of(offset: int) -> int:
+        return max(0, bisect.bisect_right(starts, offset) - 1)
+
+    blocks: list[list[Any]] = []  # [first line, last line, edits on them]
+    for edit in sorted(edits, key=lambda e: (e[0], e[1])):
+        lo, hi = line_of(edit[0]), line_of(max(edit[0], edit[1] - 1))
+        if blocks and lo <= blocks[-1][1]:
+            blocks[-1][1] = max(blocks[-1][1], hi)
+            blocks[-1][2].append(edit)
+        else:
+            blocks.append([lo, hi, [edit]])
+    changes: list[tuple[int, int, list[str]]] = []  # old lines [lo, hi) -> new lines
+    for lo, hi, block_edits in blocks:
+        base = starts[lo]
+        segment = old[base : starts[hi] + len(lines[hi])]
+        shifted = [(s - base, e - base, n) for s, e, n in block_edits]
+        new_lines = _apply(segment, shifted).splitlines(keepends=True)
+        hi += 1
+        while lo < hi and new_lines and lines[lo] == new_lines[0]:  # unchanged head
+            lo, new_lines = lo + 1, new_lines[1:]
+        while lo < hi and new_lines and lines[hi - 1] == new_lines[-1]:  # unchanged tail
+            hi, new_lines = hi - 1, new_lines[:-1]
+        changes.append((lo, hi, new_lines))
+    groups: list[list[tuple[int, int, list[str]]]] = []
+    for change in changes:
+        if groups and change[0] - groups[-1][-1][1] <= 2 * context:
+            groups[-1].append(change)
+        else:
+            groups.append([change])
+
+    out = [f"--- {path}\n", f"+++ {path} ({action}ped)\n"]
+    shift = 0  # new-file line number minus old-file line number so far
+    for group in groups:
+        h_lo = max(0, group[0][0] - context)
+        h_hi = min(len(lines), group[-1][1] + context)
+        body: list[str] = []
+        cur = h_lo
+        new_count = 0
+        for lo, hi, new_lines in group:
+            body += [" " + line for line in lines[cur:lo]]
+            body += ["-" + line for line in lines[lo:hi]]
+            body += ["+" + line for line in new_lines]
+            new_count += (lo - cur) + len(new_lines)
+            cur = hi
+        body += [" " + line for line in lines[cur:h_hi]]
+        new_count += h_hi - cur
+        out.append(f"@@ -{h_lo + 1},{h_hi - h_lo} +{h_lo + shift + 1},{new_count} @@\n")
+        out += [line if line.endswith("\n") else line + "\n" for line in body]
+        shift += new_count - (h_hi - h_lo)
+    return "".join(out)
 
 
 def backup_path(path: Path) -> Path:
@@ -611,7 +677,7 @@ def _change(
     if not edits:
         return result
     new_text = _apply(doc.text, edits)
-    result.diff = _diff(doc.path, doc.text, new_text, action)
+    result.diff = _diff(doc.path, doc.text, edits, action)
     if not dry_run:
         result.backup = _atomic_write(doc, (doc.bom + new_text).encode("utf-8"))
         result.written = True

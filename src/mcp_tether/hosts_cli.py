@@ -26,7 +26,7 @@ EXAMPLES = {
 examples:
   mcp-tether wrap --host claude-desktop --dry-run   # show the diff, change nothing
   mcp-tether wrap --host cursor                     # ~/.cursor/mcp.json and ./.cursor/mcp.json
-  mcp-tether wrap --config ./mcp.json               # any file with mcpServers/servers/context_servers
+  mcp-tether wrap --config ./mcp.json               # any file in a known shape
 
 Each stdio entry {"command": C, "args": A} becomes
   {"command": "/abs/path/to/mcp-tether", "args": ["run", "--", C, *A]}.
