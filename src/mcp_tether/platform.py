@@ -7,7 +7,6 @@ This is the one place that asks what the platform is. Callers ask for a capabili
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -25,17 +24,34 @@ __all__ = [
 IS_LINUX = sys.platform.startswith("linux")
 IS_POSIX = os.name == "posix"
 
+_cache: dict[str, object] = {}
+
+
+def _once(fn):  # type: ignore[no-untyped-def]  # functools.lru_cache pulls in collections
+    """Cache a no-argument probe: computed on first call, then remembered."""
+
+    def cached():  # type: ignore[no-untyped-def]
+        if fn.__name__ not in _cache:
+            _cache[fn.__name__] = fn()
+        return _cache[fn.__name__]
+
+    cached.__name__ = fn.__name__
+    cached.__doc__ = fn.__doc__
+    cached.cache_clear = lambda: _cache.pop(fn.__name__, None)
+    return cached
+
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
-@functools.lru_cache(maxsize=None)
+@_once
 def has_proc() -> bool:
     """A Linux-style /proc with per-pid stat files."""
     return IS_LINUX and os.path.exists("/proc/self/stat")
 
 
-@functools.lru_cache(maxsize=None)
+@_once
 def has_pidfd() -> bool:
     """pidfd_open works here (Linux >= 5.3 and Python >= 3.9), tested once for real."""
     if not hasattr(os, "pidfd_open"):
@@ -48,7 +64,7 @@ def has_pidfd() -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@_once
 def _libc_prctl():  # type: ignore[no-untyped-def]  # ctypes function object
     import ctypes  # deferred: only Linux callers pay for it
 
@@ -83,7 +99,7 @@ def set_pdeathsig(sig: int) -> bool:
     return prctl(PR_SET_PDEATHSIG, sig)
 
 
-@functools.lru_cache(maxsize=None)
+@_once
 def clock_ticks() -> int:
     """USER_HZ, the unit of start times in /proc/<pid>/stat."""
     try:

@@ -22,7 +22,9 @@ import resource
 import signal
 import sys
 import time
-from typing import Any
+TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
+if TYPE_CHECKING:
+    from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import GRACE_AFTER_EOF, KILL_WAIT, TERM_GRACE
@@ -62,6 +64,9 @@ class Keeper:
         self.stop = False
         self.error_code: int | None = None
         self.cleanup_at = float("inf")
+        self._scan_at = 0.0
+        self._scan_exits = -1
+        self._scan_live: list[ProcessId] = []
 
     # -- plumbing ---------------------------------------------------------------------
     def _setup_signals(self) -> None:
@@ -95,8 +100,18 @@ class Keeper:
             ):
                 self.status = self.reaped[pid]
 
-    def _members(self) -> list[ProcessId]:
-        """Live processes of the server's tree: our descendants minus the client side."""
+    def _members(self, *, force: bool = True) -> list[ProcessId]:
+        """Live processes of the server's tree: our descendants minus the client side.
+
+        A scan reads every /proc/<pid>/stat, the keeper's main cost. Between triggers
+        (force=False) it is done at most every SCAN_TICK, or at once after an exit
+        (an exited member's children have just reparented to us).
+        """
+        now = time.monotonic()
+        exits = len(self.waiter.exited)
+        if not force and exits == self._scan_exits and now - self._scan_at < SCAN_TICK:
+            return self._scan_live
+        self._scan_at, self._scan_exits = now, exits
         out = []
         for info in descendants(self.me, snapshot()):
             if info.pid in self.client_side:
@@ -107,6 +122,7 @@ class Keeper:
                 self.waiter.add(ident)
             if ident not in self.waiter.exited:
                 out.append(ident)
+        self._scan_live = out
         return out
 
     def _step(self, timeout: float) -> None:
@@ -247,7 +263,7 @@ class Keeper:
                 return
             self._step(SCAN_TICK)
             if self.server is not None:
-                self._members()
+                self._members(force=False)
             if self.server is not None and self._server_gone() and f.trigger is None:
                 # The server died before the scenario's trigger; give the client a
                 # moment to say whether it was during the handshake.
@@ -266,7 +282,7 @@ class Keeper:
                     f.error = "the probe client's ladder did not finish"
                     return
                 self._step(SCAN_TICK)
-                self._members()
+                self._members(force=False)
             window_end = self.ladder_done_at + self.window
         elif self.scenario == "devnull":
             # The trigger is the spawn itself: allow the server its start-up time (as
@@ -291,7 +307,9 @@ class Keeper:
 
     def _watch_until(self, end: float) -> list[ProcessId]:
         while True:
-            live = self._members()
+            live = self._members(force=False)
+            if not live:
+                live = self._members()  # confirm with a fresh scan
             if not live:
                 self._settle()
                 return []

@@ -11,26 +11,41 @@ Facts (all instants CLOCK_MONOTONIC seconds):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from mcp_tether.probe.scenarios import PASS_VERDICT
 
 __all__ = ["Facts", "decide"]
 
 
-@dataclass
 class Facts:
-    scenario: str
-    trigger: float | None = None
-    trigger_what: str | None = None  # eof | parent-death | sigterm | sigint
-    gone_at: float | None = None
-    survivors: list[dict[str, Any]] = field(default_factory=list)
-    rungs: list[dict[str, Any]] = field(default_factory=list)
-    early_exit: bool = False
-    error: str | None = None
-    answered: bool | None = None  # idle
-    killed_by_probe: float | None = None
+    """What one scenario showed. A plain class: the keeper starts without dataclasses."""
+
+    def __init__(
+        self,
+        scenario: str,
+        trigger: float | None = None,
+        trigger_what: str | None = None,  # eof | parent-death | sigterm | sigint
+        gone_at: float | None = None,
+        survivors: list[dict[str, Any]] | None = None,
+        rungs: list[dict[str, Any]] | None = None,
+        early_exit: bool = False,
+        error: str | None = None,
+        answered: bool | None = None,  # idle
+        killed_by_probe: float | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.trigger = trigger
+        self.trigger_what = trigger_what
+        self.gone_at = gone_at
+        self.survivors = survivors if survivors is not None else []
+        self.rungs = rungs if rungs is not None else []
+        self.early_exit = early_exit
+        self.error = error
+        self.answered = answered
+        self.killed_by_probe = killed_by_probe
 
 
 def decide(f: Facts) -> tuple[str, str | None, float | None]:

@@ -6,8 +6,6 @@ without any dependency; elsewhere psutil's create_time stands in (imported lazil
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from mcp_tether import platform
 
 __all__ = [
@@ -27,26 +25,53 @@ DIFFERENT = "different"  # gone, or the pid now belongs to another process
 UNKNOWN = "unknown"  # not readable (permissions, no /proc): never act on it
 
 
-class ProcessId(NamedTuple):
+# Plain tuple subclasses, not typing.NamedTuple: importing `typing` costs ~11 ms, and
+# this module is on the guard's and the probe keeper's start-up path.
+class ProcessId(tuple):  # type: ignore[type-arg]  # a (pid, start) pair, hashable
     """A process, not a pid: `start` tells a reused pid apart."""
 
-    pid: int
-    start: float
+    __slots__ = ()
+
+    def __new__(cls, pid: int, start: float) -> ProcessId:
+        return tuple.__new__(cls, (pid, start))
+
+    @property
+    def pid(self) -> int:
+        return self[0]  # type: ignore[no-any-return]  # tuple items are untyped here
+
+    @property
+    def start(self) -> float:
+        return self[1]  # type: ignore[no-any-return]  # tuple items are untyped here
+
+    def __repr__(self) -> str:
+        return f"ProcessId(pid={self.pid}, start={self.start!r})"
 
     def __str__(self) -> str:
         return f"{self.pid}@{self.start:g}"
 
 
-class ProcInfo(NamedTuple):
-    """One /proc/<pid>/stat reading."""
+class ProcInfo(tuple):  # type: ignore[type-arg]  # one /proc/<pid>/stat reading
+    """pid, ppid, pgid, sid, state, start, comm of one process."""
 
-    pid: int
-    ppid: int
-    pgid: int
-    sid: int
-    state: str  # R S D Z T ... ; Z (zombie) and X (dead) count as exited
-    start: float
-    comm: str
+    __slots__ = ()
+
+    def __new__(
+        cls, pid: int, ppid: int, pgid: int, sid: int, state: str, start: float, comm: str
+    ) -> ProcInfo:
+        return tuple.__new__(cls, (pid, ppid, pgid, sid, state, start, comm))
+
+    pid = property(lambda self: self[0], doc="process id")
+    ppid = property(lambda self: self[1], doc="parent process id")
+    pgid = property(lambda self: self[2], doc="process group id")
+    sid = property(lambda self: self[3], doc="session id")
+    # R S D Z T ... ; Z (zombie) and X (dead) count as exited
+    state = property(lambda self: self[4], doc="state letter")
+    start = property(lambda self: self[5], doc="start time, clock ticks since boot")
+    comm = property(lambda self: self[6], doc="command name")
+
+    def __repr__(self) -> str:
+        return (f"ProcInfo(pid={self.pid}, ppid={self.ppid}, pgid={self.pgid}, "
+                f"state={self.state!r}, start={self.start!r}, comm={self.comm!r})")
 
     @property
     def ident(self) -> ProcessId:

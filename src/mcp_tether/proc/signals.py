@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import signal as _signal
-from collections.abc import Iterable
+TYPE_CHECKING = False  # typing/collections.abc stay off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 from mcp_tether import platform
 from mcp_tether.proc.identity import SAME, ProcessId, compare, read_info
