@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tether import cli, scan, scan_cli
+from mcp_tether import cli, platform, scan, scan_cli
 from mcp_tether.proc import SAME, ProcessId, compare, identify, signal_process, wait_gone
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
@@ -142,6 +142,17 @@ def _kids(pid: int) -> list[ProcessId]:
     return [p.ident for p in descendants(pid)]
 
 
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def _is_subreaper() -> bool:
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    platform.prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(flag))
+    return bool(flag.value)
+
+
 @pytest.fixture
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
     # No real host configs: an empty home and a project directory of our own.
@@ -149,11 +160,18 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(tmp_path)
+    # Orphans must go to init, as on a user's machine: if code run in-process by an
+    # earlier test (guard, probe) made pytest a subreaper, they would come to us instead.
+    was_subreaper = _is_subreaper()
+    if was_subreaper:
+        platform.prctl(PR_SET_CHILD_SUBREAPER, 0)
     lab = Lab(tmp_path)
     try:
         yield lab
     finally:
         lab.cleanup()
+        if was_subreaper:
+            platform.set_subreaper()
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
