@@ -85,9 +85,13 @@ def prctl(option: int, arg: int) -> bool:
         return False
 
 
-def set_subreaper() -> bool:
-    """Make orphaned descendants reparent to this process instead of init (Linux)."""
-    return prctl(PR_SET_CHILD_SUBREAPER, 1)
+def set_subreaper(on: bool = True) -> bool:
+    """Make orphaned descendants reparent to this process instead of init (Linux).
+
+    `on=False` turns it off again: a library call that made its caller a subreaper for
+    a while (the probe run from pytest) must not leave it so.
+    """
+    return prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0)
 
 
 def set_pdeathsig(sig: int) -> bool:

@@ -72,7 +72,6 @@ def run_lab(
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether import platform
     from mcp_tether.lab import BLOCKS, node_env
     from mcp_tether.probe.runner import StopSignals
 
@@ -83,7 +82,6 @@ def command(args: argparse.Namespace) -> int:
     blocks = tuple(args.block) if args.block else BLOCKS
     if args.jobs < 1:
         raise TetherError("--jobs must be at least 1")
-    platform.set_subreaper()
     with StopSignals("lab") as stop:
         results = run_lab(blocks, jobs=args.jobs, window=args.window, should_stop=stop)
     if stop.signum:

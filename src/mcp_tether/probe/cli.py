@@ -113,7 +113,6 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether import platform
     from mcp_tether.probe import ProbeReport, ScenarioResult, build_specs, resolve_command
     from mcp_tether.probe.runner import StopSignals, run_specs
 
@@ -131,8 +130,6 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError("no server command given: mcp-tether probe [OPTIONS] -- CMD [ARGS...]")
     resolve_command(cmd, opts.env, opts.cwd)
     specs = build_specs(cmd, opts)
-    # Orphans of a keeper that was itself killed reparent to us: see and end them.
-    platform.set_subreaper()
     with StopSignals("probe") as stop:
         raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
     if stop.signum:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.proc import ExitWaiter, descendants, snapshot
 from mcp_tether.proc.signals import signal_process
@@ -134,15 +135,17 @@ def _stop_keepers(procs: list[subprocess.Popen[bytes]]) -> None:
             p.stdout.close()
 
 
-def sweep() -> int:
-    """End every descendant of this process (we started them all); returns how many.
+def sweep(before: set[Any] | frozenset[Any] = frozenset()) -> int:
+    """End every descendant of this process that was not there `before`; how many.
 
-    Only meaningful for a subreaper: an orphan of a killed keeper reparents here.
+    Only meaningful for a subreaper: an orphan of a killed keeper reparents here. What
+    was already our descendant before the run (a caller's own children, when the probe
+    runs inside another program) is never touched.
     """
     me = os.getpid()
     count = 0
     for _ in range(5):
-        procs = [i.ident for i in descendants(me, snapshot())]
+        procs = [i.ident for i in descendants(me, snapshot()) if i.ident not in before]
         if not procs:
             break
         with ExitWaiter() as w:
@@ -180,13 +183,18 @@ class StopSignals:
         return self.signum != 0
 
     def __enter__(self) -> StopSignals:
+        # Orphans of a keeper that was itself killed reparent to us: see and end them.
+        self._before = {i.ident for i in descendants(os.getpid(), snapshot())}
+        self._subreaper = platform.set_subreaper()
         self._old = {s: signal.signal(s, self._on) for s in (signal.SIGTERM, signal.SIGHUP)}
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
         for s, h in self._old.items():
             signal.signal(s, h)
-        sweep()
+        sweep(self._before)
+        if self._subreaper:
+            platform.set_subreaper(False)
         if exc_type is KeyboardInterrupt and not self.signum:
             self.signum = signal.SIGINT
         if self.signum:
