@@ -495,12 +495,28 @@ def test_five_megabytes_pass_through_byte_identical(
     assert "exited by itself" in err
 
 
+def test_run_imports_nothing_heavy() -> None:
+    """`run` is on every guarded server's launch path: no psutil, rich, MCP SDK, asyncio."""
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mcp_tether", "run", "--", "true"],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE,
+    )
+    assert p.returncode == 0 and p.stdout == b""
+    modules = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.decode().splitlines()
+               if line.startswith("import time:")}
+    assert "mcp_tether.watch" in modules  # the guard's path ran (import_module is not timed)
+    heavy = {m for m in modules if m.split(".")[0] in ("psutil", "rich", "mcp", "asyncio",
+                                                       "subprocess", "logging", "json")}
+    assert not heavy
+
+
 # -- randomized: the client dies at a random moment ------------------------------------
 FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof"]
 ACTIONS = ["exit", "kill", "close"]
 ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
 
 
+@pytest.mark.slow
 def test_the_client_dying_at_random_moments_leaves_no_survivor(lab: Lab) -> None:
     """Each round: a fixture, a client death (exit, SIGKILL, stdin close) after a random
     delay, pipe or socket; afterwards the guard and every process of the tree are gone.

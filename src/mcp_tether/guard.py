@@ -23,17 +23,25 @@ Guarantees:
 - Missing command: exit 127; not executable: 126 (one line on stderr, nothing started).
 
 Trade-off of PR_SET_PDEATHSIG on the server: if the guard itself is SIGKILLed (or
-crashes), the kernel SIGKILLs the server at once, with no grace and no chance to
-flush; descendants that escaped the server's group are *not* covered (the guard, their
-subreaper, is gone) and survive, reparented to init. Without it, a SIGKILLed guard would
-leave the whole server behind, which is the bug this command exists to fix. The guard
-does not set PDEATHSIG on itself: the kernel would kill it before it could run the ladder
-(and the signal fires when the parent *thread* exits, which hosts that spawn from a
-worker thread do all the time). It watches the parent process instead.
+crashes), the kernel SIGKILLs the server at once, with no grace and no chance to flush.
+Only the server process is covered: its own children (in its group or escaped from it,
+e.g. the real server behind an `sh -c` or `npx` wrapper) lose their subreaper with the
+guard, are reparented to init and survive unless they notice by themselves (EOF on the
+shared stdin). Without it, a SIGKILLed guard would leave the whole server behind, which
+is the bug this command exists to fix. The guard does not set PDEATHSIG on itself: the
+kernel would kill it before it could run the ladder (and the signal fires when the
+parent *thread* exits, which hosts that spawn from a worker thread do all the time). It
+watches the parent process instead.
+
+Cost of the session: with CONFIG_SCHED_AUTOGROUP (most desktop kernels) a new session is
+a new scheduling group, which slows a client<->server ping-pong on a busy machine by the
+same amount whether the guard or the client (Python SDK: start_new_session) makes it;
+the guard itself is idle in poll(2) while bytes flow (bench/bench_guard.py shows both).
 
 Import-light on purpose (it is on every guarded server's launch path): stdlib and
-mcp_tether.{errors,log,platform,proc,ladder,watch} only. Not thread-safe: call
-`run_guarded` from the main thread (signal handlers and the wakeup fd live there).
+mcp_tether.{errors,log,platform,proc,ladder,watch} only, and the ladder only after the
+fork, while the server starts. Not thread-safe: call `run_guarded` from the main thread
+(signal handlers and the wakeup fd live there).
 """
 
 from __future__ import annotations
@@ -187,7 +195,6 @@ class GuardResult:
             pids = " ".join(str(p.pid) for p in self.survivors)
             parts.append(f"STILL ALIVE: {pids}")
         return "; ".join(parts)
-
 
     def _status_text(self) -> str:
         if self.server_signal is not None:
