@@ -584,6 +584,76 @@ def test_a_server_whose_client_is_killed_exits_although_eof_never_comes(
             reaper.wait()
 
 
+LATE = textwrap.dedent(
+    """
+    import os, sys, time
+    import mcp_tether                      # notes the parent we were started under
+    first_parent = os.getppid()
+    open(sys.argv[2], "w").close()         # tell the parent it may die now
+    deadline = time.monotonic() + 10
+    while os.getppid() == first_parent and time.monotonic() < deadline:
+        time.sleep(0.01)                   # the parent dies while we 'import the SDK'
+    from mcp.server.mcpserver import MCPServer
+    mcp = MCPServer("late")
+    mcp_tether.on_shutdown(lambda: open(sys.argv[1], "a").write("hook\\n"))
+    mcp_tether.run(mcp)
+    """
+)
+
+
+def test_a_parent_that_died_before_run_is_noticed(tmp_path: Path) -> None:
+    """The parent exits while the server is still importing: run() ends it at once."""
+    script = tmp_path / "late.py"
+    script.write_text(LATE)
+    hook_log = tmp_path / "hooks.txt"
+    stderr_path = tmp_path / "stderr.txt"
+    r, w = os.pipe()  # stdin whose write end we keep: EOF never comes
+    marker = tmp_path / "imported"
+    # The middle process starts the server, waits until it has imported mcp_tether, exits.
+    middle_code = (
+        "import os, subprocess, sys, time; "
+        "p = subprocess.Popen(sys.argv[1:]); print(p.pid, flush=True); "
+        "end = time.monotonic() + 10\n"
+        "while not os.path.exists(sys.argv[-1]) and time.monotonic() < end: time.sleep(0.005)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    with open(stderr_path, "wb") as err:
+        middle = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                middle_code,
+                sys.executable,
+                str(script),
+                str(hook_log),
+                str(marker),
+            ],
+            stdin=r,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+            text=True,
+        )
+    os.close(r)
+    try:
+        assert middle.stdout is not None
+        server_pid = int(middle.stdout.readline())
+        pidfd = os.pidfd_open(server_pid)
+        assert middle.wait(timeout=EXIT_DEADLINE) == 0
+        try:
+            ready, _, _ = select.select([pidfd], [], [], 15.0)
+        finally:
+            os.close(pidfd)
+        assert ready, "the orphaned server did not exit"
+        assert hook_log.read_text().split() == ["hook"]
+        assert "mcp-tether: client gone (parent died)" in stderr_path.read_text()
+    finally:
+        os.close(w)
+        if middle.poll() is None:
+            middle.kill()
+            middle.wait()
+
+
 # -- hooks that misbehave --------------------------------------------------------------------
 
 

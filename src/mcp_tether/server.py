@@ -211,7 +211,12 @@ class Tether:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)  # a full pipe must never block a handler
         if self.stdio:
-            self._parent = ParentWatch()
+            # The parent we were started under, if it was noted at `import mcp_tether` in
+            # this same process (not in a parent we forked from): it may be gone already.
+            import mcp_tether
+
+            pid, ppid = mcp_tether._STARTED_UNDER
+            self._parent = ParentWatch(ppid if pid == os.getpid() else None)
             events = hangup_events(0)
             if events is not None:
                 import fcntl  # POSIX only, like hangup_events answering non-None
@@ -350,6 +355,9 @@ class Tether:
                 pending_until = min(pending_until, until)
 
         drain = self.drain or 0.0
+        if parent is not None and parent.gone():  # died before we were armed
+            poll_ppid = False
+            trigger("client gone (parent died)", 0, drain)
         while True:
             timeout: float | None = None
             if pending is not None:
