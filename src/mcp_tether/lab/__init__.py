@@ -22,7 +22,12 @@ PY_FIXTURES = (
 )
 NODE_FIXTURES = ("plain", "timer", "fixed", "stubborn", "stdout_writer")
 
-BLOCKS = ("reference", "python", "wrappers", "extra")
+BLOCKS = ("reference", "python", "wrappers", "extra", "guarded", "tethered")
+
+# The guarded block runs the guard with its defaults (--grace 2 --term-grace 2), so a
+# server that ignores EOF is only ended after grace + term-grace: the window must cover it.
+GUARDED_WINDOW = 5.0
+TETHER_ENV = {"MCP_TETHER_LAB_TETHERED": "1"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class Row:
     host_style: str
     scenario: str
     needs_node: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    window: float | None = None  # None: the lab's --window
 
     @property
     def label(self) -> str:
@@ -48,6 +55,11 @@ def _node(node_dir: Path | None, name: str) -> list[str]:
     return ["node", str((node_dir or HERE / "node") / f"{name}.mjs")]
 
 
+def guarded(argv: list[str]) -> list[str]:
+    """The same server behind the guard, as `mcp-tether wrap` would launch it."""
+    return [sys.executable, "-m", "mcp_tether", "run", "--", *argv]
+
+
 def _sh(argv: list[str]) -> list[str]:
     # `; true` keeps sh from exec-ing the server: a real wrapper process, like npx.
     return ["sh", "-c", f"{shlex.join(argv)}; true"]
@@ -57,12 +69,16 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
     """Every row of the lab, in table order."""
     out: list[Row] = []
 
-    def add(block: str, rid: str, server: str, argv: list[str], style: str, sc: str) -> None:
+    def add(
+        block: str, rid: str, server: str, argv: list[str], style: str, sc: str,
+        env: dict[str, str] | None = None, window: float | None = None,
+    ) -> None:
         node = any(os.path.basename(a) == "node" or a.endswith(".mjs") for a in argv) or (
             "node " in " ".join(argv)
         )
         if block in blocks:
-            out.append(Row(block, rid, server, tuple(argv), style, sc, node))
+            out.append(Row(block, rid, server, tuple(argv), style, sc, node,
+                           tuple(sorted((env or {}).items())), window))
 
     letters = iter("ABCDEFGHIJ")
     for fx in ("plain", "timer", "fixed"):
@@ -109,12 +125,50 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
     ]
     for i, (server, argv, style, sc) in enumerate(x, 1):
         add("extra", f"X{i}", server, argv, style, sc)
+
+    # Every orphan row above, behind `mcp-tether run`: nothing may be left orphaned.
+    stubborn = _node(node_dir, "stubborn")
+    g = [
+        ("node timer", timer, "node", "close"),
+        ("node timer", timer, "node", "exit"),
+        ("node timer", timer, "node", "crash"),
+        ("node stubborn", stubborn, "node", "exit"),
+        ("python thread", python_fixture("thread"), "python", "exit"),
+        ("python anyio_group", python_fixture("anyio_group"), "python", "crash"),
+        ("python executor", python_fixture("executor"), "python", "crash"),
+        ("python stubborn", python_fixture("stubborn"), "python", "crash"),
+        ("sh -c + node timer", _sh(timer), "node", "close"),
+        ("sh -c + node timer", _sh(timer), "node", "exit"),
+        ("python plain", python_fixture("plain"), "python", "inherited-writer"),
+        ("node timer", timer, "node", "inherited-writer"),
+        ("node timer", timer, "node", "devnull"),
+        ("node timer", timer, "node", "half-close"),
+        ("python daemonizer", python_fixture("daemonizer"), "python", "exit"),
+    ]
+    for i, (server, argv, style, sc) in enumerate(g, 1):
+        add("guarded", f"G{i}", f"run -- {server}", guarded(argv), style, sc,
+            window=GUARDED_WINDOW)
+
+    # The Python fixtures that orphan, with the library helper's one call added.
+    from mcp_tether.probe.scenarios import SCENARIOS, applies
+
+    n = 0
+    for fx in ("thread", "anyio_group", "executor", "stubborn"):
+        for sc in SCENARIOS:
+            if applies(sc, "python"):
+                n += 1
+                add("tethered", f"T{n}", f"python {fx} + mcp_tether.run", python_fixture(fx),
+                    "python", sc, env=TETHER_ENV)
     return out
 
 
 def spec_for(row: Row, **opts: Any) -> dict[str, Any]:
     from mcp_tether.probe import ProbeOptions, build_specs
 
+    if row.window is not None:
+        opts["window"] = max(row.window, opts.get("window", 0.0))
+    if row.env:
+        opts["env"] = dict(row.env)
     o = ProbeOptions(host_style=row.host_style, scenarios=(row.scenario,), **opts)
     (spec,) = build_specs(list(row.argv), o)
     return spec

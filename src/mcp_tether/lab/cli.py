@@ -12,7 +12,9 @@ EPILOG = """\
 blocks: reference (rows A-J: Node plain/timer/fixed x close/exit/crash, stubborn close),
   python (the official-SDK fixtures x close/exit/crash, python host style),
   wrappers (servers behind `sh -c '...; true'`, like npx), extra (devnull, stdout
-  writers, inherited-writer, half-close, signals, idle, a daemonizing server).
+  writers, inherited-writer, half-close, signals, idle, a daemonizing server),
+  guarded (the orphan rows behind `mcp-tether run`, window 5 s = grace + term-grace + 1),
+  tethered (the orphaning Python fixtures with `mcp_tether.run(mcp)`, every scenario).
 The Node rows need node and npm: on first use the lab installs the pinned SDK into a
 cache folder with `npm ci` (`mcp-tether lab --install-node` does only that).
 exit code: 0 when every row ran (whatever its verdict: the lab shows, it does not judge),

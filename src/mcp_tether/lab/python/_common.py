@@ -33,7 +33,9 @@ except ImportError:  # mcp 1.x: the same server under its old name
 
     SDK_MAJOR = 1
 
-__all__ = ["MCPServer", "SDK_MAJOR", "fixture_name", "log", "make_server", "notification", "tick"]
+__all__ = [
+    "MCPServer", "SDK_MAJOR", "fixture_name", "log", "make_server", "notification", "serve", "tick",
+]
 
 # The script's own stem: `thread.py` logs `fixture=thread`. Overridable by make_server().
 _name = os.path.splitext(os.path.basename(sys.argv[0] or "fixture"))[0]
@@ -104,3 +106,18 @@ def notification(method: str, params: dict[str, Any] | None = None) -> Any:
     types1: Any = importlib.import_module("mcp.types")  # 1.x only; untyped on purpose
     inner = types1.JSONRPCNotification(jsonrpc="2.0", method=method, params=params)
     return SessionMessage(types1.JSONRPCMessage(inner))
+
+
+def serve(mcp: MCPServer) -> None:
+    """`mcp.run()`, or, in the lab's "tethered" block, the library helper's one call.
+
+    The lab sets MCP_TETHER_LAB_TETHERED=1 to run the very same fixture with
+    `mcp_tether.run(mcp)` instead of `mcp.run()`: the one-line change a server author
+    makes. Only then is mcp_tether imported, so the bare fixtures never depend on it.
+    """
+    if os.environ.get("MCP_TETHER_LAB_TETHERED") == "1":
+        import mcp_tether
+
+        mcp_tether.run(mcp)
+    else:
+        mcp.run()

@@ -17,9 +17,9 @@ import anyio
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a script
 
 if TYPE_CHECKING:  # mypy checks the package path; scripts never need mcp_tether
-    from mcp_tether.lab.python._common import log, make_server
+    from mcp_tether.lab.python._common import log, make_server, serve
 else:
-    from _common import log, make_server
+    from _common import log, make_server, serve
 
 
 async def _forever() -> None:
@@ -40,5 +40,5 @@ mcp = make_server("anyio_group", lifespan=_lifespan)
 
 if __name__ == "__main__":
     log("ready")
-    mcp.run()
+    serve(mcp)
     log("run_returned")  # never logged

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a script
 
 if TYPE_CHECKING:  # mypy checks the package path; scripts never need mcp_tether
-    from mcp_tether.lab.python._common import log, make_server, tick
+    from mcp_tether.lab.python._common import log, make_server, serve, tick
 else:
-    from _common import log, make_server, tick
+    from _common import log, make_server, serve, tick
 
 mcp = make_server("executor")
 
@@ -24,5 +24,5 @@ if __name__ == "__main__":
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="worker")
     pool.submit(tick, 0.1)
     log("ready")
-    mcp.run()
+    serve(mcp)
     log("run_returned")  # ...then the exit hook joins the worker forever

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a script
 
 if TYPE_CHECKING:  # mypy checks the package path; scripts never need mcp_tether
-    from mcp_tether.lab.python._common import log, make_server
+    from mcp_tether.lab.python._common import log, make_server, serve
 else:
-    from _common import log, make_server
+    from _common import log, make_server, serve
 
 mcp = make_server("plain")
 
 if __name__ == "__main__":
     log("ready")
-    mcp.run()
+    serve(mcp)
     log("run_returned")  # the SDK saw EOF; interpreter shutdown follows

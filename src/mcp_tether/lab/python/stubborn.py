@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a script
 
 if TYPE_CHECKING:  # mypy checks the package path; scripts never need mcp_tether
-    from mcp_tether.lab.python._common import log, make_server, tick
+    from mcp_tether.lab.python._common import log, make_server, serve, tick
 else:
-    from _common import log, make_server, tick
+    from _common import log, make_server, serve, tick
 
 mcp = make_server("stubborn")
 
@@ -30,5 +30,5 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _ignore_term)
     threading.Thread(target=tick, name="flusher", daemon=False).start()
     log("ready")
-    mcp.run()
+    serve(mcp)
     log("run_returned")
