@@ -34,9 +34,10 @@ parent *thread* exits, which hosts that spawn from a worker thread do all the ti
 watches the parent process instead.
 
 Cost of the session: with CONFIG_SCHED_AUTOGROUP (most desktop kernels) a new session is
-a new scheduling group, which slows a client<->server ping-pong on a busy machine by the
-same amount whether the guard or the client (Python SDK: start_new_session) makes it;
-the guard itself is idle in poll(2) while bytes flow (bench/bench_guard.py shows both).
+also a new scheduling group; on a loaded machine that measured as slower client<->server
+ping-pong, exactly as when a client starts the server with start_new_session itself (the
+Python SDK does). The guard itself is idle in poll(2) while bytes flow (0 CPU ticks in
+bench/bench_guard.py, which prints the new-session baseline beside the guarded figure).
 
 Import-light on purpose (it is on every guarded server's launch path): stdlib and
 mcp_tether.{errors,log,platform,proc,ladder,watch} only, and the ladder only after the
