@@ -56,7 +56,7 @@ import sys
 import time
 
 from mcp_tether import log, platform
-from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
+from mcp_tether.errors import CommandNotExecutable, CommandNotFound, TetherError, UsageError
 from mcp_tether.proc import (
     ExitWaiter,
     ProcessId,
@@ -317,7 +317,12 @@ class _Guard:
         blocked = {*STOP_SIGNALS, signal.SIGCHLD}
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError as exc:  # EAGAIN/ENOMEM: translated here, where we know what failed
+                os.close(err_r)
+                os.close(err_w)
+                raise TetherError(f"cannot start {self.argv[0]}: {exc.strerror}") from exc
             if pid == 0:  # child: Python until exec, never back into the guard's code
                 code = 0
                 try:
