@@ -523,6 +523,22 @@ def test_the_client_dying_at_random_moments_leaves_no_survivor(lab: Lab) -> None
     Seed with MCP_TETHER_SEED to replay."""
     seed = int(os.environ.get("MCP_TETHER_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
+    # A bystander outside every scenario: no round may ever signal it.
+    catch_all = (
+        "import signal\n"
+        "for s in (1, 2, 15): signal.signal(s, lambda *a: exit(99))\n"
+        "signal.pause()"
+    )
+    bystander = subprocess.Popen([sys.executable, "-c", catch_all])
+    try:
+        _random_rounds(lab, rng, seed)
+        assert bystander.poll() is None, f"seed {seed}: the bystander got a signal"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
     for n in range(ROUNDS):
         fixture, action = rng.choice(FIXTURES), rng.choice(ACTIONS)
         kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
