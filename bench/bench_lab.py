@@ -33,14 +33,14 @@ INIT = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
     "clientInfo": {"name": "baseline", "version": "0"}}}) + "\n").encode()
 
 # A deliberately naive client: what one would write by hand to check a row.
-CLIENT = r"""
+CLIENT = rf"""
 import os, signal, socket, subprocess, sys, time
 mode, argv = sys.argv[1], sys.argv[2:]
 a, b = socket.socketpair(); c, d = socket.socketpair()
 p = subprocess.Popen(argv, stdin=b.fileno(), stdout=d.fileno())
 b.close(); d.close()
 print(p.pid, flush=True)
-a.sendall(%r)
+a.sendall({INIT!r})
 c.recv(65536)
 if mode == "exit":
     os._exit(0)
@@ -54,7 +54,7 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
         p.send_signal(sig)
 p.wait()
 signal.pause()
-""" % INIT
+"""
 
 
 def alive(pid: int) -> bool:
@@ -94,12 +94,13 @@ def main() -> None:
     res = run_specs([spec_for(r) for r in ref], jobs=len(ref))
     lab_s = time.monotonic() - t0
     print("1. reference rows A-J")
-    print(f"   lab:      {lab_s:6.2f} s  " + " ".join(f"{r.row}={x['verdict']}" for r, x in zip(ref, res)))
+    verdicts = " ".join(f"{r.row}={x['verdict']}" for r, x in zip(ref, res, strict=False))
+    print(f"   lab:      {lab_s:6.2f} s  " + verdicts)
     if not a.skip_baseline:
         base_s, base = baseline(ref)
         agree = all(
             base[r.row] == (x["verdict"] in ("orphaned",)) or r.scenario == "close"
-            for r, x in zip(ref, res)
+            for r, x in zip(ref, res, strict=False)
         )
         print(f"   baseline: {base_s:6.2f} s  (serial, fixed {FIXED_WAIT:g} s wait per row)")
         print(f"   ratio:    {base_s / lab_s:6.1f}x faster; verdicts agree: {agree}")
@@ -113,7 +114,7 @@ def main() -> None:
                 specs += build_specs(argv, ProbeOptions(host_style=style, scenarios=(sc,)))
     diffs = []
     for _round in range(3):
-        for spec, x in zip(specs, run_specs(specs, jobs=4)):
+        for _spec, x in zip(specs, run_specs(specs, jobs=4), strict=False):
             m = re.findall(r"event=shutdown mono=([0-9.]+)", x.get("stderr_tail", ""))
             if m and x.get("gone_at"):
                 diffs.append((x["gone_at"] - float(m[-1])) * 1000)

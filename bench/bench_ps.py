@@ -10,6 +10,7 @@ are all ended at the end by the identities held here, nothing else.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -62,7 +63,8 @@ def main() -> int:
                     help="rename the extra processes (e.g. sleep); default: they stay "
                          "`python`, the worst case, since scan must read every python argv")
     args = ap.parse_args()
-    load = open("/proc/loadavg").read().split()[0]
+    with open("/proc/loadavg") as fh:
+        load = fh.read().split()[0]
     tether = shutil.which("mcp-tether", path=os.path.dirname(sys.executable)) or "mcp-tether"
     pids = spawn(args.extra, args.comm)
     idents = [i for i in map(identify, pids) if i is not None]
@@ -80,10 +82,8 @@ def main() -> int:
             while w.pending and time.monotonic() < deadline:
                 w.wait(deadline - time.monotonic())
         for pid in pids:
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
     ratio = ours / ref
     start = statistics.median(start_all)
     print(f"processes on the machine during the run: {total} ({args.extra} extra), "

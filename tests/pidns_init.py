@@ -9,6 +9,7 @@ test can leave a process running on the host (tini does the same for containers)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -29,10 +30,8 @@ def main() -> int:
             os._exit(127)
 
     def forward(signum: int, _frame: object) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(child, signum)
-        except ProcessLookupError:
-            pass
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)

@@ -79,7 +79,10 @@ def test_signal_group_needs_a_known_live_member() -> None:
 
 
 def test_descendants_include_grandchildren() -> None:
-    code = "import subprocess,sys,time\np=subprocess.Popen(sys.argv[1:])\nprint(p.pid,flush=True)\np.wait()"
+    code = (
+        "import subprocess,sys,time\np=subprocess.Popen(sys.argv[1:])\n"
+        "print(p.pid,flush=True)\np.wait()"
+    )
     p = subprocess.Popen([sys.executable, "-c", code, *SLEEPER], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout is not None

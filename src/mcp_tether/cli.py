@@ -61,7 +61,7 @@ def build_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    module.configure(parser, name)  # type: ignore[attr-defined]  # duck-typed command module
+    module.configure(parser, name)
     return parser, module
 
 
@@ -90,10 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # Our stdout reader went away (`| head`): not an error worth a trace.
-        try:
+        import contextlib  # here, not at the top: `run` starts through this module
+
+        with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # silence the exit-time flush
-        except OSError:
-            pass
         return 0
     except SystemExit as exc:  # argparse: usage errors are exit 2 already
         code = exc.code

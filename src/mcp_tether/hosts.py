@@ -34,6 +34,7 @@ Guarantees:
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import os
 import sys
@@ -288,7 +289,7 @@ def _tables(
     root: jsonc.Node, host: str | None
 ) -> Iterator[tuple[tuple[str, ...], jsonc.Node]]:
     """(key path, object node) of every server table present for this host's shapes."""
-    shapes = SERVER_TABLES[host] if host in SERVER_TABLES else ANY_TABLES
+    shapes = ANY_TABLES if host is None else SERVER_TABLES.get(host, ANY_TABLES)
 
     def walk(node: jsonc.Node, shape: tuple[str, ...], at: tuple[str, ...]) -> Iterator[Any]:
         if node.kind != "object":
@@ -620,10 +621,9 @@ def _atomic_write(doc: _Doc, data: bytes) -> Path | None:
             fh.write(data)
             fh.flush()
             if hasattr(os, "fchown"):
-                try:
+                # Not root: the file becomes ours, which it already was.
+                with contextlib.suppress(OSError):
                     os.fchown(fh.fileno(), st.st_uid, st.st_gid)
-                except OSError:
-                    pass  # not root: the file becomes ours, which it already was
             os.chmod(tmp, st.st_mode & 0o7777)
             os.fsync(fh.fileno())
         # The host may have rewritten its config since we read it: do not clobber that.
@@ -631,10 +631,8 @@ def _atomic_write(doc: _Doc, data: bytes) -> Path | None:
             raise ConfigError(str(doc.path), "changed while being edited; run again")
         os.replace(tmp, real)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(exc, OSError):
             raise ConfigError(str(doc.path), f"cannot write: {exc.strerror or exc}") from None
         raise

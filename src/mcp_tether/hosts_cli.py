@@ -147,8 +147,8 @@ def _change(args: argparse.Namespace, name: str) -> int:
             "errors": [_error_json(e) for e in errors],
         }
         print(json.dumps(doc, indent=2))
-    for exc in errors:
-        say(f"mcp-tether {name}: {exc.msg}")
+    for err in errors:  # not `exc`: that name is an except target above
+        say(f"mcp-tether {name}: {err.msg}")
     if any(r.written for r in results) and not args.json:
         say("restart the host(s) so that they launch the servers again")
     return EXIT_USAGE if errors else EXIT_OK
@@ -210,6 +210,6 @@ def _hosts(args: argparse.Namespace) -> int:
                     state += ",disabled"
                 what = " ".join([e.command, *e.args]) if e.command else "(remote)"
                 print(f"  {e.label.ljust(width)}  {state:<16} {what}")
-    for exc in errors:
-        say(f"mcp-tether hosts: {exc.msg}")
+    for err in errors:
+        say(f"mcp-tether hosts: {err.msg}")
     return EXIT_USAGE if errors else EXIT_OK

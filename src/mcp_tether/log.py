@@ -20,7 +20,7 @@ def log(level: str, msg: str) -> None:
     """Write one tagged line to stderr if `level` passes MCP_TETHER_LOG."""
     if _LEVELS[level] < _threshold:
         return
-    try:
+    try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
         os.write(2, f"mcp-tether[{os.getpid()}] {level}: {msg}\n".encode(errors="replace"))
     except OSError:
         pass  # stderr closed: nothing else to tell anyone
@@ -30,7 +30,7 @@ def say(msg: str) -> None:
     """One line for the user on stderr, whatever the level (unless `quiet`)."""
     if _threshold >= 100:
         return
-    try:
+    try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
         os.write(2, f"{msg}\n".encode(errors="replace"))
     except OSError:
         pass

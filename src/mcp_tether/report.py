@@ -134,7 +134,8 @@ def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]]) -> None:
         for r in results:
             case = ET.SubElement(
                 suite, "testcase",
-                classname=name, name=f"{r.label + ' ' if r.label else ''}{r.scenario}[{r.host_style}]",
+                classname=name,
+                name=f"{r.label + ' ' if r.label else ''}{r.scenario}[{r.host_style}]",
                 time=f"{(r.exit_ms or 0) / 1000:.3f}",
             )
             if r.verdict == "error":

@@ -24,6 +24,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -287,10 +288,8 @@ def _snapshot_psutil() -> tuple[dict[int, Proc], int]:
                     continue
                 t = ps.cpu_times()
                 pgid = sid = -1
-                try:
+                with contextlib.suppress(OSError):
                     pgid, sid = os.getpgid(ps.pid), os.getsid(ps.pid)
-                except OSError:
-                    pass
                 procs[ps.pid] = Proc(
                     ps.pid, ps.ppid(), pgid, sid, "S", ps.create_time(), ps.name(),
                     int((t.user + t.system) * 100), ps.memory_info().rss, ps.cmdline(),

@@ -343,7 +343,7 @@ def _print_ps(result: ScanResult) -> None:
     if rows:
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
         for r in [HEADERS, *rows]:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     print(_totals_line(result))
 
 

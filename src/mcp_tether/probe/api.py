@@ -77,7 +77,10 @@ class ScenarioResult:
             exit_ms=d.get("exit_ms"),
             rung=d.get("rung"),
             exit_status=d.get("exit_status"),
-            survivors=[Survivor(s["pid"], s.get("ppid"), s.get("cmdline", "")) for s in d.get("survivors", [])],
+            survivors=[
+                Survivor(s["pid"], s.get("ppid"), s.get("cmdline", ""))
+                for s in d.get("survivors", [])
+            ],
             warnings=list(d.get("warnings", [])),
             detail=d.get("detail", ""),
             probe_cpu_ms=d.get("probe_cpu_ms"),
@@ -134,7 +137,9 @@ def resolve_command(argv: list[str], env: dict[str, str] | None, cwd: str | None
 
 def build_specs(argv: list[str], opts: ProbeOptions) -> list[dict[str, Any]]:
     if opts.host_style not in HOST_STYLES:
-        raise UsageError(f"unknown host style {opts.host_style!r} (choose from {', '.join(HOST_STYLES)})")
+        raise UsageError(
+            f"unknown host style {opts.host_style!r} (choose from {', '.join(HOST_STYLES)})"
+        )
     names = opts.scenarios or tuple(s for s in SCENARIOS if applies(s, opts.host_style))
     for s in names:
         if s not in SCENARIOS:

@@ -25,13 +25,14 @@ import signal
 import socket
 import subprocess
 import time
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify
+
+TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 MAX_NOISE = 5
 # Methods only a client sends: seeing one on the server's stdout means an echo.
@@ -63,7 +64,7 @@ class Client:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         fields.update(kind=kind, t=time.monotonic(), cpu=ru.ru_utime + ru.ru_stime)
         data = (json.dumps(fields) + "\n").encode()
-        try:
+        try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
             os.write(self.ctrl_fd, data)
         except OSError:
             pass
@@ -150,7 +151,8 @@ class Client:
                 # Our own request came back: an echo (`cat`), not an MCP server.
                 self.noise += 1
                 if self.noise <= MAX_NOISE:
-                    self.emit("noise", line="echoed our request: " + line[:120].decode(errors="replace"))
+                    echoed = line[:120].decode(errors="replace")
+                    self.emit("noise", line="echoed our request: " + echoed)
                 return
             self.send(Session.reply(msg))
         elif kind == "noise":
@@ -158,8 +160,12 @@ class Client:
             if self.noise <= MAX_NOISE:
                 self.emit("noise", line=line[:200].decode(errors="replace"))
 
-    def pump(self, timeout: float | None) -> None:
-        """Serve stdout and watch the child for up to `timeout` (None: forever)."""
+    def pump(self, timeout: float | None, *, until_event: bool = False) -> None:
+        """Serve stdout and watch the child for up to `timeout` (None: forever).
+
+        With `until_event`, return as soon as one batch of events has been handled, so
+        that callers waiting for a response or an exit see it at once.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -172,7 +178,7 @@ class Client:
                     self._read_stdout()
                 elif fd == self.pidfd:
                     self._reap()
-            if events and timeout == 0:
+            if events and (until_event or timeout == 0):
                 return
 
     def _read_stdout(self) -> None:
@@ -222,7 +228,7 @@ class Client:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None, "timeout"
-            self.pump(min(remaining, 0.5))
+            self.pump(remaining, until_event=True)
         return self.responses.pop(rid), "ok"
 
     # -- handshake ------------------------------------------------------------------
@@ -266,7 +272,7 @@ class Client:
         if self.scenario == "close":
             self.emit("trigger", what="eof")
         if self.stdin_sock is not None:
-            try:
+            try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
                 self.stdin_sock.shutdown(socket.SHUT_WR)  # Node's stdin.end()
             except OSError:
                 pass
@@ -295,7 +301,7 @@ class Client:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            self.pump(remaining)
+            self.pump(remaining, until_event=True)
         return self.exited_at
 
     def ladder(self) -> None:

@@ -72,7 +72,7 @@ def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
         raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
     if stop.signum:
         return 128 + stop.signum
-    for label, r in zip(owners, raw):
+    for label, r in zip(owners, raw, strict=False):
         res = ScenarioResult.from_dict(r)
         res.label = label
         rows.append(res)

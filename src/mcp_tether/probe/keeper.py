@@ -22,15 +22,16 @@ import resource
 import signal
 import sys
 import time
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
-if TYPE_CHECKING:
-    from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import GRACE_AFTER_EOF, KILL_WAIT, TERM_GRACE
 from mcp_tether.probe.verdict import Facts, decide, passed
 from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, descendants, identify, snapshot
 from mcp_tether.proc.signals import signal_process
+
+TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
+if TYPE_CHECKING:
+    from typing import Any
 
 STDERR_TAIL = 2000
 SCAN_TICK = 0.25  # seconds between tree rescans while nothing happens
@@ -56,6 +57,8 @@ class Keeper:
         self.status: int | None = None
         self.reaped: dict[int, int] = {}
         self.stderr_tail = b""
+        self.ctrl_r: int | None = None  # the client's event pipe, set by run()
+        self.err_r: int | None = None  # the client's stderr pipe, set by run()
         self.ctrl_buf = b""
         self.client_cpu = 0.0
         self.ladder_done_at: float | None = None
@@ -264,11 +267,15 @@ class Keeper:
             self._step(SCAN_TICK)
             if self.server is not None:
                 self._members(force=False)
-            if self.server is not None and self._server_gone() and f.trigger is None:
-                # The server died before the scenario's trigger; give the client a
-                # moment to say whether it was during the handshake.
-                if self.scenario != "close" or self.handshake is not None:
-                    f.early_exit = True
+            # The server died before the scenario's trigger; give the client a
+            # moment to say whether it was during the handshake.
+            if (
+                self.server is not None
+                and self._server_gone()
+                and f.trigger is None
+                and (self.scenario != "close" or self.handshake is not None)
+            ):
+                f.early_exit = True
         if f.error is not None or f.early_exit or self.scenario == "idle":
             return
         # Phase 2 (close): the client climbs its ladder; we watch.
@@ -382,9 +389,7 @@ class Keeper:
 
         platform.set_subreaper()
         self._setup_signals()
-        self.ctrl_r: int | None
         self.ctrl_r, ctrl_w = os.pipe()
-        self.err_r: int | None
         self.err_r, err_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the client

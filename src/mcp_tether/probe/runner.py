@@ -9,6 +9,7 @@ that was itself killed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -46,6 +47,21 @@ def spec_budget(spec: dict[str, Any]) -> float:
     )
 
 
+START_STAGGER = 0.03  # seconds between two keeper starts
+
+
+def expected_duration(spec: dict[str, Any]) -> float:
+    """Roughly how long a scenario takes after its handshake, for scheduling only."""
+    sc = spec["scenario"]
+    if sc == "close":
+        return float(spec.get("grace", 2)) + float(spec.get("term_grace", 2)) + 0.5
+    if sc == "idle":
+        return float(spec.get("idle", 3)) + 0.5
+    if sc == "devnull":
+        return float(spec.get("window", 2)) + 1.0
+    return float(spec.get("window", 2))
+
+
 def run_specs(
     specs: list[dict[str, Any]],
     *,
@@ -56,7 +72,10 @@ def run_specs(
     """Run every spec in its own keeper, at most `jobs` at once; results in spec order."""
     jobs = max(1, jobs or len(specs) or 1)
     results: list[dict[str, Any] | None] = [None] * len(specs)
-    pending = list(range(len(specs)))
+    # Longest first: a scenario that must sit through the whole ladder (close) bounds
+    # the run, so it starts before the ones that end a window after their trigger.
+    pending = sorted(range(len(specs)), key=lambda i: -expected_duration(specs[i]))
+    next_start = 0.0
     running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
     sel = selectors.DefaultSelector()
     me = os.getpid()
@@ -64,8 +83,11 @@ def run_specs(
         while pending or running:
             if should_stop():
                 raise KeyboardInterrupt
-            while pending and len(running) < jobs:
+            while pending and len(running) < jobs and time.monotonic() >= next_start:
                 i = pending.pop(0)
+                # Stagger starts a little: servers starting all at once fight for the
+                # CPU, and the longest scenario's start-up then delays the whole run.
+                next_start = time.monotonic() + START_STAGGER
                 spec = dict(specs[i], parent=me)
                 p = subprocess.Popen(
                     keeper_argv(spec), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
@@ -74,7 +96,8 @@ def run_specs(
                 os.set_blocking(p.stdout.fileno(), False)
                 sel.register(p.stdout, selectors.EVENT_READ, i)
                 running[i] = (p, time.monotonic() + spec_budget(spec), bytearray())
-            for key, _ in sel.select(timeout=0.2):
+            wait = 0.2 if not pending else max(0.0, min(0.2, next_start - time.monotonic()))
+            for key, _ in sel.select(timeout=wait):
                 i = key.data
                 p, _deadline, buf = running[i]
                 chunk = os.read(key.fd, 65536)
@@ -88,9 +111,9 @@ def run_specs(
                 del running[i]
                 results[i] = _parse(specs[i], bytes(buf), p.returncode)
                 if on_result:
-                    on_result(i, results[i])  # type: ignore[arg-type]  # set just above
+                    on_result(i, results[i])
             now = time.monotonic()
-            for i, (p, deadline, _buf) in list(running.items()):
+            for _i, (p, deadline, _buf) in list(running.items()):
                 if now > deadline:
                     p.terminate()  # our own unreaped child: its pid is still ours
     except BaseException:
@@ -157,10 +180,8 @@ def sweep(before: set[Any] | frozenset[Any] = frozenset()) -> int:
             while w.pending and time.monotonic() < end:
                 w.wait(end - time.monotonic())
         for info in procs:
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(info.pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
     return count
 
 

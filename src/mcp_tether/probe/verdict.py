@@ -11,11 +11,11 @@ Facts (all instants CLOCK_MONOTONIC seconds):
 
 from __future__ import annotations
 
+from mcp_tether.probe.scenarios import PASS_VERDICT
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-from mcp_tether.probe.scenarios import PASS_VERDICT
 
 __all__ = ["Facts", "decide"]
 

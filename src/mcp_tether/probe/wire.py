@@ -9,6 +9,7 @@ client capabilities carried in every request's `_meta`, SEP-2575).
 from __future__ import annotations
 
 import json
+
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any

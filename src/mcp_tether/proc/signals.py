@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import signal as _signal
-TYPE_CHECKING = False  # typing/collections.abc stay off the start-up path
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 from mcp_tether import platform
 from mcp_tether.proc.identity import SAME, ProcessId, compare, read_info
+
+TYPE_CHECKING = False  # typing/collections.abc stay off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["signal_process", "signal_group", "SENT", "GONE", "DENIED"]
 
@@ -68,10 +69,14 @@ def signal_group(pgid: int, sig: int, members: Iterable[ProcessId] = ()) -> str:
     proven = False
     for ident in members:
         info = read_info(ident.pid)
-        if info is not None and not info.exited and info.start == ident.start:
-            if info.pgid == pgid:
-                proven = True
-                break
+        if (
+            info is not None
+            and not info.exited
+            and info.start == ident.start
+            and info.pgid == pgid
+        ):
+            proven = True
+            break
     if not proven:
         return GONE
     try:
