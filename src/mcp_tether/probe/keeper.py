@@ -276,6 +276,7 @@ class Keeper:
                 and (self.scenario != "close" or self.handshake is not None)
             ):
                 f.early_exit = True
+        _tell_runner_ready()
         if f.error is not None or f.early_exit or self.scenario == "idle":
             return
         # Phase 2 (close): the client climbs its ladder; we watch.
@@ -472,6 +473,14 @@ class Keeper:
             "trigger_at": f.trigger,
             "gone_at": f.gone_at,
         }
+
+
+def _tell_runner_ready() -> None:
+    """One line before the result: our start-up is over, the runner may start another."""
+    try:
+        os.write(1, b"ready\n")
+    except OSError:
+        pass
 
 
 def _handshake_reason(ev: dict[str, Any], timeout: float) -> str:

@@ -47,7 +47,11 @@ def spec_budget(spec: dict[str, Any]) -> float:
     )
 
 
-START_STAGGER = 0.03  # seconds between two keeper starts
+# At most this many scenarios are in their start-up (spawn + handshake) at once: servers
+# that start all together fight for the CPU, and every exit time and the longest
+# scenario's start then suffer. A keeper says "ready" once its trigger is pulled.
+STARTING_AT_ONCE = max(2, os.cpu_count() or 2)
+START_TIMEOUT_SHARE = 0.5  # ...or once it has been starting this long (seconds)
 
 
 def expected_duration(spec: dict[str, Any]) -> float:
@@ -75,7 +79,7 @@ def run_specs(
     # Longest first: a scenario that must sit through the whole ladder (close) bounds
     # the run, so it starts before the ones that end a window after their trigger.
     pending = sorted(range(len(specs)), key=lambda i: -expected_duration(specs[i]))
-    next_start = 0.0
+    starting: dict[int, float] = {}  # keepers still in their start-up, since when
     running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
     sel = selectors.DefaultSelector()
     me = os.getpid()
@@ -83,11 +87,12 @@ def run_specs(
         while pending or running:
             if should_stop():
                 raise KeyboardInterrupt
-            while pending and len(running) < jobs and time.monotonic() >= next_start:
+            now = time.monotonic()
+            for i in [i for i, t in starting.items() if now - t > START_TIMEOUT_SHARE]:
+                del starting[i]
+            while pending and len(running) < jobs and len(starting) < STARTING_AT_ONCE:
                 i = pending.pop(0)
-                # Stagger starts a little: servers starting all at once fight for the
-                # CPU, and the longest scenario's start-up then delays the whole run.
-                next_start = time.monotonic() + START_STAGGER
+                starting[i] = time.monotonic()
                 spec = dict(specs[i], parent=me)
                 p = subprocess.Popen(
                     keeper_argv(spec), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
@@ -96,14 +101,17 @@ def run_specs(
                 os.set_blocking(p.stdout.fileno(), False)
                 sel.register(p.stdout, selectors.EVENT_READ, i)
                 running[i] = (p, time.monotonic() + spec_budget(spec), bytearray())
-            wait = 0.2 if not pending else max(0.0, min(0.2, next_start - time.monotonic()))
+            wait = 0.2 if not starting else 0.05
             for key, _ in sel.select(timeout=wait):
                 i = key.data
                 p, _deadline, buf = running[i]
                 chunk = os.read(key.fd, 65536)
                 if chunk:
                     buf += chunk
+                    if b"ready\n" in buf:
+                        starting.pop(i, None)
                     continue
+                starting.pop(i, None)
                 sel.unregister(key.fileobj)
                 p.wait()
                 assert p.stdout is not None
