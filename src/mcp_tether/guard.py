@@ -607,7 +607,7 @@ def _exit_at_once(status: int) -> None:
     buffered output (stdout is never written, log lines go through os.write) and every
     child is reaped. Same as returning `status` through cli.main, minus the wait."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        try:  # noqa: SIM105  # contextlib would pull functools onto the guard's start-up
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass

@@ -477,7 +477,7 @@ class Keeper:
 
 def _tell_runner_ready() -> None:
     """One line before the result: our start-up is over, the runner may start another."""
-    try:
+    try:  # noqa: SIM105  # contextlib would pull functools onto the keeper's start-up
         os.write(1, b"ready\n")
     except OSError:
         pass
