@@ -4,9 +4,12 @@ Flags: --thread        a non-daemon ticking thread (survives EOF: the orphan cas
        --ignore-term   SIGTERM is ignored
        --stateless     refuses `initialize` as unknown; answers `server/discover`
        --garbage       writes a non-JSON line to stdout first
+       --log-shutdown  on EOF, logs `event=shutdown mono=<CLOCK_MONOTONIC>` to stderr
+                       as its last act and _exits (for the probe's accuracy benchmark)
 """
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -47,3 +50,7 @@ for raw in sys.stdin.buffer:
         answer(msg, {"tools": []})
     else:
         answer(msg, error={"code": -32601, "message": "Method not found"})
+
+if "--log-shutdown" in args:
+    os.write(2, f"event=shutdown mono={time.monotonic():.6f}\n".encode())
+    os._exit(0)
