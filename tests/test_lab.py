@@ -37,8 +37,10 @@ EXPECTED = {
     # extra scenarios
     "X1": "exited", "X2": "orphaned", "X3": "exited", "X4": "orphaned",
     "X5": "exited",  # node stdout writer dies at its next write after the crash
+    "X6": "exited",  # python stdout writer: EOF reaches the SDK before a write fails
     "X7": "orphaned", "X8": "exited", "X9": "exited",  # inherited writer
     "X10": "exited", "X11": "exited", "X12": "exited", "X13": "exited", "X15": "exited",
+    "X14": "killed",  # SIGINT: mcp 2.x's stdin reader thread keeps the interpreter alive
     "X16": "alive",
     "X17": "orphaned",  # a daemonized helper outlives its server
     # guarded: the orphan rows behind `mcp-tether run` (defaults: grace 2 s, term-grace 2 s)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 MAX_NOISE = 5
+STDOUT_CLOSED_GRACE = 0.5  # seconds: stdout EOF, then is the server gone too?
 # Methods only a client sends: seeing one on the server's stdout means an echo.
 CLIENT_METHODS = {"initialize", "server/discover", "tools/list", "tools/call"}
 
@@ -224,6 +225,10 @@ class Client:
             if self.status is not None:
                 return None, "exited"
             if self.stdout_fd is None:
+                # A server that exits closes stdout a moment before it can be reaped:
+                # tell "it died" from "it closed stdout and lives on" by waiting a little.
+                if self.wait(STDOUT_CLOSED_GRACE) is not None:
+                    return None, "exited"
                 return None, "stdout-closed"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
