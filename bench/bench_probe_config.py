@@ -44,7 +44,8 @@ def main() -> None:
     print(f"8 servers x 5 scenarios via --config: {together:6.2f} s")
     print(f"each alone: {', '.join(f'{n} {t:.2f}' for n, t in alone.items())}")
     print(f"slowest alone {slowest:.2f} s, sum {total:.2f} s")
-    print(f"--config / slowest = {together / slowest:.2f}x   --config / sum = {together / total:.2f}x")
+    print(f"--config / slowest = {together / slowest:.2f}x   "
+          f"--config / sum = {together / total:.2f}x")
 
 
 if __name__ == "__main__":
