@@ -18,7 +18,8 @@ def _config(tmp_path: Path) -> Path:
     cfg = tmp_path / "mcp.json"
     cfg.write_text(
         "{\n  // a JSONC comment, as hosts allow\n  \"mcpServers\": {\n"
-        f'    "good": {{"command": {json.dumps(sys.executable)}, "args": ["-S", {json.dumps(MINI)}]}},\n'
+        f'    "good": {{"command": {json.dumps(sys.executable)},'
+        f' "args": ["-S", {json.dumps(MINI)}]}},\n'
         f'    "lingering": {{"command": {json.dumps(sys.executable)},'
         f' "args": ["-S", {json.dumps(MINI)}, "--thread"]}},\n'
         '    "missing": {"command": "no-such-server-anywhere"},\n'
@@ -38,7 +39,8 @@ def test_every_configured_server_is_probed_and_a_broken_one_does_not_stop_the_ot
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["passed"] is False
     by = {s["name"]: {r["scenario"]: r for r in s["results"]} for s in out["servers"]}
-    assert {sc: r["verdict"] for sc, r in by["good"].items()} == {"close": "exited", "exit": "exited"}
+    good = {sc: r["verdict"] for sc, r in by["good"].items()}
+    assert good == {"close": "exited", "exit": "exited"}
     assert by["lingering"]["exit"]["verdict"] == "orphaned"
     assert by["missing"]["*"]["verdict"] == "error"
     assert "command not found" in by["missing"]["*"]["detail"]
