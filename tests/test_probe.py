@@ -141,12 +141,16 @@ def test_junit_output_marks_failures(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert suite is not None and suite.get("failures") == "1"
 
 
-def test_an_interrupted_probe_leaves_nothing_running() -> None:
-    """1. start the probe CLI on a lingering server; 2. SIGTERM it once the server runs;
-    3. it exits 143 and (checked by the autouse fixture) nothing is left."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_an_interrupted_probe_leaves_nothing_running(sig: int) -> None:
+    """1. start the probe CLI on a lingering server; 2. signal it once the servers run;
+    3. it exits 128+N and (checked by the autouse fixture) nothing is left."""
     p = subprocess.Popen(
         [sys.executable, "-m", "mcp_tether", "probe", "--", *PY, MINI, "--thread"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        # A child started from a background shell may inherit SIGINT ignored; a user's
+        # Ctrl-C reaches a foreground probe with the default disposition.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     ident = identify(p.pid)
     assert ident is not None
@@ -156,9 +160,10 @@ def test_an_interrupted_probe_leaves_nothing_running() -> None:
         if len(running) >= 15:  # keepers, clients and servers are up
             break
         time.sleep(0.02)  # polling for a state, with a deadline
-    assert signal_process(ident, signal.SIGTERM) == "sent"
+    assert signal_process(ident, sig) == "sent"
     _, err = p.communicate(timeout=30)
-    assert p.returncode == 128 + signal.SIGTERM, err
+    assert p.returncode == 128 + sig, err
+    assert b"nothing left running" in err
 
 
 def test_verdicts_follow_the_rungs() -> None:
