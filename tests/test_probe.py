@@ -67,6 +67,17 @@ def test_the_stateless_handshake_is_used_when_initialize_is_refused() -> None:
     assert verdicts(report) == {"close": "exited"}
 
 
+def test_a_call_in_flight_is_part_of_the_scenario() -> None:
+    """--call sends a tool call right before the trigger: a server whose worker holds
+    the process until the call ends outlives a short window; without it, it exits."""
+    opts = {**FAST, "window": 0.5}
+    busy = probe([*PY, MINI], ProbeOptions(scenarios=("exit",), call=("sleep", {"seconds": 3}),
+                                           **opts))
+    assert verdicts(busy) == {"exit": "orphaned"}
+    idle = probe([*PY, MINI], ProbeOptions(scenarios=("exit",), **opts))
+    assert verdicts(idle) == {"exit": "exited"}
+
+
 def test_stdout_noise_is_a_warning_not_a_failure() -> None:
     report = probe([*PY, MINI, "--garbage"], ProbeOptions(scenarios=("close",), **FAST))
     (r,) = report.results

@@ -47,7 +47,11 @@ for raw in sys.stdin.buffer:
         answer(msg, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                      "serverInfo": {"name": "mini", "version": "0"}})
     elif method == "tools/list":
-        answer(msg, {"tools": []})
+        answer(msg, {"tools": [{"name": "sleep", "inputSchema": {"type": "object"}}]})
+    elif method == "tools/call" and msg["params"]["name"] == "sleep":
+        # Answered from a (non-daemon) worker: a call in flight holds the process open.
+        seconds = float(msg["params"].get("arguments", {}).get("seconds", 1))
+        threading.Thread(target=lambda m=msg, s=seconds: (time.sleep(s), answer(m, {}))).start()
     else:
         answer(msg, error={"code": -32601, "message": "Method not found"})
 
