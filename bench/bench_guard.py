@@ -22,6 +22,7 @@ import hashlib
 import os
 import resource
 import select
+import socket
 import statistics
 import subprocess
 import sys
@@ -125,36 +126,53 @@ def settle(pid: int, timeout: float = 5.0) -> None:
         time.sleep(0.005)
 
 
-def echo_loop(argv: list[str], n: int, session: bool = False) -> tuple[float, int, float]:
+def echo_loop(
+    argv: list[str], n: int, session: bool = False, sock: bool = False, idle: float = 0.0
+) -> tuple[float, int, float]:
     """Seconds for n line round trips (after one warm-up), the child's RSS in kB, and the
-    child's own CPU seconds during the loop (the guard's, when it is the child)."""
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV,
-                         start_new_session=session)
-    assert p.stdin is not None and p.stdout is not None
+    child's own CPU seconds during the loop (the guard's, when it is the child).
+    `sock`: stdin is a UNIX socketpair, as Node-based hosts give it."""
+    a = b = None
+    if sock:
+        a, b = socket.socketpair()
+        p = subprocess.Popen(argv, stdin=b.fileno(), stdout=subprocess.PIPE, env=ENV,
+                             start_new_session=session)
+        b.close()
+        w = a.makefile("wb")
+    else:
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV,
+                             start_new_session=session)
+        w = p.stdin
+    assert w is not None and p.stdout is not None
     line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-    p.stdin.write(line)
-    p.stdin.flush()
+    w.write(line)
+    w.flush()
     assert p.stdout.readline() == line
     settle(p.pid)
+    time.sleep(idle)  # a quiet spell before the burst (the scheduler re-places tasks)
     rss, cpu0 = rss_kb(p.pid), cpu_s(p.pid)
     t = time.perf_counter()
     for _ in range(n):
-        p.stdin.write(line)
-        p.stdin.flush()
+        w.write(line)
+        w.flush()
         p.stdout.readline()
     elapsed = time.perf_counter() - t
     cpu = cpu_s(p.pid) - cpu0
-    p.stdin.close()
+    w.close()
+    if a is not None:
+        a.close()
     p.wait()
     return elapsed, rss, cpu
 
 
-def round_trip(server: list[str], n: int, reps: int = 11) -> None:
+def round_trip(
+    server: list[str], n: int, reps: int = 11, sock: bool = False, idle: float = 0.0
+) -> None:
     direct, session, guarded, rss, cpu = [], [], [], 0, 0.0
     for _ in range(reps):  # interleaved, best of each: load on the machine hits all alike
-        direct.append(echo_loop(server, n)[0])
-        session.append(echo_loop(server, n, session=True)[0])
-        t, rss, c = echo_loop(guard_prefix() + server, n)
+        direct.append(echo_loop(server, n, sock=sock, idle=idle)[0])
+        session.append(echo_loop(server, n, session=True, sock=sock, idle=idle)[0])
+        t, rss, c = echo_loop(guard_prefix() + server, n, sock=sock, idle=idle)
         guarded.append(t)
         cpu = max(cpu, c)
     d, s, g = min(direct), min(session), min(guarded)
@@ -283,6 +301,14 @@ def main() -> int:
         # semantics" path. A server that polls its own stdin (libuv, asyncio) sets the
         # same flag itself, guard or not, and a socketpair stdin (Node hosts) has no
         # such flag. Shown here side by side:
+        print("the same over a UNIX socketpair stdin (Node-based hosts):")
+        round_trip(server, a.echoes, sock=True)
+        # Right after start, a process blocked in poll() on the same stdin (the guard,
+        # or any watcher) slows a continuous ping-pong; after a quiet spell it is gone.
+        print("socketpair, after 0.5 s of quiet before the burst (steady state):")
+        round_trip(server, a.echoes, reps=5, sock=True, idle=0.5)
+        print("pipe, after 0.5 s of quiet before the burst:")
+        round_trip(server, a.echoes, reps=5, idle=0.5)
         print("the same, with an event-loop server that polls its own stdin pipe:")
         round_trip([sys.executable, echo, "poll"], a.echoes)
         cpus = os.sched_getaffinity(0)
