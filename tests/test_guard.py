@@ -469,11 +469,11 @@ def test_bad_commands_give_shell_exit_codes_and_one_line(
 
 
 @pytest.mark.parametrize("kind", ["pipe", "socket"])
-def test_five_megabytes_pass_through_byte_identical(
+def test_fifty_megabytes_pass_through_byte_identical(
     lab: Lab, guards: list[Guarded], kind: str
 ) -> None:
-    """1. an echo server; 2. 5 MB of random bytes in; 3. the same 5 MB out."""
-    data = random.Random(7).randbytes(5 * 1024 * 1024)
+    """1. an echo server; 2. 50 MB of random bytes in; 3. the same 50 MB out."""
+    data = random.Random(7).randbytes(50 * 1024 * 1024)
     pf = lab.pidfile()
     g = start(guards, lab, lab.server_cmd("eof", pf), kind)
 
