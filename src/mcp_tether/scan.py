@@ -34,6 +34,7 @@ from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.proc import ProcessId
+from mcp_tether.proc.identity import split_stat
 
 __all__ = [
     "PARENT_GONE",
@@ -196,15 +197,12 @@ def read_process(pid: int, want_argv: Callable[[str], bool] | None = None) -> Pr
         data = _read_all(f"/proc/{pid}/stat", 4096)
     except (FileNotFoundError, ProcessLookupError):
         return None
-    lpar = data.find(b"(")
-    rpar = data.rfind(b")")
-    f = data[rpar + 2 :].split()
+    comm, f = split_stat(data)
     # f[k] is stat field k+3: state 3, ppid 4, pgrp 5, session 6, flags 9, utime 14,
     # stime 15, starttime 22, rss 24.
     state = f[0].decode()
     if int(f[6]) & _PF_KTHREAD or state in ("Z", "X", "x"):
         return None
-    comm = data[lpar + 1 : rpar].decode(errors="replace")
     argv = None
     if want_argv is None or want_argv(comm):
         argv = _read_cmdline(pid)

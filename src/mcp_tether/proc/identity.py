@@ -18,6 +18,7 @@ __all__ = [
     "identify",
     "compare",
     "is_running",
+    "split_stat",
 ]
 
 SAME = "same"
@@ -82,12 +83,18 @@ class ProcInfo(tuple):  # type: ignore[type-arg]  # one /proc/<pid>/stat reading
         return self.state in ("Z", "X", "x")
 
 
-def _parse_stat(pid: int, data: bytes) -> ProcInfo:
-    # comm is in parentheses and may itself contain spaces and ')': split at the last one.
+def split_stat(data: bytes) -> tuple[str, list[bytes]]:
+    """(comm, fields) of a /proc/<pid>/stat line; fields[k] is stat field k+3.
+
+    comm is in parentheses and may itself hold spaces and ')': split at the last one.
+    """
     lpar = data.index(b"(")
     rpar = data.rindex(b")")
-    comm = data[lpar + 1 : rpar].decode(errors="replace")
-    f = data[rpar + 2 :].split()
+    return data[lpar + 1 : rpar].decode(errors="replace"), data[rpar + 2 :].split()
+
+
+def _parse_stat(pid: int, data: bytes) -> ProcInfo:
+    comm, f = split_stat(data)
     # f[0] is field 3 (state); start time is field 22 -> f[19].
     return ProcInfo(pid, int(f[1]), int(f[2]), int(f[3]), f[0].decode(), float(f[19]), comm)
 
