@@ -32,9 +32,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EPILOG = """\
 exit codes: 0 ok, 1 a check failed, 2 usage or set-up error,
             126 command not executable, 127 command not found,
-            128+N the guarded server died of signal N (run)
-environment: MCP_TETHER_LOG=debug|info|warning (default warning) for more on stderr
+            128+N the guarded server died of signal N (run), or we were stopped by it
+environment: MCP_TETHER_LOG=debug|info|warning|quiet (default warning) for more on stderr
 """
+# Under each command's own help: one line pointing at the list above, not the list again.
+COMMAND_EPILOG = "exit codes and environment: see `mcp-tether --help`"
 
 
 def _top_help() -> str:
@@ -58,7 +60,7 @@ def build_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
     parser = argparse.ArgumentParser(
         prog=f"mcp-tether {name}",
         description=summary[0].upper() + summary[1:] + ".",
-        epilog=EPILOG,
+        epilog=COMMAND_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     module.configure(parser, name)
