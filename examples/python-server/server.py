@@ -4,6 +4,7 @@ Without the last line's `mcp_tether.run`, `mcp.run()` returns at stdin EOF but t
 non-daemon flusher thread keeps the process alive forever once its client is gone.
 """
 
+import sys
 import threading
 import time
 
@@ -32,7 +33,7 @@ def flush_forever() -> None:  # a non-daemon thread, like a DB pool or a metrics
 
 @mcp_tether.on_shutdown
 def flush_notes() -> None:
-    print(f"flushing {len(notes)} notes", file=__import__("sys").stderr)
+    print(f"flushing {len(notes)} notes", file=sys.stderr)  # stdout is the protocol's
 
 
 if __name__ == "__main__":

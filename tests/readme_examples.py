@@ -1,0 +1,45 @@
+"""The README's recipes are files under examples/, included verbatim after a marker.
+
+    <!-- example: examples/python-server/server.py -->
+    ```python
+    ...the file's text...
+    ```
+
+`python tests/readme_examples.py` rewrites every marked block from its file (run it after
+editing an example); `tests/test_readme.py` fails when a block and its file differ, so a
+recipe in the README is always the code the tests run.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+MARKER = re.compile(r"^<!-- example: (?P<path>\S+) -->\n```(?P<lang>\w*)\n(?P<body>.*?)^```$",
+                    re.M | re.S)
+
+
+def blocks(text: str) -> dict[str, str]:
+    """path -> the text of the fenced block under its marker."""
+    return {m["path"]: m["body"] for m in MARKER.finditer(text)}
+
+
+def expand(text: str) -> str:
+    """The README with every marked block replaced by its file's current text."""
+
+    def fill(m: re.Match[str]) -> str:
+        body = (ROOT / m["path"]).read_text()
+        return f"<!-- example: {m['path']} -->\n```{m['lang']}\n{body}```"
+
+    return MARKER.sub(fill, text)
+
+
+if __name__ == "__main__":
+    old = README.read_text()
+    new = expand(old)
+    if new != old:
+        README.write_text(new)
+        print("README.md: examples refreshed", file=sys.stderr)

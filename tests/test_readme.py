@@ -1,0 +1,123 @@
+"""The README's recipes run: each is an example file, included verbatim, and tested here.
+
+A recipe cannot rot: if the README and its example file differ, or the example stops
+doing what the README promises, a test here fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from readme_examples import README, ROOT, blocks
+
+from mcp_tether.probe import ProbeOptions, probe
+
+EXAMPLES = ROOT / "examples"
+PY_SERVER = EXAMPLES / "python-server" / "server.py"
+NODE_SERVER = EXAMPLES / "node-server" / "server.mjs"
+
+
+def _example_files() -> list[Path]:
+    return sorted(p for p in EXAMPLES.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def test_every_example_file_is_in_the_readme_verbatim() -> None:
+    """1. Each example has a marked block. 2. The block is the file's text, byte for byte."""
+    shown = blocks(README.read_text())
+    for path in _example_files():
+        rel = str(path.relative_to(ROOT))
+        assert rel in shown, f"README has no block for {rel} (add `<!-- example: {rel} -->`)"
+        assert shown[rel] == path.read_text(), (
+            f"README block for {rel} differs from the file: run `python tests/readme_examples.py`"
+        )
+
+
+def test_the_python_recipe_passes_its_own_pytest_check() -> None:
+    """The recipe's test file, run by pytest as a user would, passes."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         str(EXAMPLES / "python-server" / "test_server.py")],
+        cwd=EXAMPLES / "python-server", stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_the_python_recipe_without_the_helper_leaks(tmp_path: Path) -> None:
+    """The check can fail: the same server with plain `mcp.run()` is orphaned at exit."""
+    broken = tmp_path / "server.py"
+    text = PY_SERVER.read_text()
+    assert "mcp_tether.run(mcp)" in text
+    broken.write_text(text.replace("mcp_tether.run(mcp)", "mcp.run()"))
+    report = probe([sys.executable, str(broken)], ProbeOptions(scenarios=("exit",)))
+    assert [r.verdict for r in report.results] in (["orphaned"], ["lingered"]), report.results
+
+
+def _node_copy(tmp_path: Path, text: str) -> Path:
+    from mcp_tether.lab import node_env
+
+    if node_env.missing_tools():
+        pytest.skip(node_env.missing_tools() or "")
+    folder = node_env.ensure(quiet=True)
+    (tmp_path / "node_modules").symlink_to(folder / "node_modules")
+    script = tmp_path / "server.mjs"
+    script.write_text(text)
+    return script
+
+
+@pytest.mark.node
+def test_the_node_recipe_passes_every_scenario(tmp_path: Path) -> None:
+    """The Node recipe ends on every trigger, the parent-death one included."""
+    script = _node_copy(tmp_path, NODE_SERVER.read_text())
+    report = probe(["node", str(script)], ProbeOptions())
+    assert all(r.passed for r in report.results), [(r.scenario, r.verdict) for r in report.results]
+
+
+@pytest.mark.node
+def test_the_node_recipe_without_its_listeners_leaks(tmp_path: Path) -> None:
+    """The check can fail: without the stdin listeners the timer keeps it alive."""
+    text = NODE_SERVER.read_text()
+    stripped = "\n".join(ln for ln in text.splitlines() if "process.stdin.on(" not in ln)
+    assert stripped != text
+    script = _node_copy(tmp_path, stripped + "\n")
+    report = probe(["node", str(script)], ProbeOptions(scenarios=("close",)))
+    assert [r.verdict for r in report.results] == ["terminated"], report.results
+
+
+def _leaked_servers_commands() -> list[list[str]]:
+    text = README.read_text()
+    section = text.split("### Leaked servers on my machine", 1)[1].split("\n### ", 1)[0]
+    block = re.search(r"^```\n(.*?)^```$", section, re.M | re.S)
+    assert block, "the leaked-servers recipe has no command block"
+    out = []
+    for line in block.group(1).splitlines():
+        cmd = line.split("#", 1)[0].strip()
+        if cmd:
+            out.append(shlex.split(cmd))
+    return out
+
+
+def test_the_leaked_servers_recipe_commands_run_without_a_terminal(tmp_path: Path) -> None:
+    """Each command of the recipe runs on a machine with no host config, no TTY, no stdin.
+
+    `reap` without `--yes` and without a terminal refuses (2) or finds nothing (0);
+    `wrap` with no config file says so (2); none of them prints a traceback.
+    """
+    exe = shutil.which("mcp-tether") or pytest.skip("mcp-tether is not on PATH")
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / ".config"),
+               XDG_STATE_HOME=str(tmp_path / ".state"), APPDATA=str(tmp_path / "AppData"))
+    commands = _leaked_servers_commands()
+    assert [c[:2] for c in commands][:3] == [["mcp-tether", "ps"], ["mcp-tether", "reap"],
+                                              ["mcp-tether", "reap"]]
+    for argv in commands:
+        proc = subprocess.run([exe, *argv[1:]], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in proc.stderr, (argv, proc.stderr)
+        assert proc.returncode in (0, 2), (argv, proc.returncode, proc.stderr)
