@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from readme_examples import README, ROOT, blocks
 
 from mcp_tether.probe import ProbeOptions, probe
+from readme_examples import README, ROOT, blocks
 
 EXAMPLES = ROOT / "examples"
 PY_SERVER = EXAMPLES / "python-server" / "server.py"
