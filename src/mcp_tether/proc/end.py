@@ -11,11 +11,11 @@ Guarantees (Linux, caller a child subreaper, and the only one reaping its childr
   opened before its identity is checked (`proc.signals.pin`). Our own unreaped
   children are signalled by pid without a check: a pid cannot be reused before its
   parent reaps it, and we are that parent.
-- While the tree is being ended (after the first `signal`), `Tree.wait()` keeps looking
-  for processes it has not signalled yet and sends them the current rung's signal at
-  once, as each is read, until the tree is empty or the timeout passes. Before the first
-  signal it scans nothing: it sleeps on the SIGCHLD inbox (every change that can empty
-  the tree is the exit of one of our own children, which raises SIGCHLD).
+- While a SIGTERM or SIGKILL rung lasts, `Tree.wait()` keeps looking for processes it
+  has not signalled yet and sends them the rung's signal at once, as each is read,
+  until the tree is empty or the timeout passes. Otherwise (before any rung, or after a
+  forwarded SIGINT/SIGHUP) it scans nothing: it sleeps on the SIGCHLD inbox (every
+  change that can empty the tree is the exit of one of our own children).
 - Every reaped child is handed to `on_reap(pid, raw_status)`, so the caller learns its
   server's status; nothing else reaps.
 - `end_tree()` climbs the ladder (`mcp_tether.ladder.run_ladder`) on such a tree.
@@ -47,7 +47,10 @@ __all__ = ["Tree", "end_tree"]
 
 # While signalling, how often to look for processes forked since the last look.
 RESCAN_MIN = 0.002
-RESCAN_MAX = 0.05
+RESCAN_MAX = 0.1
+# Rungs whose signal must reach processes forked while the rung lasts. A forwarded
+# SIGINT/SIGHUP goes to what is there (a shell's Ctrl-C does no more).
+CHASED = (signal.SIGTERM, signal.SIGKILL)
 
 
 class Tree:
@@ -97,7 +100,8 @@ class Tree:
         return not self.scan(signal_new=False)
 
     # -- finding members ---------------------------------------------------------------
-    def _note(self, info: ProcInfo) -> None:
+    def note(self, info: ProcInfo) -> None:
+        """Count `info` as a member (the server, known before any scan)."""
         if info.ident not in self.seen:
             self.seen[info.ident] = info
             if self.group is not None and info.pgid != self.group:
@@ -132,8 +136,8 @@ class Tree:
         if not platform.has_proc():
             members = descendants(self.me)
             for info in members:
-                self._note(info)
-                if signal_new and self.sig is not None:
+                self.note(info)
+                if signal_new and self.sig in CHASED:
                     self._send(info)
             return members
         # Parents proven ours in this very scan: us, and members read (so far) with an
@@ -141,7 +145,7 @@ class Tree:
         # stranger is not in it: its start time differs.
         ours = {self.me}
         snap: dict[int, ProcInfo] = {}
-        hurry = signal_new and self.sig is not None
+        hurry = signal_new and self.sig in CHASED
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
@@ -154,14 +158,18 @@ class Tree:
             if info.ppid in ours or info.ident in self.seen:
                 ours.add(info.pid)
                 if hurry:
-                    self._note(info)
+                    self.note(info)
                     self._send(info)
         members = descendants(self.me, snap)
         for info in members:
-            self._note(info)
+            self.note(info)
             if hurry:
                 self._send(info)
         return members
+
+    def members_now(self) -> list[ProcInfo]:
+        """Live descendants now, signalling nobody."""
+        return self.scan(signal_new=False)
 
     # -- the LadderTarget interface ------------------------------------------------------
     def close_stdin(self) -> None:
@@ -174,18 +182,22 @@ class Tree:
             self.sig = sig
             self._sent = set()
         outcomes: list[str] = []
+        group_sent = False
         if self.group is not None:
+            # The group first, in one atomic kill(2), proven ours by a known member.
             known = [i for i, p in self.seen.items() if p.pgid == self.group]
-            outcomes.append(signal_group(self.group, sig, known))
-        members = self.scan()
-        if self.group is not None and outcomes[0] != SENT:
+            group_sent = signal_group(self.group, sig, known) == SENT
+        members = self.scan(signal_new=False)
+        if self.group is not None and not group_sent:
             fresh = [p.ident for p in members if p.pgid == self.group]
-            if fresh:
-                outcomes[0] = signal_group(self.group, sig, fresh)
-        # Outcome of this rung: sent if anything was; members signalled inside scan()
-        # count as sent when they are still there to be waited for.
-        if members:
+            group_sent = bool(fresh) and signal_group(self.group, sig, fresh) == SENT
+        if group_sent:
             outcomes.append(SENT)
+        for info in members:
+            if group_sent and info.pgid == self.group:
+                self._sent.add(info.ident)  # had it through the group: not twice
+            else:
+                outcomes.append(self._send(info))
         if SENT in outcomes:
             return SENT
         return DENIED if DENIED in outcomes else GONE
@@ -198,12 +210,8 @@ class Tree:
             if self.empty():
                 return time.monotonic()
             fds: list[int] = []
-            if self.sig is not None or not self.exact or self.inbox is None:
+            if self.sig in CHASED or not self.exact or self.inbox is None:
                 members = self.scan()
-                if self.group is not None and self.sig is not None and any(
-                    p.pgid == self.group and p.ident not in self._sent for p in members
-                ):
-                    signal_group(self.group, self.sig, [p.ident for p in members])
                 fds = _pidfds(members)
                 nap = pause
                 pause = min(pause * 2, RESCAN_MAX)
