@@ -688,3 +688,15 @@ def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
             if client.poll() is None:
                 client.kill()
                 client.wait()
+
+
+def test_the_guard_leaves_every_process_primitive_to_the_core() -> None:
+    """No fork, kill, wait, setsid, wakeup fd or prctl in guard/: proc/ does them."""
+    import mcp_tether.guard as pkg
+
+    forbidden = ("os.kill", "os.killpg", "os.waitpid", "os.waitid", "os.fork", "os.setsid",
+                 "pidfd_send_signal", "set_wakeup_fd", "prctl", "signal.signal(")
+    here = Path(pkg.__file__).parent
+    hits = [f"{f.name}: {word}" for f in here.glob("*.py") for word in forbidden
+            if word in f.read_text().split('"""', 2)[-1]]  # code, not the module doc
+    assert not hits
