@@ -102,7 +102,7 @@ os._exit(0)
 SHAPES = ["direct-eof", "direct-ignore", "direct-stubborn", "sh", "launcher",
           "launcher-ignore", "hopper", "hopper-setsid", "escaped"]
 DEATHS = ["exit", "kill", "close"]
-GUARD_DEADLINE = 15.0
+GUARD_DEADLINE = 30.0  # generous: the soak runs on loaded machines too
 
 
 def carrying(marker: str) -> list[ProcessId]:
@@ -127,7 +127,11 @@ def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: s
     env = dict(os.environ, MCP_TETHER_LOG="quiet")
     client = subprocess.Popen([sys.executable, client_py, kind, death, f"{delay}", report,
                                "--", *guard], stdout=subprocess.DEVNULL, env=env)
-    client.wait(GUARD_DEADLINE)
+    try:
+        client.wait(GUARD_DEADLINE * 2)  # a "close" client waits for its guard
+    except subprocess.TimeoutExpired:
+        client.kill()  # our own child; the guard then sees its parent die
+        client.wait()
     survivors: list[ProcessId] = []
     try:
         with open(report) as fh:

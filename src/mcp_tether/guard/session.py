@@ -23,7 +23,7 @@ from mcp_tether.guard.result import (
     GuardResult,
 )
 from mcp_tether.proc import ProcessId, read_info
-from mcp_tether.proc.end import Tree
+from mcp_tether.proc.end import Tree, last_pid
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, spawn
@@ -213,10 +213,11 @@ def _run(
 ) -> GuardResult:
     s = _Session(argv, inbox)
     started = time.monotonic()
+    since = last_pid()  # every process of the server's tree will have a newer pid
     server = s.server = spawn(argv, new_session=True, pdeathsig=signal.SIGKILL)
     log.debug(f"server {server.pid} started: {' '.join(argv)}")
     tree = s.tree = Tree(group=server.pid, inbox=inbox, on_reap=s.on_reap,
-                         on_signal=s.on_signal)
+                         on_signal=s.on_signal, since=since)
     info = read_info(server.pid)
     if info is not None:
         tree.note(info)
