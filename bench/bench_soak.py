@@ -1,6 +1,6 @@
 """Fault soak for the guard (by hand, not a test): randomized client deaths, survivors counted.
 
-    .venv/bin/python bench/bench_soak.py [--rounds 2000] [--jobs 4] [--seed N]
+    .venv/bin/python bench/bench_soak.py [--rounds 2000] [--jobs 4] [--seed N] [--minutes M]
 
 Each round: a fresh client starts `mcp-tether run --grace 0.2 --term-grace 0.2 -- SERVER`
 with a pipe or a socketpair as stdin, then dies after a random delay (0-0.3 s) by
@@ -153,6 +153,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="start no new round after this long (the summary says how many ran)")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -171,7 +173,8 @@ def main() -> int:
         def worker() -> None:
             while True:
                 with lock:
-                    n = next(next_round, None)
+                    late = a.minutes is not None and time.monotonic() - t0 > a.minutes * 60
+                    n = None if late else next(next_round, None)
                 if n is None:
                     return
                 shape, death, survivors = one_round(n, rng, tmp, server_py, client_py, lock)
@@ -190,7 +193,9 @@ def main() -> int:
         for t in threads:
             t.join()
     elapsed = time.monotonic() - t0
-    print(f"guard fault soak: {sum(counts.values())} client deaths, seed {seed}, "
+    ran = sum(counts.values())
+    cut = f" (stopped after {a.minutes:g} min of {a.rounds})" if ran < a.rounds else ""
+    print(f"guard fault soak: {ran} client deaths{cut}, seed {seed}, "
           f"{a.jobs} at a time, {elapsed:.0f} s")
     for shape in SHAPES:
         row = "  ".join(f"{d} {counts[(shape, d)]:4d}" for d in DEATHS)
