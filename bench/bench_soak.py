@@ -112,7 +112,7 @@ def carrying(marker: str) -> list[ProcessId]:
 
 
 def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: str,
-              lock: threading.Lock) -> tuple[str, str, list[ProcessId]]:
+              lock: threading.Lock) -> tuple[str, str, list[tuple[ProcessId, str]]]:
     with lock:
         shape, death = rng.choice(SHAPES), rng.choice(DEATHS)
         kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.3)
@@ -132,7 +132,7 @@ def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: s
     except subprocess.TimeoutExpired:
         client.kill()  # our own child; the guard then sees its parent die
         client.wait()
-    survivors: list[ProcessId] = []
+    found: list[ProcessId] = []
     try:
         with open(report) as fh:
             gpid = json.load(fh)["guard"]
@@ -140,11 +140,15 @@ def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: s
         gpid = None
     gident = identify(gpid) if gpid else None
     if gident is not None and wait_gone(gident, GUARD_DEADLINE) is None:
-        survivors.append(gident)  # the guard itself did not finish
-    survivors += [i for i in carrying(marker) if i not in survivors]
-    for ident in survivors:
+        found.append(gident)  # the guard itself did not finish in time
+    found += [i for i in carrying(marker) if i not in found]
+    survivors = []
+    for ident in found:
+        role = "the guard, still running" if ident == gident else "of the tree"
+        what = f"{role}: {' '.join(cmdline(ident.pid))[-90:]}"
         if compare(ident) == SAME:
             signal_process(ident, signal.SIGKILL)
+        survivors.append((ident, what))
     return shape, death, survivors
 
 
@@ -160,7 +164,7 @@ def main() -> int:
     rng = random.Random(seed)
     lock = threading.Lock()
     counts: Counter[tuple[str, str]] = Counter()
-    bad: list[tuple[int, str, str, list[ProcessId]]] = []
+    bad: list[tuple[int, str, str, list[tuple[ProcessId, str]]]] = []
     next_round = iter(range(a.rounds))
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mcp-tether-soak-") as tmp:
@@ -203,7 +207,9 @@ def main() -> int:
     total = sum(len(s) for *_, s in bad)
     print(f"survivors: {total} (in {len(bad)} rounds)")
     for n, shape, death, survivors in bad[:20]:
-        print(f"  round {n}: {shape} {death}: {survivors}")
+        print(f"  round {n}: {shape} {death}:")
+        for ident, what in survivors:
+            print(f"    {ident}: {what}")
     return 1 if total else 0
 
 
