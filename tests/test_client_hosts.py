@@ -252,3 +252,49 @@ def test_cancellation_while_connected_runs_the_ladder(host_python: str, tmp_path
     log = host.errlog.read_text()
     assert "sleep_start" in log and "run_returned" in log
     assert host.finish() == 0
+
+
+ERRORS = r'''
+import json, sys, anyio
+from mcp.client.stdio import StdioServerParameters, stdio_client as sdk
+from mcp_tether.client import stdio_client as ours
+
+async def first_error(client, command):
+    try:
+        async with client(StdioServerParameters(command=command)):
+            return None
+    except BaseException as exc:
+        return [type(exc).__name__, str(exc)]
+
+async def main():
+    out = {}
+    for command in sys.argv[1:]:
+        out[command] = [await first_error(sdk, command), await first_error(ours, command)]
+    print(json.dumps(out))
+
+anyio.run(main)
+'''
+
+
+def test_a_command_that_cannot_start_raises_what_the_sdk_raises(
+    host_python: str, tmp_path: Path
+) -> None:
+    """Missing, not executable, a directory: the same exception class and message as the
+    SDK's client of that line, and no process started (the host exits cleanly)."""
+    noexec = tmp_path / "noexec"
+    noexec.write_text("#!/bin/sh\n")
+    commands = ["no-such-command-mcp-tether", str(noexec), str(tmp_path)]
+    script = tmp_path / "errors.py"
+    script.write_text(ERRORS)
+    out = subprocess.run(
+        [host_python, str(script), *commands],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    for command in commands:
+        sdk_error, our_error = result[command]
+        assert sdk_error is not None and our_error == sdk_error, command
+    assert result["no-such-command-mcp-tether"][1][0] == "FileNotFoundError"
+    assert result[str(noexec)][1][0] == "PermissionError"
