@@ -354,3 +354,38 @@ def test_a_stuck_guard_gets_the_safety_rung_with_its_tree() -> None:
 
 def test_the_safety_budget_covers_the_guards_own_worst_case() -> None:
     assert settle_budget(2.0, 2.0) > 2.0 + 2.0 + ladder.KILL_WAIT
+
+
+def test_close_lets_a_server_blocked_writing_its_stdout_exit_by_itself() -> None:
+    """1. The server writes 1 MB nobody reads (blocked on a full pipe), then would exit
+    at stdin EOF. 2. `close()` drains stdout while the ladder runs: the server gets to
+    its EOF and exits 0 by itself, long before the SIGTERM rung (grace 10 s)."""
+    script = "head -c 1000000 /dev/zero; cat >/dev/null"
+    with spawn(["sh", "-c", script], grace=10.0, term_grace=0.2) as server:
+        assert server.stdout.read(1) == b"\0"
+    assert server.settled is not None and server.settled.how == "exited"
+    assert server.returncode == 0
+    assert _tree_of_me() == []
+
+
+def test_leaving_the_block_drains_a_server_blocked_writing_so_it_exits_by_itself() -> None:
+    """1. The server writes 20 000 notifications nobody reads (the reader blocks on the
+    session, the server on its full pipe), then would exit at stdin EOF.
+    2. Leaving the block drains stdout: the tree is gone well before the 10 s grace."""
+    script = (
+        "yes '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}' | head -n 20000;"
+        " cat >/dev/null"
+    )
+    params = StdioServerParameters(
+        command="sh", args=["-c", script], env={COOKIE_VAR: os.environ[COOKIE_VAR]}
+    )
+
+    async def main() -> float:
+        async with stdio_client(params, grace=10.0, term_grace=0.2) as (read, _write):
+            await read.receive()
+            await _tree_of_at_least(2)
+            t0 = time.monotonic()
+        return time.monotonic() - t0
+
+    assert anyio.run(main) < 5.0
+    assert _tree_of_me() == []

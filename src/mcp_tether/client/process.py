@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import threading
 
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import Settled, settle, settle_budget
@@ -74,9 +75,15 @@ class ServerProcess:
         if self.settled is None:
             with contextlib.suppress(OSError):  # EPIPE on a flush: the server is gone
                 self.stdin.close()
+            # Drop what the server still writes: one blocked on a full stdout pipe
+            # could never read the EOF it is being sent. The tree's end gives EOF.
+            drain = threading.Thread(target=_drain, args=(self.stdout,), daemon=True)
+            drain.start()
             budget = settle_budget(self.grace, self.term_grace)
             self.settled = settle(self.guard, budget)
-            self.stdout.close()
+            drain.join(REAP_TIMEOUT)
+            if not drain.is_alive():
+                self.stdout.close()
         try:
             return self._popen.wait(REAP_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -95,6 +102,12 @@ class ServerProcess:
 
     def __repr__(self) -> str:
         return f"<ServerProcess guard pid={self.pid} returncode={self.returncode}>"
+
+
+def _drain(stream: IO[bytes]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while stream.read(65536):
+            pass
 
 
 def spawn(
