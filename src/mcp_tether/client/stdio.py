@@ -39,7 +39,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import settle, settle_budget
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
-from mcp_tether.proc import identify
+from mcp_tether.proc import ProcessId, identify
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable
@@ -221,7 +221,9 @@ async def _drain(process: Process) -> None:
             await process.stdout.receive()
 
 
-async def _stop(process: Process, guard: Any, grace: float, term_grace: float) -> None:
+async def _stop(
+    process: Process, guard: ProcessId | None, grace: float, term_grace: float
+) -> None:
     """Close the guard's stdin, wait for it (and so the tree) to be gone, reap it."""
     assert process.stdin is not None and process.stdout is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
