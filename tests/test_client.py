@@ -394,3 +394,18 @@ def test_leaving_the_block_drains_a_server_blocked_writing_so_it_exits_by_itself
     anyio.run(main)
     assert "server exited by itself" in errlog.read_text()
     assert _tree_of_me() == []
+
+
+def test_encoding_and_error_handler_apply_as_with_the_sdk_client() -> None:
+    """A latin-1 server: with `encoding="latin-1"` the text decodes as under the SDK's
+    client; with utf-8 and `replace`, the bad byte becomes U+FFFD in both."""
+    line = r'{"jsonrpc":"2.0","method":"report","params":{"cwd":"caf\351"}}\n'
+    script = f"printf '{line}'; cat >/dev/null"
+    for encoding, expected in (("latin-1", "café"), ("utf-8", "caf\ufffd")):
+        params = StdioServerParameters(
+            command="sh", args=["-c", script], encoding=encoding,
+            encoding_error_handler="replace",
+        )
+        ours = _report(stdio_client, params)
+        assert ours == _report(sdk_stdio_client, params)
+        assert ours["cwd"] == expected
