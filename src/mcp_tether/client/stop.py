@@ -1,0 +1,64 @@
+"""The client's last word: wait for the guard to be gone, and a safety rung if it is not.
+
+The guard runs the ladder on the server's whole tree and exits only once that tree is
+gone, so "the guard has exited" is "the last process is gone". `settle` waits for that
+with the best exit wait the core has (a pidfd on Linux: the exit instant, no polling).
+
+Safety rung: if the guard is still there after its own worst case (grace + term grace +
+the time to see SIGKILLed processes go, plus a margin), it is stuck (stopped, traced, a
+bug). Then its tree is read once, and the guard and every process of that tree get
+SIGKILL, each identity-checked right before the signal by `mcp_tether.proc`.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.proc import ExitWaiter, ProcessId, descendants, signal_process, wait_gone
+
+__all__ = ["SAFETY_MARGIN", "settle_budget", "settle", "Settled"]
+
+# Beyond the guard's own worst case before we stop trusting it.
+SAFETY_MARGIN = 1.0
+
+
+def settle_budget(grace: float, term_grace: float) -> float:
+    """How long the guard may take to end its tree after its stdin hangs up."""
+    return grace + term_grace + KILL_WAIT + SAFETY_MARGIN
+
+
+class Settled:
+    """How the wait ended: "exited" (by itself, the normal case), "killed" (safety
+    rung), "survived" (even SIGKILL was not seen to work: D state), with the instant."""
+
+    __slots__ = ("how", "at", "survivors")
+
+    def __init__(self, how: str, at: float, survivors: list[ProcessId] | None = None) -> None:
+        self.how = how
+        self.at = at
+        self.survivors = survivors or []
+
+    def __repr__(self) -> str:
+        return f"Settled({self.how!r}, {self.at!r}, survivors={self.survivors!r})"
+
+
+def settle(guard: ProcessId | None, timeout: float, kill_wait: float = KILL_WAIT) -> Settled:
+    """Block until `guard` is gone (at most `timeout`), then the safety rung if needed."""
+    if guard is None:
+        return Settled("exited", time.monotonic())
+    gone = wait_gone(guard, timeout)
+    if gone is not None:
+        return Settled("exited", gone)
+    tree = [info.ident for info in descendants(guard.pid)]
+    for ident in (guard, *tree):
+        signal_process(ident, signal.SIGKILL)
+    deadline = time.monotonic() + kill_wait
+    with ExitWaiter([guard, *tree]) as waiter:
+        while waiter.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Settled("survived", time.monotonic(), sorted(waiter.pending))
+            waiter.wait(remaining)
+    return Settled("killed", time.monotonic())
