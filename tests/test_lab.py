@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcp_tether.lab import BLOCKS
-from mcp_tether.lab.cli import run_lab
+from mcp_tether.lab import BLOCKS, run_lab
 
 pytestmark = [pytest.mark.linux, pytest.mark.slow]
 
