@@ -27,13 +27,15 @@ import resource
 import select
 import signal
 import socket
-import subprocess
 import time
 
+from mcp_tether.errors import TetherError
 from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.wire import Session, classify
-from mcp_tether.proc import identify
+from mcp_tether.proc import identify, signal_group, signal_process
+from mcp_tether.proc.reap import exit_status, wait_child
+from mcp_tether.proc.spawn import Spawned, spawn
 
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ class Client:
         self.sc = get_scenario(spec.scenario)
         self.announce_close = False  # the close scenario: closing stdin is the trigger
         self.sess = Session()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.child: Spawned | None = None
         self.pidfd: int | None = None
         self.stdin_fd: int | None = None
         self.stdin_sock: socket.socket | None = None
@@ -103,23 +105,19 @@ class Client:
             keep.append(null)
             child_in = null
         try:
-            self.proc = subprocess.Popen(
+            # The core's spawn: 127 / 126 (a script without `#!` too) / a missing cwd
+            # come back through its close-on-exec error pipe, before anything runs.
+            self.child = spawn(
                 spec.argv,
+                env=spec.env,
+                cwd=spec.cwd,
                 stdin=child_in,
                 stdout=child_out,
                 stderr=self.stderr_fd,
-                env=spec.env,
-                cwd=spec.cwd,
-                start_new_session=self.style == "python",
+                new_session=self.style == "python",
             )
-        except FileNotFoundError as exc:
-            self.emit("spawn-error", code=127, reason=f"{spec.argv[0]}: {exc.strerror}")
-            os._exit(0)
-        except PermissionError as exc:
-            self.emit("spawn-error", code=126, reason=f"{spec.argv[0]}: {exc.strerror}")
-            os._exit(0)
-        except OSError as exc:
-            self.emit("spawn-error", code=126, reason=f"{spec.argv[0]}: {exc}")
+        except TetherError as exc:
+            self.emit("spawn-error", code=exc.exit_code, reason=str(exc))
             os._exit(0)
         for fd in keep:
             os.close(fd)
@@ -134,14 +132,11 @@ class Client:
             self.stdin_fd = None
         os.set_blocking(self.stdout_fd, False)
         self.poll.register(self.stdout_fd, select.POLLIN)
-        self.pidfd = os.pidfd_open(self.proc.pid)
+        self.pidfd = self.child.pidfd if self.child.pidfd is not None else os.pidfd_open(
+            self.child.pid)
         self.poll.register(self.pidfd, select.POLLIN)
-        ident = identify(self.proc.pid)
-        self.emit(
-            "spawned",
-            pid=self.proc.pid,
-            start=ident.start if ident else None,
-        )
+        ident = self.child.ident
+        self.emit("spawned", pid=ident.pid, start=ident.start or None)
 
     # -- I/O ------------------------------------------------------------------------
     def send(self, data: bytes) -> bool:
@@ -245,18 +240,16 @@ class Client:
             self.stdin_fd = None
 
     def _reap(self) -> None:
-        assert self.proc is not None and self.pidfd is not None
+        assert self.child is not None and self.pidfd is not None
         now = time.monotonic()
-        pid, st = os.waitpid(self.proc.pid, os.WNOHANG)
-        if pid == 0:
-            return
+        # The pidfd turned readable: it has exited, so this wait does not block.
+        raw = wait_child(self.child.pid)
         self.poll.unregister(self.pidfd)
         os.close(self.pidfd)
         self.pidfd = None
-        code = os.waitstatus_to_exitcode(st)
-        self.status = 128 - code if code < 0 else code
+        self.child.pidfd = None
+        self.status = exit_status(raw)
         self.exited_at = now
-        self.proc.returncode = code  # so Popen never waits on a reaped pid
         self.emit("reaped", status=self.status, at=now)
         if self.style == "node":
             # libuv: the child's exit destroys the stdio streams given to it, so a
@@ -330,19 +323,11 @@ class Client:
             self.stdin_fd = None
 
     def signal(self, sig: int) -> str:
-        if self.status is not None or self.proc is None:
+        if self.status is not None or self.child is None:
             return "gone"
-        try:
-            if self.style == "python":
-                os.killpg(self.proc.pid, sig)  # our unreaped child leads this group
-            else:
-                assert self.pidfd is not None
-                signal.pidfd_send_signal(self.pidfd, sig)
-        except ProcessLookupError:
-            return "gone"
-        except PermissionError:
-            return "denied"
-        return "sent"
+        if self.style == "python":  # the group our unreaped child leads
+            return signal_group(self.child.pid, sig, [self.child.ident])
+        return signal_process(self.child.ident, sig)  # node: the direct child only
 
     def wait(self, timeout: float) -> float | None:
         deadline = time.monotonic() + timeout

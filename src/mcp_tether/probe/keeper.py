@@ -32,8 +32,10 @@ from mcp_tether.probe.keeper_base import SCAN_TICK, Interrupted, KeeperBase
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.spec import Spec
 from mcp_tether.probe.verdict import Facts
-from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, descendants, identify, snapshot
+from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, identify
+from mcp_tether.proc.end import Tree
 from mcp_tether.proc.signals import signal_process
+from mcp_tether.proc.spawn import prepare_child
 
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
@@ -259,29 +261,19 @@ class Keeper(KeeperBase):
 
     # -- cleanup ----------------------------------------------------------------------
     def cleanup(self) -> None:
-        """SIGKILL everything we started (all our descendants) and reap it."""
+        """SIGKILL everything we started (all our descendants) and reap it.
+
+        The core's `Tree` chases what forks while the SIGKILL rung lasts and calls the
+        tree empty only when no child of ours is left to reap (we are a subreaper).
+        """
         self._reap()
         self.cleanup_at = time.monotonic()
-        for _attempt in range(10):
-            procs = [i.ident for i in descendants(self.me, snapshot())]
-            if not procs:
+        tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
+        for _attempt in range(3):
+            if tree.empty():
                 break
-            for ident in procs:
-                signal_process(ident, signal.SIGKILL)
-                self.waiter.add(ident)
-            end = time.monotonic() + 2.0
-            while any(p not in self.waiter.exited for p in procs) and time.monotonic() < end:
-                self.waiter.wait(end - time.monotonic())
-            self._reap()
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            self._reap()
-            try:
-                pid, _st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                self.waiter.wait(0.01)
+            tree.signal(signal.SIGKILL)
+            tree.wait(KILL_WAIT)
         self._drain_stderr()
 
     # -- main -------------------------------------------------------------------------
@@ -293,23 +285,22 @@ class Keeper(KeeperBase):
         self._setup_signals()
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:  # the client
             try:
                 assert self.ctrl_r is not None and self.err_r is not None
                 os.close(self.ctrl_r)
                 os.close(self.err_r)
-                os.close(self.wake_r)
-                os.close(self.wake_w)
-                signal.set_wakeup_fd(-1)
-                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
-                    signal.signal(s, signal.SIG_DFL)
+                self.inbox.restore()
                 null = os.open(os.devnull, os.O_RDWR)
                 os.dup2(null, 0)
                 os.dup2(null, 1)
                 os.close(null)
-                os.setsid()
-                platform.set_pdeathsig(signal.SIGKILL)
+                # The core's child set-up: own session, default signals, and death
+                # with the keeper (re-checked: the keeper may already be gone).
+                prepare_child(new_session=True, pdeathsig=signal.SIGKILL,
+                              reset_signals=True, expected_parent=me)
                 client_main(self.spec, ctrl_w, err_w)
             finally:
                 os._exit(70)

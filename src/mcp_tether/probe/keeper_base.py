@@ -1,7 +1,8 @@
 """The keeper's plumbing: one poll step over every fd it watches, and reaping.
 
-Signal handlers only record (the wakeup fd wakes the poll); the loop in `_step` drains
-the client's events, its stderr and the runner's messages, and reaps. The tree scan
+Signal handlers only record (the core's `SignalInbox`; its fd wakes the poll); the loop
+in `_step` drains the client's events, its stderr and the runner's messages, and reaps
+(`proc.reap`: the 128+N status in one place). The tree scan
 (`_members`) lives here too. `keeper.py` runs the scenario on top of this.
 """
 
@@ -13,6 +14,8 @@ import signal
 import time
 
 from mcp_tether.proc import ProcessId, descendants, snapshot
+from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.proc.reap import exit_status, reap_children
 
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
@@ -54,41 +57,29 @@ class KeeperBase:
     _scan_at: float
     _scan_exits: int
     _scan_live: list[ProcessId]
+    inbox: SignalInbox
 
     def _on_event(self, ev: dict[str, Any]) -> None:
         raise NotImplementedError
 
     # -- plumbing ---------------------------------------------------------------------
     def _setup_signals(self) -> None:
-        self.wake_r, self.wake_w = os.pipe()
-        os.set_blocking(self.wake_w, False)
-        os.set_blocking(self.wake_r, False)
-        signal.set_wakeup_fd(self.wake_w)
+        # Handlers only record (the core's SignalInbox); `_step` acts on what it drained.
+        self.inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGCHLD))
 
-        def on_stop(_s: int, _f: object) -> None:
-            self.stop = True  # record only; the loop acts
-
-        signal.signal(signal.SIGTERM, on_stop)
-        signal.signal(signal.SIGINT, on_stop)
-        signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # wake the poll to reap
+    def _on_reap(self, pid: int, raw: int) -> None:
+        self.reaped[pid] = exit_status(raw)
+        if (
+            self.server
+            and pid == self.server.pid
+            and self.status is None
+            and time.monotonic() < self.cleanup_at
+        ):
+            self.status = self.reaped[pid]
 
     def _reap(self) -> None:
-        while True:
-            try:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            code = os.waitstatus_to_exitcode(st)
-            self.reaped[pid] = 128 - code if code < 0 else code
-            if (
-                self.server
-                and pid == self.server.pid
-                and self.status is None
-                and time.monotonic() < self.cleanup_at
-            ):
-                self.status = self.reaped[pid]
+        for pid, raw in reap_children():
+            self._on_reap(pid, raw)
 
     def _members(self, *, force: bool = True) -> list[ProcessId]:
         """Live processes of the server's tree: our descendants minus the client side.
@@ -119,11 +110,12 @@ class KeeperBase:
         """Wait for anything (exit, event, stderr, signal) for up to `timeout`; handle it."""
         if self.stop:
             raise Interrupted
-        fds = [self.wake_r] + [
+        fds = [self.inbox.fileno()] + [
             fd for fd in (self.ctrl_r, self.err_r, self.in_r) if fd is not None
         ]
         self.waiter.wait(max(0.0, timeout), extra_fds=fds)
-        _drain(self.wake_r)
+        if any(sig != signal.SIGCHLD for sig in self.inbox.drain()):
+            self.stop = True
         self._drain_stderr()
         self._drain_ctrl()
         self._drain_runner()
@@ -186,10 +178,3 @@ class KeeperBase:
                     self.spec.startup = float(msg["startup"])
 
 
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except (BlockingIOError, OSError):
-        pass

@@ -29,6 +29,8 @@ from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.spec import Spec
 from mcp_tether.proc import ExitWaiter, descendants, snapshot
+from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.proc.reap import reap_children
 from mcp_tether.proc.signals import signal_process
 
 _ROOT = str(Path(__file__).resolve().parent.parent.parent)
@@ -85,6 +87,9 @@ def run_specs(
     starting: dict[int, float] = {}  # keepers still in their start-up, since when
     running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
     sel = selectors.DefaultSelector()
+    wake = getattr(should_stop, "fileno", None)
+    if wake is not None:  # a StopSignals: its signal wakes the select at once
+        sel.register(wake(), selectors.EVENT_READ, None)
     me = os.getpid()
     startup: dict[str, float] = {}  # server_key -> start-up seconds, once one measured it
     told: set[int] = set()  # keepers already sent the start-up of their server
@@ -125,6 +130,8 @@ def run_specs(
             wait = 0.2 if not starting else 0.05
             for key, _ in sel.select(timeout=wait):
                 i = key.data
+                if i is None:
+                    continue  # the stop signal: should_stop() sees it next round
                 p, _deadline, buf = running[i]
                 chunk = os.read(key.fd, 65536)
                 if chunk:
@@ -231,40 +238,41 @@ def sweep(before: set[Any] | frozenset[Any] = frozenset()) -> int:
             end = time.monotonic() + 2
             while w.pending and time.monotonic() < end:
                 w.wait(end - time.monotonic())
-        for info in procs:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(info.pid, os.WNOHANG)
+        reap_children()  # orphans that reparented to us: the core reaps them
     return count
 
 
 class StopSignals:
     """For the CLIs: SIGTERM/SIGHUP (and Ctrl-C) stop the runner cleanly.
 
-    Handlers only record the signal; the runner's loop sees it through `__call__`,
-    stops its keepers (which end and reap their trees) and `__exit__` sweeps anything
-    that reparented to us. The signal is reported, not re-raised: callers exit 128+N.
+    Handlers only record the signal (the core's SignalInbox, whose fd wakes the runner's
+    select at once); the runner's loop sees it through `__call__`, stops its keepers
+    (which end and reap their trees) and `__exit__` sweeps anything that reparented to
+    us. The signal is reported, not re-raised: callers exit 128+N.
     """
 
     def __init__(self, what: str) -> None:
         self.what = what
         self.signum = 0
 
-    def _on(self, signum: int, _frame: object) -> None:
-        self.signum = signum
+    def fileno(self) -> int:
+        return self._inbox.fileno()
 
     def __call__(self) -> bool:
+        for sig in self._inbox.drain():
+            self.signum = self.signum or sig
         return self.signum != 0
 
     def __enter__(self) -> StopSignals:
         # Orphans of a keeper that was itself killed reparent to us: see and end them.
         self._before = {i.ident for i in descendants(os.getpid(), snapshot())}
         self._subreaper = platform.set_subreaper()
-        self._old = {s: signal.signal(s, self._on) for s in (signal.SIGTERM, signal.SIGHUP)}
+        self._inbox = SignalInbox((signal.SIGTERM, signal.SIGHUP))
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
-        for s, h in self._old.items():
-            signal.signal(s, h)
+        self()  # what arrived since the last look
+        self._inbox.restore()
         sweep(self._before)
         if self._subreaper:
             platform.set_subreaper(False)
