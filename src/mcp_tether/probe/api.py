@@ -127,8 +127,9 @@ class ScenarioResult:
 
 
 def level_met(results: list[ScenarioResult]) -> str:
-    """One word: "robust" (every scenario passed), "spec" (every spec one) or "none"."""
-    if results and all(r.passed for r in results):
+    """One word: "robust" (every scenario passed, robust ones among them), "spec" (every
+    spec one passed) or "none"."""
+    if results and all(r.passed for r in results) and any(r.level == ROBUST for r in results):
         return ROBUST
     if results and all(r.passed for r in results if r.level == SPEC):
         return SPEC
