@@ -1,8 +1,8 @@
 """close: the client runs its whole shutdown ladder (close stdin, 2 s, SIGTERM, 2 s, SIGKILL).
 
-Level spec: "the client SHOULD initiate shutdown by first closing the input stream to
-the child process (the server), waiting for the server to exit" (MCP 2025-11-25,
-Lifecycle, Shutdown, stdio). Pass: the tree exits on EOF, before SIGTERM. Behind our
+Level spec: for stdio "the client SHOULD initiate shutdown by" first "closing the input
+stream to the child process (the server)", then "waiting for the server to exit"
+(MCP lifecycle, Shutdown, stdio; kept in 2026-07-28's stdio transport). Pass: the tree exits on EOF, before SIGTERM. Behind our
 guard the client's own SIGTERM reaches the guard first and is forwarded: the guard's
 promise (the tree gone before SIGKILL) is what counts there.
 """
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 class Close(Scenario):
     name = "close"
     description = "client runs its shutdown ladder; pass: the tree exits before SIGTERM"
-    cites = ("\"the client SHOULD initiate shutdown by first closing the input stream to "
-             "the child process (the server), waiting for the server to exit\"")
+    cites = ("\"closing the input stream to the child process (the server)\", then "
+             "\"waiting for the server to exit\"")
     judge = "ladder"
     early_exit_needs_handshake = True
 

@@ -1,8 +1,9 @@
 """exit: the client process exits without closing anything (its fds close with it).
 
-Level spec: the server's stdin reaches EOF when its client's process ends; the spec
-asks the server to exit then ("the server SHOULD exit" once its input is closed,
-MCP 2025-11-25, Lifecycle, Shutdown, stdio). Pass: the tree is gone within the window.
+Level spec: the server's stdin reaches EOF when its client's process ends; the
+2026-07-28 stdio transport asks servers to exit promptly when stdin is closed or reads
+return EOF ("the primary graceful-shutdown signal"). Pass: the tree is gone within the
+window.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """sigterm: SIGTERM straight to the server while its client is still connected.
 
-Level spec: "If the server does not exit within a reasonable time, the client SHOULD
-send SIGTERM" (MCP 2025-11-25, Lifecycle, Shutdown, stdio): a server must end on it.
+Level spec: the client's ladder goes on with "sending SIGTERM if the server does not
+exit within a reasonable time" (MCP lifecycle, Shutdown, stdio): a server must end on it.
 Pass: it exits within the window; else the probe, as a host would, SIGKILLs it.
 """
 
@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 class Sigterm(Scenario):
     name = "sigterm"
     description = "SIGTERM straight to the server, client alive; pass: exits promptly"
-    cites = ("\"If the server does not exit within a reasonable time, the client SHOULD "
-             "send SIGTERM\"")
+    cites = "\"sending SIGTERM if the server does not exit within a reasonable time\""
     trigger_what = "sigterm"
     signum = signal.SIGTERM
 
