@@ -3,8 +3,9 @@
 Level spec: for stdio "the client SHOULD initiate shutdown by" first "closing the input
 stream to the child process (the server)", then "waiting for the server to exit"
 (MCP lifecycle, Shutdown, stdio; kept in 2026-07-28's stdio transport). Pass: the tree
-exits on EOF, before SIGTERM. Behind our guard the client's own SIGTERM reaches the guard first and is forwarded: the guard's
-promise (the tree gone before SIGKILL) is what counts there.
+exits on EOF, before SIGTERM. Behind our guard the client's own SIGTERM reaches the
+guard first and is forwarded: the guard's promise (the tree gone before SIGKILL) is what
+counts there.
 """
 
 from __future__ import annotations
