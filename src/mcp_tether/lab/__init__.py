@@ -157,12 +157,13 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
         add("guarded", f"G{i}", f"run -- {server}", guarded(argv), style, sc)
 
     # The Python fixtures that orphan, with the library helper's one call added.
-    from mcp_tether.probe.scenarios import SCENARIOS, applies
+    from mcp_tether.probe.scenarios import all_scenarios
 
     n = 0
     for fx in ("thread", "anyio_group", "executor", "stubborn"):
-        for sc in SCENARIOS:
-            if applies(sc, "python"):
+        for scenario in all_scenarios():
+            sc = scenario.name
+            if scenario.applies("python") and not scenario.needs_call:
                 n += 1
                 add("tethered", f"T{n}", f"python {fx} + mcp_tether.run", python_fixture(fx),
                     "python", sc, env=TETHER_ENV)
@@ -197,19 +198,29 @@ def run_lab(
     skip_reason = node_env.missing_tools()
     node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
     extra = {} if window is None else {"window": window}
-    out: list[ScenarioResult] = []
-    for block in blocks:
-        todo = rows(node_dir, (block,))
+    # The reference block runs alone, all its rows at once (its times are the reference);
+    # every other block shares one run, so no block waits for the slowest of the last.
+    groups: list[tuple[str, ...]] = [(b,) for b in blocks if b == "reference"]
+    rest = tuple(b for b in blocks if b != "reference")
+    if rest:
+        groups.append(rest)
+    done: dict[tuple[str, str], ScenarioResult] = {}
+    for group in groups:
+        todo = [r for b in group for r in rows(node_dir, (b,))]
         runnable = [r for r in todo if not (r.needs_node and skip_reason)]
         specs = [spec_for(r, **extra) for r in runnable]
-        n = len(specs) if block == "reference" else jobs
-        raw = iter(run_specs(specs, jobs=n, should_stop=should_stop))
-        for r in todo:
+        n = len(specs) if group == ("reference",) else jobs
+        for r, raw in zip(runnable, run_specs(specs, jobs=n, should_stop=should_stop),
+                          strict=True):
+            done[(r.block, r.row)] = ScenarioResult.from_dict(raw)
+    out: list[ScenarioResult] = []
+    for block in blocks:
+        for r in rows(node_dir, (block,)):
             if r.needs_node and skip_reason:
                 res = ScenarioResult(r.scenario, r.host_style, "skipped", False, None, None,
                                      None, detail=f"skipped: {skip_reason}")
             else:
-                res = ScenarioResult.from_dict(next(raw))
+                res = done[(r.block, r.row)]
             res.label = r.label
             setattr(res, "block", block)  # noqa: B010  # lab-only: a field would reach probe JSON
             out.append(res)
