@@ -165,7 +165,26 @@ def test_devnull_allows_the_start_up_others_measured_not_the_ready_timeout() -> 
         def __init__(self, startup: float | None) -> None:
             self.spec = Spec(["x"], "devnull", window=2.0, ready_timeout=10.0, startup=startup)
             self.facts: Any = type("F", (), {"trigger": 100.0})()
+            self.startup_seen = 0.0
+
+        def live_members(self) -> list[Any]:
+            return []
 
     devnull = get("devnull")
     assert devnull.window_end(FakeKeeper(None)) == 112.0  # type: ignore[arg-type]
     assert devnull.window_end(FakeKeeper(0.25)) == pytest.approx(103.0)  # type: ignore[arg-type]
+
+
+def test_devnull_waits_while_the_server_is_still_starting(tmp_path: Path) -> None:
+    """The measured start-up says 0.5 s, this run's server burns CPU for 1.5 s before it
+    reads stdin: it is still starting (state R), so the allowance grows; then it exits
+    at EOF and passes."""
+    script = tmp_path / "slow_start.py"
+    script.write_text("import sys, time\nend = time.monotonic() + 1.5\n"
+                      "while time.monotonic() < end:\n    pass\nsys.stdin.read()\n")
+    from mcp_tether.probe.runner import run_specs
+    from mcp_tether.probe.spec import Spec
+
+    spec = Spec([*PY, str(script)], "devnull", window=0.3, ready_timeout=8.0, startup=0.0)
+    (r,) = run_specs([spec])
+    assert r["verdict"] == "exited", r["detail"]

@@ -75,6 +75,7 @@ class Keeper(KeeperBase):
         self.error_code: int | None = None
         self.cleanup_at = float("inf")
         self.at_window_end: list[dict[str, Any]] = []  # escalation: who was alive then
+        self.startup_seen = 0.0  # devnull: how long the tree was seen still starting
         self._scan_at = 0.0
         self._scan_exits = -1
         self._scan_live: list[ProcessId] = []
@@ -144,6 +145,9 @@ class Keeper(KeeperBase):
     def signal_server(self, sig: int) -> bool:
         """Send `sig` to the server (identity-checked); False when it is already gone."""
         return self.server is not None and signal_process(self.server, sig) == "sent"
+
+    def live_members(self) -> list[ProcessId]:
+        return self._members(force=False)
 
     def wait_for_ladder(self) -> float | None:
         """Watch while the client climbs its ladder; the instant it ended (None: stuck)."""

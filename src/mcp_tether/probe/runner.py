@@ -114,7 +114,10 @@ def run_specs(
             while pending and len(running) < jobs and len(starting) < STARTING_AT_ONCE:
                 i = pending.pop(0)
                 starting[i] = time.monotonic()
-                spec = specs[i].replace(parent=me, startup=startup.get(specs[i].server_key))
+                known = specs[i].startup
+                if known is None:
+                    known = startup.get(specs[i].server_key)
+                spec = specs[i].replace(parent=me, startup=known)
                 p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 assert p.stdout is not None and p.stdin is not None
                 try:
