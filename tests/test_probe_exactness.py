@@ -144,7 +144,9 @@ def test_a_sigkilled_probe_leaves_nothing_running(tmp_path: Path) -> None:
 def test_a_40_mb_line_is_read_in_linear_time_and_taken_as_noise(tmp_path: Path) -> None:
     script = tmp_path / "huge.py"
     script.write_text(HUGE_LINE)
-    report = probe([*PY, str(script)], ProbeOptions(scenarios=("close",), **FAST))
+    # A generous ready-timeout: the quadratic reader needed 9 s of CPU on this line.
+    opts = {**FAST, "ready_timeout": 30.0}
+    report = probe([*PY, str(script)], ProbeOptions(scenarios=("close",), **opts))
     (r,) = report.results
     assert r.verdict == "exited", r.detail
     assert any(w.startswith("stdout-noise") for w in r.warnings)

@@ -190,6 +190,7 @@ class Keeper(KeeperBase):
                 self.server is not None
                 and self._server_gone()
                 and f.trigger is None
+                and f.answered is None  # idle: answered, then its ladder ended it
                 and (not self.sc.early_exit_needs_handshake or self.handshake is not None)
             ):
                 f.early_exit = True
