@@ -102,7 +102,8 @@ def test_the_node_style_destroys_the_stdio_when_the_wrapper_dies() -> None:
     style the client destroys the stdio it gave sh, so the server sees EOF and exits;
     3. the python style keeps its pipes (its ladder has not ended): the server stays."""
     wrapper = ["sh", "-c", f"{sys.executable} -S {MINI}; true"]
-    node = probe(wrapper, ProbeOptions(scenarios=("sigterm",), host_style="node", **FAST))
+    node = probe(wrapper, ProbeOptions(scenarios=("sigterm",), host_style="node",
+                                       **{**FAST, "window": 4.0}))  # room for a loaded CI
     assert node.results[0].verdict == "exited", node.results[0].detail
     py = probe(wrapper, ProbeOptions(scenarios=("sigterm",), host_style="python",
                                      window=0.5, horizon=0.2))
