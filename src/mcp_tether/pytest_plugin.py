@@ -3,15 +3,20 @@
 ```python
 def test_server_dies_with_its_client(mcp_lifecycle):
     report = mcp_lifecycle(["python", "-m", "my_server"])
-    report.assert_passes()   # fails naming each scenario, its verdict and what survived
+    report.assert_passes()                 # the spec level: what the MCP spec asks
+    report.assert_passes(level="robust")   # also SIGINT and a leaked stdin writer
 ```
 
 Guarantees:
 - `mcp_lifecycle(argv, scenarios=None, **options)` runs the probe's scenarios (all that
-  apply, or the named ones) against `argv` and returns a `LifecycleReport`; options are
-  `ProbeOptions` fields (host_style, window, idle, ready_timeout, call, env, cwd, grace,
-  term_grace, jobs). `host_style` may also be a sequence, e.g. ("node", "python"): each
-  style is probed and the results are joined.
+  apply, or the named ones) against `argv` and returns a `LifecycleReport`. Options (the
+  `ProbeOptions` fields; any other name is a TypeError naming the valid ones):
+  host_style ("node" or "python", or a sequence of both: each is probed, results
+  joined), window, idle, ready_timeout, horizon, grace, term_grace (seconds), call
+  ((tool, arguments): a call in flight, adds the call-in-flight scenario), env (dict
+  added to the environment), cwd, jobs.
+- `assert_passes(level="spec")` fails when a `spec` scenario failed; robust failures
+  are listed in the message only when `level="robust"`, which counts both.
 - No process is left behind: the probe ends every tree it started, whatever the verdict.
 - Loading the plugin costs nothing: the probe is imported when the fixture is first used,
   so installing mcp-tether never slows down or breaks anyone's pytest start-up.
@@ -46,11 +51,26 @@ class LifecycleReport:
 
     @property
     def passed(self) -> bool:
-        return all(r.passed for r in self.results)
+        """Every scenario of the `spec` level passed."""
+        return self.passes("spec")
+
+    def passes(self, level: str = "spec") -> bool:
+        return not self.failures_at(level)
+
+    @property
+    def meets(self) -> str:
+        """"robust", "spec" or "none"."""
+        from mcp_tether.probe import level_met
+
+        return level_met(self.results)
 
     @property
     def failures(self) -> list[ScenarioResult]:
         return [r for r in self.results if not r.passed]
+
+    def failures_at(self, level: str) -> list[ScenarioResult]:
+        _check_level(level)
+        return [r for r in self.results if not r.passed and r.counts_at(level)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,24 +92,28 @@ class LifecycleReport:
             )
         return "\n".join(lines)
 
-    def explain(self) -> str:
-        """What failed and why: each failed scenario, its verdict and the survivors."""
+    def explain(self, level: str = "robust") -> str:
+        """What failed and why at `level`: each failed scenario, its verdict, survivors."""
         cmd = " ".join(self.command)
-        failed = self.failures
+        failed = self.failures_at(level)
+        counted = [r for r in self.results if r.counts_at(level)]
         if not failed:
-            return f"{cmd}: all {len(self.results)} lifecycle scenarios passed"
-        from mcp_tether.probe.scenarios import DESCRIPTIONS, PASS_VERDICT
+            return f"{cmd}: all {len(counted)} lifecycle scenarios of level {level} passed"
+        from mcp_tether.probe.scenarios import SCENARIOS, get
 
-        out = [f"{cmd}: {len(failed)} of {len(self.results)} lifecycle scenarios failed"]
+        out = [f"{cmd}: {len(failed)} of {len(counted)} lifecycle scenarios failed "
+               f"(level {level})"]
         for r in failed:
             out.append("")
-            expected = PASS_VERDICT.get(r.scenario)
+            sc = get(r.scenario) if r.scenario in SCENARIOS else None
+            expected = sc.pass_verdict if sc else None
             out.append(
                 f"scenario {r.scenario!r} ({r.host_style} host): verdict {r.verdict!r}"
                 + (f", expected {expected!r}" if expected else "")
+                + f" [level {r.level}]"
             )
-            if r.scenario in DESCRIPTIONS:
-                out.append(f"  scenario: {DESCRIPTIONS[r.scenario]}")
+            if sc is not None:
+                out.append(f"  scenario: {sc.description}")
             if r.detail:
                 out.append(f"  {r.detail}")
             for s in r.survivors:
@@ -104,13 +128,15 @@ class LifecycleReport:
         out.append(self.summary())
         return "\n".join(out)
 
-    def assert_passes(self) -> None:
-        """Raise AssertionError with `explain()` unless every scenario passed."""
+    def assert_passes(self, level: str = "spec") -> None:
+        """Raise AssertionError with `explain(level)` unless every scenario of `level`
+        passed: "spec" (default) counts the spec scenarios, "robust" counts them all."""
         __tracebackhide__ = True
+        _check_level(level)
         if not self.results:
             raise AssertionError(f"{' '.join(self.command)}: no lifecycle scenario ran")
-        if not self.passed:
-            raise AssertionError(self.explain())
+        if not self.passes(level):
+            raise AssertionError(self.explain(level))
 
     def __repr__(self) -> str:
         verdicts = ", ".join(f"{r.scenario}={r.verdict}" for r in self.results)
@@ -118,6 +144,11 @@ class LifecycleReport:
 
 
 LifecycleRunner = Callable[..., LifecycleReport]
+
+
+def _check_level(level: str) -> None:
+    if level not in ("spec", "robust"):
+        raise ValueError(f"unknown level {level!r}: choose 'spec' or 'robust'")
 
 
 def _as_tuple(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
@@ -132,8 +163,15 @@ def run_lifecycle(
     argv: Sequence[str], scenarios: str | Iterable[str] | None = None, **options: Any
 ) -> LifecycleReport:
     """Probe `argv` like the fixture does (usable outside pytest too)."""
+    import dataclasses
+
     from mcp_tether.probe import ProbeOptions, probe  # deferred: only when a test asks
 
+    valid = sorted({f.name for f in dataclasses.fields(ProbeOptions)} - {"scenarios"})
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise TypeError(f"mcp_lifecycle: unknown option(s) {', '.join(unknown)}; "
+                        f"valid: scenarios, {', '.join(valid)}")
     styles = _as_tuple(options.pop("host_style", None)) or (ProbeOptions().host_style,)
     reports = [
         probe(
@@ -149,7 +187,10 @@ def run_lifecycle(
 def mcp_lifecycle() -> LifecycleRunner:
     """`mcp_lifecycle(argv, scenarios=None, **options)`: probe a server, get a report.
 
-    Call `report.assert_passes()` to fail the test with every failed scenario, its
-    verdict and the processes that outlived their client.
+    Options: host_style, window, idle, ready_timeout, horizon, grace, term_grace, call,
+    env, cwd, jobs (see the module docstring); any other name raises TypeError listing
+    these. Call `report.assert_passes()` (spec level) or
+    `report.assert_passes(level="robust")` to fail the test with every failed scenario,
+    its verdict and the processes that outlived their client.
     """
     return run_lifecycle

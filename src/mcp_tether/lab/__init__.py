@@ -12,9 +12,18 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Row", "rows", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES", "python_fixture"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mcp_tether.probe.api import ScenarioResult
+    from mcp_tether.probe.spec import Spec
+
+__all__ = [
+    "Row", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
+    "python_fixture", "spec_for",
+]
 
 HERE = Path(__file__).resolve().parent
 PY_FIXTURES = (
@@ -24,9 +33,8 @@ NODE_FIXTURES = ("plain", "timer", "fixed", "stubborn", "stdout_writer")
 
 BLOCKS = ("reference", "python", "wrappers", "extra", "guarded", "tethered")
 
-# The guarded block runs the guard with its defaults (--grace 2 --term-grace 2), so a
-# server that ignores EOF is only ended after grace + term-grace: the window must cover it.
-GUARDED_WINDOW = 5.0
+# The guarded block runs the guard with its defaults (--grace 2 --term-grace 2): the
+# probe recognises the guard in the command and widens the window by grace + term-grace.
 TETHER_ENV = {"MCP_TETHER_LAB_TETHERED": "1"}
 
 
@@ -146,23 +154,23 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
         ("python daemonizer", python_fixture("daemonizer"), "python", "exit"),
     ]
     for i, (server, argv, style, sc) in enumerate(g, 1):
-        add("guarded", f"G{i}", f"run -- {server}", guarded(argv), style, sc,
-            window=GUARDED_WINDOW)
+        add("guarded", f"G{i}", f"run -- {server}", guarded(argv), style, sc)
 
     # The Python fixtures that orphan, with the library helper's one call added.
-    from mcp_tether.probe.scenarios import SCENARIOS, applies
+    from mcp_tether.probe.scenarios import all_scenarios
 
     n = 0
     for fx in ("thread", "anyio_group", "executor", "stubborn"):
-        for sc in SCENARIOS:
-            if applies(sc, "python"):
+        for scenario in all_scenarios():
+            sc = scenario.name
+            if scenario.applies("python") and not scenario.needs_call:
                 n += 1
                 add("tethered", f"T{n}", f"python {fx} + mcp_tether.run", python_fixture(fx),
                     "python", sc, env=TETHER_ENV)
     return out
 
 
-def spec_for(row: Row, **opts: Any) -> dict[str, Any]:
+def spec_for(row: Row, **opts: Any) -> Spec:
     from mcp_tether.probe import ProbeOptions, build_specs
 
     if row.window is not None:
@@ -172,3 +180,61 @@ def spec_for(row: Row, **opts: Any) -> dict[str, Any]:
     o = ProbeOptions(host_style=row.host_style, scenarios=(row.scenario,), **opts)
     (spec,) = build_specs(list(row.argv), o)
     return spec
+
+
+def run_lab(
+    blocks: tuple[str, ...] = BLOCKS,
+    *,
+    jobs: int = 8,
+    window: float | None = None,
+    quiet: bool = False,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> list[ScenarioResult]:
+    """Run the lab; ScenarioResults with `label` and `block`, in table order."""
+    from mcp_tether.lab import node_env
+    from mcp_tether.probe import ScenarioResult
+    from mcp_tether.probe.runner import run_specs
+
+    skip_reason = node_env.missing_tools()
+    node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
+    extra = {} if window is None else {"window": window}
+    # The reference block runs alone, all its rows at once (its times are the reference);
+    # every other block shares one run, so no block waits for the slowest of the last.
+    groups: list[tuple[str, ...]] = [(b,) for b in blocks if b == "reference"]
+    rest = tuple(b for b in blocks if b != "reference")
+    if rest:
+        groups.append(rest)
+    done: dict[tuple[str, str], ScenarioResult] = {}
+    for group in groups:
+        todo = [r for b in group for r in rows(node_dir, (b,))]
+        runnable = [r for r in todo if not (r.needs_node and skip_reason)]
+        specs = [spec_for(r, **extra) for r in runnable]
+        n = len(specs) if group == ("reference",) else jobs
+        for r, raw in zip(runnable, run_specs(specs, jobs=n, should_stop=should_stop),
+                          strict=True):
+            done[(r.block, r.row)] = ScenarioResult.from_dict(raw)
+    out: list[ScenarioResult] = []
+    for block in blocks:
+        for r in rows(node_dir, (block,)):
+            if r.needs_node and skip_reason:
+                res = ScenarioResult(r.scenario, r.host_style, "skipped", False, None, None,
+                                     None, detail=f"skipped: {skip_reason}")
+            else:
+                res = done[(r.block, r.row)]
+            res.label = r.label
+            setattr(res, "block", block)  # noqa: B010  # lab-only: a field would reach probe JSON
+            out.append(res)
+    return out
+
+
+def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
+    """One word per server (name and host style) across its rows: none / spec / robust."""
+    from mcp_tether.probe import level_met
+
+    by: dict[str, list[ScenarioResult]] = {}
+    for r in results:
+        if r.verdict == "skipped":
+            continue
+        server = r.label.partition(" ")[2]
+        by.setdefault(f"{server} [{r.host_style}]", []).append(r)
+    return {name: level_met(rs) for name, rs in by.items()}

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
+from mcp_tether.probe.cli import duration, write_junit_or_say
 
 EPILOG = """\
 blocks: reference (rows A-J: Node plain/timer/fixed x close/exit/crash, stubborn close),
   python (the official-SDK fixtures x close/exit/crash, python host style),
   wrappers (servers behind `sh -c '...; true'`, like npx), extra (devnull, stdout
   writers, inherited-writer, half-close, signals, idle, a daemonizing server),
-  guarded (the orphan rows behind `mcp-tether run`, window 5 s = grace + term-grace + 1),
+  guarded (the orphan rows behind `mcp-tether run`: judged by the guard's promise, the
+  window widened by the guard's grace + term-grace),
   tethered (the orphaning Python fixtures with `mcp_tether.run(mcp)`, every scenario).
 The Node rows need node and npm: on first use the lab installs the pinned SDK into a
 cache folder with `npm ci` (`mcp-tether lab --install-node` does only that).
@@ -33,48 +34,14 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--jobs", type=int, default=8,
                         help="scenarios at once (default 8; the reference block runs its 10 "
                         "rows at once)")
-    parser.add_argument("--window", type=float, default=2.0,
+    parser.add_argument("--window", type=duration, default=None,
                         help="seconds the tree may take after its client is gone (2)")
     parser.add_argument("--install-node", action="store_true",
                         help="only install the Node fixtures' pinned SDK, then exit")
 
 
-def run_lab(
-    blocks: tuple[str, ...],
-    *,
-    jobs: int = 8,
-    window: float = 2.0,
-    quiet: bool = False,
-    should_stop: Any = lambda: False,
-) -> list[Any]:
-    """Run the lab; ScenarioResults with label and block, in table order."""
-    from mcp_tether.lab import node_env, rows, spec_for
-    from mcp_tether.probe import ScenarioResult
-    from mcp_tether.probe.runner import run_specs
-
-    skip_reason = node_env.missing_tools()
-    node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
-    out: list[Any] = []
-    for block in blocks:
-        todo = rows(node_dir, (block,))
-        runnable = [r for r in todo if not (r.needs_node and skip_reason)]
-        specs = [spec_for(r, window=window) for r in runnable]
-        n = len(specs) if block == "reference" else jobs
-        raw = iter(run_specs(specs, jobs=n, should_stop=should_stop))
-        for r in todo:
-            if r.needs_node and skip_reason:
-                res = ScenarioResult(r.scenario, r.host_style, "skipped", False, None, None,
-                                     None, detail=f"skipped: {skip_reason}")
-            else:
-                res = ScenarioResult.from_dict(next(raw))
-            res.label = r.label
-            setattr(res, "block", block)  # noqa: B010  # lab-only: a field would reach probe JSON
-            out.append(res)
-    return out
-
-
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.lab import BLOCKS, node_env
+    from mcp_tether.lab import BLOCKS, node_env, run_lab, server_levels
     from mcp_tether.probe.runner import StopSignals
 
     if args.install_node:
@@ -88,20 +55,28 @@ def command(args: argparse.Namespace) -> int:
         results = run_lab(blocks, jobs=args.jobs, window=args.window, should_stop=stop)
     if stop.signum:
         return 128 + stop.signum
-    from mcp_tether import report
+    from mcp_tether.probe import render
 
-    if args.junit:
-        report.write_junit(args.junit, {b: [r for r in results if r.block == b] for b in blocks})
+    levels = server_levels(results)
     if args.json:
-        report.render_json([dict(r.to_dict(), block=r.block) for r in results])
+        render.render_json([dict(r.to_dict(), block=getattr(r, "block", "")) for r in results])
     else:
-        report.render_table(
+        render.render_table(
             results,
             title="mcp-tether lab: does each server die with its client?",
             with_label=True,
-            blocks=[(b, [r for r in results if r.block == b]) for b in blocks],
+            blocks=[(b, [r for r in results if getattr(r, "block", "") == b]) for b in blocks],
         )
+        width = max((len(n) for n in levels), default=0)
+        print("level met per server (none / spec / robust, over the rows it has):",
+              file=sys.stderr)
+        for name, word in levels.items():
+            print(f"  {name:<{width}}  {word}", file=sys.stderr)
+    suites = {b: [r for r in results if getattr(r, "block", "") == b] for b in blocks}
+    code = write_junit_or_say(args.junit, suites, "spec")
     errors = [r for r in results if r.verdict == "error"]
     if errors:
         print(f"mcp-tether lab: {len(errors)} row(s) could not run", file=sys.stderr)
+    if code is not None:
+        return code
     return EXIT_FAILED if errors else EXIT_OK

@@ -2,7 +2,7 @@
 
     from mcp_tether.probe import probe, ProbeOptions
     report = probe(["node", "server.js"], ProbeOptions(host_style="node"))
-    report.passed, [r.verdict for r in report.results]
+    report.passes("spec"), [(r.scenario, r.level, r.verdict) for r in report.results]
 
 Each scenario runs in a keeper process of its own (`keeper.py`), all in parallel. The
 public names load lazily from `api.py`: a keeper imports this package on its start-up
@@ -19,20 +19,24 @@ __all__ = [
     "Survivor",
     "SCENARIOS",
     "HOST_STYLES",
+    "LEVELS",
     "build_specs",
     "resolve_command",
+    "level_met",
 ]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.api import (
         HOST_STYLES,
+        LEVELS,
         SCENARIOS,
         ProbeOptions,
         ProbeReport,
         ScenarioResult,
         Survivor,
         build_specs,
+        level_met,
         probe,
         resolve_command,
     )

@@ -1,20 +1,27 @@
 """The probe's public API: options, typed results, and `probe()` itself.
 
     report = probe(["node", "server.js"], ProbeOptions(host_style="node"))
-    report.passed, [r.verdict for r in report.results]
+    report.passes("spec"), [r.verdict for r in report.results]
 
 Each scenario runs in a keeper process of its own (see `keeper.py`), all in parallel.
+A report passes at a level (`spec`: what the MCP specification asks; `robust`: what
+real hosts need beyond it) when every scenario of that level and below passes.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
-from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, applies
+from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
+from mcp_tether.probe.guarded import guard_promise
+from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, get
+from mcp_tether.probe.spec import IDLE, LEVELS, READY_TIMEOUT, ROBUST, SPEC, WINDOW, Spec
 
 __all__ = [
     "probe",
@@ -24,8 +31,10 @@ __all__ = [
     "Survivor",
     "SCENARIOS",
     "HOST_STYLES",
+    "LEVELS",
     "build_specs",
     "resolve_command",
+    "level_met",
 ]
 
 
@@ -33,14 +42,15 @@ __all__ = [
 class ProbeOptions:
     host_style: str = "node"
     scenarios: tuple[str, ...] | None = None  # None: all that apply to the host style
-    window: float = 2.0
-    idle: float = 3.0
-    ready_timeout: float = 10.0
+    window: float = WINDOW
+    idle: float = IDLE
+    ready_timeout: float = READY_TIMEOUT
     call: tuple[str, dict[str, Any]] | None = None
     env: dict[str, str] | None = None  # added to this process's environment
     cwd: str | None = None
-    grace: float = 2.0  # the client's ladder
-    term_grace: float = 2.0
+    grace: float = GRACE_AFTER_EOF  # the client's ladder
+    term_grace: float = TERM_GRACE
+    horizon: float | None = None  # after the window; None: grace + term_grace
     jobs: int | None = None
 
 
@@ -49,6 +59,8 @@ class Survivor:
     pid: int
     ppid: int | None
     cmdline: str
+    lingered_ms: float | None = None  # gone this long after the trigger (within the horizon)
+    cause: str | None = None  # what ended it, when it lingered
 
 
 @dataclass
@@ -66,9 +78,16 @@ class ScenarioResult:
     probe_cpu_ms: float | None = None
     stderr_tail: str = ""
     label: str = ""  # set by callers that probe many servers (lab, --config)
+    level: str = SPEC
+    guarded: bool = False
+    guard_rung: str | None = None  # guarded: which rung of the guard ended the server
+    call_answered: bool | None = None  # call-in-flight
+    error_code: int | None = None  # 127/126 when the command could not be started
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScenarioResult:
+        level = d.get("level") or (get(d["scenario"]).level if d["scenario"] in SCENARIOS
+                                   else SPEC)
         return cls(
             scenario=d["scenario"],
             host_style=d["host_style"],
@@ -78,7 +97,8 @@ class ScenarioResult:
             rung=d.get("rung"),
             exit_status=d.get("exit_status"),
             survivors=[
-                Survivor(s["pid"], s.get("ppid"), s.get("cmdline", ""))
+                Survivor(s["pid"], s.get("ppid"), s.get("cmdline", ""),
+                         s.get("lingered_ms"), s.get("cause"))
                 for s in d.get("survivors", [])
             ],
             warnings=list(d.get("warnings", [])),
@@ -86,33 +106,87 @@ class ScenarioResult:
             probe_cpu_ms=d.get("probe_cpu_ms"),
             stderr_tail=d.get("stderr_tail", ""),
             label=d.get("label", ""),
+            level=level,
+            guarded=bool(d.get("guarded", False)),
+            guard_rung=d.get("guard_rung"),
+            call_answered=d.get("call_answered"),
+            error_code=d.get("error_code"),
         )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def counts_at(self, level: str) -> bool:
+        """Does this scenario decide a pass at `level`? (robust counts spec ones too.)"""
+        return level == ROBUST or self.level == SPEC
+
+    @property
+    def warning_only(self) -> bool:
+        """A failed robust scenario at the default level: shown, never hidden, not failing."""
+        return not self.passed and self.level == ROBUST
+
+
+def level_met(results: list[ScenarioResult]) -> str:
+    """One word: "robust" (every scenario passed, robust ones among them), "spec" (every
+    spec one passed) or "none"."""
+    if results and all(r.passed for r in results) and any(r.level == ROBUST for r in results):
+        return ROBUST
+    if results and all(r.passed for r in results if r.level == SPEC):
+        return SPEC
+    return "none"
 
 
 @dataclass
 class ProbeReport:
     command: list[str]
     results: list[ScenarioResult]
+    level: str = SPEC  # the level `passed` is judged at
+
+    def passes(self, level: str | None = None) -> bool:
+        lv = level or self.level
+        return all(r.passed for r in self.results if r.counts_at(lv))
 
     @property
     def passed(self) -> bool:
-        return all(r.passed for r in self.results)
+        return self.passes()
+
+    @property
+    def meets(self) -> str:
+        return level_met(self.results)
+
+    @property
+    def start_error(self) -> int | None:
+        """127/126 when no scenario could start the command (mirrored as the exit code)."""
+        codes = {r.error_code for r in self.results}
+        if self.results and len(codes) == 1 and all(r.verdict == "error" for r in self.results):
+            return codes.pop()
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "command": self.command,
+            "level": self.level,
             "passed": self.passed,
+            "meets": self.meets,
+            "guarded": any(r.guarded for r in self.results),
             "results": [r.to_dict() for r in self.results],
         }
 
 
+def check_duration(name: str, value: float | None) -> None:
+    """Finite and not negative, or a usage error (issue 9 item 8: nan used to hang)."""
+    if value is None:
+        return
+    if not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value) or value < 0:
+        raise UsageError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+
+
 def resolve_command(argv: list[str], env: dict[str, str] | None, cwd: str | None) -> str:
     """The executable argv[0] names; CommandNotFound (127) / CommandNotExecutable (126)."""
-    if not argv:
+    if not argv or not argv[0]:
         raise UsageError("no server command given (put it after `--`)")
+    if cwd is not None and not os.path.isdir(cwd):
+        raise UsageError(f"--cwd {cwd}: no such directory")
     name = argv[0]
     if os.sep in name:
         path = name if os.path.isabs(name) else os.path.join(cwd or os.getcwd(), name)
@@ -135,45 +209,60 @@ def resolve_command(argv: list[str], env: dict[str, str] | None, cwd: str | None
     return found
 
 
-def build_specs(argv: list[str], opts: ProbeOptions) -> list[dict[str, Any]]:
+def build_specs(argv: list[str], opts: ProbeOptions) -> list[Spec]:
     if opts.host_style not in HOST_STYLES:
         raise UsageError(
             f"unknown host style {opts.host_style!r} (choose from {', '.join(HOST_STYLES)})"
         )
-    names = opts.scenarios or tuple(s for s in SCENARIOS if applies(s, opts.host_style))
+    for name in ("window", "idle", "ready_timeout", "grace", "term_grace", "horizon"):
+        check_duration(f"--{name.replace('_', '-')}", getattr(opts, name))
+    if opts.scenarios is not None and not opts.scenarios:
+        raise UsageError("no scenario named")
+    names = opts.scenarios or tuple(
+        s for s in SCENARIOS
+        if get(s).applies(opts.host_style) and (opts.call or not get(s).needs_call)
+    )
     for s in names:
         if s not in SCENARIOS:
             raise UsageError(f"unknown scenario {s!r} (choose from {', '.join(SCENARIOS)})")
-        if not applies(s, opts.host_style):
+        if not get(s).applies(opts.host_style):
             raise UsageError(f"scenario {s!r} does not apply to the {opts.host_style} host style")
+        if get(s).needs_call and not opts.call:
+            raise UsageError(f"scenario {s!r} needs --call TOOL JSON")
     env = None
     if opts.env is not None:
         env = dict(os.environ)
         env.update(opts.env)
+    guard = guard_promise(list(argv))
     return [
-        {
-            "argv": list(argv),
-            "env": env,
-            "cwd": opts.cwd,
-            "host_style": opts.host_style,
-            "scenario": s,
-            "window": opts.window,
-            "idle": opts.idle,
-            "ready_timeout": opts.ready_timeout,
-            "call": list(opts.call) if opts.call else None,
-            "grace": opts.grace,
-            "term_grace": opts.term_grace,
-        }
+        Spec(
+            list(argv), s, opts.host_style, env=env, cwd=opts.cwd, window=opts.window,
+            idle=opts.idle, ready_timeout=opts.ready_timeout,
+            call=list(opts.call) if opts.call else None, grace=opts.grace,
+            term_grace=opts.term_grace, horizon=opts.horizon, guard=guard,
+        )
         for s in names
     ]
 
 
-def probe(argv: list[str], options: ProbeOptions | None = None) -> ProbeReport:
-    """Run the lifecycle scenarios against one server command; never leaves a process."""
+def probe(
+    argv: list[str],
+    options: ProbeOptions | None = None,
+    *,
+    level: str = SPEC,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> ProbeReport:
+    """Run the lifecycle scenarios against one server command; never leaves a process.
+
+    `should_stop()` is asked while it runs: when true, every keeper ends its tree and
+    KeyboardInterrupt is raised (the CLI maps it to 128+N).
+    """
     from mcp_tether.probe.runner import run_specs
 
+    if level not in LEVELS:
+        raise UsageError(f"unknown level {level!r} (choose from {', '.join(LEVELS)})")
     opts = options or ProbeOptions()
     resolve_command(argv, opts.env, opts.cwd)
     specs = build_specs(argv, opts)
-    raw = run_specs(specs, jobs=opts.jobs)
-    return ProbeReport(list(argv), [ScenarioResult.from_dict(r) for r in raw])
+    raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop)
+    return ProbeReport(list(argv), [ScenarioResult.from_dict(r) for r in raw], level)

@@ -4,56 +4,87 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
-from mcp_tether.probe.scenarios import DESCRIPTIONS, HOST_STYLES, SCENARIOS
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, all_scenarios
+from mcp_tether.probe.spec import IDLE, LEVELS, READY_TIMEOUT, ROBUST, SPEC, WINDOW
 
-EXAMPLES = """\
+
+def _examples() -> str:
+    rows = "\n".join(f"  {s.name:<17} [{s.level}] {s.description}" for s in all_scenarios())
+    return f"""\
 examples:
   mcp-tether probe -- node server.js
   mcp-tether probe --json -- uvx mcp-server-time
+  mcp-tether probe --level robust -- python -m my_server
   mcp-tether probe --host-style python -s close -s crash -- python -m my_server
-  mcp-tether probe --call toggle-logging '{}' -- npx -y some-server   # busy state
+  mcp-tether probe --call toggle-logging '{{}}' -- npx -y some-server   # busy state
   mcp-tether probe --host claude-code          # every stdio server that host runs
   mcp-tether probe --config .mcp.json --yes
 
-scenarios:
-""" + "\n".join(f"  {n:<17} {d}" for n, d in DESCRIPTIONS.items()) + """
+scenarios [level]:
+{rows}
 
+levels: spec = what the MCP specification asks of a stdio server (exits at stdin EOF
+  however the client ends, stays up while connected and idle, ends on SIGTERM);
+  robust = what real hosts need beyond it (SIGINT, a leaked stdin writer).
+  A failed robust scenario at --level spec is shown as a warning.
 verdicts: exited (by itself), terminated (needed SIGTERM), killed (needed SIGKILL),
-  orphaned (part of its tree outlived the window), alive (idle: still answers),
-  early-exit (died before the trigger), error (could not run the scenario)
-exit code: 0 every scenario passed, 1 some failed, 2 usage or set-up error,
+  lingered (outlived the window, gone within the horizon), orphaned (still alive at the
+  horizon), alive (idle: still answers), early-exit (died before the trigger),
+  error (could not run the scenario)
+a server behind `mcp-tether run` is judged by the guard's promise: its window covers
+  the guard's grace + term-grace, and the report names the guard's rung.
+exit code: 0 every scenario of the level passed, 1 some failed, 2 usage or set-up error
+  (also: the --junit file could not be written, after the results were printed),
   126/127 the server command is not executable / not found
 """
 
 
+def duration(text: str) -> float:
+    """An argparse type: finite seconds >= 0 (nan used to hang the probe)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be finite and >= 0, got {text!r}")
+    return value
+
+
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.epilog = EXAMPLES + "\n" + (parser.epilog or "")
+    parser.epilog = _examples() + "\n" + (parser.epilog or "")
     parser.add_argument(
         "--host-style", choices=HOST_STYLES, default="node",
         help="how the client treats the server: node (socketpair stdio, SIGTERM to the "
-        "direct child; like Electron/Node hosts, the default) or python (pipes, new "
-        "session, signals to the group; like the Python SDK)",
+        "direct child, stdio destroyed when it exits; like Electron/Node hosts, the "
+        "default) or python (pipes, new session, signals to the group; like the Python SDK)",
     )
     parser.add_argument(
         "-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
         help=f"run only this scenario (repeatable; comma lists too): {', '.join(SCENARIOS)}",
     )
-    parser.add_argument("--window", type=float, default=2.0,
-                        help="seconds the tree may take after its client is gone (default 2)")
-    parser.add_argument("--idle", type=float, default=3.0,
-                        help="seconds of silence in the idle scenario (default 3)")
-    parser.add_argument("--ready-timeout", type=float, default=10.0,
-                        help="seconds to wait for each handshake answer (default 10)")
-    parser.add_argument("--grace", type=float, default=2.0,
+    parser.add_argument("--level", choices=LEVELS, default=SPEC,
+                        help="which scenarios decide the exit code: spec (default) or robust")
+    parser.add_argument("--window", type=duration, default=WINDOW,
+                        help=f"seconds the tree may take after its client is gone ({WINDOW:g})")
+    parser.add_argument("--horizon", type=duration, default=None,
+                        help="seconds survivors are still watched after the window, to tell "
+                        "lingered from orphaned (default: --grace + --term-grace)")
+    parser.add_argument("--idle", type=duration, default=IDLE,
+                        help=f"seconds of silence in the idle scenario ({IDLE:g})")
+    parser.add_argument("--ready-timeout", type=duration, default=READY_TIMEOUT,
+                        help=f"seconds to wait for each handshake answer ({READY_TIMEOUT:g})")
+    parser.add_argument("--grace", type=duration, default=None,
                         help="client ladder: seconds after closing stdin before SIGTERM (2)")
-    parser.add_argument("--term-grace", type=float, default=2.0,
+    parser.add_argument("--term-grace", type=duration, default=None,
                         help="client ladder: seconds after SIGTERM before SIGKILL (2)")
     parser.add_argument("--call", nargs=2, metavar=("TOOL", "JSON"),
-                        help="call a tool after the handshake, to probe the busy state")
+                        help="call a tool after the handshake, to probe the busy state; "
+                        "adds the call-in-flight scenario")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the server (repeatable)")
     parser.add_argument("--cwd", help="working directory for the server")
@@ -77,7 +108,10 @@ def _options(args: argparse.Namespace) -> Any:
 
     scenarios: list[str] = []
     for item in args.scenarios or []:
-        scenarios += [s.strip() for s in item.split(",") if s.strip()]
+        names = [s.strip() for s in item.split(",") if s.strip()]
+        if not names:
+            raise UsageError(f"-s {item!r} names no scenario (choose from {', '.join(SCENARIOS)})")
+        scenarios += names
     call = None
     if args.call:
         try:
@@ -93,27 +127,28 @@ def _options(args: argparse.Namespace) -> Any:
         if not sep or not key:
             raise UsageError(f"--env wants KEY=VALUE, got {kv!r}")
         env[key] = value
-    for name in ("window", "idle", "ready_timeout", "grace", "term_grace"):
-        if getattr(args, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    ladder = {k: v for k, v in (("grace", args.grace), ("term_grace", args.term_grace))
+              if v is not None}
     return ProbeOptions(
         host_style=args.host_style,
         scenarios=tuple(scenarios) or None,
         window=args.window,
         idle=args.idle,
         ready_timeout=args.ready_timeout,
-        grace=args.grace,
-        term_grace=args.term_grace,
+        horizon=args.horizon,
         call=call,
         env=env or None,
         cwd=args.cwd,
         jobs=args.jobs,
+        **ladder,
     )
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.probe import ProbeReport, ScenarioResult, build_specs, resolve_command
-    from mcp_tether.probe.runner import StopSignals, run_specs
+    from mcp_tether.probe import probe
+    from mcp_tether.probe.runner import StopSignals
 
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
@@ -127,25 +162,45 @@ def command(args: argparse.Namespace) -> int:
         return probe_configured(args, opts)
     if not cmd:
         raise UsageError("no server command given: mcp-tether probe [OPTIONS] -- CMD [ARGS...]")
-    resolve_command(cmd, opts.env, opts.cwd)
-    specs = build_specs(cmd, opts)
     with StopSignals("probe") as stop:
-        raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
+        report = probe(cmd, opts, level=args.level, should_stop=stop)
     if stop.signum:
         return 128 + stop.signum
-    report = ProbeReport(cmd, [ScenarioResult.from_dict(r) for r in raw])
-    emit(report, args)
+    code = emit(report, args)
+    if code is not None:
+        return code
+    if report.start_error in (126, 127):
+        return int(report.start_error)
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
-def emit(report: Any, args: argparse.Namespace) -> None:
-    from mcp_tether import report as render
+def emit(report: Any, args: argparse.Namespace) -> int | None:
+    """Print the report; write --junit last. An exit code when the file failed."""
+    from mcp_tether.probe import render
 
-    if args.junit:
-        render.write_junit(args.junit, {" ".join(report.command): report.results})
     if args.json:
         render.render_json(report.to_dict())
-        return
-    passed = sum(r.passed for r in report.results)
-    render.render_table(report.results, title=f"mcp-tether probe: {' '.join(report.command)}")
-    print(f"{passed}/{len(report.results)} scenarios passed", file=sys.stderr)
+    else:
+        passed = sum(r.passed for r in report.results)
+        render.render_table(report.results, title=f"mcp-tether probe: {' '.join(report.command)}",
+                            level=report.level)
+        warn = [r.scenario for r in report.results if r.warning_only and report.level != ROBUST]
+        extra = f"; robust warnings: {', '.join(warn)}" if warn else ""
+        print(f"{passed}/{len(report.results)} scenarios passed; meets level: {report.meets}"
+              f"{extra}", file=sys.stderr)
+    return write_junit_or_say(args.junit, {" ".join(report.command): report.results},
+                              report.level)
+
+
+def write_junit_or_say(path: str | None, suites: dict[str, Any], level: str) -> int | None:
+    """Write JUnit after the results were shown; on failure, one line and exit 2."""
+    if not path:
+        return None
+    from mcp_tether.probe import render
+
+    try:
+        render.write_junit(path, suites, level)
+    except OSError as exc:
+        print(f"mcp-tether: cannot write --junit {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return None

@@ -5,12 +5,16 @@ It runs in a process forked by the scenario's keeper (`keeper.py`) and reports e
 step as a JSON line on the control fd, stamped with CLOCK_MONOTONIC (system-wide, so
 the keeper can compare instants). Stdlib and mcp_tether.proc only: it must be cheap.
 
-Host styles (SPEC-NOTES, "Client ladders as implemented"):
+Host styles (SPEC-NOTES, "Client ladders as implemented"; docs/probe.md):
 - node: stdin and stdout are UNIX socketpairs (libuv), the server stays in the client's
   process group; close = `stdin.end()` (shutdown(SHUT_WR)) -> 2 s -> SIGTERM to the
-  direct child only -> 2 s -> SIGKILL to the direct child.
+  direct child only -> 2 s -> SIGKILL to the direct child. When the direct child exits,
+  its stdin and stdout are destroyed at once, as Node's child_process does: a server
+  behind a wrapper that died sees EOF (issue 9 item 3).
 - python: pipes, server in a new session; close stdin -> 2 s -> killpg(SIGTERM) -> 2 s
-  -> killpg(SIGKILL).
+  -> killpg(SIGKILL); the pipes stay open until the ladder has ended (the SDK's
+  `stdio_client` closes them when its context exits).
+Its output is read in linear time whatever a line's length (issue 9 item 10).
 The client signals only its own direct child, which it has not reaped yet: the pid
 (and so the group id it leads) cannot have been reused.
 """
@@ -23,37 +27,45 @@ import resource
 import select
 import signal
 import socket
-import subprocess
 import time
 
+from mcp_tether.errors import TetherError
 from mcp_tether.ladder import run_ladder
+from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.wire import Session, classify
-from mcp_tether.proc import identify
+from mcp_tether.proc import identify, signal_group, signal_process
+from mcp_tether.proc.reap import exit_status, wait_child
+from mcp_tether.proc.spawn import Spawned, spawn
 
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
+    from mcp_tether.probe.spec import Spec
+
 MAX_NOISE = 5
+READ_SIZE = 1 << 18
 STDOUT_CLOSED_GRACE = 0.5  # seconds: stdout EOF, then is the server gone too?
 # Methods only a client sends: seeing one on the server's stdout means an echo.
 CLIENT_METHODS = {"initialize", "server/discover", "tools/list", "tools/call"}
 
 
 class Client:
-    def __init__(self, spec: dict[str, Any], ctrl_fd: int, stderr_fd: int) -> None:
+    def __init__(self, spec: Spec, ctrl_fd: int, stderr_fd: int) -> None:
         self.spec = spec
         self.ctrl_fd = ctrl_fd
         self.stderr_fd = stderr_fd
-        self.style: str = spec["host_style"]
-        self.scenario: str = spec["scenario"]
+        self.style = spec.host_style
+        self.scenario = spec.scenario
+        self.sc = get_scenario(spec.scenario)
+        self.announce_close = False  # the close scenario: closing stdin is the trigger
         self.sess = Session()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.child: Spawned | None = None
         self.pidfd: int | None = None
         self.stdin_fd: int | None = None
         self.stdin_sock: socket.socket | None = None
         self.stdout_fd: int | None = None
-        self.buf = b""
+        self.buf = bytearray()
         self.responses: dict[Any, dict[str, Any]] = {}
         self.noise = 0
         self.status: int | None = None
@@ -73,7 +85,7 @@ class Client:
     # -- spawning -------------------------------------------------------------------
     def spawn(self) -> None:
         spec = self.spec
-        devnull = self.scenario == "devnull"
+        devnull = self.sc.stdin_at_eof
         keep: list[int] = []
         if self.style == "node":
             a, b = socket.socketpair()
@@ -93,23 +105,19 @@ class Client:
             keep.append(null)
             child_in = null
         try:
-            self.proc = subprocess.Popen(
-                spec["argv"],
+            # The core's spawn: 127 / 126 (a script without `#!` too) / a missing cwd
+            # come back through its close-on-exec error pipe, before anything runs.
+            self.child = spawn(
+                spec.argv,
+                env=spec.env,
+                cwd=spec.cwd,
                 stdin=child_in,
                 stdout=child_out,
                 stderr=self.stderr_fd,
-                env=spec.get("env"),
-                cwd=spec.get("cwd"),
-                start_new_session=self.style == "python",
+                new_session=self.style == "python",
             )
-        except FileNotFoundError as exc:
-            self.emit("spawn-error", code=127, reason=f"{spec['argv'][0]}: {exc.strerror}")
-            os._exit(0)
-        except PermissionError as exc:
-            self.emit("spawn-error", code=126, reason=f"{spec['argv'][0]}: {exc.strerror}")
-            os._exit(0)
-        except OSError as exc:
-            self.emit("spawn-error", code=126, reason=f"{spec['argv'][0]}: {exc}")
+        except TetherError as exc:
+            self.emit("spawn-error", code=exc.exit_code, reason=str(exc))
             os._exit(0)
         for fd in keep:
             os.close(fd)
@@ -124,14 +132,11 @@ class Client:
             self.stdin_fd = None
         os.set_blocking(self.stdout_fd, False)
         self.poll.register(self.stdout_fd, select.POLLIN)
-        self.pidfd = os.pidfd_open(self.proc.pid)
+        self.pidfd = self.child.pidfd if self.child.pidfd is not None else os.pidfd_open(
+            self.child.pid)
         self.poll.register(self.pidfd, select.POLLIN)
-        ident = identify(self.proc.pid)
-        self.emit(
-            "spawned",
-            pid=self.proc.pid,
-            start=ident.start if ident else None,
-        )
+        ident = self.child.ident
+        self.emit("spawned", pid=ident.pid, start=ident.start or None)
 
     # -- I/O ------------------------------------------------------------------------
     def send(self, data: bytes) -> bool:
@@ -182,42 +187,74 @@ class Client:
             if events and (until_event or timeout == 0):
                 return
 
-    def _read_stdout(self) -> None:
+    def _read_stdout(self) -> bool:
+        """Read one chunk; handle each complete line. False once nothing more is there.
+
+        Linear in the output: only the new chunk is searched for a newline, and the
+        buffer is trimmed once per chunk (a 40 MB line used to cost 9 s of CPU).
+        """
         assert self.stdout_fd is not None
         try:
-            chunk = os.read(self.stdout_fd, 65536)
+            chunk = os.read(self.stdout_fd, READ_SIZE)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             chunk = b""
         if not chunk:
-            self.poll.unregister(self.stdout_fd)
-            os.close(self.stdout_fd)
-            self.stdout_fd = None
-            if self.buf:
-                self._on_line(self.buf)
-                self.buf = b""
+            self._close_stdout()
             self.emit("stdout-closed")
-            return
+            return False
+        start = len(self.buf)
         self.buf += chunk
-        while b"\n" in self.buf:
-            line, self.buf = self.buf.split(b"\n", 1)
-            self._on_line(line)
+        pos = 0
+        nl = self.buf.find(b"\n", start)
+        while nl >= 0:
+            self._on_line(bytes(self.buf[pos:nl]))
+            pos = nl + 1
+            nl = self.buf.find(b"\n", pos)
+        if pos:
+            del self.buf[:pos]
+        return True
+
+    def _close_stdout(self) -> None:
+        if self.stdout_fd is None:
+            return
+        self.poll.unregister(self.stdout_fd)
+        os.close(self.stdout_fd)
+        self.stdout_fd = None
+        if self.buf:
+            self._on_line(bytes(self.buf))
+            self.buf = bytearray()
+
+    def destroy_stdio(self) -> None:
+        """Take what the server already wrote, then close both our ends (Node on exit)."""
+        while self.stdout_fd is not None and self._read_stdout():
+            pass
+        self._close_stdout()
+        if self.stdin_sock is not None:
+            self.stdin_sock.close()
+            self.stdin_sock = None
+            self.stdin_fd = None
+        elif self.stdin_fd is not None:
+            os.close(self.stdin_fd)
+            self.stdin_fd = None
 
     def _reap(self) -> None:
-        assert self.proc is not None and self.pidfd is not None
+        assert self.child is not None and self.pidfd is not None
         now = time.monotonic()
-        pid, st = os.waitpid(self.proc.pid, os.WNOHANG)
-        if pid == 0:
-            return
+        # The pidfd turned readable: it has exited, so this wait does not block.
+        raw = wait_child(self.child.pid)
         self.poll.unregister(self.pidfd)
         os.close(self.pidfd)
         self.pidfd = None
-        code = os.waitstatus_to_exitcode(st)
-        self.status = 128 - code if code < 0 else code
+        self.child.pidfd = None
+        self.status = exit_status(raw)
         self.exited_at = now
-        self.proc.returncode = code  # so Popen never waits on a reaped pid
         self.emit("reaped", status=self.status, at=now)
+        if self.style == "node":
+            # libuv: the child's exit destroys the stdio streams given to it, so a
+            # server behind a wrapper that died sees EOF now, as under a real Node host.
+            self.destroy_stdio()
 
     def await_response(self, rid: int, timeout: float) -> tuple[dict[str, Any] | None, str]:
         deadline = time.monotonic() + timeout
@@ -237,8 +274,8 @@ class Client:
         return self.responses.pop(rid), "ok"
 
     # -- handshake ------------------------------------------------------------------
-    def handshake(self) -> bool:
-        t = float(self.spec["ready_timeout"])
+    def handshake(self, send_call: bool = True) -> bool:
+        t = self.spec.ready_timeout
         rid, data = self.sess.initialize()
         self.send(data)
         msg, why = self.await_response(rid, t)
@@ -262,8 +299,8 @@ class Client:
             self.emit("handshake", ok=False, method="tools/list", why=why, error=None)
             return False
         warn = None if "error" not in msg else "tools/list answered with an error"
-        call = self.spec.get("call")
-        if call:
+        call = self.spec.call
+        if call and send_call:
             _rid, data = self.sess.request(
                 "tools/call", {"name": call[0], "arguments": call[1]}
             )
@@ -274,8 +311,8 @@ class Client:
 
     # -- endings --------------------------------------------------------------------
     def close_stdin(self) -> None:
-        if self.scenario == "close":
-            self.emit("trigger", what="eof")
+        if self.announce_close:
+            self.emit("trigger", what="eof")  # before the act: the server may exit at once
         if self.stdin_sock is not None:
             try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
                 self.stdin_sock.shutdown(socket.SHUT_WR)  # Node's stdin.end()
@@ -286,19 +323,11 @@ class Client:
             self.stdin_fd = None
 
     def signal(self, sig: int) -> str:
-        if self.status is not None or self.proc is None:
+        if self.status is not None or self.child is None:
             return "gone"
-        try:
-            if self.style == "python":
-                os.killpg(self.proc.pid, sig)  # our unreaped child leads this group
-            else:
-                assert self.pidfd is not None
-                signal.pidfd_send_signal(self.pidfd, sig)
-        except ProcessLookupError:
-            return "gone"
-        except PermissionError:
-            return "denied"
-        return "sent"
+        if self.style == "python":  # the group our unreaped child leads
+            return signal_group(self.child.pid, sig, [self.child.ident])
+        return signal_process(self.child.ident, sig)  # node: the direct child only
 
     def wait(self, timeout: float) -> float | None:
         deadline = time.monotonic() + timeout
@@ -310,11 +339,8 @@ class Client:
         return self.exited_at
 
     def ladder(self) -> None:
-        res = run_ladder(
-            self,
-            grace=float(self.spec.get("grace", 2.0)),
-            term_grace=float(self.spec.get("term_grace", 2.0)),
-        )
+        res = run_ladder(self, grace=self.spec.grace, term_grace=self.spec.term_grace)
+        self.destroy_stdio()  # both SDKs close their ends when the ladder is over
         self.emit(
             "ladder",
             rungs=[
@@ -344,46 +370,11 @@ class Client:
 
     def run(self) -> NoReturn:
         self.spawn()
-        sc = self.scenario
-        if sc == "devnull":
-            self.emit("trigger", what="eof")
-            self.pump(None)
-        if not self.handshake():
-            self.pump(None)
-        if sc == "close":
-            self.ladder()
-            self.emit("done")
-            self.pump(None)
-        elif sc == "exit":
-            self.emit("trigger", what="eof")
-            os._exit(0)
-        elif sc == "half-close":
-            self.close_stdin()
-            self.emit("trigger", what="eof")
-            self.pump(None)
-        elif sc == "idle":
-            self.pump(float(self.spec["idle"]))
-            if self.status is not None:
-                self.emit("idle", answered=False, why="exited")
-            else:
-                rid, data = self.sess.request("tools/list")
-                self.send(data)
-                msg, why = self.await_response(rid, float(self.spec["ready_timeout"]))
-                self.emit("idle", answered=msg is not None, why=why)
-            self.ladder()
-            self.emit("done")
-            self.pump(None)
-        elif sc == "inherited-writer":
-            self.fork_writer_holder()
-            self.emit("ready")
-            self.pump(None)
-        else:  # crash, sigterm, sigint: the keeper acts
-            self.emit("ready")
-            self.pump(None)
+        self.sc.client_run(self)  # the scenario's client: handshake and ending
         os._exit(0)
 
 
-def client_main(spec: dict[str, Any], ctrl_fd: int, stderr_fd: int) -> NoReturn:
+def client_main(spec: Spec, ctrl_fd: int, stderr_fd: int) -> NoReturn:
     try:
         Client(spec, ctrl_fd, stderr_fd).run()
     except BaseException as exc:  # noqa: BLE001  # a forked child must never return

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import Any
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError, UsageError
 from mcp_tether.probe import ProbeOptions, ScenarioResult, build_specs, resolve_command
+from mcp_tether.probe.spec import SPEC, Spec
 
 
 def _confirm(lines: list[str], yes: bool) -> bool:
@@ -52,7 +52,7 @@ def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
         print("mcp-tether probe: nothing started", file=sys.stderr)
         return EXIT_OK
 
-    specs: list[dict[str, Any]] = []
+    specs: list[Spec] = []
     owners: list[str] = []
     rows: list[ScenarioResult] = []
     for e in stdio:
@@ -80,28 +80,36 @@ def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
         why = "remote (no command)" if e.transport != "stdio" else "disabled"
         rows.append(ScenarioResult("*", opts.host_style, "skipped", True, None, None, None,
                                    detail=why, label=e.label))
-    _emit(rows, args)
-    return EXIT_OK if all(r.passed for r in rows) else EXIT_FAILED
+    level = getattr(args, "level", SPEC)
+    code = _emit(rows, args, level)
+    if code is not None:
+        return code
+    return EXIT_OK if all(r.passed for r in rows if r.counts_at(level)) else EXIT_FAILED
 
 
-def _emit(rows: list[ScenarioResult], args: argparse.Namespace) -> None:
-    from mcp_tether import report
+def _emit(rows: list[ScenarioResult], args: argparse.Namespace, level: str) -> int | None:
+    from mcp_tether.probe import level_met, render
+    from mcp_tether.probe.cli import write_junit_or_say
 
     servers = list(dict.fromkeys(r.label for r in rows))
-    if args.junit:
-        report.write_junit(args.junit, {s: [r for r in rows if r.label == s] for s in servers})
+    suites = {s: [r for r in rows if r.label == s] for s in servers}
     if args.json:
-        report.render_json({
-            "passed": all(r.passed for r in rows),
+        render.render_json({
+            "level": level,
+            "passed": all(r.passed for r in rows if r.counts_at(level)),
             "servers": [
-                {"name": s, "results": [r.to_dict() for r in rows if r.label == s]}
+                {"name": s, "meets": level_met(suites[s]),
+                 "guarded": any(r.guarded for r in suites[s]),
+                 "results": [r.to_dict() for r in suites[s]]}
                 for s in servers
             ],
         })
-        return
-    report.render_matrix(rows, servers)
-    if getattr(args, "detail", False):
-        for s in servers:
-            report.render_table([r for r in rows if r.label == s], title=s)
-    bad = sum(1 for s in servers if not all(r.passed for r in rows if r.label == s))
-    print(f"{len(servers) - bad}/{len(servers)} servers passed every scenario", file=sys.stderr)
+    else:
+        render.render_matrix(rows, servers)
+        if getattr(args, "detail", False):
+            for s in servers:
+                render.render_table(suites[s], title=s, level=level)
+        bad = sum(1 for s in servers if not all(r.passed for r in suites[s] if r.counts_at(level)))
+        print(f"{len(servers) - bad}/{len(servers)} servers passed at level {level}",
+              file=sys.stderr)
+    return write_junit_or_say(args.junit, suites, level)

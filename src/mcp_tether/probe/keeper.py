@@ -9,176 +9,76 @@ the scenario's tree is exactly the keeper's descendants minus the client side, w
 the server does with sessions and groups, and the keeper may end all of it afterwards:
 it started every one of them. Exit instants come from pidfds (`ExitWaiter`), not sleeps.
 
-The keeper prints one JSON result line on stdout and exits. It never returns before
-every descendant is killed and reaped; SIGTERM/SIGINT make it stop early, cleanly.
-It dies with its parent (PR_SET_PDEATHSIG): an interrupted probe leaves no keepers.
+What the scenario does is the scenario module's business (`scenarios/`); the keeper
+runs its phases: until the trigger, the window, then (for survivors) the horizon.
+
+It reads its `Spec` from stdin (one JSON line; later lines carry what the runner learnt,
+e.g. the server's start-up time) and prints "ready ..." then one JSON result line on
+stdout. It never returns before every descendant is killed and reaped. SIGTERM/SIGINT
+make it stop early, cleanly; so does its parent's death (PDEATHSIG SIGTERM, and EOF on
+stdin, whose write end only the runner holds): a SIGKILLed probe leaves nothing.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
-import sys
 import time
 
 from mcp_tether import platform
-from mcp_tether.ladder import GRACE_AFTER_EOF, KILL_WAIT, TERM_GRACE
-from mcp_tether.probe.verdict import Facts, decide, passed
-from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, descendants, identify, snapshot
+from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.probe.keeper_base import SCAN_TICK, Interrupted, KeeperBase
+from mcp_tether.probe.scenarios import get as get_scenario
+from mcp_tether.probe.spec import Spec
+from mcp_tether.probe.verdict import Facts
+from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, identify
+from mcp_tether.proc.end import Tree
 from mcp_tether.proc.signals import signal_process
+from mcp_tether.proc.spawn import prepare_child
 
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-STDERR_TAIL = 2000
-SCAN_TICK = 0.25  # seconds between tree rescans while nothing happens
 
-
-class Interrupted(Exception):
-    pass
-
-
-class Keeper:
-    def __init__(self, spec: dict[str, Any]) -> None:
+class Keeper(KeeperBase):
+    def __init__(self, spec: Spec, in_fd: int | None = None) -> None:
         self.spec = spec
-        self.scenario: str = spec["scenario"]
-        self.window = float(spec.get("window", 2.0))
+        self.scenario = spec.scenario
+        self.sc = get_scenario(spec.scenario)
+        self.window = spec.effective_window
         self.me = os.getpid()
         self.waiter = ExitWaiter()
         self.client: ProcessId | None = None
         self.client_side: set[int] = set()  # pids of the client and its helper
         self.server: ProcessId | None = None
         self.seen: set[ProcessId] = set()
-        self.facts = Facts(self.scenario)
+        self.facts = Facts(self.scenario, judge=self.sc.judge)
         self.warnings: list[str] = []
         self.status: int | None = None
         self.reaped: dict[int, int] = {}
         self.stderr_tail = b""
+        self.in_r = in_fd  # the runner's pipe: later messages, and EOF when it dies
+        self.in_buf = b""
         self.ctrl_r: int | None = None  # the client's event pipe, set by run()
         self.err_r: int | None = None  # the client's stderr pipe, set by run()
         self.ctrl_buf = b""
         self.client_cpu = 0.0
         self.ladder_done_at: float | None = None
-        self.client_done = False
         self.handshake: str | None = None
+        self.spawned_at: float | None = None
+        self.startup: float | None = None  # spawn -> handshake answered, seconds
         self.stop = False
+        self.stop_why = "interrupted"
         self.error_code: int | None = None
         self.cleanup_at = float("inf")
+        self.at_window_end: list[dict[str, Any]] = []  # escalation: who was alive then
+        self.startup_seen = 0.0  # devnull: how long the tree was seen still starting
         self._scan_at = 0.0
         self._scan_exits = -1
         self._scan_live: list[ProcessId] = []
-
-    # -- plumbing ---------------------------------------------------------------------
-    def _setup_signals(self) -> None:
-        self.wake_r, self.wake_w = os.pipe()
-        os.set_blocking(self.wake_w, False)
-        os.set_blocking(self.wake_r, False)
-        signal.set_wakeup_fd(self.wake_w)
-
-        def on_stop(_s: int, _f: object) -> None:
-            self.stop = True  # record only; the loop acts
-
-        signal.signal(signal.SIGTERM, on_stop)
-        signal.signal(signal.SIGINT, on_stop)
-        signal.signal(signal.SIGCHLD, lambda _s, _f: None)  # wake the poll to reap
-
-    def _reap(self) -> None:
-        while True:
-            try:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            code = os.waitstatus_to_exitcode(st)
-            self.reaped[pid] = 128 - code if code < 0 else code
-            if (
-                self.server
-                and pid == self.server.pid
-                and self.status is None
-                and time.monotonic() < self.cleanup_at
-            ):
-                self.status = self.reaped[pid]
-
-    def _members(self, *, force: bool = True) -> list[ProcessId]:
-        """Live processes of the server's tree: our descendants minus the client side.
-
-        A scan reads every /proc/<pid>/stat, the keeper's main cost. Between triggers
-        (force=False) it is done at most every SCAN_TICK, or at once after an exit
-        (an exited member's children have just reparented to us).
-        """
-        now = time.monotonic()
-        exits = len(self.waiter.exited)
-        if not force and exits == self._scan_exits and now - self._scan_at < SCAN_TICK:
-            return self._scan_live
-        self._scan_at, self._scan_exits = now, exits
-        out = []
-        for info in descendants(self.me, snapshot()):
-            if info.pid in self.client_side:
-                continue
-            ident = info.ident
-            if ident not in self.seen:
-                self.seen.add(ident)
-                self.waiter.add(ident)
-            if ident not in self.waiter.exited:
-                out.append(ident)
-        self._scan_live = out
-        return out
-
-    def _step(self, timeout: float) -> None:
-        """Wait for anything (exit, event, stderr, signal) for up to `timeout`; handle it."""
-        if self.stop:
-            raise Interrupted
-        fds = [self.wake_r] + [fd for fd in (self.ctrl_r, self.err_r) if fd is not None]
-        self.waiter.wait(max(0.0, timeout), extra_fds=fds)
-        self._drain_wake()
-        self._drain_stderr()
-        self._drain_ctrl()
-        self._reap()
-        if self.stop:
-            raise Interrupted
-
-    def _drain_wake(self) -> None:
-        try:
-            while os.read(self.wake_r, 512):
-                pass
-        except (BlockingIOError, OSError):
-            pass
-
-    def _drain_stderr(self) -> None:
-        if self.err_r is None:
-            return
-        try:
-            while True:
-                chunk = os.read(self.err_r, 65536)
-                if not chunk:
-                    os.close(self.err_r)
-                    self.err_r = None
-                    return
-                self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
-        except BlockingIOError:
-            return
-
-    def _drain_ctrl(self) -> None:
-        while self.ctrl_r is not None:
-            try:
-                chunk = os.read(self.ctrl_r, 65536)
-            except BlockingIOError:
-                return
-            if not chunk:  # the client is gone; a readable EOF would spin the poll
-                os.close(self.ctrl_r)
-                self.ctrl_r = None
-                return
-            self.ctrl_buf += chunk
-            while b"\n" in self.ctrl_buf:
-                line, self.ctrl_buf = self.ctrl_buf.split(b"\n", 1)
-                try:
-                    self._on_event(json.loads(line))
-                except ValueError:
-                    continue
 
     # -- events ---------------------------------------------------------------------
     def _on_event(self, ev: dict[str, Any]) -> None:
@@ -186,6 +86,7 @@ class Keeper:
         self.client_cpu = max(self.client_cpu, float(ev.get("cpu", 0.0)))
         f = self.facts
         if kind == "spawned":
+            self.spawned_at = ev["t"]
             self.server = ProcessId(ev["pid"], ev["start"]) if ev.get("start") else None
             if self.server is not None:
                 self.seen.add(self.server)
@@ -196,12 +97,14 @@ class Keeper:
         elif kind == "handshake":
             if ev["ok"]:
                 self.handshake = ev.get("method")
+                if self.spawned_at is not None:
+                    self.startup = ev["t"] - self.spawned_at
                 if ev.get("warn"):
                     self.warnings.append(ev["warn"])
             elif ev["why"] == "exited" or self._server_gone():
                 f.early_exit = True
             else:
-                f.error = _handshake_reason(ev, float(self.spec["ready_timeout"]))
+                f.error = _handshake_reason(ev, self.spec.ready_timeout)
                 if self.warnings:
                     f.error += f" ({self.warnings[0]})"
         elif kind == "noise":
@@ -214,7 +117,7 @@ class Keeper:
         elif kind == "trigger":
             f.trigger, f.trigger_what = ev["t"], ev["what"]
         elif kind == "ready":
-            self._keeper_trigger()
+            self.sc.keeper_trigger(self)
         elif kind == "ladder":
             f.rungs = ev["rungs"]
             if f.rungs:
@@ -224,8 +127,8 @@ class Keeper:
             f.answered = bool(ev["answered"])
             if ev.get("why") == "exited":
                 f.early_exit = True
-        elif kind == "done":
-            self.client_done = True
+        elif kind == "call":
+            f.call_answered = bool(ev["answered"])
         elif kind == "client-error":
             f.error = f"probe client failed: {ev['reason']}"
 
@@ -234,32 +137,47 @@ class Keeper:
             self.server in self.waiter.exited or self.status is not None
         )
 
-    def _keeper_trigger(self) -> None:
-        """The scenario's trigger that the keeper pulls itself."""
-        f = self.facts
-        if self.scenario in ("crash", "inherited-writer"):
-            assert self.client is not None
-            t = time.monotonic()
-            signal_process(self.client, signal.SIGKILL)
-            f.trigger, f.trigger_what = t, (
-                "eof" if self.scenario == "crash" else "parent-death"
-            )
-        elif self.scenario in ("sigterm", "sigint"):
-            sig = signal.SIGTERM if self.scenario == "sigterm" else signal.SIGINT
-            t = time.monotonic()
-            if self.server is not None and signal_process(self.server, sig) == "sent":
-                f.trigger, f.trigger_what = t, self.scenario
-            else:
-                f.early_exit = True
+    # -- what scenarios call ------------------------------------------------------------
+    def kill_client(self, sig: int) -> None:
+        assert self.client is not None
+        signal_process(self.client, sig)
+
+    def signal_server(self, sig: int) -> bool:
+        """Send `sig` to the server (identity-checked); False when it is already gone."""
+        return self.server is not None and signal_process(self.server, sig) == "sent"
+
+    def live_members(self) -> list[ProcessId]:
+        return self._members(force=False)
+
+    def wait_for_ladder(self) -> float | None:
+        """Watch while the client climbs its ladder; the instant it ended (None: stuck)."""
+        deadline = time.monotonic() + self.spec.grace + self.spec.term_grace + KILL_WAIT + 5
+        while self.ladder_done_at is None:
+            if time.monotonic() > deadline:
+                self.facts.error = "the probe client's ladder did not finish"
+                return None
+            self._step(SCAN_TICK)
+            self._members(force=False)
+        return self.ladder_done_at
+
+    def escalate(self, live: list[ProcessId]) -> list[ProcessId]:
+        """After a signal's window: SIGKILL the still-connected server, as a host would."""
+        if self.server not in live:
+            return live
+        assert self.server is not None
+        self.at_window_end = [self._describe(p) for p in live]
+        killed = self.facts.killed_by_probe = time.monotonic()
+        signal_process(self.server, signal.SIGKILL)
+        return self._watch_until(lambda: killed + KILL_WAIT)
 
     # -- the scenario -----------------------------------------------------------------
     def drive(self) -> None:
         f = self.facts
-        rt = float(self.spec["ready_timeout"])
-        setup_deadline = time.monotonic() + 3 * rt + float(self.spec.get("idle", 0)) + 5
+        rt = self.spec.ready_timeout
+        setup_deadline = time.monotonic() + 3 * rt + self.spec.idle + 5
         # Phase 1: until the trigger (or a failure).
         while f.trigger is None and f.error is None and not f.early_exit:
-            if self.scenario == "idle" and f.answered is not None:
+            if f.judge == "answer" and f.answered is not None:
                 break
             if time.monotonic() > setup_deadline:
                 f.error = "the probe client did not reach the trigger in time"
@@ -267,53 +185,40 @@ class Keeper:
             self._step(SCAN_TICK)
             if self.server is not None:
                 self._members(force=False)
-            # The server died before the scenario's trigger; give the client a
-            # moment to say whether it was during the handshake.
+            # The server died before the scenario's trigger.
             if (
                 self.server is not None
                 and self._server_gone()
                 and f.trigger is None
-                and (self.scenario != "close" or self.handshake is not None)
+                and f.answered is None  # idle: answered, then its ladder ended it
+                and (not self.sc.early_exit_needs_handshake or self.handshake is not None)
             ):
                 f.early_exit = True
-        _tell_runner_ready()
-        if f.error is not None or f.early_exit or self.scenario == "idle":
+        _tell_runner_ready(self.startup)
+        if f.error is not None or f.early_exit or f.judge == "answer":
             return
-        # Phase 2 (close): the client climbs its ladder; we watch.
-        if self.scenario == "close":
-            g = float(self.spec.get("grace", GRACE_AFTER_EOF))
-            tg = float(self.spec.get("term_grace", TERM_GRACE))
-            assert f.trigger is not None or self.ladder_done_at is None
-            deadline = time.monotonic() + g + tg + KILL_WAIT + 5
-            while self.ladder_done_at is None:
-                if time.monotonic() > deadline:
-                    f.error = "the probe client's ladder did not finish"
-                    return
-                self._step(SCAN_TICK)
-                self._members(force=False)
-            window_end = self.ladder_done_at + self.window
-        elif self.scenario == "devnull":
-            # The trigger is the spawn itself: allow the server its start-up time (as
-            # long as a handshake may take) before the window starts counting.
-            assert f.trigger is not None
-            window_end = f.trigger + float(self.spec["ready_timeout"]) + self.window
-        else:
-            assert f.trigger is not None
-            window_end = f.trigger + self.window
-        # Phase 3: is the whole tree gone within the window?
-        live = self._watch_until(window_end)
-        if live and self.scenario in ("sigterm", "sigint") and self.server in live:
-            # The host would now SIGKILL its (still connected) server.
-            f.killed_by_probe = time.monotonic()
-            signal_process(self.server, signal.SIGKILL)
-            live = self._watch_until(time.monotonic() + KILL_WAIT)
-        if live:
-            f.survivors = [self._describe(p) for p in live]
-        else:
+        # Phase 2: the window, however the scenario places its end.
+        if self.sc.window_end(self) is None:
+            return
+        live = self._watch_until(lambda: self.sc.window_end(self) or 0.0)
+        after = getattr(self.sc, "after_window", None)
+        if live and after is not None:
+            live = after(self, live)
+        if not live:
             exits = [t for p, t in self.waiter.exited.items() if p in self.seen]
             f.gone_at = max(exits) if exits else f.trigger
+            return
+        # Phase 3: the horizon. Gone within it: lingered (and of what); else orphaned.
+        window_closed = time.monotonic()
+        f.survivors = [self._describe(p) for p in live]
+        self._watch_until(lambda: window_closed + self.spec.horizon_s)
+        exited = self.waiter.exited
+        for s, p in zip(f.survivors, live, strict=True):
+            if p in exited and exited[p] < self.cleanup_at:
+                s["gone_at"] = exited[p]
+                s["status"] = self.reaped.get(p.pid)
 
-    def _watch_until(self, end: float) -> list[ProcessId]:
+    def _watch_until(self, end: Callable[[], float]) -> list[ProcessId]:
         while True:
             live = self._members(force=False)
             if not live:
@@ -321,7 +226,7 @@ class Keeper:
             if not live:
                 self._settle()
                 return []
-            remaining = end - time.monotonic()
+            remaining = end() - time.monotonic()
             if remaining <= 0:
                 return live
             self._step(min(SCAN_TICK, remaining))
@@ -345,8 +250,10 @@ class Keeper:
             and time.monotonic() < end
         ):
             self._step(0.05)
+        self._reap()
 
     def _describe(self, p: ProcessId) -> dict[str, Any]:
+        """One survivor. (The `explain` stream's `evidence.collect(pid)` goes here.)"""
         from mcp_tether.proc import read_info
 
         info = read_info(p.pid)
@@ -359,56 +266,46 @@ class Keeper:
 
     # -- cleanup ----------------------------------------------------------------------
     def cleanup(self) -> None:
-        """SIGKILL everything we started (all our descendants) and reap it."""
+        """SIGKILL everything we started (all our descendants) and reap it.
+
+        The core's `Tree` chases what forks while the SIGKILL rung lasts and calls the
+        tree empty only when no child of ours is left to reap (we are a subreaper).
+        """
         self._reap()
         self.cleanup_at = time.monotonic()
-        for _attempt in range(10):
-            procs = [i.ident for i in descendants(self.me, snapshot())]
-            if not procs:
+        tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
+        for _attempt in range(3):
+            if tree.empty():
                 break
-            for ident in procs:
-                signal_process(ident, signal.SIGKILL)
-                self.waiter.add(ident)
-            end = time.monotonic() + 2.0
-            while any(p not in self.waiter.exited for p in procs) and time.monotonic() < end:
-                self.waiter.wait(end - time.monotonic())
-            self._reap()
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            self._reap()
-            try:
-                pid, _st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                self.waiter.wait(0.01)
+            tree.signal(signal.SIGKILL)
+            tree.wait(KILL_WAIT)
         self._drain_stderr()
 
     # -- main -------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         from mcp_tether.probe.client import client_main
+        from mcp_tether.probe.outcome import result
 
         platform.set_subreaper()
         self._setup_signals()
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:  # the client
             try:
                 assert self.ctrl_r is not None and self.err_r is not None
                 os.close(self.ctrl_r)
                 os.close(self.err_r)
-                os.close(self.wake_r)
-                os.close(self.wake_w)
-                signal.set_wakeup_fd(-1)
-                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
-                    signal.signal(s, signal.SIG_DFL)
+                self.inbox.restore()
                 null = os.open(os.devnull, os.O_RDWR)
                 os.dup2(null, 0)
                 os.dup2(null, 1)
                 os.close(null)
-                os.setsid()
-                platform.set_pdeathsig(signal.SIGKILL)
+                # The core's child set-up: own session, default signals, and death
+                # with the keeper (re-checked: the keeper may already be gone).
+                prepare_child(new_session=True, pdeathsig=signal.SIGKILL,
+                              reset_signals=True, expected_parent=me)
                 client_main(self.spec, ctrl_w, err_w)
             finally:
                 os._exit(70)
@@ -426,59 +323,14 @@ class Keeper:
             interrupted = True
         finally:
             self.cleanup()
-        return self.result(interrupted)
-
-    def result(self, interrupted: bool) -> dict[str, Any]:
-        f = self.facts
-        if interrupted:
-            f.error = "interrupted"
-        verdict, rung, exit_ms = decide(f)
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        detail = f.error or ""
-        if verdict == "orphaned":
-            who = ", ".join(
-                f"pid {s['pid']} (ppid {s['ppid']}{' = probe' if s['ppid_is_probe'] else ''})"
-                f" {s['cmdline']}"
-                for s in f.survivors
-            )
-            detail = f"alive {self.window:g} s after the trigger: {who}"
-        elif verdict == "early-exit":
-            detail = f"server exited before the trigger (status {self.status})"
-        elif verdict == "killed" and f.killed_by_probe is not None:
-            detail = f"did not exit within {self.window:g} s of {self.scenario.upper()}; SIGKILLed"
-        if self.server is not None and self.status is None:
-            # Only an exit seen before our clean-up is the server's own doing.
-            exited = self.waiter.exited.get(self.server)
-            if exited is not None and exited < self.cleanup_at:
-                self.status = self.reaped.get(self.server.pid)
-        if verdict in ("alive", "error"):
-            self.status = None  # what our clean-up did to it says nothing about the server
-        return {
-            "scenario": self.scenario,
-            "host_style": self.spec["host_style"],
-            "verdict": verdict,
-            "passed": passed(self.scenario, verdict),
-            "exit_ms": exit_ms,
-            "rung": rung,
-            "exit_status": self.status,
-            "survivors": [
-                {"pid": s["pid"], "ppid": s["ppid"], "cmdline": s["cmdline"]} for s in f.survivors
-            ],
-            "warnings": self.warnings,
-            "detail": detail,
-            "handshake": self.handshake,
-            "error_code": self.error_code,
-            "stderr_tail": self.stderr_tail.decode(errors="replace"),
-            "probe_cpu_ms": round((ru.ru_utime + ru.ru_stime + self.client_cpu) * 1000, 1),
-            "trigger_at": f.trigger,
-            "gone_at": f.gone_at,
-        }
+        return result(self, interrupted)
 
 
-def _tell_runner_ready() -> None:
-    """One line before the result: our start-up is over, the runner may start another."""
+def _tell_runner_ready(startup: float | None) -> None:
+    """One line before the result: our start-up is over (and how long the server's took)."""
+    line = "ready " + json.dumps({"startup": startup}) + "\n"
     try:  # noqa: SIM105  # contextlib would pull functools onto the keeper's start-up
-        os.write(1, b"ready\n")
+        os.write(1, line.encode())
     except OSError:
         pass
 
@@ -495,13 +347,29 @@ def _handshake_reason(ev: dict[str, Any], timeout: float) -> str:
     return f"handshake failed ({why})"
 
 
+def _read_spec(fd: int) -> tuple[Spec, bytes]:
+    """The first line on stdin is the spec; what follows it is kept for later."""
+    buf = b""
+    while b"\n" not in buf:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            os._exit(1)  # the runner is gone before it told us anything
+        buf += chunk
+    line, rest = buf.split(b"\n", 1)
+    return Spec.from_json(line), rest
+
+
 def main() -> None:
-    spec = json.loads(sys.argv[1])
-    platform.set_pdeathsig(signal.SIGKILL)
-    if spec.get("parent") and os.getppid() != spec["parent"]:
+    # SIGTERM, not SIGKILL, at the runner's death: the keeper must live to end its tree.
+    platform.set_pdeathsig(signal.SIGTERM)
+    spec, rest = _read_spec(0)
+    if spec.parent and os.getppid() != spec.parent:
         os._exit(1)  # our parent is already gone: nobody wants the answer
-    result = Keeper(spec).run()
-    os.write(1, (json.dumps(result) + "\n").encode())
+    os.set_blocking(0, False)
+    keeper = Keeper(spec, in_fd=0)
+    keeper.in_buf = rest
+    out = keeper.run()
+    os.write(1, (json.dumps(out) + "\n").encode())
     os._exit(0)
 
 

@@ -1,10 +1,14 @@
 """Runs scenarios in parallel, one keeper process each, and collects their results.
 
 Keepers start as `python -I -S` with only the package directory on sys.path: no site,
-no third-party imports, ~15 ms each. The runner never signals anything but its own
-unreaped keeper children; each keeper ends its own tree. When the runner is a child
-subreaper too (the CLI makes it one), `sweep()` ends anything that escaped a keeper
-that was itself killed.
+no third-party imports, ~15 ms each. Each gets its `Spec` as one JSON line on its stdin
+(never argv: a large environment must fit), and later lines with what the runner
+learnt meanwhile: the server's start-up time, measured by the first scenario of the
+same server that finished its handshake (the devnull scenario allows that much, not a
+fixed 10 s). The runner holds the write end: when it dies, keepers see EOF and stop.
+The runner never signals anything but its own unreaped keeper children; each keeper
+ends its own tree. When the runner is a child subreaper too (the CLI makes it one),
+`sweep()` ends anything that escaped a keeper that was itself killed.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.probe.spec import Spec
 from mcp_tether.proc import ExitWaiter, descendants, snapshot
+from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.proc.reap import reap_children
 from mcp_tether.proc.signals import signal_process
 
 _ROOT = str(Path(__file__).resolve().parent.parent.parent)
@@ -33,17 +40,15 @@ _BOOT = (
 )
 
 
-def keeper_argv(spec: dict[str, Any]) -> list[str]:
-    return [sys.executable, "-I", "-S", "-c", _BOOT, _ROOT, json.dumps(spec)]
+def keeper_argv() -> list[str]:
+    return [sys.executable, "-I", "-S", "-c", _BOOT, _ROOT]
 
 
-def spec_budget(spec: dict[str, Any]) -> float:
+def spec_budget(spec: Spec) -> float:
     """The longest a keeper may honestly take; past it, the runner gives up on it."""
     return (
-        3 * float(spec["ready_timeout"])
-        + float(spec.get("idle", 0))
-        + float(spec.get("grace", 2)) + float(spec.get("term_grace", 2))
-        + 2 * KILL_WAIT + float(spec.get("window", 2)) + 30
+        4 * spec.ready_timeout + spec.idle + spec.grace + spec.term_grace
+        + 2 * KILL_WAIT + spec.effective_window + spec.horizon_s + 30
     )
 
 
@@ -54,20 +59,20 @@ STARTING_AT_ONCE = max(2, os.cpu_count() or 2)
 START_TIMEOUT_SHARE = 0.5  # ...or once it has been starting this long (seconds)
 
 
-def expected_duration(spec: dict[str, Any]) -> float:
+def expected_duration(spec: Spec) -> float:
     """Roughly how long a scenario takes after its handshake, for scheduling only."""
-    sc = spec["scenario"]
+    sc = spec.scenario
     if sc == "close":
-        return float(spec.get("grace", 2)) + float(spec.get("term_grace", 2)) + 0.5
+        return spec.grace + spec.term_grace + 0.5
     if sc == "idle":
-        return float(spec.get("idle", 3)) + 0.5
+        return spec.idle + 0.5
     if sc == "devnull":
-        return float(spec.get("window", 2)) + 1.0
-    return float(spec.get("window", 2))
+        return spec.effective_window + 1.0
+    return spec.effective_window
 
 
 def run_specs(
-    specs: list[dict[str, Any]],
+    specs: list[Spec],
     *,
     jobs: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
@@ -82,7 +87,23 @@ def run_specs(
     starting: dict[int, float] = {}  # keepers still in their start-up, since when
     running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
     sel = selectors.DefaultSelector()
+    wake = getattr(should_stop, "fileno", None)
+    if wake is not None:  # a StopSignals: its signal wakes the select at once
+        sel.register(wake(), selectors.EVENT_READ, None)
     me = os.getpid()
+    startup: dict[str, float] = {}  # server_key -> start-up seconds, once one measured it
+    told: set[int] = set()  # keepers already sent the start-up of their server
+
+    def tell_startup() -> None:
+        for j, (proc, _d, _b) in running.items():
+            key = specs[j].server_key
+            if j in told or key not in startup or proc.stdin is None:
+                continue
+            told.add(j)
+            with contextlib.suppress(OSError):
+                proc.stdin.write((json.dumps({"startup": startup[key]}) + "\n").encode())
+                proc.stdin.flush()
+
     try:
         while pending or running:
             if should_stop():
@@ -93,29 +114,47 @@ def run_specs(
             while pending and len(running) < jobs and len(starting) < STARTING_AT_ONCE:
                 i = pending.pop(0)
                 starting[i] = time.monotonic()
-                spec = dict(specs[i], parent=me)
-                p = subprocess.Popen(
-                    keeper_argv(spec), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
-                )
-                assert p.stdout is not None
+                known = specs[i].startup
+                if known is None:
+                    known = startup.get(specs[i].server_key)
+                spec = specs[i].replace(parent=me, startup=known)
+                p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                assert p.stdout is not None and p.stdin is not None
+                try:
+                    p.stdin.write((spec.to_json() + "\n").encode())
+                    p.stdin.flush()
+                except OSError:
+                    pass  # it died at once: its empty output is reported as a failure
                 os.set_blocking(p.stdout.fileno(), False)
                 sel.register(p.stdout, selectors.EVENT_READ, i)
                 running[i] = (p, time.monotonic() + spec_budget(spec), bytearray())
+                if spec.startup is not None:
+                    told.add(i)
             wait = 0.2 if not starting else 0.05
             for key, _ in sel.select(timeout=wait):
                 i = key.data
+                if i is None:
+                    continue  # the stop signal: should_stop() sees it next round
                 p, _deadline, buf = running[i]
                 chunk = os.read(key.fd, 65536)
                 if chunk:
                     buf += chunk
-                    if b"ready\n" in buf:
+                    if i in starting and b"\n" in buf:
                         starting.pop(i, None)
+                        measured = _ready_startup(bytes(buf))
+                        key = specs[i].server_key
+                        if measured is not None and key not in startup:
+                            startup[key] = measured
+                            tell_startup()
                     continue
                 starting.pop(i, None)
                 sel.unregister(key.fileobj)
                 p.wait()
                 assert p.stdout is not None
                 p.stdout.close()
+                if p.stdin is not None:
+                    with contextlib.suppress(OSError):
+                        p.stdin.close()
                 del running[i]
                 results[i] = _parse(specs[i], bytes(buf), p.returncode)
                 if on_result:
@@ -132,13 +171,25 @@ def run_specs(
     return [r for r in results if r is not None]
 
 
-def _parse(spec: dict[str, Any], out: bytes, code: int | None) -> dict[str, Any]:
+def _ready_startup(out: bytes) -> float | None:
+    """The start-up seconds in a keeper's "ready {...}" line, if it measured one."""
+    first = out.split(b"\n", 1)[0]
+    if not first.startswith(b"ready"):
+        return None
+    try:
+        value = json.loads(first[5:] or b"{}").get("startup")
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _parse(spec: Spec, out: bytes, code: int | None) -> dict[str, Any]:
     try:
         return dict(json.loads(out.decode().strip().splitlines()[-1]))
     except (ValueError, IndexError):
         return {
-            "scenario": spec["scenario"],
-            "host_style": spec["host_style"],
+            "scenario": spec.scenario,
+            "host_style": spec.host_style,
             "verdict": "error",
             "passed": False,
             "exit_ms": None,
@@ -164,6 +215,9 @@ def _stop_keepers(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait()
         if p.stdout:
             p.stdout.close()
+        if p.stdin:
+            with contextlib.suppress(OSError):
+                p.stdin.close()
 
 
 def sweep(before: set[Any] | frozenset[Any] = frozenset()) -> int:
@@ -187,40 +241,41 @@ def sweep(before: set[Any] | frozenset[Any] = frozenset()) -> int:
             end = time.monotonic() + 2
             while w.pending and time.monotonic() < end:
                 w.wait(end - time.monotonic())
-        for info in procs:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(info.pid, os.WNOHANG)
+        reap_children()  # orphans that reparented to us: the core reaps them
     return count
 
 
 class StopSignals:
     """For the CLIs: SIGTERM/SIGHUP (and Ctrl-C) stop the runner cleanly.
 
-    Handlers only record the signal; the runner's loop sees it through `__call__`,
-    stops its keepers (which end and reap their trees) and `__exit__` sweeps anything
-    that reparented to us. The signal is reported, not re-raised: callers exit 128+N.
+    Handlers only record the signal (the core's SignalInbox, whose fd wakes the runner's
+    select at once); the runner's loop sees it through `__call__`, stops its keepers
+    (which end and reap their trees) and `__exit__` sweeps anything that reparented to
+    us. The signal is reported, not re-raised: callers exit 128+N.
     """
 
     def __init__(self, what: str) -> None:
         self.what = what
         self.signum = 0
 
-    def _on(self, signum: int, _frame: object) -> None:
-        self.signum = signum
+    def fileno(self) -> int:
+        return self._inbox.fileno()
 
     def __call__(self) -> bool:
+        for sig in self._inbox.drain():
+            self.signum = self.signum or sig
         return self.signum != 0
 
     def __enter__(self) -> StopSignals:
         # Orphans of a keeper that was itself killed reparent to us: see and end them.
         self._before = {i.ident for i in descendants(os.getpid(), snapshot())}
         self._subreaper = platform.set_subreaper()
-        self._old = {s: signal.signal(s, self._on) for s in (signal.SIGTERM, signal.SIGHUP)}
+        self._inbox = SignalInbox((signal.SIGTERM, signal.SIGHUP))
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
-        for s, h in self._old.items():
-            signal.signal(s, h)
+        self()  # what arrived since the last look
+        self._inbox.restore()
         sweep(self._before)
         if self._subreaper:
             platform.set_subreaper(False)

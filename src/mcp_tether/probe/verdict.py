@@ -1,17 +1,17 @@
 """From the facts a keeper observed to a verdict: a pure function, tested without processes.
 
 Facts (all instants CLOCK_MONOTONIC seconds):
+- judge: how the scenario is judged: "window", "ladder" (close) or "answer" (idle)
 - trigger: when the client went away / EOF was sent / the signal was sent (None: never)
 - gone_at: when the last process of the server's tree was seen to exit (None: not gone)
-- survivors: processes of the tree alive when the window closed
+- survivors: processes of the tree alive when the window closed; each may carry
+  `gone_at` (it exited later, within the horizon: the scenario `lingered`)
 - rungs: the client's ladder [{action, sent_at, outcome}] (close and idle)
 - early_exit: the server exited before the trigger
 - killed_by_probe: for sigterm/sigint, the probe (as host) had to SIGKILL after the window
 """
 
 from __future__ import annotations
-
-from mcp_tether.probe.scenarios import PASS_VERDICT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class Facts:
         error: str | None = None,
         answered: bool | None = None,  # idle
         killed_by_probe: float | None = None,
+        judge: str | None = None,
     ) -> None:
         self.scenario = scenario
         self.trigger = trigger
@@ -46,6 +47,9 @@ class Facts:
         self.error = error
         self.answered = answered
         self.killed_by_probe = killed_by_probe
+        # Older callers name the scenario only; the two special judges follow from it.
+        self.judge = judge or {"close": "ladder", "idle": "answer"}.get(scenario, "window")
+        self.call_answered: bool | None = None  # call-in-flight
 
 
 def decide(f: Facts) -> tuple[str, str | None, float | None]:
@@ -54,15 +58,18 @@ def decide(f: Facts) -> tuple[str, str | None, float | None]:
         return "error", None, None
     if f.early_exit:
         return "early-exit", None, None
-    if f.scenario == "idle":
+    if f.judge == "answer":
         return ("alive" if f.answered else "error"), None, None
     if f.trigger is None:
         return "error", None, None
     exit_ms = None if f.gone_at is None else round((f.gone_at - f.trigger) * 1000, 1)
     if f.survivors:
         last = f.rungs[-1]["action"] if f.rungs else f.trigger_what
+        if all(s.get("gone_at") is not None for s in f.survivors):
+            late = max(float(s["gone_at"]) for s in f.survivors)
+            return "lingered", _rung_name(last), round((late - f.trigger) * 1000, 1)
         return "orphaned", _rung_name(last), None
-    if f.scenario == "close":
+    if f.judge == "ladder":
         sent = {r["action"]: r["sent_at"] for r in f.rungs}
         assert f.gone_at is not None
         if "sigterm" not in sent or f.gone_at < sent["sigterm"]:
@@ -79,5 +86,7 @@ def _rung_name(action: str | None) -> str | None:
     return {"close-stdin": "eof"}.get(action or "", action)
 
 
-def passed(scenario: str, verdict: str) -> bool:
-    return PASS_VERDICT.get(scenario) == verdict
+def passed(scenario: str, verdict: str, guarded: bool = False) -> bool:
+    from mcp_tether.probe.scenarios import get
+
+    return get(scenario).passes(verdict, guarded)

@@ -1,0 +1,78 @@
+"""Benchmark: a whole `probe` run against its longest inherent wait (issue 11 item 5).
+
+Run by hand:  python bench/bench_probe.py [--repeat N]
+For a compliant server (tests/servers/mini.py) and one that orphans (mini.py --thread),
+prints, all measured in this run:
+  - the server's start-up: spawn to the answer of `initialize`, by a minimal client
+    (median of N), the baseline;
+  - the inherent floor: start-up + the longest wait a scenario cannot skip, with the
+    probe's defaults: the idle period (3 s), the client's full ladder (grace +
+    term-grace, 4 s) and, when the tree outlives its window, window + horizon (2 + 4 s);
+  - the whole probe's wall time (median of N) and its ratio to the floor. Target: <= 1.25.
+Timing targets live here, never in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
+from mcp_tether.probe import ProbeOptions, probe
+from mcp_tether.probe.spec import IDLE, WINDOW
+
+MINI = str(Path(__file__).resolve().parent.parent / "tests" / "servers" / "mini.py")
+SERVERS = {
+    "compliant (mini.py)": [sys.executable, "-S", MINI],
+    "orphaning (mini.py --thread)": [sys.executable, "-S", MINI, "--thread"],
+}
+INIT = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "0"}}}) + "\n").encode()
+
+
+def startup(argv: list[str]) -> float:
+    """Spawn to the first answer line, seconds (the server is then closed and reaped)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write(INIT)
+    p.stdin.flush()
+    p.stdout.readline()
+    took = time.monotonic() - t0
+    p.kill()  # our own unreaped child
+    p.wait()
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    n = ap.parse_args().repeat
+    ladder = GRACE_AFTER_EOF + TERM_GRACE
+    print(f"defaults: window {WINDOW:g} s, horizon {ladder:g} s, ladder {ladder:g} s, "
+          f"idle {IDLE:g} s; {n} runs each")
+    for name, argv in SERVERS.items():
+        base = statistics.median(startup(argv) for _ in range(n))
+        walls, floors = [], []
+        for _ in range(n):
+            t0 = time.monotonic()
+            report = probe(argv, ProbeOptions())
+            walls.append(time.monotonic() - t0)
+            outlived = any(r.verdict in ("orphaned", "lingered") for r in report.results)
+            wait = max(IDLE, ladder, WINDOW + ladder if outlived else WINDOW)
+            floors.append(base + wait)
+        wall, floor = statistics.median(walls), statistics.median(floors)
+        print(f"{name}: start-up {base * 1000:.0f} ms, floor {floor:.2f} s, "
+              f"whole probe {wall:.2f} s (min {min(walls):.2f}, max {max(walls):.2f}), "
+              f"ratio {wall / floor:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""The keeper's plumbing: one poll step over every fd it watches, and reaping.
+
+Signal handlers only record (the core's `SignalInbox`; its fd wakes the poll); the loop
+in `_step` drains the client's events, its stderr and the runner's messages, and reaps
+(`proc.reap`: the 128+N status in one place). The tree scan
+(`_members`) lives here too. `keeper.py` runs the scenario on top of this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from mcp_tether.proc import ProcessId, descendants, snapshot
+from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.proc.reap import exit_status, reap_children
+
+TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
+if TYPE_CHECKING:
+    from typing import Any
+
+    from mcp_tether.probe.spec import Spec
+    from mcp_tether.probe.verdict import Facts
+    from mcp_tether.proc import ExitWaiter
+
+STDERR_TAIL = 2000
+SCAN_TICK = 0.25  # seconds between tree rescans while nothing happens
+
+
+class Interrupted(Exception):
+    pass
+
+
+class KeeperBase:
+    """State and plumbing shared by the keeper's phases (see keeper.py)."""
+
+    spec: Spec
+    me: int
+    waiter: ExitWaiter
+    facts: Facts
+    server: ProcessId | None
+    client_side: set[int]
+    seen: set[ProcessId]
+    status: int | None
+    reaped: dict[int, int]
+    stderr_tail: bytes
+    in_r: int | None
+    in_buf: bytes
+    ctrl_r: int | None
+    err_r: int | None
+    ctrl_buf: bytes
+    stop: bool
+    stop_why: str
+    cleanup_at: float
+    _scan_at: float
+    _scan_exits: int
+    _scan_live: list[ProcessId]
+    inbox: SignalInbox
+
+    def _on_event(self, ev: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    # -- plumbing ---------------------------------------------------------------------
+    def _setup_signals(self) -> None:
+        # Handlers only record (the core's SignalInbox); `_step` acts on what it drained.
+        self.inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGCHLD))
+
+    def _on_reap(self, pid: int, raw: int) -> None:
+        self.reaped[pid] = exit_status(raw)
+        if (
+            self.server
+            and pid == self.server.pid
+            and self.status is None
+            and time.monotonic() < self.cleanup_at
+        ):
+            self.status = self.reaped[pid]
+
+    def _reap(self) -> None:
+        for pid, raw in reap_children():
+            self._on_reap(pid, raw)
+
+    def _members(self, *, force: bool = True) -> list[ProcessId]:
+        """Live processes of the server's tree: our descendants minus the client side.
+
+        A scan reads every /proc/<pid>/stat, the keeper's main cost. Between triggers
+        (force=False) it is done at most every SCAN_TICK, or at once after an exit
+        (an exited member's children have just reparented to us).
+        """
+        now = time.monotonic()
+        exits = len(self.waiter.exited)
+        if not force and exits == self._scan_exits and now - self._scan_at < SCAN_TICK:
+            return self._scan_live
+        self._scan_at, self._scan_exits = now, exits
+        out = []
+        for info in descendants(self.me, snapshot()):
+            if info.pid in self.client_side:
+                continue
+            ident = info.ident
+            if ident not in self.seen:
+                self.seen.add(ident)
+                self.waiter.add(ident)
+            if ident not in self.waiter.exited:
+                out.append(ident)
+        self._scan_live = out
+        return out
+
+    def _step(self, timeout: float) -> None:
+        """Wait for anything (exit, event, stderr, signal) for up to `timeout`; handle it."""
+        if self.stop:
+            raise Interrupted
+        fds = [self.inbox.fileno()] + [
+            fd for fd in (self.ctrl_r, self.err_r, self.in_r) if fd is not None
+        ]
+        self.waiter.wait(max(0.0, timeout), extra_fds=fds)
+        if any(sig != signal.SIGCHLD for sig in self.inbox.drain()):
+            self.stop = True
+        self._drain_stderr()
+        self._drain_ctrl()
+        self._drain_runner()
+        self._reap()
+        if self.stop:
+            raise Interrupted
+
+    def _drain_stderr(self) -> None:
+        if self.err_r is None:
+            return
+        try:
+            while True:
+                chunk = os.read(self.err_r, 65536)
+                if not chunk:
+                    os.close(self.err_r)
+                    self.err_r = None
+                    return
+                self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
+        except BlockingIOError:
+            return
+
+    def _drain_ctrl(self) -> None:
+        while self.ctrl_r is not None:
+            try:
+                chunk = os.read(self.ctrl_r, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:  # the client is gone; a readable EOF would spin the poll
+                os.close(self.ctrl_r)
+                self.ctrl_r = None
+                return
+            self.ctrl_buf += chunk
+            while b"\n" in self.ctrl_buf:
+                line, self.ctrl_buf = self.ctrl_buf.split(b"\n", 1)
+                try:
+                    self._on_event(json.loads(line))
+                except ValueError:
+                    continue
+
+    def _drain_runner(self) -> None:
+        """Messages from the runner; EOF means it died (a SIGKILLed probe): stop."""
+        while self.in_r is not None:
+            try:
+                chunk = os.read(self.in_r, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                os.close(self.in_r)
+                self.in_r = None
+                self.stop, self.stop_why = True, "the probe that ran this scenario died"
+                return
+            self.in_buf += chunk
+            while b"\n" in self.in_buf:
+                line, self.in_buf = self.in_buf.split(b"\n", 1)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if msg.get("startup") is not None and self.spec.startup is None:
+                    self.spec.startup = float(msg["startup"])
+
+

@@ -1,0 +1,216 @@
+"""Renderings of the probe's typed results (`api.ScenarioResult`): table, JSON, JUnit XML.
+
+Text goes through rich (imported here, lazily from the CLI) with colour only on a TTY;
+JSON is the stable contract; JUnit is for CI dashboards. Nothing here computes a verdict.
+Each scenario's level is shown; a failed robust scenario judged at the `spec` level is a
+warning (table), skipped-with-reason (JUnit): shown, never hidden, never failing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+from xml.etree import ElementTree as ET
+
+from mcp_tether.probe.api import ScenarioResult, level_met
+from mcp_tether.probe.spec import ROBUST, SPEC
+
+__all__ = ["render_table", "render_json", "write_junit", "render_matrix", "VERDICT_STYLE"]
+
+VERDICT_STYLE = {
+    "exited": "green",
+    "alive": "green",
+    "terminated": "yellow",
+    "killed": "red",
+    "lingered": "red",
+    "orphaned": "bold red",
+    "early-exit": "magenta",
+    "error": "bold magenta",
+    "skipped": "dim",
+}
+
+
+def _console(out: IO[str]) -> Any:
+    from rich.console import Console
+
+    tty = out.isatty()
+    return Console(
+        file=out,
+        force_terminal=tty,
+        no_color=not tty,
+        highlight=False,
+        width=None if tty else 160,
+        soft_wrap=False,
+    )
+
+
+def fmt_ms(ms: float | None) -> str:
+    return "—" if ms is None else f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
+
+
+def short_cmd(cmdline: str, limit: int = 40) -> str:
+    """`/usr/bin/node /long/path/timer.mjs` -> `node timer.mjs`: enough to recognise it."""
+    words = [w.rsplit("/", 1)[-1] if "/" in w and not w.startswith("-") else w
+             for w in cmdline.split()]
+    text = " ".join(words)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def note(r: ScenarioResult) -> str:
+    parts = []
+    if r.guarded:
+        parts.append(f"guarded (guard rung: {r.guard_rung or '?'})")
+    if r.call_answered is not None:
+        parts.append("answered before exiting" if r.call_answered else "answer dropped")
+    if r.verdict == "lingered":
+        parts.append(r.detail)
+    elif r.verdict == "orphaned" and r.survivors and not r.detail.startswith("alive"):
+        parts.append(
+            "survivors: "
+            + "; ".join(f"{s.pid} (ppid {s.ppid}) {short_cmd(s.cmdline)}" for s in r.survivors[:3])
+        )
+    elif r.detail and not r.detail.startswith("guarded"):
+        parts.append(r.detail)
+    if r.warnings:
+        parts.append(f"{len(r.warnings)} warning(s): {r.warnings[0][:70]}")
+    return " | ".join(parts)
+
+
+def render_table(
+    results: Sequence[ScenarioResult],
+    *,
+    title: str | None = None,
+    out: IO[str] | None = None,
+    with_label: bool = False,
+    blocks: Iterable[tuple[str, Sequence[ScenarioResult]]] | None = None,
+    level: str = SPEC,
+) -> None:
+    """One table; rows grouped under block headings when `blocks` is given."""
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, header_style="bold", title_justify="left")
+    if with_label:
+        table.add_column("row", no_wrap=True)
+        table.add_column("server", no_wrap=True)
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("level", no_wrap=True)
+    table.add_column("style", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("exit ms", justify="right", no_wrap=True)
+    table.add_column("rung", no_wrap=True)
+    table.add_column("status", justify="right", no_wrap=True)
+    table.add_column("notes", overflow="fold", max_width=70)
+    groups = list(blocks) if blocks is not None else [("", results)]
+    for heading, rows in groups:
+        if heading:
+            n = 2 if with_label else 0
+            table.add_row(*([f"[bold]{heading}[/]"] + [""] * (n + 7)), end_section=False)
+        for r in rows:
+            style = VERDICT_STYLE.get(r.verdict, "")
+            verdict = f"[{style}]{r.verdict}[/]" if style else r.verdict
+            if r.warning_only and level != ROBUST:
+                verdict += " [yellow](warning)[/]"
+            cells = [
+                r.scenario,
+                r.level,
+                r.host_style,
+                verdict,
+                fmt_ms(r.exit_ms),
+                r.rung or "—",
+                "—" if r.exit_status is None else str(r.exit_status),
+                note(r),
+            ]
+            if with_label:
+                row, _, server = r.label.partition(" ")
+                cells = [row, server, *cells]
+            table.add_row(*cells)
+        if heading:
+            table.add_section()
+    _console(out or sys.stdout).print(table)
+
+
+def render_json(payload: Any, out: IO[str] | None = None) -> None:
+    out = out or sys.stdout
+    json.dump(payload, out, indent=2)
+    out.write("\n")
+
+
+def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]],
+                level: str = SPEC) -> None:
+    """One <testsuite> per server (or lab block), one <testcase> per scenario.
+
+    A failed robust scenario judged at the `spec` level is <skipped> with its reason, so
+    dashboards show it without failing the build. Raises OSError when `path` cannot be
+    written (callers print their results first).
+    """
+    root = ET.Element("testsuites", name="mcp-tether")
+    for name, results in suites.items():
+        def warn(r: ScenarioResult) -> bool:
+            return r.warning_only and level != ROBUST
+
+        failures = sum(1 for r in results
+                       if not r.passed and r.verdict != "error" and not warn(r))
+        errors = sum(1 for r in results if r.verdict == "error")
+        skipped = sum(1 for r in results if warn(r) and r.verdict != "error")
+        suite = ET.SubElement(
+            root, "testsuite", name=name, tests=str(len(results)),
+            failures=str(failures), errors=str(errors), skipped=str(skipped),
+        )
+        for r in results:
+            case = ET.SubElement(
+                suite, "testcase",
+                classname=name,
+                name=f"{r.label + ' ' if r.label else ''}{r.scenario}[{r.host_style}]",
+                time=f"{(r.exit_ms or 0) / 1000:.3f}",
+            )
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="level", value=r.level)
+            ET.SubElement(props, "property", name="verdict", value=r.verdict)
+            if r.guarded:
+                ET.SubElement(props, "property", name="guard_rung", value=r.guard_rung or "")
+            if r.verdict == "error":
+                ET.SubElement(case, "error", message=r.detail or "error")
+            elif warn(r):
+                ET.SubElement(case, "skipped",
+                              message=f"robust level (warning at --level spec): "
+                              f"{r.verdict}: {note(r)}")
+            elif not r.passed:
+                el = ET.SubElement(case, "failure", message=f"{r.verdict}: {note(r)}")
+                el.text = r.stderr_tail[-1000:] if r.stderr_tail else None
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],
+                  out: IO[str] | None = None) -> None:
+    """Servers x scenarios, one verdict (and exit ms) per cell."""
+    from rich.table import Table
+
+    scenarios = list(dict.fromkeys(r.scenario for r in results if r.scenario != "*"))
+    table = Table(title="mcp-tether probe: configured servers", header_style="bold",
+                  title_justify="left")
+    table.add_column("server", no_wrap=True)
+    table.add_column("level", no_wrap=True)
+    for sc in scenarios:
+        table.add_column(sc, no_wrap=True)
+    table.add_column("notes", overflow="fold", max_width=50)
+    for s in servers:
+        mine = [r for r in results if r.label == s]
+        whole = [r for r in mine if r.scenario == "*"]
+        if whole:
+            word = "—" if whole[0].verdict == "skipped" else "none"
+            table.add_row(s, word, *([f"[{VERDICT_STYLE[whole[0].verdict]}]{whole[0].verdict}[/]"]
+                                     + [""] * (len(scenarios) - 1)), whole[0].detail)
+            continue
+        cells = []
+        for sc in scenarios:
+            r = next((x for x in mine if x.scenario == sc), None)
+            if r is None:
+                cells.append("—")
+                continue
+            ms = "" if r.exit_ms is None else f" {fmt_ms(r.exit_ms)}"
+            cells.append(f"[{VERDICT_STYLE.get(r.verdict, '')}]{r.verdict}[/]{ms}")
+        notes = "; ".join(f"{r.scenario}: {note(r)}" for r in mine if not r.passed)[:200]
+        table.add_row(s, level_met(mine), *cells, notes)
+    _console(out or sys.stdout).print(table)

@@ -1,0 +1,40 @@
+"""call-in-flight (with --call): the client sends the call and closes stdin right after.
+
+Level spec: EOF ends the session even with a call in flight; the spec lets the server
+drop the answer or send it first. Pass: the tree is gone within the window. The result
+says whether the answer arrived before the server exited (`call_answered`).
+"""
+
+from __future__ import annotations
+
+from mcp_tether.probe.scenarios.base import Scenario
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp_tether.probe.client import Client
+
+
+class CallInFlight(Scenario):
+    name = "call-in-flight"
+    description = ("with --call: stdin closed right after the call is sent; pass: tree gone "
+                   "within the window (reports whether the answer came first)")
+    cites = "EOF with a request in flight: the server exits (the answer may be dropped)"
+    needs_call = True
+
+    def client_run(self, c: Client) -> None:
+        if not c.handshake(send_call=False):
+            c.pump(None)
+        assert c.spec.call is not None
+        rid, data = c.sess.request(
+            "tools/call", {"name": c.spec.call[0], "arguments": c.spec.call[1]}
+        )
+        c.send(data)
+        c.emit("trigger", what="eof")
+        c.close_stdin()
+        while rid not in c.responses and c.status is None and c.stdout_fd is not None:
+            c.pump(None, until_event=True)
+        c.emit("call", answered=rid in c.responses)
+        c.pump(None)
+
+
+SCENARIO = CallInFlight()

@@ -1,0 +1,30 @@
+"""crash: the keeper SIGKILLs the client; the kernel closes its end of the stdio.
+
+Level spec: for the server this is the same EOF as a clean exit; nothing in the spec
+lets a server outlive a client that crashed. Pass: the tree is gone within the window.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from mcp_tether.probe.scenarios.base import Scenario
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp_tether.probe.keeper import Keeper
+
+
+class Crash(Scenario):
+    name = "crash"
+    description = "the probe SIGKILLs the client; pass: tree gone within the window"
+    cites = "stdin at EOF when the client crashes: the server exits"
+
+    def keeper_trigger(self, k: Keeper) -> None:
+        t = time.monotonic()
+        k.kill_client(signal.SIGKILL)
+        k.facts.trigger, k.facts.trigger_what = t, self.trigger_what
+
+
+SCENARIO = Crash()

@@ -1,0 +1,40 @@
+"""inherited-writer: a forked helper of the client keeps stdin's write end; the client dies.
+
+EOF never comes, so only a parent-death watch ends the server. Level robust: the spec
+asks a server to exit at EOF, not to watch its parent; real hosts leak writers
+(a forked helper, a shell), and a robust server survives that.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from mcp_tether.probe.scenarios.base import Scenario
+from mcp_tether.probe.spec import ROBUST
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp_tether.probe.client import Client
+    from mcp_tether.probe.keeper import Keeper
+
+
+class InheritedWriter(Scenario):
+    name = "inherited-writer"
+    description = ("a forked helper keeps stdin's write end, the client is SIGKILLed "
+                   "(EOF never comes); pass: tree gone (needs a parent-death watch)")
+    level = ROBUST
+    trigger_what = "parent-death"
+
+    def client_end(self, c: Client) -> None:
+        c.fork_writer_holder()
+        c.emit("ready")
+        c.pump(None)
+
+    def keeper_trigger(self, k: Keeper) -> None:
+        t = time.monotonic()
+        k.kill_client(signal.SIGKILL)
+        k.facts.trigger, k.facts.trigger_what = t, self.trigger_what
+
+
+SCENARIO = InheritedWriter()

@@ -1,0 +1,39 @@
+"""sigterm: SIGTERM straight to the server while its client is still connected.
+
+Level spec: the client's ladder goes on with "sending SIGTERM if the server does not
+exit within a reasonable time" (MCP lifecycle, Shutdown, stdio): a server must end on it.
+Pass: it exits within the window; else the probe, as a host would, SIGKILLs it.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from mcp_tether.probe.scenarios.base import Scenario
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp_tether.probe.keeper import Keeper
+    from mcp_tether.proc import ProcessId
+
+
+class Sigterm(Scenario):
+    name = "sigterm"
+    description = "SIGTERM straight to the server, client alive; pass: exits promptly"
+    cites = "\"sending SIGTERM if the server does not exit within a reasonable time\""
+    trigger_what = "sigterm"
+    signum = signal.SIGTERM
+
+    def keeper_trigger(self, k: Keeper) -> None:
+        t = time.monotonic()
+        if k.signal_server(self.signum):
+            k.facts.trigger, k.facts.trigger_what = t, self.trigger_what
+        else:
+            k.facts.early_exit = True
+
+    def after_window(self, k: Keeper, live: list[ProcessId]) -> list[ProcessId]:
+        return k.escalate(live)
+
+
+SCENARIO = Sigterm()

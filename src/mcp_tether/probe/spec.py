@@ -1,0 +1,118 @@
+"""What one scenario run needs to know, typed, and how it crosses into the keeper.
+
+A `Spec` is built by the API (`api.build_specs`), written by the runner to the keeper's
+stdin as one JSON document (never argv: a 140 KB environment would not fit, issue 9
+item 7), and read back by the keeper. Its defaults are the ladder's (`ladder.py`): the
+client's ladder is the SDKs' 2 s + 2 s, and the window a tree gets after its client
+went is one such rung. Plain class, no dataclasses: the keeper imports this on its
+start-up path.
+"""
+
+from __future__ import annotations
+
+import json
+
+from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
+
+TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["Spec", "WINDOW", "IDLE", "READY_TIMEOUT", "SPEC", "ROBUST", "LEVELS"]
+
+# The window: as long after its client went as the ladder gives a server after EOF.
+WINDOW = GRACE_AFTER_EOF
+IDLE = 3.0  # seconds of silence in the idle scenario
+READY_TIMEOUT = 10.0  # seconds to wait for each handshake answer
+
+SPEC = "spec"  # what the MCP specification asks of a stdio server
+ROBUST = "robust"  # what real hosts need beyond it
+LEVELS = (SPEC, ROBUST)
+
+_FIELDS = (
+    "argv", "scenario", "host_style", "env", "cwd", "window", "idle", "ready_timeout",
+    "call", "grace", "term_grace", "horizon", "guard", "startup", "parent",
+)
+
+
+class Spec:
+    """One scenario against one server command, as the keeper runs it."""
+
+    __slots__ = _FIELDS
+
+    def __init__(
+        self,
+        argv: list[str],
+        scenario: str,
+        host_style: str = "node",
+        env: dict[str, str] | None = None,  # the server's whole environment; None: ours
+        cwd: str | None = None,
+        window: float = WINDOW,
+        idle: float = IDLE,
+        ready_timeout: float = READY_TIMEOUT,
+        call: list[Any] | None = None,  # [tool name, arguments]
+        grace: float = GRACE_AFTER_EOF,  # the client's ladder
+        term_grace: float = TERM_GRACE,
+        horizon: float | None = None,  # watch survivors this long after the window
+        guard: list[float] | None = None,  # [grace, term_grace] of our own guard in front
+        startup: float | None = None,  # the server's start-up time, if already measured
+        parent: int | None = None,  # the runner's pid, so a keeper can see it is gone
+    ) -> None:
+        self.argv = list(argv)
+        self.scenario = scenario
+        self.host_style = host_style
+        self.env = env
+        self.cwd = cwd
+        self.window = float(window)
+        self.idle = float(idle)
+        self.ready_timeout = float(ready_timeout)
+        self.call = call
+        self.grace = float(grace)
+        self.term_grace = float(term_grace)
+        self.horizon = horizon
+        self.guard = guard
+        self.startup = startup
+        self.parent = parent
+
+    @property
+    def horizon_s(self) -> float:
+        """After the window, how long survivors are watched (default: the client's ladder)."""
+        return self.grace + self.term_grace if self.horizon is None else float(self.horizon)
+
+    @property
+    def guarded(self) -> bool:
+        return self.guard is not None
+
+    @property
+    def effective_window(self) -> float:
+        """A guarded server is judged by the guard's promise: its grace + term-grace."""
+        if self.guard is None:
+            return self.window
+        return float(self.guard[0]) + float(self.guard[1]) + self.window
+
+    @property
+    def server_key(self) -> str:
+        """Scenarios of the same server share what one of them measured (start-up)."""
+        return json.dumps([self.argv, self.cwd, self.host_style, sorted((self.env or {}).items())])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Spec:
+        return cls(**{k: v for k, v in d.items() if k in _FIELDS})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Spec:
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes: Any) -> Spec:
+        d = self.to_dict()
+        d.update(changes)
+        return Spec.from_dict(d)
+
+    def __repr__(self) -> str:
+        return f"Spec({self.scenario!r}, {self.host_style!r}, {self.argv!r})"
