@@ -70,6 +70,13 @@ class Keeper:
         self._scan_at = 0.0
         self._scan_exits = -1
         self._scan_live: list[ProcessId] = []
+        # The timeline (`events` in the result): [t, what, pid, extra]; t monotonic.
+        self.events: list[tuple[float, str, int | None, dict[str, Any]]] = []
+        self.t0 = time.monotonic()
+        self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
+
+    def _ev(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
+        self.events.append((t, what, pid, extra))
 
     # -- plumbing ---------------------------------------------------------------------
     def _setup_signals(self) -> None:
@@ -123,6 +130,7 @@ class Keeper:
             if ident not in self.seen:
                 self.seen.add(ident)
                 self.waiter.add(ident)
+                self._ev(now, "seen", ident.pid, ppid=info.ppid, cmd=" ".join(cmdline(ident.pid)))
             if ident not in self.waiter.exited:
                 out.append(ident)
         self._scan_live = out
@@ -190,12 +198,18 @@ class Keeper:
             if self.server is not None:
                 self.seen.add(self.server)
                 self.waiter.add(self.server)
+                from mcp_tether.probe.evidence import stdio_links
+
+                self.wire = stdio_links(self.server.pid)
+                cmd = " ".join(cmdline(self.server.pid)) or " ".join(self.spec["argv"])
+                self._ev(ev["t"], "spawn", ev["pid"], role="server", cmd=cmd)
         elif kind == "spawn-error":
             f.error = ev["reason"]
             self.error_code = ev.get("code")
         elif kind == "handshake":
             if ev["ok"]:
                 self.handshake = ev.get("method")
+                self._ev(ev["t"], "handshake", self.server.pid if self.server else None)
                 if ev.get("warn"):
                     self.warnings.append(ev["warn"])
             elif ev["why"] == "exited" or self._server_gone():
@@ -211,12 +225,20 @@ class Keeper:
                 self.status = ev["status"]
         elif kind == "helper":
             self.client_side.add(ev["pid"])
+            self._ev(ev["t"], "spawn", ev["pid"], role="helper", cmd="stdin writer holder")
         elif kind == "trigger":
             f.trigger, f.trigger_what = ev["t"], ev["what"]
+            if self.scenario != "close":  # close: the ladder's rungs say it
+                on = self.client if self.scenario == "exit" else self.server
+                what = "client-exit" if self.scenario == "exit" else ev["what"]
+                self._ev(ev["t"], what, on.pid if on else None)
         elif kind == "ready":
             self._keeper_trigger()
         elif kind == "ladder":
             f.rungs = ev["rungs"]
+            for r in f.rungs:
+                what = {"close-stdin": "eof"}.get(r["action"], r["action"])
+                self._ev(r["sent_at"], what, self.server.pid if self.server else None)
             if f.rungs:
                 f.trigger, f.trigger_what = f.rungs[0]["sent_at"], "eof"
             self.ladder_done_at = ev["t"]
@@ -241,6 +263,7 @@ class Keeper:
             assert self.client is not None
             t = time.monotonic()
             signal_process(self.client, signal.SIGKILL)
+            self._ev(t, "client-killed", self.client.pid)
             f.trigger, f.trigger_what = t, (
                 "eof" if self.scenario == "crash" else "parent-death"
             )
@@ -249,6 +272,7 @@ class Keeper:
             t = time.monotonic()
             if self.server is not None and signal_process(self.server, sig) == "sent":
                 f.trigger, f.trigger_what = t, self.scenario
+                self._ev(t, self.scenario, self.server.pid)
             else:
                 f.early_exit = True
 
@@ -301,11 +325,14 @@ class Keeper:
             assert f.trigger is not None
             window_end = f.trigger + self.window
         # Phase 3: is the whole tree gone within the window?
+        self._ev(window_end - self.window, "window-start", None)
+        self._ev(window_end, "window-end", None)
         live = self._watch_until(window_end)
         if live and self.scenario in ("sigterm", "sigint") and self.server in live:
             # The host would now SIGKILL its (still connected) server.
             f.killed_by_probe = time.monotonic()
             signal_process(self.server, signal.SIGKILL)
+            self._ev(f.killed_by_probe, "sigkill", self.server.pid)
             live = self._watch_until(time.monotonic() + KILL_WAIT)
         if live:
             f.survivors = [self._describe(p) for p in live]
@@ -347,6 +374,7 @@ class Keeper:
             self._step(0.05)
 
     def _describe(self, p: ProcessId) -> dict[str, Any]:
+        from mcp_tether.probe.evidence import collect
         from mcp_tether.proc import read_info
 
         info = read_info(p.pid)
@@ -355,7 +383,23 @@ class Keeper:
             "ppid": info.ppid if info else None,
             "ppid_is_probe": bool(info and info.ppid == self.me),
             "cmdline": " ".join(cmdline(p.pid))[:300],
+            "evidence": collect(p.pid, self.wire),  # before the clean-up kills anything
         }
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """The events, plus each process's exit, in ms since the client was forked."""
+        evs = list(self.events)
+        for p in self.seen:
+            t = self.waiter.exited.get(p)
+            if t is not None:
+                extra: dict[str, Any] = {"status": self.reaped.get(p.pid)}
+                if t >= self.cleanup_at:
+                    extra["by"] = "probe-cleanup"
+                evs.append((t, "exit", p.pid, extra))
+        evs.sort(key=lambda e: e[0])
+        return [
+            dict(e[3], t_ms=round((e[0] - self.t0) * 1000, 1), what=e[1], pid=e[2]) for e in evs
+        ]
 
     # -- cleanup ----------------------------------------------------------------------
     def cleanup(self) -> None:
@@ -392,6 +436,7 @@ class Keeper:
         self._setup_signals()
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
+        self.t0 = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the client
             try:
@@ -419,6 +464,7 @@ class Keeper:
         os.set_blocking(self.err_r, False)
         self.client = identify(pid) or ProcessId(pid, -1)
         self.client_side.add(pid)
+        self._ev(self.t0, "spawn", pid, role="client", cmd="probe client")
         interrupted = False
         try:
             self.drive()
@@ -462,7 +508,9 @@ class Keeper:
             "rung": rung,
             "exit_status": self.status,
             "survivors": [
-                {"pid": s["pid"], "ppid": s["ppid"], "cmdline": s["cmdline"]} for s in f.survivors
+                {"pid": s["pid"], "ppid": s["ppid"], "cmdline": s["cmdline"],
+                 "evidence": s["evidence"]}
+                for s in f.survivors
             ],
             "warnings": self.warnings,
             "detail": detail,
@@ -472,6 +520,9 @@ class Keeper:
             "probe_cpu_ms": round((ru.ru_utime + ru.ru_stime + self.client_cpu) * 1000, 1),
             "trigger_at": f.trigger,
             "gone_at": f.gone_at,
+            "t0": self.t0,
+            "window_s": self.window,
+            "events": self.timeline(),
         }
 
 
