@@ -3,7 +3,8 @@
 `collect(pid, wire=...)` reads /proc only (Linux) and returns a plain dict:
 
     {"pid", "alive", "comm", "exe", "cmdline": [..], "state", "wchan",
-     "threads": [names, main thread first], "children": [pids],
+     "threads": [names, main thread first], "thread_waits": [kernel wait channels],
+     "children": [pids],
      "fds": {"0": "socket:[123]", ...} (0, 1, 2 only),
      "ipc_fds": how many of its fds are pipes or sockets,
      "holds_wire": True/False/None (it still holds the scenario's stdio ends)}
@@ -81,7 +82,8 @@ def collect(pid: int, wire: list[str] | None = None, base: str = PROC) -> dict[s
     """Evidence about `pid` now; `wire`: the scenario's stdio links (see `stdio_links`)."""
     ev: dict[str, Any] = {
         "pid": pid, "alive": False, "comm": None, "exe": None, "cmdline": [],
-        "state": None, "wchan": None, "threads": [], "children": [], "fds": {},
+        "state": None, "wchan": None, "threads": [], "thread_waits": [], "children": [],
+        "fds": {},
         "ipc_fds": 0, "holds_wire": None,
     }
     try:
@@ -101,10 +103,13 @@ def collect(pid: int, wire: list[str] | None = None, base: str = PROC) -> dict[s
             tids = sorted(os.listdir(f"{root}/task"), key=lambda t: (t != str(pid), int(t)))
         except OSError:
             tids = []
+        waits = ev["thread_waits"] = []
         for tid in tids[:MAX_THREADS]:
             name = _read(f"{root}/task/{tid}/comm")
             if name is not None:
                 ev["threads"].append(name.strip())
+                wchan = (_read(f"{root}/task/{tid}/wchan") or "").strip()
+                waits.append(wchan if wchan and wchan != "0" else None)
         ev["children"] = _children(pid, base)
         try:
             fds = os.listdir(f"{root}/fd")

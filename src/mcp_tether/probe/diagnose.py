@@ -1,0 +1,400 @@
+"""From a scenario's result to why it failed and what to change: pure functions.
+
+    annotate(report["results"], command)   # adds `diagnosis` and `remedy` strings
+    summary(report["results"])             # "holds: exits on SIGTERM; fails: ..."
+
+Everything is derived from what the run recorded (the verdict, the timeline `events`,
+each survivor's `evidence`: threads, children, whether it still holds the wire, the exit
+status, stderr) and from the server's SDK as `mcp-tether inspect` reads it from the
+installed source. Nothing looks at fixture names. Results are dicts (the `--json`
+schema), so this keeps working whatever the probe's internal classes become.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = [
+    "GUARANTEES", "annotate", "diagnose", "remedy", "summary", "start_failure", "guarantee_of",
+    "explain_line",
+]
+
+# The guarantee each scenario tests, in the order the summary lists them.
+GUARANTEES = {
+    "eof": "exits on stdin EOF",
+    "half-close": "exits on half-close",
+    "parent-death": "exits when its parent dies",
+    "sigterm": "exits on SIGTERM",
+    "sigint": "exits on SIGINT",
+    "wrapper": "wrapper forwards signals",
+    "stdout": "stdout is clean",
+    "idle": "answers while idle",
+}
+_NOT = {
+    "eof": "does not exit on stdin EOF",
+    "half-close": "does not exit on half-close",
+    "parent-death": "does not exit when its parent dies (EOF never comes)",
+    "sigterm": "does not exit on SIGTERM",
+    "sigint": "does not exit on SIGINT",
+}
+_SCENARIO_GUARANTEE = {
+    "close": "eof", "exit": "eof", "crash": "eof", "devnull": "eof",
+    "half-close": "half-close", "inherited-writer": "parent-death",
+    "sigterm": "sigterm", "sigint": "sigint", "idle": "idle",
+}
+_FAILED = ("terminated", "killed", "orphaned", "lingered")
+_SHELLS = ("sh", "bash", "dash", "zsh", "ash", "busybox")
+_LAUNCHERS = ("npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "uvx", "uv", "pipx", "env")
+_WRITE_ERROR = ("EPIPE", "SIGPIPE", "BrokenPipeError", "write EPIPE", "ECONNRESET")
+# Kernel wait channels that say what a blocked thread waits for (Linux names).
+_WAITS = {
+    "futex": "waits on a lock or a thread join",
+    "epoll": "waits in its event loop",
+    "poll": "waits in poll/select",
+    "select": "waits in poll/select",
+    "nanosleep": "sleeps in a loop",
+    "pipe_read": "reads a pipe",
+    "wait_woken": "waits for input",
+    "do_wait": "waits for a child",
+    "sigsuspend": "waits for a signal",
+    "pause": "waits for a signal",
+}
+
+NODE_LISTENERS = (
+    "let done = false; const shutdown = () => { if (done) return; done = true; "
+    "server.close().finally(() => process.exit(0)); }; "
+    "process.stdin.on('end', shutdown); process.stdin.on('close', shutdown); "
+    "process.on('SIGTERM', shutdown); process.on('SIGINT', shutdown);"
+)
+NODE_PARENT_WATCH = (
+    "const ppid = process.ppid; setInterval(() => { if (process.ppid !== ppid) shutdown(); }, "
+    "1000).unref();"
+)
+PYTHON_REMEDY = (
+    "call `mcp_tether.run(mcp)` instead of `mcp.run()` (or wrap the serving code in "
+    "`with mcp_tether.tethered():`): it exits on EOF, parent death, SIGTERM and SIGINT "
+    "whatever threads or tasks remain"
+)
+
+
+def guarantee_of(scenario: str) -> str | None:
+    return _SCENARIO_GUARANTEE.get(scenario)
+
+
+def _failed(r: dict[str, Any]) -> bool:
+    return not r.get("passed", False) and r.get("verdict") in _FAILED
+
+
+def _noise(r: dict[str, Any]) -> list[str]:
+    return [w for w in r.get("warnings", []) if str(w).startswith("stdout-noise")]
+
+
+def start_failure(r: dict[str, Any]) -> str | None:
+    """Why a server did not start or answer: the last line of its stderr."""
+    if r.get("verdict") not in ("error", "early-exit"):
+        return None
+    lines = [ln.strip() for ln in str(r.get("stderr_tail") or "").splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else None
+
+
+def _base(word: str) -> str:
+    return os.path.basename(word)
+
+
+def _events(r: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(r.get("events") or [])
+
+
+def _procs(r: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """pid -> {cmd, ppid, role, exit_ms, status, by} from the timeline."""
+    out: dict[int, dict[str, Any]] = {}
+    for e in _events(r):
+        pid = e.get("pid")
+        if pid is None:
+            continue
+        p = out.setdefault(pid, {})
+        if e["what"] in ("spawn", "seen"):
+            p.setdefault("cmd", e.get("cmd", ""))
+            p.setdefault("ppid", e.get("ppid"))
+            p.setdefault("role", e.get("role"))
+        elif e["what"] == "exit":
+            p.update(exit_ms=e["t_ms"], status=e.get("status"), by=e.get("by"))
+    return out
+
+
+def _server_pid(r: dict[str, Any]) -> int | None:
+    for e in _events(r):
+        if e["what"] == "spawn" and e.get("role") == "server":
+            return int(e["pid"])
+    return None
+
+
+def _short(cmd: str, limit: int = 48) -> str:
+    words = [_base(w) if "/" in w and not w.startswith("-") else w for w in cmd.split()]
+    text = " ".join(words)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]]) -> str | None:
+    """node / python, from what actually ran (survivors' exe), else the command, else SDKs."""
+    words: list[str] = []
+    for s in r.get("survivors", []):
+        ev = s.get("evidence") or {}
+        words += [ev.get("exe") or "", *(ev.get("cmdline") or [])[:1]]
+    for p in _procs(r).values():
+        words += (p.get("cmd") or "").split()[:1]
+    words += command[:1]
+    if command and _base(command[0]) in _SHELLS and "-c" in command:
+        i = command.index("-c")
+        words += shlex.split(command[i + 1])[:1] if i + 1 < len(command) else []
+    for w in words:
+        b = _base(w)
+        if b.startswith("node") or b in ("bun", "deno", "tsx", "npx"):
+            return "node"
+        if b.startswith("python") or b in ("uvx", "uv", "pipx"):
+            return "python"
+    langs = {s.get("language") for s in sdks}
+    return langs.pop() if len(langs) == 1 else None
+
+
+def _kept_alive(s: dict[str, Any]) -> str:
+    """What can be seen from outside about why a survivor is still alive."""
+    ev = s.get("evidence") or {}
+    name = _short(s.get("cmdline") or " ".join(ev.get("cmdline") or []) or str(s.get("pid")))
+    if not ev:
+        return f"pid {s.get('pid')} ({name}) is still alive"
+    if ev.get("alive") is False:
+        return f"pid {s.get('pid')} ({name}) was exiting when the window closed"
+    parts = []
+    threads: list[str] = ev.get("threads") or []
+    waits: list[str | None] = ev.get("thread_waits") or []
+    main = threads[0] if threads else ev.get("comm")
+    named = sorted({t for t in threads[1:] if t and t != main})
+    if named:
+        parts.append("live threads beside the main one: " + ", ".join(named))
+    elif len(threads) > 1:
+        parts.append(f"{len(threads) - 1} more thread(s) beside the main one, not named at "
+                     "the OS level")
+    if waits:
+        main_wait = _wait_text(waits[0])
+        if main_wait:
+            parts.append(f"its main thread {main_wait}")
+        others = {_wait_text(w) for w in waits[1:]} - {None}
+        if named and others:
+            parts.append("the others " + " / ".join(sorted(o for o in others if o)))
+    if ev.get("children"):
+        parts.append("children: " + ", ".join(str(c) for c in ev["children"]))
+    if ev.get("holds_wire") is True:
+        parts.append("it still holds the client's stdio")
+    elif ev.get("holds_wire") is False:
+        parts.append("it no longer holds the client's stdio")
+    return f"pid {s.get('pid')} ({name}) is alive: " + "; ".join(parts) if parts else \
+        f"pid {s.get('pid')} ({name}) is alive"
+
+
+def _wait_text(wchan: str | None) -> str | None:
+    if not wchan:
+        return None
+    for key, text in _WAITS.items():
+        if key in wchan:
+            return f"{text} ({wchan})"
+    return f"waits in {wchan}"
+
+
+def _wrapper_failure(r: dict[str, Any]) -> str | None:
+    """The process the client started exited, a child of it lived on: a wrapper that
+    did not pass the ending on."""
+    sp = _server_pid(r)
+    procs = _procs(r)
+    if sp is None or sp not in procs or "exit_ms" not in procs[sp]:
+        return None
+    if procs[sp].get("by") == "probe-cleanup":
+        return None
+    orphans = [pid for pid, p in procs.items()
+               if p.get("ppid") == sp and p.get("by", "probe-cleanup") == "probe-cleanup"
+               and any(s.get("pid") == pid for s in r.get("survivors", []))]
+    if not orphans and r.get("verdict") != "lingered":
+        return None
+    sent = [e["what"] for e in _events(r)
+            if e.get("pid") == sp and e["what"] in ("eof", "sigterm", "sigint", "sigkill")
+            and e["t_ms"] <= procs[sp]["exit_ms"]]
+    how = sent[-1].upper() if sent else "its client's exit"
+    how = "EOF" if how == "EOF" else how
+    wrapper = _short(procs[sp].get("cmd") or "", 24)
+    kids = ", ".join(f"{pid} ({_short(procs[pid].get('cmd') or '', 30)})" for pid in orphans)
+    return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
+            f"its child {kids or 'process'} outlived it")
+
+
+def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
+    mine = [s for s in sdks if language is None or s.get("language") == language]
+    if not mine:
+        return None
+    s = mine[0]
+    ev = ", ".join(s.get("stdin_events") or []) or "none"
+    what = {True: "ends its session on EOF", False: "does not react to EOF",
+            None: "cannot be read"}[s.get("exits_on_eof")]
+    via = f" via {s['delegates_to']}" if s.get("delegates_to") else ""
+    return f"its SDK {s['package']} {s.get('version')}{via} {what} (stdin listeners: {ev})"
+
+
+def _write_error(r: dict[str, Any]) -> str | None:
+    cause = str(r.get("cause") or r.get("lingered_cause") or "")
+    tail = str(r.get("stderr_tail") or "")
+    hit = next((w for w in _WRITE_ERROR if w in cause or w in tail), None)
+    if hit is None and r.get("exit_status") != 141:  # 128 + SIGPIPE
+        return None
+    when = r.get("lingered_ms")
+    at = f" {when:.0f} ms after the trigger" if isinstance(when, (int, float)) else " later"
+    return (f"it died{at} of a write error ({hit or 'SIGPIPE'}) on its next write to a "
+            f"closed stdout, not because it noticed the client go")
+
+
+def diagnose(
+    r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]] | None = None
+) -> str | None:
+    """One paragraph on why this scenario failed; None when it did not."""
+    sdks = sdks or []
+    noise = _noise(r)
+    start = start_failure(r)
+    if start and r.get("verdict") in ("error", "early-exit"):
+        return _sentence(f"the server did not get through start-up: {start}")
+    if not _failed(r) and not noise:
+        return None
+    sentences: list[str] = []
+    if _failed(r):
+        sc, verdict = r["scenario"], r["verdict"]
+        key = guarantee_of(sc) or sc
+        g = _NOT.get(key, f"does not pass {sc}")
+        if sc == "close" and verdict == "terminated":
+            sentences.append(f"{g}: it needed SIGTERM, {r.get('exit_ms')} ms after EOF")
+        elif sc == "close" and verdict == "killed":
+            sentences.append(f"{g}, nor on SIGTERM: only SIGKILL ended it")
+        elif verdict == "killed":
+            sentences.append(f"{g}: it was still alive at the window's end and was SIGKILLed")
+        elif verdict == "lingered":
+            sentences.append(f"{g} promptly: it outlived the window")
+        else:
+            sentences.append(f"{g}: its tree outlived the window")
+        wrap = _wrapper_failure(r)
+        if wrap:
+            sentences.append(wrap)
+        lang = _language(r, command, sdks)
+        if key in ("eof", "half-close"):
+            sdk = _sdk_text(sdks, lang)
+            if sdk:
+                alive = [s for s in r.get("survivors", [])
+                         if (s.get("evidence") or {}).get("alive", True)]
+                ends = any(x.get("exits_on_eof") for x in sdks if x.get("language") == lang)
+                if ends and alive:
+                    sdk += ": so something in the server's own code keeps it alive"
+                sentences.append(sdk)
+        for s in r.get("survivors", []):
+            sentences.append(_kept_alive(s))
+        died = _write_error(r)
+        if died:
+            sentences.append(died)
+    if noise:
+        sentences.append(f"stdout is not clean: {len(noise)} non-protocol line(s), e.g. "
+                         f"{noise[0].split(':', 1)[1].strip()[:60]}")
+    return " ".join(_sentence(x) for x in sentences)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return (text[:1].upper() + text[1:]).rstrip(".") + "."
+
+
+def remedy(
+    r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]] | None = None
+) -> str | None:
+    """What to change, fitting the server's language and launcher; None when nothing."""
+    sdks = sdks or []
+    noise = _noise(r)
+    if not _failed(r) and not noise:
+        return None
+    steps: list[str] = []
+    if _failed(r):
+        wrapper = _wrapper_failure(r)
+        lang = _language(r, command, sdks)
+        head = _base(command[0]) if command else ""
+        if wrapper and head in _SHELLS:
+            steps.append("make the shell exec the server so signals and EOF reach it: "
+                         f"`{head} -c '... exec <server command>'`")
+        elif wrapper and head in _LAUNCHERS:
+            steps.append(f"`{head}` stays in between and does not forward signals: run the "
+                         "installed server's own command instead")
+        if lang == "node":
+            steps.append(f"in the Node server add the four listeners with a run-once "
+                         f"shutdown: {NODE_LISTENERS}")
+            if guarantee_of(r["scenario"]) == "parent-death":
+                steps.append(f"and a parent watch: {NODE_PARENT_WATCH}")
+        elif lang == "python":
+            steps.append(f"in the Python server {PYTHON_REMEDY}")
+    if noise:
+        steps.append("write logs to stderr (console.error / logging to sys.stderr): stdout "
+                     "carries JSON-RPC only")
+    if _failed(r) and command:
+        steps.append(f"if you cannot change it, launch it behind the guard: "
+                     f"`mcp-tether run -- {shlex.join(command)}`")
+    return "; ".join(steps)
+
+
+def annotate(
+    results: list[dict[str, Any]],
+    command: list[str],
+    *,
+    locate: Callable[[list[str]], list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
+    """Add `diagnosis` and `remedy` to each result that failed (in place; returned).
+
+    The server's SDKs are located from the command only when something failed.
+    """
+    sdks: list[dict[str, Any]] | None = None
+    for r in results:
+        if not (_failed(r) or _noise(r) or start_failure(r)):
+            continue
+        if sdks is None:
+            if locate is None:
+                from mcp_tether.inspect import sdks_for_command
+
+                locate = sdks_for_command
+            sdks = locate(list(command))
+        r["diagnosis"] = diagnose(r, command, sdks)
+        r["remedy"] = remedy(r, command, sdks)
+    return results
+
+
+def summary(results: Iterable[dict[str, Any]]) -> str:
+    """One line: the guarantees that hold and those that fail, over the scenarios run."""
+    state: dict[str, bool] = {}
+    for r in results:
+        sc, verdict = r.get("scenario", ""), r.get("verdict")
+        if verdict in ("error", "early-exit", "skipped"):
+            continue
+        key = guarantee_of(sc)
+        if key is None:
+            continue
+        ok = bool(r.get("passed"))
+        state[key] = state.get(key, True) and ok
+        if sc == "close" and verdict == "terminated":
+            state["sigterm"] = state.get("sigterm", True)  # SIGTERM did end it
+        if _wrapper_failure(r):
+            state["wrapper"] = False
+        state["stdout"] = state.get("stdout", True) and not _noise(r)
+    holds = [GUARANTEES[k] for k in GUARANTEES if state.get(k) is True]
+    fails = [GUARANTEES[k] for k in GUARANTEES if state.get(k) is False]
+    return (f"holds: {', '.join(holds) or 'nothing tested'}"
+            + (f"; fails: {', '.join(fails)}" if fails else ""))
+
+
+def explain_line(r: dict[str, Any], limit: int = 110) -> str:
+    """The short line the table prints under a row: why it failed / did not start."""
+    text = r.get("diagnosis") or ""
+    if not text:
+        return ""
+    first = text.split(". ")[0].rstrip(".")
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -1,0 +1,108 @@
+"""The probe explains a failure: which guarantee failed, what kept the server alive,
+and a remedy that fits the server. Real processes; the EPIPE case on a result dict."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_tether.lab import node_env
+from mcp_tether.probe import ProbeOptions, build_specs
+from mcp_tether.probe.diagnose import annotate, diagnose, explain_line, remedy, summary
+from mcp_tether.probe.runner import run_specs
+
+SERVERS = Path(__file__).parent / "servers"
+MINI = [sys.executable, str(SERVERS / "mini.py")]
+needs_node = pytest.mark.skipif(node_env.missing_tools() is not None, reason="needs node")
+
+
+def run(argv: list[str], scenario: str, style: str = "python", **kw: Any) -> dict[str, Any]:
+    """1. run one scenario for real; 2. annotate it as the probe CLI does."""
+    opts = ProbeOptions(host_style=style, scenarios=(scenario,), window=1.0, **kw)
+    (result,) = run_specs(build_specs(argv, opts))
+    annotate([result], argv)
+    return result
+
+
+@needs_node
+def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_four_listeners() -> None:
+    node_dir = node_env.ensure(quiet=True)
+    r = run(["node", str(node_dir / "timer.mjs")], "exit", "node")
+    assert r["verdict"] == "orphaned"
+    assert r["diagnosis"].startswith("Does not exit on stdin EOF")
+    assert "@modelcontextprotocol/sdk" in r["diagnosis"] and "does not react to EOF" in r[
+        "diagnosis"]
+    assert "event loop" in r["diagnosis"]  # its main thread sits in epoll_wait
+    for listener in ("stdin.on('end'", "stdin.on('close'", "'SIGTERM'", "'SIGINT'"):
+        assert listener in r["remedy"]
+    assert "if (done) return" in r["remedy"]  # run-once
+    assert "mcp-tether run -- node" in r["remedy"]
+
+
+def test_a_python_thread_server_is_told_which_thread_keeps_it_alive() -> None:
+    r = run([sys.executable, str(SERVERS / "named_thread.py")], "exit")
+    assert r["verdict"] == "orphaned"
+    assert "Does not exit on stdin EOF" in r["diagnosis"]
+    assert "flusher" in r["diagnosis"]
+    assert "mcp_tether.run(mcp)" in r["remedy"]
+    assert "stdin.on" not in r["remedy"]
+
+
+def test_a_wrapper_that_does_not_forward_sigterm_is_told_to_exec() -> None:
+    import shlex
+
+    r = run(["sh", "-c", f"{shlex.join(MINI)}; true"], "sigterm", "node")
+    assert r["verdict"] in ("orphaned", "killed")
+    assert "wrapper" in r["diagnosis"] and "did not pass it on" in r["diagnosis"]
+    assert "exec" in r["remedy"]
+    assert "wrapper forwards signals" in summary([r]).split("fails:")[1]
+
+
+def test_a_server_that_ignores_sigterm_is_told_so() -> None:
+    r = run([*MINI, "--ignore-term"], "sigterm")
+    assert r["verdict"] == "killed"
+    assert r["diagnosis"].startswith("Does not exit on SIGTERM")
+    assert "wrapper" not in r["diagnosis"]
+    assert "mcp_tether.run" in r["remedy"]
+
+
+def test_a_server_with_stdout_noise_is_told_to_log_to_stderr() -> None:
+    r = run([*MINI, "--garbage"], "close")
+    assert r["passed"]  # it exits on EOF: only the stdout guarantee fails
+    assert "Stdout is not clean" in r["diagnosis"]
+    assert "stderr" in r["remedy"] and "mcp-tether run" not in r["remedy"]
+    assert "fails: stdout is clean" in summary([r])
+
+
+def test_a_compliant_server_gets_no_diagnosis() -> None:
+    r = run(MINI, "close")
+    assert r["passed"] and "diagnosis" not in r
+    assert summary([r]) == "holds: exits on stdin EOF, stdout is clean"
+
+
+def test_a_start_failure_shows_the_last_line_of_stderr() -> None:
+    r = run([sys.executable, "-c", "import sys; print('one', file=sys.stderr); "
+             "print('API_KEY is not set', file=sys.stderr); sys.exit(3)"], "close")
+    assert r["verdict"] == "early-exit"
+    assert explain_line(r) == "The server did not get through start-up: API_KEY is not set"
+
+
+def test_a_server_that_died_of_epipe_later_is_told_so() -> None:
+    """On a dict: `lingered` comes from the probe stream (a survivor watched to a horizon)."""
+    r = {
+        "scenario": "exit", "host_style": "node", "verdict": "lingered", "passed": False,
+        "exit_ms": None, "lingered_ms": 5012.0, "cause": "exit 1 (write EPIPE)",
+        "exit_status": 1, "survivors": [], "warnings": [],
+        "stderr_tail": "Error: write EPIPE\n    at afterWriteDispatched",
+        "events": [{"t_ms": 0.0, "what": "spawn", "pid": 7, "role": "server",
+                    "cmd": "node everything.js"}],
+    }
+    text = diagnose(r, ["node", "everything.js"], [])
+    assert text is not None
+    assert text.startswith("Does not exit on stdin EOF promptly")
+    assert "5012 ms after the trigger of a write error (EPIPE)" in text
+    fix = remedy(r, ["node", "everything.js"], [])
+    assert fix is not None and "stdin.on('end'" in fix
