@@ -30,6 +30,10 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="run only this block (repeatable)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write a self-contained HTML timeline of every row to FILE")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="also write a compact Markdown summary to FILE")
     parser.add_argument("--jobs", type=int, default=8,
                         help="scenarios at once (default 8; the reference block runs its 10 "
                         "rows at once)")
@@ -66,7 +70,9 @@ def run_lab(
                 res = ScenarioResult(r.scenario, r.host_style, "skipped", False, None, None,
                                      None, detail=f"skipped: {skip_reason}")
             else:
-                res = ScenarioResult.from_dict(next(raw))
+                d = next(raw)
+                res = ScenarioResult.from_dict(d)
+                setattr(res, "raw", dict(d, argv=list(r.argv)))  # noqa: B010  # for --html
             res.label = r.label
             setattr(res, "block", block)  # noqa: B010  # lab-only: a field would reach probe JSON
             out.append(res)
@@ -92,6 +98,8 @@ def command(args: argparse.Namespace) -> int:
 
     if args.junit:
         report.write_junit(args.junit, {b: [r for r in results if r.block == b] for b in blocks})
+    if args.html or args.markdown:
+        _pictures(args, results, blocks)
     if args.json:
         report.render_json([dict(r.to_dict(), block=r.block) for r in results])
     else:
@@ -105,3 +113,37 @@ def command(args: argparse.Namespace) -> int:
     if errors:
         print(f"mcp-tether lab: {len(errors)} row(s) could not run", file=sys.stderr)
     return EXIT_FAILED if errors else EXIT_OK
+
+
+def _pictures(args: argparse.Namespace, results: list[Any], blocks: tuple[str, ...]) -> None:
+    """--html / --markdown: each row's full result, annotated with its diagnosis."""
+    from mcp_tether.inspect import sdks_for_command
+    from mcp_tether.probe.diagnose import annotate
+
+    cache: dict[str, list[dict[str, Any]]] = {}
+
+    def locate(argv: list[str]) -> list[dict[str, Any]]:
+        key = "\0".join(argv)
+        if key not in cache:
+            cache[key] = sdks_for_command(argv)
+        return cache[key]
+
+    sections = []
+    for b in blocks:
+        rows = []
+        for r in results:
+            if r.block != b:
+                continue
+            d = dict(getattr(r, "raw", None) or r.to_dict(), label=r.label, block=b)
+            annotate([d], d.get("argv") or [], locate=locate)
+            rows.append(d)
+        sections.append((f"lab: {b}", {"results": rows}))
+    title = "mcp-tether lab: does each server die with its client?"
+    if args.html:
+        from mcp_tether.probe.html import write_html
+
+        write_html(args.html, sections, title=title)
+    if args.markdown:
+        from mcp_tether.probe.markdown import write_markdown
+
+        write_markdown(args.markdown, sections)

@@ -59,6 +59,10 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--cwd", help="working directory for the server")
     parser.add_argument("--json", action="store_true", help="print JSON (stable schema)")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write a self-contained HTML timeline to FILE")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="also write a compact Markdown summary to FILE (CI job pages)")
     parser.add_argument("--jobs", type=int, help="scenarios at once (default: all)")
     src = parser.add_argument_group("configured servers (instead of a command)")
     src.add_argument("--host", help="probe every stdio server of this host's configs")
@@ -133,19 +137,48 @@ def command(args: argparse.Namespace) -> int:
         raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
     if stop.signum:
         return 128 + stop.signum
+    from mcp_tether.probe.diagnose import annotate
+
+    annotate(raw, cmd)
     report = ProbeReport(cmd, [ScenarioResult.from_dict(r) for r in raw])
-    emit(report, args)
+    emit(report, args, raw)
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
-def emit(report: Any, args: argparse.Namespace) -> None:
-    from mcp_tether import report as render
+def emit(report: Any, args: argparse.Namespace, raw: list[dict[str, Any]] | None = None) -> None:
+    import shlex
 
-    if args.junit:
-        render.write_junit(args.junit, {" ".join(report.command): report.results})
+    from mcp_tether import report as render
+    from mcp_tether.probe.diagnose import explain_line, summary
+
+    payload = report.to_dict()
+    if raw is not None:  # the keepers' dicts carry what the typed result drops
+        payload["results"] = [
+            dict(r, **d) for r, d in zip(raw, payload["results"], strict=True)
+        ]
+        for d, r in zip(payload["results"], raw, strict=True):
+            d["survivors"] = r.get("survivors", d["survivors"])
+        payload["summary"] = summary(payload["results"])
+    title = f"mcp-tether probe: {shlex.join(report.command)}"
+    if getattr(args, "junit", None):
+        render.write_junit(args.junit, {shlex.join(report.command): report.results})
+    if getattr(args, "html", None):
+        from mcp_tether.probe.html import write_html
+
+        write_html(args.html, [(title, payload)])
+    if getattr(args, "markdown", None):
+        from mcp_tether.probe.markdown import write_markdown
+
+        write_markdown(args.markdown, [(title, payload)])
     if args.json:
-        render.render_json(report.to_dict())
+        render.render_json(payload)
         return
+    for r, d in zip(report.results, payload["results"], strict=True):
+        setattr(r, "explain", explain_line(d))  # noqa: B010  # shown under the row, not JSON
     passed = sum(r.passed for r in report.results)
-    render.render_table(report.results, title=f"mcp-tether probe: {' '.join(report.command)}")
-    print(f"{passed}/{len(report.results)} scenarios passed", file=sys.stderr)
+    render.render_table(report.results, title=title)
+    if raw is not None:
+        print(f"{passed}/{len(report.results)} scenarios passed; {payload['summary']}",
+              file=sys.stderr)
+    else:
+        print(f"{passed}/{len(report.results)} scenarios passed", file=sys.stderr)
