@@ -65,6 +65,7 @@ def test_a_server_that_ignores_sigterm_is_told_so() -> None:
     r = run([*MINI, "--ignore-term"], "sigterm")
     assert r["verdict"] == "killed"
     assert r["diagnosis"].startswith("Does not exit on SIGTERM")
+    assert "it ignores SIGTERM (SIG_IGN)" in r["diagnosis"]
     assert "wrapper" not in r["diagnosis"]
     assert "mcp_tether.run" in r["remedy"]
 

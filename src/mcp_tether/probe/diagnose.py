@@ -160,7 +160,18 @@ def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]])
     return langs.pop() if len(langs) == 1 else None
 
 
-def _kept_alive(s: dict[str, Any]) -> str:
+def _disposition(ev: dict[str, Any], sig: str) -> str | None:
+    """What the process had done about `sig` (from /proc/<pid>/status masks)."""
+    if sig in (ev.get("sig_ignored") or []):
+        return f"it ignores {sig} (SIG_IGN)"
+    if sig in (ev.get("sig_caught") or []):
+        return f"it has a {sig} handler, which did not end it"
+    if sig in (ev.get("sig_blocked") or []):
+        return f"its main thread blocks {sig}"
+    return None
+
+
+def _kept_alive(s: dict[str, Any], sig: str | None = None) -> str:
     """What can be seen from outside about why a survivor is still alive."""
     ev = s.get("evidence") or {}
     name = _short(s.get("cmdline") or " ".join(ev.get("cmdline") or []) or str(s.get("pid")))
@@ -169,6 +180,10 @@ def _kept_alive(s: dict[str, Any]) -> str:
     if ev.get("alive") is False:
         return f"pid {s.get('pid')} ({name}) was exiting when the window closed"
     parts = []
+    if sig:
+        disp = _disposition(ev, sig)
+        if disp:
+            parts.append(disp)
     threads: list[str] = ev.get("threads") or []
     waits: list[str | None] = ev.get("thread_waits") or []
     main = threads[0] if threads else ev.get("comm")
@@ -292,8 +307,12 @@ def diagnose(
                 if ends and alive:
                     sdk += ": so something in the server's own code keeps it alive"
                 sentences.append(sdk)
-        for s in r.get("survivors", []):
-            sentences.append(_kept_alive(s))
+        sig = {"sigterm": "SIGTERM", "sigint": "SIGINT"}.get(sc)
+        seen = set()
+        for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
+            if s.get("pid") not in seen:
+                seen.add(s.get("pid"))
+                sentences.append(_kept_alive(s, sig))
         died = _write_error(r)
         if died:
             sentences.append(died)

@@ -7,6 +7,7 @@
      "children": [pids],
      "fds": {"0": "socket:[123]", ...} (0, 1, 2 only),
      "ipc_fds": how many of its fds are pipes or sockets,
+     "sig_blocked" / "sig_ignored" / "sig_caught": [SIGHUP, SIGINT, SIGPIPE, SIGTERM ...],
      "holds_wire": True/False/None (it still holds the scenario's stdio ends)}
 
 It never raises: a vanished pid or a denied read gives what was read before. The probe
@@ -26,6 +27,9 @@ __all__ = ["collect", "stdio_links"]
 
 PROC = "/proc"
 MAX_THREADS = 64  # a runaway pool says enough with its first 64 names
+# The signals whose disposition says something about a server's shutdown.
+WATCHED_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 13: "SIGPIPE", 15: "SIGTERM"}
+_MASKS = {"SigBlk": "sig_blocked", "SigIgn": "sig_ignored", "SigCgt": "sig_caught"}
 
 
 def _read(path: str) -> str | None:
@@ -84,7 +88,8 @@ def collect(pid: int, wire: list[str] | None = None, base: str = PROC) -> dict[s
         "pid": pid, "alive": False, "comm": None, "exe": None, "cmdline": [],
         "state": None, "wchan": None, "threads": [], "thread_waits": [], "children": [],
         "fds": {},
-        "ipc_fds": 0, "holds_wire": None,
+        "ipc_fds": 0, "holds_wire": None, "sig_blocked": [], "sig_ignored": [],
+        "sig_caught": [],
     }
     try:
         root = f"{base}/{pid}"
@@ -97,6 +102,11 @@ def collect(pid: int, wire: list[str] | None = None, base: str = PROC) -> dict[s
         ev["exe"] = _link(f"{root}/exe")
         raw = _read(f"{root}/cmdline") or ""
         ev["cmdline"] = [a for a in raw.split("\0") if a]
+        for line in (_read(f"{root}/status") or "").splitlines():
+            key, _, value = line.partition(":")
+            if key in _MASKS:
+                mask = int(value.strip() or "0", 16)
+                ev[_MASKS[key]] = [n for s, n in WATCHED_SIGNALS.items() if mask >> (s - 1) & 1]
         wchan = (_read(f"{root}/wchan") or "").strip()
         ev["wchan"] = wchan if wchan and wchan != "0" else None
         try:

@@ -74,6 +74,7 @@ class Keeper:
         self.events: list[tuple[float, str, int | None, dict[str, Any]]] = []
         self.t0 = time.monotonic()
         self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
+        self.killed_evidence: list[dict[str, Any]] = []  # sigterm/sigint: before SIGKILL
 
     def _ev(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
         self.events.append((t, what, pid, extra))
@@ -329,7 +330,8 @@ class Keeper:
         self._ev(window_end, "window-end", None)
         live = self._watch_until(window_end)
         if live and self.scenario in ("sigterm", "sigint") and self.server in live:
-            # The host would now SIGKILL its (still connected) server.
+            # The host would now SIGKILL its (still connected) server; first, evidence.
+            self.killed_evidence = [self._describe(p) for p in live]
             f.killed_by_probe = time.monotonic()
             signal_process(self.server, signal.SIGKILL)
             self._ev(f.killed_by_probe, "sigkill", self.server.pid)
@@ -523,6 +525,7 @@ class Keeper:
             "t0": self.t0,
             "window_s": self.window,
             "events": self.timeline(),
+            "killed_at_window": self.killed_evidence,
         }
 
 
