@@ -88,7 +88,7 @@ def test_a_start_failure_shows_the_last_line_of_stderr() -> None:
     r = run([sys.executable, "-c", "import sys; print('one', file=sys.stderr); "
              "print('API_KEY is not set', file=sys.stderr); sys.exit(3)"], "close")
     assert r["verdict"] == "early-exit"
-    assert explain_line(r) == "The server did not get through start-up: API_KEY is not set"
+    assert explain_line(r) == "Exited during start-up (status 3): API_KEY is not set"
 
 
 def test_a_server_that_died_of_epipe_later_is_told_so() -> None:

@@ -108,4 +108,4 @@ def test_the_table_title_quotes_the_command_as_a_shell_would(
     out = capsys.readouterr().out
     assert code == 1
     assert "-c 'import sys; print('\"'\"'no token; bye'\"'\"'" in out
-    assert "↳ The server did not get through start-up: no token; bye" in out
+    assert "↳ Exited during start-up (status 4): no token; bye" in out

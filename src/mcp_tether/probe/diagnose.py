@@ -275,8 +275,13 @@ def diagnose(
     sdks = sdks or []
     noise = _noise(r)
     start = start_failure(r)
-    if start and r.get("verdict") in ("error", "early-exit"):
-        return _sentence(f"the server did not get through start-up: {start}")
+    if start and r.get("verdict") == "early-exit":
+        status = r.get("exit_status")
+        st = f" (status {status})" if status is not None else ""
+        return _sentence(f"exited during start-up{st}: {start}")
+    if start:
+        why = str(r.get("detail") or "it did not get through start-up").rstrip(".")
+        return _sentence(f"{why}; its stderr last said: {start}")
     if not _failed(r) and not noise:
         return None
     sentences: list[str] = []
