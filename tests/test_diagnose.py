@@ -107,3 +107,24 @@ def test_a_server_that_died_of_epipe_later_is_told_so() -> None:
     assert "5012 ms after the trigger of a write error (EPIPE)" in text
     fix = remedy(r, ["node", "everything.js"], [])
     assert fix is not None and "stdin.on('end'" in fix
+
+
+def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -> None:
+    """The language and SDK are those of the guarded child, not of the guard's Python."""
+    cmd = [sys.executable, "-m", "mcp_tether", "run", "--", "node", "/srv/timer.mjs"]
+    r = {
+        "scenario": "close", "host_style": "node", "verdict": "terminated", "passed": False,
+        "exit_ms": 2010.0, "survivors": [], "warnings": [],
+        "events": [
+            {"t_ms": 0.0, "what": "spawn", "pid": 1, "role": "client", "cmd": "probe client"},
+            {"t_ms": 5.0, "what": "spawn", "pid": 2, "role": "server", "cmd": " ".join(cmd)},
+            {"t_ms": 90.0, "what": "seen", "pid": 3, "ppid": 2, "cmd": "node /srv/timer.mjs"},
+        ],
+    }
+    sdks = [{"language": "python", "package": "mcp", "version": "2", "exits_on_eof": True},
+            {"language": "node", "package": "@modelcontextprotocol/sdk", "version": "1.30.0",
+             "exits_on_eof": False, "stdin_events": ["data", "error"]}]
+    text = diagnose(r, cmd, sdks)
+    assert text is not None and "@modelcontextprotocol/sdk 1.30.0" in text and "mcp 2" not in text
+    fix = remedy(r, cmd, sdks)
+    assert fix is not None and "stdin.on('end'" in fix and "mcp-tether run" not in fix

@@ -28,7 +28,7 @@ from mcp_tether.inspect.node import (
 )
 from mcp_tether.inspect.python import find_site_packages, scan_site_packages
 
-__all__ = ["inspect_path", "sdks_for_command", "npx_package_dirs"]
+__all__ = ["inspect_path", "sdks_for_command", "npx_package_dirs", "guarded_command"]
 
 
 def inspect_path(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
@@ -64,6 +64,15 @@ def npx_package_dirs(package: str) -> list[Path]:
     return out
 
 
+def guarded_command(argv: list[str]) -> list[str] | None:
+    """The server behind `mcp-tether run [OPTIONS] -- CMD` (or `python -m mcp_tether run`)."""
+    words = [os.path.basename(a) for a in argv]
+    for i, w in enumerate(words[:4]):
+        if w in ("mcp-tether", "mcp_tether") and "run" in words[i + 1: i + 2] and "--" in argv:
+            return argv[argv.index("--") + 1:]
+    return None
+
+
 def _venv_of(exe: str) -> Path | None:
     p = Path(exe)
     for d in (p.parent.parent, p.parent):
@@ -96,6 +105,9 @@ def _locate(argv: list[str], cwd: str | None, depth: int) -> list[dict[str, Any]
         return []
     base = os.path.basename(argv[0])
     here = Path(cwd or os.getcwd())
+    inner = guarded_command(argv)
+    if inner is not None:
+        return _locate(inner, cwd, depth + 1)
     if base in ("sh", "bash", "dash", "zsh") and "-c" in argv[1:]:
         i = argv.index("-c")
         if i + 1 < len(argv):

@@ -104,6 +104,12 @@ def _base(word: str) -> str:
     return os.path.basename(word)
 
 
+def _guarded(command: list[str]) -> list[str] | None:
+    from mcp_tether.inspect import guarded_command
+
+    return guarded_command(command)
+
+
 def _events(r: dict[str, Any]) -> list[dict[str, Any]]:
     return list(r.get("events") or [])
 
@@ -144,9 +150,14 @@ def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]])
     for s in r.get("survivors", []):
         ev = s.get("evidence") or {}
         words += [ev.get("exe") or "", *(ev.get("cmdline") or [])[:1]]
-    for p in _procs(r).values():
-        words += (p.get("cmd") or "").split()[:1]
-    words += command[:1]
+    procs = _procs(r)
+    parents = {p.get("ppid") for p in procs.values()}
+    # Leaves first: behind a wrapper or the guard, the process with no child is the server.
+    for _pid, p in sorted(procs.items(), key=lambda kv: kv[0] in parents):
+        if p.get("role") != "client":
+            words += (p.get("cmd") or "").split()[:1]
+    inner = _guarded(command)
+    words += (inner or command)[:1]
     if command and _base(command[0]) in _SHELLS and "-c" in command:
         i = command.index("-c")
         words += shlex.split(command[i + 1])[:1] if i + 1 < len(command) else []
@@ -361,7 +372,7 @@ def remedy(
     if noise:
         steps.append("write logs to stderr (console.error / logging to sys.stderr): stdout "
                      "carries JSON-RPC only")
-    if _failed(r) and command:
+    if _failed(r) and command and _guarded(command) is None:
         steps.append(f"if you cannot change it, launch it behind the guard: "
                      f"`mcp-tether run -- {shlex.join(command)}`")
     return "; ".join(steps)

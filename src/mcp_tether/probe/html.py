@@ -103,7 +103,7 @@ def _name(lane: dict[str, Any], server_pid: int | None) -> str:
         text = "client's helper"
     elif lane["ppid"] is not None and lane["ppid"] == server_pid:
         text = "└ " + text
-    return (text if len(text) <= 22 else text[:21] + "…") + f" {lane['pid']}"
+    return (text if len(text) <= 19 else text[:18] + "…") + f" {lane['pid']}"
 
 
 def _timeline(r: dict[str, Any], span: float) -> str:
