@@ -121,3 +121,59 @@ def test_inspect_of_a_missing_path_is_a_usage_error(
 def test_inspect_finding_nothing_exits_1(tmp_path: Path) -> None:
     assert main(["inspect", str(tmp_path)]) == 1
 
+
+
+def _fake_site(site: Path) -> None:
+    """A site-packages with `mcp` (a transport reading stdin in a loop) and a
+    `fastmcp-slim` whose server imports it, plus the `fastmcp` metapackage."""
+    (site / "mcp" / "server").mkdir(parents=True)
+    (site / "mcp" / "__init__.py").write_text("")
+    (site / "mcp" / "server" / "stdio.py").write_text(
+        "import signal\n"
+        "async def stdio_server(stdin=None):\n"
+        "    async for line in stdin:\n"
+        "        yield line\n"
+    )
+    for dist, version, tops, requires in (
+        ("mcp", "7.0.0", "mcp", None),
+        ("fastmcp_slim", "4.0.0", "fastmcp", None),
+        ("fastmcp", "4.0.0", None, "fastmcp-slim[server]==4.0.0"),
+    ):
+        di = site / f"{dist}-{version}.dist-info"
+        di.mkdir()
+        meta = f"Name: {dist.replace('_', '-')}\nVersion: {version}\n"
+        if requires:
+            meta += f"Requires-Dist: {requires}\n"
+        (di / "METADATA").write_text(meta + "\n")
+        (di / "RECORD").write_text(
+            (f"{tops}/__init__.py,,\n" if tops else "") + f"{di.name}/METADATA,,\n"
+        )
+    (site / "fastmcp" / "server").mkdir(parents=True)
+    (site / "fastmcp" / "__init__.py").write_text("")
+    (site / "fastmcp" / "server" / "transport.py").write_text(
+        "from mcp.server.stdio import stdio_server\n"
+    )
+
+
+def test_python_fastmcp_is_reported_as_using_the_mcp_transport(tmp_path: Path) -> None:
+    """The transport is found by parsing, and a re-user is followed to the definer."""
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    _fake_site(site)
+    found = {s["package"]: s for s in inspect_path(tmp_path)}
+    assert found["mcp"]["exits_on_eof"] is True and found["mcp"]["version"] == "7.0.0"
+    assert found["mcp"]["signals"] == []  # importing signal is not handling one
+    slim = found["fastmcp-slim"]
+    assert slim["delegates_to"] == "mcp@7.0.0" and slim["exits_on_eof"] is True
+    assert found["fastmcp"]["delegates_to"] == "fastmcp-slim"
+    assert found["fastmcp"]["exits_on_eof"] is None
+
+
+def test_a_uvx_command_locates_the_environment_uv_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    site = tmp_path / "archive-v0" / "abc" / "lib" / "python3.11" / "site-packages"
+    _fake_site(site)
+    (site / "mcp_server_time-1.0.dist-info").mkdir()
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path))
+    sdks = sdks_for_command(["uvx", "mcp-server-time"])
+    assert {s["package"] for s in sdks} == {"mcp", "fastmcp", "fastmcp-slim"}

@@ -73,6 +73,16 @@ def guarded_command(argv: list[str]) -> list[str] | None:
     return None
 
 
+def uvx_site_packages(package: str) -> list[Path]:
+    """Where `uvx <package>` installed it: uv's cache environments, newest first."""
+    base = os.environ.get("UV_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "uv")
+    name = package.split("@", 1)[0].split("==", 1)[0].replace("-", "_").lower()
+    hits = Path(base).glob(f"archive-v0/*/lib/python*/site-packages/{name}-*.dist-info")
+    sites = {h.parent for h in hits}
+    return sorted(sites, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
 def _venv_of(exe: str) -> Path | None:
     p = Path(exe)
     for d in (p.parent.parent, p.parent):
@@ -130,6 +140,14 @@ def _locate(argv: list[str], cwd: str | None, depth: int) -> list[dict[str, Any]
         for a in argv[1:]:
             if not a.startswith("-"):
                 return _script_sdks((here / a).resolve())
+        return []
+    if base == "uvx" or argv[:3] in (["uv", "tool", "run"],):
+        words = argv[3:] if base == "uv" else argv[1:]
+        pkgs = [a for a in words if not a.startswith("-")]
+        for site in uvx_site_packages(pkgs[0]) if pkgs else []:
+            found = inspect_path(site)
+            if found:
+                return found
         return []
     if base.startswith("python") or base in ("uv", "uvx"):
         exe = shutil.which(argv[0]) or argv[0]

@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["PYTHON_PACKAGES", "find_site_packages", "scan_site_packages", "inspect_python_dist"]
 
-PYTHON_PACKAGES = ("mcp", "fastmcp")
+PYTHON_PACKAGES = ("mcp", "fastmcp", "fastmcp-slim")  # fastmcp 4 ships its code in -slim
 FUNC = "stdio_server"
 MAX_FILE = 2_000_000
 _SIGNAL_CALLS = ("signal", "add_signal_handler", "open_signal_receiver", "set_wakeup_fd")
@@ -48,6 +48,17 @@ def _metadata(dist_info: Path) -> tuple[str, str | None]:
     return name, version
 
 
+def _first_requirement(dist_info: Path) -> str | None:
+    try:
+        with open(dist_info / "METADATA", errors="replace") as f:
+            for line in f:
+                if line.startswith("Requires-Dist:") and "extra ==" not in line:
+                    return re.split(r"[\s\[;=<>!~(]", line.split(":", 1)[1].strip())[0]
+    except OSError:
+        pass
+    return None
+
+
 def _top_levels(dist_info: Path, name: str) -> list[str]:
     try:
         return [t for t in (dist_info / "top_level.txt").read_text().split() if t]
@@ -55,14 +66,20 @@ def _top_levels(dist_info: Path, name: str) -> list[str]:
         pass
     tops: list[str] = []
     try:
-        for line in (dist_info / "RECORD").read_text().splitlines():
+        record = (dist_info / "RECORD").read_text()
+    except OSError:
+        return [name.replace("-", "_")]
+    try:
+        for line in record.splitlines():
             first = line.split(",", 1)[0].split("/", 1)
+            if len(first) == 1 and first[0].endswith(".py"):
+                first = [first[0][:-3], ""]  # a top-level module
             if len(first) == 2 and not first[0].endswith((".dist-info", ".data")) \
                     and not first[0].startswith("..") and first[0] not in tops:
                 tops.append(first[0])
     except OSError:
         pass
-    return tops or [name.replace("-", "_")]
+    return tops  # a RECORD with no package in it: a metapackage
 
 
 def _py_files(root: Path) -> list[Path]:
@@ -159,8 +176,15 @@ def inspect_python_dist(site: Path, dist_info: Path, _depth: int = 0) -> dict[st
         "exits_on_eof": None,
         "notes": [],
     }
+    present = [t for t in tops if (site / t).is_dir() or (site / f"{t}.py").is_file()]
+    if not present:
+        req = _first_requirement(dist_info)
+        out["delegates_to"] = req
+        out["notes"].append("no code of its own (a metapackage)"
+                            + (f": the code comes with {req}" if req else ""))
+        return out
     delegate = None
-    for top in tops:
+    for top in present:
         root = site / top
         files = _py_files(root) if root.is_dir() else [site / f"{top}.py"]
         for path in files:

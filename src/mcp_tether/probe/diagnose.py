@@ -185,7 +185,8 @@ def _disposition(ev: dict[str, Any], sig: str) -> str | None:
 def _kept_alive(s: dict[str, Any], sig: str | None = None) -> str:
     """What can be seen from outside about why a survivor is still alive."""
     ev = s.get("evidence") or {}
-    name = _short(s.get("cmdline") or " ".join(ev.get("cmdline") or []) or str(s.get("pid")))
+    name = _short(s.get("cmdline") or " ".join(ev.get("cmdline") or [])
+                  or ev.get("comm") or "gone")
     if not ev:
         return f"pid {s.get('pid')} ({name}) is still alive"
     if ev.get("alive") is False:
@@ -238,6 +239,11 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
     if sp is None or sp not in procs or "exit_ms" not in procs[sp]:
         return None
     if procs[sp].get("by") == "probe-cleanup":
+        return None
+    if any(s.get("pid") == sp for s in r.get("killed_at_window") or []):
+        return None  # it was alive at the window's end: the probe SIGKILLed it, as a host would
+    end = next((e["t_ms"] for e in _events(r) if e["what"] == "window-end"), None)
+    if end is not None and procs[sp]["exit_ms"] > end and r.get("verdict") != "lingered":
         return None
     orphans = [pid for pid, p in procs.items()
                if p.get("ppid") == sp and p.get("by", "probe-cleanup") == "probe-cleanup"
