@@ -177,3 +177,24 @@ def test_a_uvx_command_locates_the_environment_uv_made(
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path))
     sdks = sdks_for_command(["uvx", "mcp-server-time"])
     assert {s["package"] for s in sdks} == {"mcp", "fastmcp", "fastmcp-slim"}
+
+
+def test_a_bundled_transport_class_expression_is_found_through_the_exports_map(
+    tmp_path: Path,
+) -> None:
+    """Bundlers write `var StdioServerTransport = class {`; exports name `./stdio`."""
+    pkg = tmp_path / "node_modules" / "@modelcontextprotocol" / "server"
+    (pkg / "dist").mkdir(parents=True)
+    (pkg / "package.json").write_text(json.dumps({
+        "name": "@modelcontextprotocol/server", "version": "2.0.0",
+        "exports": {"./stdio": {"import": {"types": "./dist/stdio.d.mts",
+                                           "default": "./dist/stdio.mjs"}}},
+    }))
+    (pkg / "dist" / "stdio.mjs").write_text(
+        "var StdioServerTransport = class {\n"
+        "  start() { this._stdin.on(\"data\", a); this._stdin.on(\"end\", b); }\n"
+        "};\nexport { StdioServerTransport };\n"
+    )
+    (sdk,) = inspect_path(tmp_path)
+    assert sdk["transport_file"].endswith("dist/stdio.mjs")
+    assert sdk["stdin_events"] == ["data", "end"] and sdk["exits_on_eof"] is True

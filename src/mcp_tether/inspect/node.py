@@ -28,7 +28,8 @@ _LISTEN = re.compile(
     r"([\w$][\w$.\[\]'\"]*)\s*\.\s*(?:on|once|addListener|prependListener|prependOnceListener)"
     r"\s*\(\s*['\"`]([\w:-]+)['\"`]"
 )
-_CLASS = re.compile(r"\bclass\s+" + CLASS_NAME + r"\b")
+# `class StdioServerTransport {` as written, `StdioServerTransport = class {` as bundled.
+_CLASS = re.compile(r"\bclass\s+" + CLASS_NAME + r"\b|\b" + CLASS_NAME + r"\s*=\s*class\b")
 _IMPORT_FROM = re.compile(
     CLASS_NAME + r"[^;]{0,200}?(?:from\s*|require\s*\(\s*)['\"]([^'\"]+)['\"]", re.S
 )
@@ -209,6 +210,11 @@ def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> dict[str, Any] | Non
     if path is not None:
         out["transport_file"] = str(path)
         out.update(analyse_transport(_read(path) or ""))
+        if out["exits_on_eof"] is True and not out["calls_process_exit"]:
+            out["notes"].append(
+                "stdin 'end'/'close' close the transport; the process then exits only if "
+                "nothing else keeps its event loop alive"
+            )
         if out["exits_on_eof"] is False:
             out["notes"].append(
                 "no stdin 'end'/'close' listener: EOF ends nothing; the server exits only "
