@@ -126,6 +126,8 @@ def command(args: argparse.Namespace) -> int:
     if args.host or args.config:
         if cmd:
             raise UsageError("give either a command or --host/--config, not both")
+        if args.html or args.markdown:  # not wired into the per-server matrix yet
+            raise UsageError("--html/--markdown work with a server command, not --host/--config")
         from mcp_tether.probe.configured import probe_configured
 
         return probe_configured(args, opts)
