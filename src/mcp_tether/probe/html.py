@@ -197,6 +197,8 @@ def _card(r: dict[str, Any], span: float) -> str:
             f'</span><span class="badge">{escape(verdict)}</span> '
             f'<span style="font-weight:400">{escape(how)}</span></div>']
     line = explain_line(r)
+    if not line and not r.get("passed") and r.get("detail"):
+        line = str(r["detail"])  # an error without a diagnosis: the probe's own words
     if line:
         text.append(f'<div class="why">{escape(line)}</div>')
     rest = (r.get("diagnosis") or "").split(". ", 1)
