@@ -137,7 +137,7 @@ def _pictures(args: argparse.Namespace, results: list[Any], blocks: tuple[str, .
             d = dict(getattr(r, "raw", None) or r.to_dict(), label=r.label, block=b)
             annotate([d], d.get("argv") or [], locate=locate)
             rows.append(d)
-        sections.append((f"lab: {b}", {"results": rows}))
+        sections.append((f"lab: {b}", {"results": rows, "server_summaries": _per_server(rows)}))
     title = "mcp-tether lab: does each server die with its client?"
     if args.html:
         from mcp_tether.probe.html import write_html
@@ -147,3 +147,12 @@ def _pictures(args: argparse.Namespace, results: list[Any], blocks: tuple[str, .
         from mcp_tether.probe.markdown import write_markdown
 
         write_markdown(args.markdown, sections)
+
+
+def _per_server(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The lab mixes servers in a block: one summary line per server (label minus row)."""
+    from mcp_tether.probe.diagnose import summary
+
+    servers = list(dict.fromkeys(str(r.get("label", "")).partition(" ")[2] for r in rows))
+    return [(s, summary([r for r in rows if str(r.get("label", "")).partition(" ")[2] == s]))
+            for s in servers]

@@ -41,7 +41,8 @@ CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:18px;color:#222;
 background:#fafafa}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 6px}
-.sum{color:#444;margin:0 0 8px}.legend{font-size:12px;color:#444;margin:6px 0 12px}
+.sum{color:#444;margin:0 0 8px}ul.sum{font-size:13px;padding-left:20px}
+.legend{font-size:12px;color:#444;margin:6px 0 12px}
 .legend svg{vertical-align:middle}
 .card{display:grid;grid-template-columns:790px 1fr;gap:14px;background:#fff;
 border:1px solid #ddd;border-left:6px solid var(--v);border-radius:4px;margin:6px 0;
@@ -239,8 +240,15 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
                    or [1000.0]) * 1.03
         passed = sum(1 for r in results if r.get("passed"))
         body.append(f"<h2>{escape(heading)}</h2>")
-        body.append(f'<p class="sum">{passed}/{len(results)} passed — '
-                    f"{escape(payload.get('summary') or summary(results))}</p>")
+        per_server = payload.get("server_summaries")
+        if per_server:  # the lab: several servers in one section
+            items = "".join(f"<li><b>{escape(name)}</b>: {escape(text)}</li>"
+                            for name, text in per_server)
+            body.append(f'<p class="sum">{passed}/{len(results)} passed</p>'
+                        f'<ul class="sum">{items}</ul>')
+        else:
+            body.append(f'<p class="sum">{passed}/{len(results)} passed — '
+                        f"{escape(payload.get('summary') or summary(results))}</p>")
         body += [_card(r, span) for r in results]
     return ("<!doctype html><html><head><meta charset=\"utf-8\">"
             f"<title>{escape(title or 'mcp-tether probe')}</title><style>{CSS}</style></head>"

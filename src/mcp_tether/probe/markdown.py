@@ -33,8 +33,14 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
         passed = sum(1 for r in results if r.get("passed"))
         out.append(f"### {_cell(title)}")
         out.append("")
-        out.append(f"**{passed}/{len(results)} passed** — "
-                   f"{payload.get('summary') or summary(results)}")
+        per_server = payload.get("server_summaries")
+        if per_server:  # the lab: several servers in one section
+            out.append(f"**{passed}/{len(results)} passed**")
+            out.append("")
+            out += [f"- **{_cell(name)}**: {_cell(text)}" for name, text in per_server]
+        else:
+            out.append(f"**{passed}/{len(results)} passed** — "
+                       f"{payload.get('summary') or summary(results)}")
         out.append("")
         labelled = any(r.get("label") for r in results)
         head = (["row"] if labelled else []) + ["scenario", "style", "verdict", "exit ms",
