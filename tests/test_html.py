@@ -109,3 +109,30 @@ def test_the_table_title_quotes_the_command_as_a_shell_would(
     assert code == 1
     assert "-c 'import sys; print('\"'\"'no token; bye'\"'\"'" in out
     assert "↳ Exited during start-up (status 4): no token; bye" in out
+
+
+def test_lab_pictures_carry_every_row_and_a_summary_per_server(
+    probed: tuple[dict[str, Any], str, str], tmp_path: Path,
+) -> None:
+    """The lab's --html/--markdown: rows keep their label; one summary line per server."""
+    import argparse
+
+    from mcp_tether.lab.cli import _pictures
+    from mcp_tether.probe import ScenarioResult
+
+    payload, _, _ = probed
+    rows = []
+    for i, d in enumerate(payload["results"]):
+        res = ScenarioResult.from_dict(d)
+        res.label = f"R{i} mini thread"
+        res.block = "extra"  # type: ignore[attr-defined]  # as run_lab sets it
+        res.raw = dict(d, argv=[*MINI, "--thread"])  # type: ignore[attr-defined]
+        rows.append(res)
+    html, md = tmp_path / "lab.html", tmp_path / "lab.md"
+    _pictures(argparse.Namespace(html=str(html), markdown=str(md)), rows, ("extra",))
+    parser = Marks()
+    parser.feed(html.read_text())
+    assert set(parser.cards) == {r["scenario"] for r in payload["results"]}
+    assert "<b>mini thread</b>: holds:" in html.read_text()
+    assert "- **mini thread**: holds:" in md.read_text()
+    assert "R1 mini thread" in md.read_text()
