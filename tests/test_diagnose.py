@@ -128,3 +128,35 @@ def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -
     assert text is not None and "@modelcontextprotocol/sdk 1.30.0" in text and "mcp 2" not in text
     fix = remedy(r, cmd, sdks)
     assert fix is not None and "stdin.on('end'" in fix and "mcp-tether run" not in fix
+
+
+def test_npx_that_dies_on_sigterm_and_leaves_its_grandchild_is_a_wrapper_failure() -> None:
+    """Shape of a real `npx -y @modelcontextprotocol/server-memory` sigterm run under load:
+    npm exits on SIGTERM (its exit noticed only during the clean-up), sh and node live on;
+    the node process never got the signal."""
+    cmd = ["npx", "-y", "@modelcontextprotocol/server-memory"]
+    ev = [
+        {"t_ms": 0.0, "what": "spawn", "pid": 10, "role": "client", "cmd": "probe client"},
+        {"t_ms": 378.2, "what": "spawn", "pid": 20, "role": "server",
+         "cmd": "node /usr/bin/npx -y @modelcontextprotocol/server-memory"},
+        {"t_ms": 2900.0, "what": "seen", "pid": 30, "ppid": 20, "cmd": "sh -c mcp-server-memory"},
+        {"t_ms": 2900.0, "what": "seen", "pid": 40, "ppid": 30,
+         "cmd": "node /x/.bin/mcp-server-memory"},
+        {"t_ms": 3400.0, "what": "handshake", "pid": 20},
+        {"t_ms": 3600.0, "what": "sigterm", "pid": 20},
+        {"t_ms": 3600.0, "what": "window-start", "pid": None},
+        {"t_ms": 5600.0, "what": "window-end", "pid": None},
+        {"t_ms": 6100.0, "what": "exit", "pid": 20, "status": None, "by": "probe-cleanup"},
+        {"t_ms": 6100.0, "what": "exit", "pid": 40, "status": 137, "by": "probe-cleanup"},
+    ]
+    r = {"scenario": "sigterm", "host_style": "node", "verdict": "orphaned", "passed": False,
+         "survivors": [{"pid": 40, "ppid": 5, "cmdline": "node /x/.bin/mcp-server-memory",
+                        "evidence": {"alive": True, "sig_caught": ["SIGTERM"]}}],
+         "warnings": [], "events": ev}
+    text = diagnose(r, cmd, [])
+    assert text is not None
+    assert "wrapper pid 20" in text and "exited on SIGTERM but did not pass it on" in text
+    assert "it never received the SIGTERM (sent to pid 20)" in text
+    assert "handler" not in text
+    fix = remedy(r, cmd, [])
+    assert fix is not None and fix.startswith("`npx` stays in between")

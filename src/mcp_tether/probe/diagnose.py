@@ -182,8 +182,9 @@ def _disposition(ev: dict[str, Any], sig: str) -> str | None:
     return None
 
 
-def _kept_alive(s: dict[str, Any], sig: str | None = None) -> str:
-    """What can be seen from outside about why a survivor is still alive."""
+def _kept_alive(s: dict[str, Any], sig: str | None = None, sent_to: int | None = None) -> str:
+    """What can be seen from outside about why a survivor is still alive. `sig` went to
+    `sent_to` only: another process never received it."""
     ev = s.get("evidence") or {}
     name = _short(s.get("cmdline") or " ".join(ev.get("cmdline") or [])
                   or ev.get("comm") or "gone")
@@ -192,7 +193,9 @@ def _kept_alive(s: dict[str, Any], sig: str | None = None) -> str:
     if ev.get("alive") is False:
         return f"pid {s.get('pid')} ({name}) was exiting when the window closed"
     parts = []
-    if sig:
+    if sig and sent_to is not None and sent_to != s.get("pid"):
+        parts.append(f"it never received the {sig} (sent to pid {sent_to})")
+    elif sig:
         disp = _disposition(ev, sig)
         if disp:
             parts.append(disp)
@@ -231,34 +234,49 @@ def _wait_text(wchan: str | None) -> str | None:
     return f"waits in {wchan}"
 
 
+def _signal_target(r: dict[str, Any], what: str) -> int | None:
+    return next((e.get("pid") for e in _events(r) if e["what"] == what), None)
+
+
+def _descends(pid: int, root: int, procs: dict[int, dict[str, Any]]) -> bool:
+    seen: set[int] = set()
+    cur: int | None = pid
+    while cur is not None and cur in procs and cur not in seen:
+        seen.add(cur)
+        parent = procs[cur].get("ppid")
+        if parent == root:
+            return True
+        cur = parent
+    return False
+
+
 def _wrapper_failure(r: dict[str, Any]) -> str | None:
-    """The process the client started exited, a child of it lived on: a wrapper that
-    did not pass the ending on."""
+    """The process the client started was gone at the window's end while a descendant
+    of it lived on: a wrapper that did not pass the ending on.
+
+    "Gone at the window's end" is read from the survivor lists (the live set the keeper
+    scanned), not from the exit event's instant: a loaded keeper may notice an exit late.
+    """
     sp = _server_pid(r)
     procs = _procs(r)
     if sp is None or sp not in procs or "exit_ms" not in procs[sp]:
         return None
-    if procs[sp].get("by") == "probe-cleanup":
-        return None
-    if any(s.get("pid") == sp for s in r.get("killed_at_window") or []):
-        return None  # it was alive at the window's end: the probe SIGKILLed it, as a host would
-    end = next((e["t_ms"] for e in _events(r) if e["what"] == "window-end"), None)
-    if end is not None and procs[sp]["exit_ms"] > end and r.get("verdict") != "lingered":
-        return None
-    orphans = [pid for pid, p in procs.items()
-               if p.get("ppid") == sp and p.get("by", "probe-cleanup") == "probe-cleanup"
-               and any(s.get("pid") == pid for s in r.get("survivors", []))]
+    alive_at_end = {s.get("pid") for s in r.get("survivors", [])}
+    if sp in alive_at_end or sp in {s.get("pid") for s in r.get("killed_at_window") or []}:
+        return None  # alive at the window's end: not a wrapper that quit early
+    orphans = [pid for pid in procs if pid in alive_at_end and _descends(pid, sp, procs)]
     if not orphans and r.get("verdict") != "lingered":
         return None
+    end = next((e["t_ms"] for e in _events(r) if e["what"] == "window-end"), None)
+    until = procs[sp]["exit_ms"] if end is None else min(procs[sp]["exit_ms"], end)
     sent = [e["what"] for e in _events(r)
             if e.get("pid") == sp and e["what"] in ("eof", "sigterm", "sigint", "sigkill")
-            and e["t_ms"] <= procs[sp]["exit_ms"]]
+            and e["t_ms"] <= until]
     how = sent[-1].upper() if sent else "its client's exit"
-    how = "EOF" if how == "EOF" else how
     wrapper = _short(procs[sp].get("cmd") or "", 24)
     kids = ", ".join(f"{pid} ({_short(procs[pid].get('cmd') or '', 30)})" for pid in orphans)
     return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
-            f"its child {kids or 'process'} outlived it")
+            f"its descendant {kids or 'process'} outlived it")
 
 
 def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
@@ -334,7 +352,7 @@ def diagnose(
         for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
             if s.get("pid") not in seen:
                 seen.add(s.get("pid"))
-                sentences.append(_kept_alive(s, sig))
+                sentences.append(_kept_alive(s, sig, _signal_target(r, sc)))
         died = _write_error(r)
         if died:
             sentences.append(died)
