@@ -89,12 +89,28 @@ def _lanes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             lane["ppid"] = e.get("ppid")
         elif e["what"] == "exit":
             lane["end"], lane["by"] = e["t_ms"], e.get("by")
-    order = {"client": 0, "helper": 1, "server": 2}
-    return sorted(lanes.values(), key=lambda ln: (order.get(ln["role"] or "", 3),
-                                                  ln["start"] if ln["start"] is not None else 0))
+    # Tree order: client, helper, then the server and its descendants depth first.
+    start = {pid: (ln["start"] if ln["start"] is not None else 0.0) for pid, ln in lanes.items()}
+    kids: dict[int | None, list[int]] = {}
+    for pid, ln in lanes.items():
+        kids.setdefault(ln["ppid"], []).append(pid)
+    out = [ln for ln in lanes.values() if ln["role"] in ("client", "helper")]
+    server = next((ln for ln in lanes.values() if ln["role"] == "server"), None)
+
+    def walk(pid: int, depth: int) -> None:
+        lanes[pid]["depth"] = depth
+        out.append(lanes[pid])
+        for kid in sorted(kids.get(pid, []), key=start.__getitem__):
+            if kid not in [ln["pid"] for ln in out]:
+                walk(kid, depth + 1)
+
+    if server is not None:
+        walk(server["pid"], 0)
+    out += sorted((ln for ln in lanes.values() if ln not in out), key=lambda ln: start[ln["pid"]])
+    return out
 
 
-def _name(lane: dict[str, Any], server_pid: int | None) -> str:
+def _name(lane: dict[str, Any]) -> str:
     words = [w.rsplit("/", 1)[-1] if "/" in w and not w.startswith("-") else w
              for w in lane["cmd"].split()]
     text = " ".join(words) or lane["role"] or "process"
@@ -102,8 +118,8 @@ def _name(lane: dict[str, Any], server_pid: int | None) -> str:
         text = "client"
     elif lane["role"] == "helper":
         text = "client's helper"
-    elif lane["ppid"] is not None and lane["ppid"] == server_pid:
-        text = "└ " + text
+    elif lane.get("depth"):
+        text = "\u00a0\u00a0\u00a0" * (lane["depth"] - 1) + "└ " + text  # SVG collapses spaces
     return (text if len(text) <= 19 else text[:18] + "…") + f" {lane['pid']}"
 
 
@@ -136,12 +152,10 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                    f'stroke="#e3e3e3"/>')
         out.append(f'<text x="{X(t):.1f}" y="10" text-anchor="middle">{t // 1000} s</text>')
         t += step
-    server_pid = next((ln["pid"] for ln in lanes if ln["role"] == "server"), None)
-    survivors = {s.get("pid") for s in r.get("survivors", [])}
     window_end = marks.get("window-end")
     for i, lane in enumerate(lanes):
         y = TOP + LANE_H * i + LANE_H // 2
-        out.append(f'<text x="4" y="{y + 4}">{escape(_name(lane, server_pid))}</text>')
+        out.append(f'<text x="4" y="{y + 4}">{escape(_name(lane))}</text>')
         start = lane["start"] if lane["start"] is not None else 0.0
         end = lane["end"] if lane["end"] is not None else span
         if lane["role"] == "client" and lane["end"] is None:
@@ -149,7 +163,7 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                     and e["what"] in ("client-exit", "client-killed")]
             end = ends[0] if ends else end
         alive_to = end
-        if lane["by"] == "probe-cleanup" and window_end is not None and lane["pid"] in survivors:
+        if lane["by"] == "probe-cleanup" and window_end is not None:
             alive_to = min(end, window_end)
             out.append(f'<line x1="{X(alive_to):.1f}" x2="{X(end):.1f}" y1="{y}" y2="{y}" '
                        f'stroke="#e53935" stroke-width="6"/>')
@@ -172,6 +186,8 @@ def _timeline(r: dict[str, Any], span: float) -> str:
             tip += f" (status {e['status']})"
         if e.get("by"):
             tip += f" by {e['by']}"
+        if e.get("noticed"):
+            tip += " (noticed late: it was gone at the window's end)"
         out.append(f'<g class="mark" data-what="{escape(e["what"])}" data-pid="{pid}" '
                    f'data-t-ms="{e["t_ms"]}"><title>{escape(tip)}</title>'
                    + _shape(kind, X(e["t_ms"]), y, colour)

@@ -391,12 +391,16 @@ class Keeper:
     def timeline(self) -> list[dict[str, Any]]:
         """The events, plus each process's exit, in ms since the client was forked."""
         evs = list(self.events)
+        # Only what was alive at the window's end was ended by the clean-up; any other
+        # exit seen after it began was noticed late (a loaded keeper), not caused by it.
+        alive = {d["pid"] for d in self.facts.survivors + self.killed_evidence}
         for p in self.seen:
             t = self.waiter.exited.get(p)
             if t is not None:
                 extra: dict[str, Any] = {"status": self.reaped.get(p.pid)}
                 if t >= self.cleanup_at:
-                    extra["by"] = "probe-cleanup"
+                    extra["by" if p.pid in alive else "noticed"] = (
+                        "probe-cleanup" if p.pid in alive else "late")
                 evs.append((t, "exit", p.pid, extra))
         evs.sort(key=lambda e: e[0])
         return [
