@@ -17,6 +17,8 @@ import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp_tether.probe.describe import kept_alive, short
+
 __all__ = [
     "GUARANTEES", "annotate", "diagnose", "remedy", "summary", "start_failure", "guarantee_of",
     "explain_line",
@@ -49,20 +51,6 @@ _FAILED = ("terminated", "killed", "orphaned", "lingered")
 _SHELLS = ("sh", "bash", "dash", "zsh", "ash", "busybox")
 _LAUNCHERS = ("npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "uvx", "uv", "pipx", "env")
 _WRITE_ERROR = ("EPIPE", "SIGPIPE", "BrokenPipeError", "write EPIPE", "ECONNRESET")
-# Kernel wait channels that say what a blocked thread waits for (Linux names).
-_WAITS = {
-    "futex": "waits on a lock or a thread join",
-    "epoll": "waits in its event loop",
-    "poll": "waits in poll/select",
-    "select": "waits in poll/select",
-    "nanosleep": "sleeps in a loop",
-    "pipe_read": "reads a pipe",
-    "wait_woken": "waits for input",
-    "do_wait": "waits for a child",
-    "sigsuspend": "waits for a signal",
-    "pause": "waits for a signal",
-}
-
 NODE_LISTENERS = (
     "let done = false; const shutdown = () => { if (done) return; done = true; "
     "server.close().finally(() => process.exit(0)); }; "
@@ -138,12 +126,6 @@ def _server_pid(r: dict[str, Any]) -> int | None:
     return None
 
 
-def _short(cmd: str, limit: int = 48) -> str:
-    words = [_base(w) if "/" in w and not w.startswith("-") else w for w in cmd.split()]
-    text = " ".join(words)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]]) -> str | None:
     """node / python, from what actually ran (survivors' exe), else the command, else SDKs."""
     words: list[str] = []
@@ -169,69 +151,6 @@ def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]])
             return "python"
     langs = {s.get("language") for s in sdks}
     return langs.pop() if len(langs) == 1 else None
-
-
-def _disposition(ev: dict[str, Any], sig: str) -> str | None:
-    """What the process had done about `sig` (from /proc/<pid>/status masks)."""
-    if sig in (ev.get("sig_ignored") or []):
-        return f"it ignores {sig} (SIG_IGN)"
-    if sig in (ev.get("sig_caught") or []):
-        return f"it has a {sig} handler, which did not end it"
-    if sig in (ev.get("sig_blocked") or []):
-        return f"its main thread blocks {sig}"
-    return None
-
-
-def _kept_alive(s: dict[str, Any], sig: str | None = None, sent_to: int | None = None) -> str:
-    """What can be seen from outside about why a survivor is still alive. `sig` went to
-    `sent_to` only: another process never received it."""
-    ev = s.get("evidence") or {}
-    name = _short(s.get("cmdline") or " ".join(ev.get("cmdline") or [])
-                  or ev.get("comm") or "gone")
-    if not ev:
-        return f"pid {s.get('pid')} ({name}) is still alive"
-    if ev.get("alive") is False:
-        return f"pid {s.get('pid')} ({name}) was exiting when the window closed"
-    parts = []
-    if sig and sent_to is not None and sent_to != s.get("pid"):
-        parts.append(f"it never received the {sig} (sent to pid {sent_to})")
-    elif sig:
-        disp = _disposition(ev, sig)
-        if disp:
-            parts.append(disp)
-    threads: list[str] = ev.get("threads") or []
-    waits: list[str | None] = ev.get("thread_waits") or []
-    main = threads[0] if threads else ev.get("comm")
-    named = sorted({t for t in threads[1:] if t and t != main})
-    if named:
-        parts.append("live threads beside the main one: " + ", ".join(named))
-    elif len(threads) > 1:
-        parts.append(f"{len(threads) - 1} more thread(s) beside the main one, not named at "
-                     "the OS level")
-    if waits:
-        main_wait = _wait_text(waits[0])
-        if main_wait:
-            parts.append(f"its main thread {main_wait}")
-        others = {_wait_text(w) for w in waits[1:]} - {None}
-        if named and others:
-            parts.append("the others " + " / ".join(sorted(o for o in others if o)))
-    if ev.get("children"):
-        parts.append("children: " + ", ".join(str(c) for c in ev["children"]))
-    if ev.get("holds_wire") is True:
-        parts.append("it still holds the client's stdio")
-    elif ev.get("holds_wire") is False:
-        parts.append("it no longer holds the client's stdio")
-    return f"pid {s.get('pid')} ({name}) is alive: " + "; ".join(parts) if parts else \
-        f"pid {s.get('pid')} ({name}) is alive"
-
-
-def _wait_text(wchan: str | None) -> str | None:
-    if not wchan:
-        return None
-    for key, text in _WAITS.items():
-        if key in wchan:
-            return f"{text} ({wchan})"
-    return f"waits in {wchan}"
 
 
 def _signal_target(r: dict[str, Any], what: str) -> int | None:
@@ -273,8 +192,8 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
             if e.get("pid") == sp and e["what"] in ("eof", "sigterm", "sigint", "sigkill")
             and e["t_ms"] <= until]
     how = sent[-1].upper() if sent else "its client's exit"
-    wrapper = _short(procs[sp].get("cmd") or "", 24)
-    kids = ", ".join(f"{pid} ({_short(procs[pid].get('cmd') or '', 30)})" for pid in orphans)
+    wrapper = short(procs[sp].get("cmd") or "", 24)
+    kids = ", ".join(f"{pid} ({short(procs[pid].get('cmd') or '', 30)})" for pid in orphans)
     return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
             f"its descendant {kids or 'process'} outlived it")
 
@@ -352,7 +271,7 @@ def diagnose(
         for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
             if s.get("pid") not in seen:
                 seen.add(s.get("pid"))
-                sentences.append(_kept_alive(s, sig, _signal_target(r, sc)))
+                sentences.append(kept_alive(s, sig, _signal_target(r, sc)))
         died = _write_error(r)
         if died:
             sentences.append(died)
