@@ -160,3 +160,14 @@ def test_npx_that_dies_on_sigterm_and_leaves_its_grandchild_is_a_wrapper_failure
     assert "handler" not in text
     fix = remedy(r, cmd, [])
     assert fix is not None and fix.startswith("`npx` stays in between")
+
+
+def test_survivors_already_exiting_at_the_window_end_are_called_slow_not_stuck() -> None:
+    r = {"scenario": "crash", "host_style": "python", "verdict": "orphaned", "passed": False,
+         "survivors": [{"pid": 9, "ppid": None, "cmdline": "",
+                        "evidence": {"alive": False, "state": "Z", "comm": "python"}}],
+         "warnings": [], "events": []}
+    text = diagnose(r, ["python", "server.py"], [])
+    assert text is not None and "slow, not stuck" in text and "(python)" in text
+    fix = remedy(r, ["python", "server.py"], [])
+    assert fix is not None and fix.startswith("In the Python server")

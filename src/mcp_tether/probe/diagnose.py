@@ -272,6 +272,10 @@ def diagnose(
             if s.get("pid") not in seen:
                 seen.add(s.get("pid"))
                 sentences.append(kept_alive(s, sig, _signal_target(r, sc)))
+        evs = [s.get("evidence") for s in r.get("survivors", [])]
+        if evs and all(ev and ev.get("alive") is False for ev in evs):
+            sentences.append("every survivor was already exiting at the window's end: slow, "
+                             "not stuck (a loaded machine?); a longer --window may pass")
         died = _write_error(r)
         if died:
             sentences.append(died)
@@ -318,7 +322,8 @@ def remedy(
     if _failed(r) and command and _guarded(command) is None:
         steps.append(f"if you cannot change it, launch it behind the guard: "
                      f"`mcp-tether run -- {shlex.join(command)}`")
-    return "; ".join(steps)
+    text = "; ".join(steps)
+    return text[:1].upper() + text[1:]
 
 
 def annotate(

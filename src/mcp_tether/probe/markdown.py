@@ -51,7 +51,8 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
             cells = ([r.get("label", "")] if labelled else []) + [
                 r.get("scenario", ""), r.get("host_style", ""),
                 f"{_ICON.get(r.get('verdict', ''), '')} {r.get('verdict', '')}",
-                _ms(r.get("exit_ms")), r.get("rung") or "—", explain_line(r),
+                _ms(r.get("exit_ms")), r.get("rung") or "—",
+                explain_line(r) or ("" if r.get("passed") else r.get("detail", "")),
             ]
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
