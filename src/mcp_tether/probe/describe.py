@@ -65,18 +65,27 @@ def kept_alive(s: dict[str, Any], sig: str | None = None, sent_to: int | None = 
     waits: list[str | None] = ev.get("thread_waits") or []
     main = threads[0] if threads else ev.get("comm")
     named = sorted({t for t in threads[1:] if t and t != main})
+    runtime = os.path.basename(ev.get("exe") or "")
+    node = runtime.startswith("node")
     if named:
         parts.append("live threads beside the main one: " + ", ".join(named))
-    elif len(threads) > 1:
+    elif len(threads) > 1 and not node:  # Node's own workers say nothing
         parts.append(f"{len(threads) - 1} more thread(s) beside the main one, not named at "
                      "the OS level")
     if waits:
         main_wait = _wait_text(waits[0])
-        if main_wait:
+        if node and waits[0] and "epoll" in waits[0]:
+            parts.append("its event loop still has work to wait for (a timer, a socket or "
+                         f"another handle keeps it alive; main thread in {waits[0]})")
+        elif runtime.startswith("python") and waits[0] and "futex" in waits[0] and \
+                len(threads) > 1:
+            parts.append(f"its main thread waits on a lock or a join ({waits[0]}): at "
+                         "interpreter exit, that is joining a non-daemon thread")
+        elif main_wait:
             parts.append(f"its main thread {main_wait}")
         others = {_wait_text(w) for w in waits[1:]} - {None}
         if named and others:
-            parts.append("the others " + " / ".join(sorted(o for o in others if o)))
+            parts.append("the others: " + " / ".join(sorted(o for o in others if o)))
     if ev.get("children"):
         parts.append("children: " + ", ".join(str(c) for c in ev["children"]))
     if ev.get("holds_wire") is True:
