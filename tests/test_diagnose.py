@@ -171,3 +171,42 @@ def test_survivors_already_exiting_at_the_window_end_are_called_slow_not_stuck()
     assert text is not None and "slow, not stuck" in text and "(python)" in text
     fix = remedy(r, ["python", "server.py"], [])
     assert fix is not None and fix.startswith("In the Python server")
+
+
+def test_evidence_of_a_vanished_process_is_empty_not_an_error() -> None:
+    """collect() never raises: a pid that is gone gives alive False and nothing else."""
+    import subprocess
+
+    from mcp_tether.probe.evidence import collect
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    ev = collect(p.pid)
+    assert ev["alive"] is False and ev["threads"] == [] and ev["holds_wire"] is None
+
+
+def test_evidence_names_threads_and_sees_the_wire_of_a_live_process() -> None:
+    """A live server: its named thread, its stdio ends (as spawned), its signal masks."""
+    import subprocess
+    import time
+
+    from mcp_tether.probe.evidence import collect, stdio_links
+
+    p = subprocess.Popen([sys.executable, str(SERVERS / "named_thread.py")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        wire = stdio_links(p.pid)
+        deadline = time.monotonic() + 20
+        ev = collect(p.pid, wire)
+        while "flusher" not in ev["threads"] and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for the thread to be named, with a deadline
+            ev = collect(p.pid, wire)
+        assert ev["alive"] and "flusher" in ev["threads"]
+        assert ev["holds_wire"] is True and len(wire) == 2
+        assert "SIGINT" in ev["sig_caught"]  # Python's KeyboardInterrupt handler
+    finally:
+        p.kill()
+        p.wait()
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.close()
+        p.stdout.close()
