@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "wrap": ("mcp_tether.hosts_cli", "put the guard in front of a host's stdio servers"),
     "unwrap": ("mcp_tether.hosts_cli", "take the guard out of a host's config again"),
     "hosts": ("mcp_tether.hosts_cli", "list host config files and their stdio servers"),
+    "inspect": ("mcp_tether.inspect.cli", "what the installed MCP SDKs' stdio servers do on EOF"),
     "ps": ("mcp_tether.scan_cli", "list MCP servers on this machine, orphans first"),
     "reap": ("mcp_tether.scan_cli", "end orphaned MCP servers, safely"),
 }

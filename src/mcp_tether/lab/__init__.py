@@ -212,7 +212,9 @@ def run_lab(
         n = len(specs) if group == ("reference",) else jobs
         for r, raw in zip(runnable, run_specs(specs, jobs=n, should_stop=should_stop),
                           strict=True):
-            done[(r.block, r.row)] = ScenarioResult.from_dict(raw)
+            res = ScenarioResult.from_dict(raw)
+            setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
+            done[(r.block, r.row)] = res
     out: list[ScenarioResult] = []
     for block in blocks:
         for r in rows(node_dir, (block,)):

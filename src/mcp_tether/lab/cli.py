@@ -1,9 +1,10 @@
-"""`mcp-tether lab`: run the bundled fixtures through the probe, print one table."""
+"""`mcp-tether lab`: run the bundled fixtures through the probe; a summary, or every row."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
 from mcp_tether.probe.cli import duration, write_junit_or_say
@@ -29,8 +30,14 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
     parser.add_argument("--block", action="append", choices=BLOCKS,
                         help="run only this block (repeatable)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--table", action="store_true",
+                        help="print every row (the default is a summary per block)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the summary")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write a self-contained HTML timeline of every row to FILE")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="also write a compact Markdown summary to FILE")
     parser.add_argument("--jobs", type=int, default=8,
                         help="scenarios at once (default 8; the reference block runs its 10 "
                         "rows at once)")
@@ -58,9 +65,12 @@ def command(args: argparse.Namespace) -> int:
     from mcp_tether.probe import render
 
     levels = server_levels(results)
+    sections = _annotated(results, blocks)
+    if args.html or args.markdown:
+        _pictures(args, sections)
     if args.json:
         render.render_json([dict(r.to_dict(), block=getattr(r, "block", "")) for r in results])
-    else:
+    elif args.table:
         render.render_table(
             results,
             title="mcp-tether lab: does each server die with its client?",
@@ -72,6 +82,10 @@ def command(args: argparse.Namespace) -> int:
               file=sys.stderr)
         for name, word in levels.items():
             print(f"  {name:<{width}}  {word}", file=sys.stderr)
+    else:
+        from mcp_tether.lab.summary import render_summary
+
+        render_summary(results, blocks, levels)
     suites = {b: [r for r in results if getattr(r, "block", "") == b] for b in blocks}
     code = write_junit_or_say(args.junit, suites, "spec")
     errors = [r for r in results if r.verdict == "error"]
@@ -80,3 +94,52 @@ def command(args: argparse.Namespace) -> int:
     if code is not None:
         return code
     return EXIT_FAILED if errors else EXIT_OK
+
+
+def _annotated(results: list[Any], blocks: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+    """Each row's full result with its diagnosis and remedy, grouped by block."""
+    from mcp_tether.inspect import sdks_for_command
+    from mcp_tether.probe.diagnose import annotate
+
+    cache: dict[str, list[dict[str, Any]]] = {}
+
+    def locate(argv: list[str]) -> list[dict[str, Any]]:
+        key = "\0".join(argv)
+        if key not in cache:
+            cache[key] = sdks_for_command(argv)
+        return cache[key]
+
+    sections = []
+    for b in blocks:
+        rows = []
+        for r in results:
+            if getattr(r, "block", "") != b:
+                continue
+            d = dict(getattr(r, "raw", None) or r.to_dict(), label=r.label, block=b)
+            annotate([d], d.get("argv") or [], locate=locate)
+            setattr(r, "raw", d)  # noqa: B010  # the summary reads the remedy from here
+            rows.append(d)
+        sections.append((f"lab: {b}", {"results": rows, "server_summaries": _per_server(rows)}))
+    return sections
+
+
+def _pictures(args: argparse.Namespace, sections: list[tuple[str, dict[str, Any]]]) -> None:
+    """--html / --markdown: each row's full result, annotated with its diagnosis."""
+    title = "mcp-tether lab: does each server die with its client?"
+    if args.html:
+        from mcp_tether.probe.html import write_html
+
+        write_html(args.html, sections, title=title)
+    if args.markdown:
+        from mcp_tether.probe.markdown import write_markdown
+
+        write_markdown(args.markdown, sections)
+
+
+def _per_server(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The lab mixes servers in a block: one summary line per server (label minus row)."""
+    from mcp_tether.probe.diagnose import summary
+
+    servers = list(dict.fromkeys(str(r.get("label", "")).partition(" ")[2] for r in rows))
+    return [(s, summary([r for r in rows if str(r.get("label", "")).partition(" ")[2] == s]))
+            for s in servers]

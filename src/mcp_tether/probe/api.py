@@ -83,6 +83,8 @@ class ScenarioResult:
     guard_rung: str | None = None  # guarded: which rung of the guard ended the server
     call_answered: bool | None = None  # call-in-flight
     error_code: int | None = None  # 127/126 when the command could not be started
+    diagnosis: str = ""  # failed: which guarantee failed and what kept the tree alive
+    remedy: str = ""  # failed: what to change, fitting the server's language and launcher
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScenarioResult:
@@ -111,6 +113,8 @@ class ScenarioResult:
             guard_rung=d.get("guard_rung"),
             call_answered=d.get("call_answered"),
             error_code=d.get("error_code"),
+            diagnosis=d.get("diagnosis") or "",
+            remedy=d.get("remedy") or "",
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -265,4 +269,14 @@ def probe(
     resolve_command(argv, opts.env, opts.cwd)
     specs = build_specs(argv, opts)
     raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop)
-    return ProbeReport(list(argv), [ScenarioResult.from_dict(r) for r in raw], level)
+    from mcp_tether.probe.diagnose import annotate
+
+    annotate(raw, list(argv))
+    results = []
+    for d in raw:
+        res = ScenarioResult.from_dict(d)
+        # The keeper's whole record (timeline, survivors' evidence) for --json/--html;
+        # not a field, so the typed result and its to_dict() stay the stable schema.
+        setattr(res, "raw", d)  # noqa: B010
+        results.append(res)
+    return ProbeReport(list(argv), results, level)

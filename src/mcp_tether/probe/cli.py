@@ -90,6 +90,10 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--cwd", help="working directory for the server")
     parser.add_argument("--json", action="store_true", help="print JSON (stable schema)")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write a self-contained HTML timeline to FILE")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="also write a compact Markdown summary to FILE (CI job pages)")
     parser.add_argument("--jobs", type=int, help="scenarios at once (default: all)")
     src = parser.add_argument_group("configured servers (instead of a command)")
     src.add_argument("--host", help="probe every stdio server of this host's configs")
@@ -157,6 +161,8 @@ def command(args: argparse.Namespace) -> int:
     if args.host or args.config:
         if cmd:
             raise UsageError("give either a command or --host/--config, not both")
+        if args.html or args.markdown:  # the per-server matrix carries no timelines yet
+            raise UsageError("--html/--markdown work with a server command, not --host/--config")
         from mcp_tether.probe.configured import probe_configured
 
         return probe_configured(args, opts)
@@ -175,21 +181,61 @@ def command(args: argparse.Namespace) -> int:
 
 
 def emit(report: Any, args: argparse.Namespace) -> int | None:
-    """Print the report; write --junit last. An exit code when the file failed."""
-    from mcp_tether.probe import render
+    """Print the report; write --html/--markdown/--junit last. An exit code when a file
+    could not be written (the results were shown first)."""
+    import shlex
 
+    from mcp_tether.probe import render
+    from mcp_tether.probe.diagnose import explain_line, summary
+
+    payload = report.to_dict()
+    # The keepers' records carry what the typed result leaves out (the timeline, each
+    # survivor's evidence); the typed fields win where both have a key.
+    payload["results"] = [dict(getattr(r, "raw", {}), **d)
+                          for r, d in zip(report.results, payload["results"], strict=True)]
+    for r, d in zip(report.results, payload["results"], strict=True):
+        d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
+    payload["summary"] = summary(payload["results"])
+    title = f"mcp-tether probe: {shlex.join(report.command)}"
     if args.json:
-        render.render_json(report.to_dict())
+        render.render_json(payload)
     else:
+        for r, d in zip(report.results, payload["results"], strict=True):
+            setattr(r, "explain", explain_line(d))  # noqa: B010  # shown under the row
         passed = sum(r.passed for r in report.results)
-        render.render_table(report.results, title=f"mcp-tether probe: {' '.join(report.command)}",
-                            level=report.level)
+        render.render_table(report.results, title=title, level=report.level)
         warn = [r.scenario for r in report.results if r.warning_only and report.level != ROBUST]
         extra = f"; robust warnings: {', '.join(warn)}" if warn else ""
         print(f"{passed}/{len(report.results)} scenarios passed; meets level: {report.meets}"
-              f"{extra}", file=sys.stderr)
-    return write_junit_or_say(args.junit, {" ".join(report.command): report.results},
-                              report.level)
+              f"{extra}; {payload['summary']}", file=sys.stderr)
+        if not report.passed and not any(r.guarded for r in report.results):
+            print("a server you cannot change: put it behind the guard, "
+                  f"`mcp-tether run -- {shlex.join(report.command)}` (or `mcp-tether wrap`)",
+                  file=sys.stderr)
+    code = None
+    for path, write in ((getattr(args, "html", None), "html"),
+                        (getattr(args, "markdown", None), "markdown")):
+        if path:
+            code = _write_picture(path, write, title, payload) or code
+    return write_junit_or_say(args.junit, {shlex.join(report.command): report.results},
+                              report.level) or code
+
+
+def _write_picture(path: str, kind: str, title: str, payload: dict[str, Any]) -> int | None:
+    """--html / --markdown, after the results were shown; one line and exit 2 on failure."""
+    try:
+        if kind == "html":
+            from mcp_tether.probe.html import write_html
+
+            write_html(path, [(title, payload)])
+        else:
+            from mcp_tether.probe.markdown import write_markdown
+
+            write_markdown(path, [(title, payload)])
+    except OSError as exc:
+        print(f"mcp-tether: cannot write --{kind} {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return None
 
 
 def write_junit_or_say(path: str | None, suites: dict[str, Any], level: str) -> int | None:

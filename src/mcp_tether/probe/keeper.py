@@ -79,6 +79,10 @@ class Keeper(KeeperBase):
         self._scan_at = 0.0
         self._scan_exits = -1
         self._scan_live: list[ProcessId] = []
+        # The timeline (`events` in the result): (t, what, pid, extra), t monotonic.
+        self.events: list[tuple[float, str, int | None, dict[str, Any]]] = []
+        self.t0 = time.monotonic()
+        self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
 
     # -- events ---------------------------------------------------------------------
     def _on_event(self, ev: dict[str, Any]) -> None:
@@ -91,12 +95,18 @@ class Keeper(KeeperBase):
             if self.server is not None:
                 self.seen.add(self.server)
                 self.waiter.add(self.server)
+                from mcp_tether.probe.evidence import stdio_links
+
+                self.wire = stdio_links(self.server.pid)
+                cmd = " ".join(cmdline(self.server.pid)) or " ".join(self.spec.argv)
+                self._ev(ev["t"], "spawn", ev["pid"], role="server", cmd=cmd)
         elif kind == "spawn-error":
             f.error = ev["reason"]
             self.error_code = ev.get("code")
         elif kind == "handshake":
             if ev["ok"]:
                 self.handshake = ev.get("method")
+                self._ev(ev["t"], "handshake", self.server.pid if self.server else None)
                 if self.spawned_at is not None:
                     self.startup = ev["t"] - self.spawned_at
                 if ev.get("warn"):
@@ -114,12 +124,19 @@ class Keeper(KeeperBase):
                 self.status = ev["status"]
         elif kind == "helper":
             self.client_side.add(ev["pid"])
+            self._ev(ev["t"], "spawn", ev["pid"], role="helper", cmd="stdin writer holder")
         elif kind == "trigger":
             f.trigger, f.trigger_what = ev["t"], ev["what"]
+            on = self.client if self.scenario == "exit" else self.server
+            what = "client-exit" if self.scenario == "exit" else ev["what"]
+            self._ev(ev["t"], what, on.pid if on else None)
         elif kind == "ready":
             self.sc.keeper_trigger(self)
         elif kind == "ladder":
             f.rungs = ev["rungs"]
+            for r in f.rungs:
+                what = {"close-stdin": "eof"}.get(r["action"], r["action"])
+                self._ev(r["sent_at"], what, self.server.pid if self.server else None)
             if f.rungs:
                 f.trigger, f.trigger_what = f.rungs[0]["sent_at"], "eof"
             self.ladder_done_at = ev["t"]
@@ -140,11 +157,17 @@ class Keeper(KeeperBase):
     # -- what scenarios call ------------------------------------------------------------
     def kill_client(self, sig: int) -> None:
         assert self.client is not None
+        t = time.monotonic()
         signal_process(self.client, sig)
+        self._ev(t, "client-killed", self.client.pid)
 
     def signal_server(self, sig: int) -> bool:
         """Send `sig` to the server (identity-checked); False when it is already gone."""
-        return self.server is not None and signal_process(self.server, sig) == "sent"
+        t = time.monotonic()
+        sent = self.server is not None and signal_process(self.server, sig) == "sent"
+        if sent and self.server is not None:
+            self._ev(t, signal.Signals(sig).name.lower(), self.server.pid)
+        return sent
 
     def live_members(self) -> list[ProcessId]:
         return self._members(force=False)
@@ -168,6 +191,7 @@ class Keeper(KeeperBase):
         self.at_window_end = [self._describe(p) for p in live]
         killed = self.facts.killed_by_probe = time.monotonic()
         signal_process(self.server, signal.SIGKILL)
+        self._ev(killed, "sigkill", self.server.pid)
         return self._watch_until(lambda: killed + KILL_WAIT)
 
     # -- the scenario -----------------------------------------------------------------
@@ -198,9 +222,13 @@ class Keeper(KeeperBase):
         if f.error is not None or f.early_exit or f.judge == "answer":
             return
         # Phase 2: the window, however the scenario places its end.
-        if self.sc.window_end(self) is None:
+        end = self.sc.window_end(self)
+        if end is None:
             return
         live = self._watch_until(lambda: self.sc.window_end(self) or 0.0)
+        end = self.sc.window_end(self) or end
+        self._ev(end - self.window, "window-start", None)
+        self._ev(end, "window-end", None)
         after = getattr(self.sc, "after_window", None)
         if live and after is not None:
             live = after(self, live)
@@ -211,6 +239,8 @@ class Keeper(KeeperBase):
         # Phase 3: the horizon. Gone within it: lingered (and of what); else orphaned.
         window_closed = time.monotonic()
         f.survivors = [self._describe(p) for p in live]
+        self._ev(window_closed, "horizon-start", None)
+        self._ev(window_closed + self.spec.horizon_s, "horizon-end", None)
         self._watch_until(lambda: window_closed + self.spec.horizon_s)
         exited = self.waiter.exited
         for s, p in zip(f.survivors, live, strict=True):
@@ -253,7 +283,9 @@ class Keeper(KeeperBase):
         self._reap()
 
     def _describe(self, p: ProcessId) -> dict[str, Any]:
-        """One survivor. (The `explain` stream's `evidence.collect(pid)` goes here.)"""
+        """One survivor, with the evidence of what keeps it alive (taken before the
+        clean-up kills anything)."""
+        from mcp_tether.probe.evidence import collect
         from mcp_tether.proc import read_info
 
         info = read_info(p.pid)
@@ -262,6 +294,7 @@ class Keeper(KeeperBase):
             "ppid": info.ppid if info else None,
             "ppid_is_probe": bool(info and info.ppid == self.me),
             "cmdline": " ".join(cmdline(p.pid))[:300],
+            "evidence": collect(p.pid, self.wire),
         }
 
     # -- cleanup ----------------------------------------------------------------------
@@ -291,6 +324,7 @@ class Keeper(KeeperBase):
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
         me = os.getpid()
+        self.t0 = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the client
             try:
@@ -316,6 +350,7 @@ class Keeper(KeeperBase):
         os.set_blocking(self.err_r, False)
         self.client = identify(pid) or ProcessId(pid, -1)
         self.client_side.add(pid)
+        self._ev(self.t0, "spawn", pid, role="client", cmd="probe client")
         interrupted = False
         try:
             self.drive()

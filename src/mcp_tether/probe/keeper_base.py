@@ -13,7 +13,7 @@ import os
 import signal
 import time
 
-from mcp_tether.proc import ProcessId, descendants, snapshot
+from mcp_tether.proc import ProcessId, cmdline, descendants, snapshot
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, reap_children
 
@@ -58,9 +58,14 @@ class KeeperBase:
     _scan_exits: int
     _scan_live: list[ProcessId]
     inbox: SignalInbox
+    events: list[tuple[float, str, int | None, dict[str, Any]]]  # the result's timeline
 
     def _on_event(self, ev: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _ev(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
+        """Note one event of the timeline (monotonic instant, what, which process)."""
+        self.events.append((t, what, pid, extra))
 
     # -- plumbing ---------------------------------------------------------------------
     def _setup_signals(self) -> None:
@@ -101,6 +106,8 @@ class KeeperBase:
             if ident not in self.seen:
                 self.seen.add(ident)
                 self.waiter.add(ident)
+                self._ev(now, "seen", ident.pid, ppid=info.ppid,
+                         cmd=" ".join(cmdline(ident.pid)))
             if ident not in self.waiter.exited:
                 out.append(ident)
         self._scan_live = out

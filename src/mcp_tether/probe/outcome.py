@@ -118,6 +118,7 @@ def result(k: Keeper, interrupted: bool) -> dict[str, Any]:
         "exit_status": status,
         "survivors": [
             {"pid": s["pid"], "ppid": s["ppid"], "cmdline": s["cmdline"],
+             "evidence": s.get("evidence"),
              "lingered_ms": None if s.get("gone_at") is None or f.trigger is None
              else round((s["gone_at"] - f.trigger) * 1000, 1),
              "cause": None if s.get("gone_at") is None else cause(s.get("status"), stderr)}
@@ -136,4 +137,27 @@ def result(k: Keeper, interrupted: bool) -> dict[str, Any]:
         "probe_cpu_ms": round((ru.ru_utime + ru.ru_stime + k.client_cpu) * 1000, 1),
         "trigger_at": f.trigger,
         "gone_at": f.gone_at,
+        "t0": k.t0,
+        "events": timeline(k),
+        "killed_at_window": k.at_window_end,
     }
+
+
+def timeline(k: Keeper) -> list[dict[str, Any]]:
+    """The keeper's events plus each process's exit, in ms since the client was forked.
+
+    Only what was alive at the window's end was ended by the clean-up; any other exit
+    seen after the clean-up began was noticed late (a loaded keeper), not caused by it.
+    """
+    evs = list(k.events)
+    alive = {d["pid"] for d in k.facts.survivors + k.at_window_end}
+    for p in k.seen:
+        t = k.waiter.exited.get(p)
+        if t is not None:
+            extra: dict[str, Any] = {"status": k.reaped.get(p.pid)}
+            if t >= k.cleanup_at:
+                extra["by" if p.pid in alive else "noticed"] = (
+                    "probe-cleanup" if p.pid in alive else "late")
+            evs.append((t, "exit", p.pid, extra))
+    evs.sort(key=lambda e: e[0])
+    return [dict(e[3], t_ms=round((e[0] - k.t0) * 1000, 1), what=e[1], pid=e[2]) for e in evs]

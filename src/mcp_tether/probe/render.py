@@ -126,6 +126,9 @@ def render_table(
                 row, _, server = r.label.partition(" ")
                 cells = [row, server, *cells]
             table.add_row(*cells)
+            explain = getattr(r, "explain", "")  # set by the probe CLI: why it failed
+            if explain:
+                table.add_row(*([""] * (len(cells) - 1)), f"[dim]↳ {explain}[/]")
         if heading:
             table.add_section()
     _console(out or sys.stdout).print(table)

@@ -1,0 +1,55 @@
+"""`mcp-tether inspect [PATH] [--json]`: the installed MCP SDKs' stdio transports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK
+
+EPILOG = """\
+PATH: a node_modules folder, a project holding one, a virtualenv or site-packages, or
+  any folder holding those (e.g. ~/.npm/_npx, ~/.cache/uv); default: this interpreter.
+Reports for each SDK found (@modelcontextprotocol/sdk, @modelcontextprotocol/server,
+  mcp, fastmcp) what its stdio server transport does, read from its installed source:
+  the stdin events it listens to, whether stdin EOF ends the session, the signals it
+  handles, whether it watches its parent.
+exit code: 0 some SDK found, 1 none found, 2 usage error
+"""
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.epilog = EPILOG + "\n" + (parser.epilog or "")
+    parser.add_argument("path", nargs="?", help="where to look (default: this interpreter)")
+    parser.add_argument("--json", action="store_true", help="print JSON: one object per SDK")
+
+
+def _yes_no(value: object) -> str:
+    if value is None:
+        return "cannot tell"
+    return "yes" if value else "no"
+
+
+def command(args: argparse.Namespace) -> int:
+    from mcp_tether.inspect import inspect_path
+
+    sdks = inspect_path(args.path)
+    if args.json:
+        json.dump(sdks, sys.stdout, indent=2)
+        print()
+    else:
+        for s in sdks:
+            via = f" (via {s['delegates_to']})" if s["delegates_to"] else ""
+            print(f"{s['package']} {s['version']}{via}  [{s['language']}]  {s['path']}")
+            print(f"  transport:      {s['transport_file'] or '—'}")
+            print(f"  stdin events:   {', '.join(s['stdin_events']) or 'none found'}")
+            print(f"  exits on EOF:   {_yes_no(s['exits_on_eof'])}")
+            print(f"  signals:        {', '.join(s['signals']) or 'none handled'}")
+            print(f"  parent watch:   {_yes_no(s['parent_watch'])}")
+            for n in s["notes"]:
+                print(f"  note: {n}")
+        if not sdks:
+            where = args.path or "this interpreter's site-packages"
+            print(f"mcp-tether inspect: no MCP SDK found under {where}", file=sys.stderr)
+    return EXIT_OK if sdks else EXIT_FAILED

@@ -1,0 +1,383 @@
+"""From a scenario's result to why it failed and what to change: pure functions.
+
+    annotate(report["results"], command)   # adds `diagnosis` and `remedy` strings
+    summary(report["results"])             # "holds: exits on SIGTERM; fails: ..."
+
+Everything is derived from what the run recorded (the verdict, the timeline `events`,
+each survivor's `evidence`: threads, children, whether it still holds the wire, the exit
+status, stderr) and from the server's SDK as `mcp-tether inspect` reads it from the
+installed source. Nothing looks at fixture names. Results are dicts (the `--json`
+schema), so this keeps working whatever the probe's internal classes become.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mcp_tether.probe.describe import kept_alive, short
+
+__all__ = [
+    "GUARANTEES", "annotate", "diagnose", "remedy", "summary", "start_failure", "guarantee_of",
+    "explain_line",
+]
+
+# The guarantee each scenario tests, in the order the summary lists them.
+GUARANTEES = {
+    "eof": "exits on stdin EOF",
+    "half-close": "exits on half-close",
+    "parent-death": "exits when its parent dies",
+    "sigterm": "exits on SIGTERM",
+    "sigint": "exits on SIGINT",
+    "wrapper": "wrapper forwards signals",
+    "stdout": "stdout is clean",
+    "idle": "answers while idle",
+}
+_NOT = {
+    "eof": "does not exit on stdin EOF",
+    "half-close": "does not exit on half-close",
+    "parent-death": "does not exit when its parent dies (EOF never comes)",
+    "sigterm": "does not exit on SIGTERM",
+    "sigint": "does not exit on SIGINT",
+}
+_SCENARIO_GUARANTEE = {
+    "close": "eof", "exit": "eof", "crash": "eof", "devnull": "eof",
+    "half-close": "half-close", "inherited-writer": "parent-death",
+    "sigterm": "sigterm", "sigint": "sigint", "idle": "idle",
+}
+_FAILED = ("terminated", "killed", "orphaned", "lingered")
+_SHELLS = ("sh", "bash", "dash", "zsh", "ash", "busybox")
+_LAUNCHERS = ("npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "uvx", "uv", "pipx", "env")
+_WRITE_ERROR = ("EPIPE", "SIGPIPE", "BrokenPipeError", "write EPIPE", "ECONNRESET")
+NODE_LISTENERS = (
+    "let done = false; const shutdown = () => { if (done) return; done = true; "
+    "server.close().finally(() => process.exit(0)); }; "
+    "process.stdin.on('end', shutdown); process.stdin.on('close', shutdown); "
+    "process.on('SIGTERM', shutdown); process.on('SIGINT', shutdown);"
+)
+NODE_PARENT_WATCH = (
+    "const ppid = process.ppid; setInterval(() => { if (process.ppid !== ppid) shutdown(); }, "
+    "1000).unref();"
+)
+PYTHON_REMEDY = (
+    "call `mcp_tether.run(mcp)` instead of `mcp.run()` (or wrap the serving code in "
+    "`with mcp_tether.tethered():`): it exits on EOF, parent death, SIGTERM and SIGINT "
+    "whatever threads or tasks remain"
+)
+
+
+def guarantee_of(scenario: str) -> str | None:
+    return _SCENARIO_GUARANTEE.get(scenario)
+
+
+def _failed(r: dict[str, Any]) -> bool:
+    return not r.get("passed", False) and r.get("verdict") in _FAILED
+
+
+def _noise(r: dict[str, Any]) -> list[str]:
+    return [w for w in r.get("warnings", []) if str(w).startswith("stdout-noise")]
+
+
+def start_failure(r: dict[str, Any]) -> str | None:
+    """Why a server did not start or answer: the last line of its stderr."""
+    if r.get("verdict") not in ("error", "early-exit"):
+        return None
+    lines = [ln.strip() for ln in str(r.get("stderr_tail") or "").splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else None
+
+
+def _base(word: str) -> str:
+    return os.path.basename(word)
+
+
+def _guarded(command: list[str]) -> list[str] | None:
+    from mcp_tether.inspect import guarded_command
+
+    return guarded_command(command)
+
+
+def _events(r: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(r.get("events") or [])
+
+
+def _procs(r: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """pid -> {cmd, ppid, role, exit_ms, status, by} from the timeline."""
+    out: dict[int, dict[str, Any]] = {}
+    for e in _events(r):
+        pid = e.get("pid")
+        if pid is None:
+            continue
+        p = out.setdefault(pid, {})
+        if e["what"] in ("spawn", "seen"):
+            p.setdefault("cmd", e.get("cmd", ""))
+            p.setdefault("ppid", e.get("ppid"))
+            p.setdefault("role", e.get("role"))
+        elif e["what"] == "exit":
+            p.update(exit_ms=e["t_ms"], status=e.get("status"), by=e.get("by"))
+    return out
+
+
+def _server_pid(r: dict[str, Any]) -> int | None:
+    for e in _events(r):
+        if e["what"] == "spawn" and e.get("role") == "server":
+            return int(e["pid"])
+    return None
+
+
+def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]]) -> str | None:
+    """node / python, from what actually ran (survivors' exe), else the command, else SDKs."""
+    words: list[str] = []
+    for s in r.get("survivors", []):
+        ev = s.get("evidence") or {}
+        words += [ev.get("exe") or "", *(ev.get("cmdline") or [])[:1]]
+    procs = _procs(r)
+    parents = {p.get("ppid") for p in procs.values()}
+    # Leaves first: behind a wrapper or the guard, the process with no child is the server.
+    for _pid, p in sorted(procs.items(), key=lambda kv: kv[0] in parents):
+        if p.get("role") != "client":
+            words += (p.get("cmd") or "").split()[:1]
+    inner = _guarded(command)
+    words += (inner or command)[:1]
+    if command and _base(command[0]) in _SHELLS and "-c" in command:
+        i = command.index("-c")
+        words += shlex.split(command[i + 1])[:1] if i + 1 < len(command) else []
+    for w in words:
+        b = _base(w)
+        if b.startswith("node") or b in ("bun", "deno", "tsx", "npx"):
+            return "node"
+        if b.startswith("python") or b in ("uvx", "uv", "pipx"):
+            return "python"
+    langs = {s.get("language") for s in sdks}
+    return langs.pop() if len(langs) == 1 else None
+
+
+def _signal_target(r: dict[str, Any], what: str) -> int | None:
+    return next((e.get("pid") for e in _events(r) if e["what"] == what), None)
+
+
+def _descends(pid: int, root: int, procs: dict[int, dict[str, Any]]) -> bool:
+    seen: set[int] = set()
+    cur: int | None = pid
+    while cur is not None and cur in procs and cur not in seen:
+        seen.add(cur)
+        parent = procs[cur].get("ppid")
+        if parent == root:
+            return True
+        cur = parent
+    return False
+
+
+def _wrapper_failure(r: dict[str, Any]) -> str | None:
+    """The process the client started was gone at the window's end while a descendant
+    of it lived on: a wrapper that did not pass the ending on.
+
+    "Gone at the window's end" is read from the survivor lists (the live set the keeper
+    scanned), not from the exit event's instant: a loaded keeper may notice an exit late.
+    """
+    sp = _server_pid(r)
+    procs = _procs(r)
+    if sp is None or sp not in procs or "exit_ms" not in procs[sp]:
+        return None
+    alive_at_end = {s.get("pid") for s in r.get("survivors", [])}
+    if sp in alive_at_end or sp in {s.get("pid") for s in r.get("killed_at_window") or []}:
+        return None  # alive at the window's end: not a wrapper that quit early
+    orphans = [pid for pid in procs if pid in alive_at_end and _descends(pid, sp, procs)]
+    if not orphans and r.get("verdict") != "lingered":
+        return None
+    end = next((e["t_ms"] for e in _events(r) if e["what"] == "window-end"), None)
+    until = procs[sp]["exit_ms"] if end is None else min(procs[sp]["exit_ms"], end)
+    sent = [e["what"] for e in _events(r)
+            if e.get("pid") == sp and e["what"] in ("eof", "sigterm", "sigint", "sigkill")
+            and e["t_ms"] <= until]
+    how = sent[-1].upper() if sent else "its client's exit"
+    wrapper = short(procs[sp].get("cmd") or "", 24)
+    kids = ", ".join(f"{pid} ({short(procs[pid].get('cmd') or '', 30)})" for pid in orphans)
+    return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
+            f"its descendant {kids or 'process'} outlived it")
+
+
+def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
+    mine = [s for s in sdks if language is None or s.get("language") == language]
+    if not mine:
+        return None
+    s = mine[0]
+    ev = ", ".join(s.get("stdin_events") or []) or "none"
+    what = {True: "ends its session on EOF", False: "does not react to EOF",
+            None: "cannot be read"}[s.get("exits_on_eof")]
+    via = f" via {s['delegates_to']}" if s.get("delegates_to") else ""
+    return f"its SDK {s['package']} {s.get('version')}{via} {what} (stdin listeners: {ev})"
+
+
+def _write_error(r: dict[str, Any]) -> str | None:
+    cause = str(r.get("cause") or r.get("lingered_cause") or "")
+    tail = str(r.get("stderr_tail") or "")
+    hit = next((w for w in _WRITE_ERROR if w in cause or w in tail), None)
+    if hit is None and r.get("exit_status") != 141:  # 128 + SIGPIPE
+        return None
+    when = r.get("lingered_ms")
+    at = f" {when:.0f} ms after the trigger" if isinstance(when, (int, float)) else " later"
+    return (f"it died{at} of a write error ({hit or 'SIGPIPE'}) on its next write to a "
+            f"closed stdout, not because it noticed the client go")
+
+
+def diagnose(
+    r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]] | None = None
+) -> str | None:
+    """One paragraph on why this scenario failed; None when it did not."""
+    sdks = sdks or []
+    noise = _noise(r)
+    start = start_failure(r)
+    if start and r.get("verdict") == "early-exit":
+        status = r.get("exit_status")
+        st = f" (status {status})" if status is not None else ""
+        return _sentence(f"exited during start-up{st}: {start}")
+    if start:
+        why = str(r.get("detail") or "it did not get through start-up").rstrip(".")
+        return _sentence(f"{why}; its stderr last said: {start}")
+    if not _failed(r) and not noise:
+        return None
+    sentences: list[str] = []
+    if _failed(r):
+        sc, verdict = r["scenario"], r["verdict"]
+        key = guarantee_of(sc) or sc
+        g = _NOT.get(key, f"does not pass {sc}")
+        if sc == "close" and verdict == "terminated":
+            sentences.append(f"{g}: it needed SIGTERM, {r.get('exit_ms')} ms after EOF")
+        elif sc == "close" and verdict == "killed":
+            sentences.append(f"{g}, nor on SIGTERM: only SIGKILL ended it")
+        elif verdict == "killed":
+            sentences.append(f"{g}: it was still alive at the window's end and was SIGKILLed")
+        elif verdict == "lingered":
+            sentences.append(f"{g} promptly: it outlived the window")
+        else:
+            sentences.append(f"{g}: its tree outlived the window")
+        wrap = _wrapper_failure(r)
+        if wrap:
+            sentences.append(wrap)
+        lang = _language(r, command, sdks)
+        if key in ("eof", "half-close"):
+            sdk = _sdk_text(sdks, lang)
+            if sdk:
+                alive = [s for s in r.get("survivors", [])
+                         if (s.get("evidence") or {}).get("alive", True)]
+                ends = any(x.get("exits_on_eof") for x in sdks if x.get("language") == lang)
+                if ends and alive:
+                    sdk += ": so something in the server's own code keeps it alive"
+                sentences.append(sdk)
+        sig = {"sigterm": "SIGTERM", "sigint": "SIGINT"}.get(sc)
+        seen = set()
+        for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
+            if s.get("pid") not in seen:
+                seen.add(s.get("pid"))
+                sentences.append(kept_alive(s, sig, _signal_target(r, sc)))
+        evs = [s.get("evidence") for s in r.get("survivors", [])]
+        if evs and all(ev and ev.get("alive") is False for ev in evs):
+            sentences.append("every survivor was already exiting at the window's end: slow, "
+                             "not stuck (a loaded machine?); a longer --window may pass")
+        died = _write_error(r)
+        if died:
+            sentences.append(died)
+    if noise:
+        sentences.append(f"stdout is not clean: {len(noise)} non-protocol line(s), e.g. "
+                         f"{noise[0].split(':', 1)[1].strip()[:60]}")
+    return " ".join(_sentence(x) for x in sentences)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return (text[:1].upper() + text[1:]).rstrip(".") + "."
+
+
+def remedy(
+    r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]] | None = None
+) -> str | None:
+    """What to change, fitting the server's language and launcher; None when nothing."""
+    sdks = sdks or []
+    noise = _noise(r)
+    if not _failed(r) and not noise:
+        return None
+    steps: list[str] = []
+    if _failed(r):
+        wrapper = _wrapper_failure(r)
+        lang = _language(r, command, sdks)
+        head = _base(command[0]) if command else ""
+        if wrapper and head in _SHELLS:
+            steps.append("make the shell exec the server so signals and EOF reach it: "
+                         f"`{head} -c '... exec <server command>'`")
+        elif wrapper and head in _LAUNCHERS:
+            steps.append(f"`{head}` stays in between and does not forward signals: run the "
+                         "installed server's own command instead")
+        if lang == "node":
+            steps.append(f"in the Node server add the four listeners with a run-once "
+                         f"shutdown: {NODE_LISTENERS}")
+            if guarantee_of(r["scenario"]) == "parent-death":
+                steps.append(f"and a parent watch: {NODE_PARENT_WATCH}")
+        elif lang == "python":
+            steps.append(f"in the Python server {PYTHON_REMEDY}")
+    if noise:
+        steps.append("write logs to stderr (console.error / logging to sys.stderr): stdout "
+                     "carries JSON-RPC only")
+    if _failed(r) and command and _guarded(command) is None:
+        steps.append(f"if you cannot change it, launch it behind the guard: "
+                     f"`mcp-tether run -- {shlex.join(command)}`")
+    text = "; ".join(steps)
+    return text[:1].upper() + text[1:]
+
+
+def annotate(
+    results: list[dict[str, Any]],
+    command: list[str],
+    *,
+    locate: Callable[[list[str]], list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
+    """Add `diagnosis` and `remedy` to each result that failed (in place; returned).
+
+    The server's SDKs are located from the command only when something failed.
+    """
+    sdks: list[dict[str, Any]] | None = None
+    for r in results:
+        if not (_failed(r) or _noise(r) or start_failure(r)):
+            continue
+        if sdks is None:
+            if locate is None:
+                from mcp_tether.inspect import sdks_for_command
+
+                locate = sdks_for_command
+            sdks = locate(list(command))
+        r["diagnosis"] = diagnose(r, command, sdks)
+        r["remedy"] = remedy(r, command, sdks)
+    return results
+
+
+def summary(results: Iterable[dict[str, Any]]) -> str:
+    """One line: the guarantees that hold and those that fail, over the scenarios run."""
+    state: dict[str, bool] = {}
+    for r in results:
+        sc, verdict = r.get("scenario", ""), r.get("verdict")
+        if verdict in ("error", "early-exit", "skipped"):
+            continue
+        key = guarantee_of(sc)
+        if key is None:
+            continue
+        ok = bool(r.get("passed"))
+        state[key] = state.get(key, True) and ok
+        if sc == "close" and verdict == "terminated":
+            state["sigterm"] = state.get("sigterm", True)  # SIGTERM did end it
+        if _wrapper_failure(r):
+            state["wrapper"] = False
+        state["stdout"] = state.get("stdout", True) and not _noise(r)
+    holds = [GUARANTEES[k] for k in GUARANTEES if state.get(k) is True]
+    fails = [GUARANTEES[k] for k in GUARANTEES if state.get(k) is False]
+    return (f"holds: {', '.join(holds) or 'nothing tested'}"
+            + (f"; fails: {', '.join(fails)}" if fails else ""))
+
+
+def explain_line(r: dict[str, Any], limit: int = 110) -> str:
+    """The short line the table prints under a row: why it failed / did not start."""
+    text = r.get("diagnosis") or ""
+    if not text:
+        return ""
+    first = text.split(". ")[0].rstrip(".")
+    return first if len(first) <= limit else first[: limit - 1] + "…"

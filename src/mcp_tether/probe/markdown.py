@@ -1,0 +1,81 @@
+"""A compact Markdown summary of probe results, for CI job pages (GitHub step summary).
+
+    write_markdown("summary.md", [(title, payload)])   # payload: `probe --json`'s object
+
+One section per server: its one-line summary of guarantees, a table of scenarios, and
+for each failed one its diagnosis and remedy in a collapsed block. Pure rendering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["render_markdown", "write_markdown"]
+
+_ICON = {"exited": "✅", "alive": "✅", "terminated": "⚠️", "killed": "❌", "orphaned": "❌",
+         "lingered": "❌", "early-exit": "💥", "error": "💥", "skipped": "⏭️"}
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _ms(v: Any) -> str:
+    return "—" if v is None else f"{float(v):.0f}"
+
+
+def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
+    from mcp_tether.probe.diagnose import explain_line, summary
+
+    out: list[str] = []
+    for title, payload in sections:
+        results = payload.get("results", [])
+        passed = sum(1 for r in results if r.get("passed"))
+        out.append(f"### {_cell(title)}")
+        out.append("")
+        per_server = payload.get("server_summaries")
+        if per_server:  # the lab: several servers in one section
+            out.append(f"**{passed}/{len(results)} passed**")
+            out.append("")
+            out += [f"- **{_cell(name)}**: {_cell(text)}" for name, text in per_server]
+        else:
+            out.append(f"**{passed}/{len(results)} passed** — "
+                       f"{payload.get('summary') or summary(results)}")
+        out.append("")
+        labelled = any(r.get("label") for r in results)
+        head = (["row"] if labelled else []) + ["scenario", "style", "verdict", "exit ms",
+                                                 "rung", "why"]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for r in results:
+            cells = ([r.get("label", "")] if labelled else []) + [
+                r.get("scenario", ""), r.get("host_style", ""),
+                f"{_ICON.get(r.get('verdict', ''), '')} {r.get('verdict', '')}",
+                _ms(r.get("exit_ms")), r.get("rung") or "—",
+                explain_line(r) or ("" if r.get("passed") else r.get("detail", "")),
+            ]
+            out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        out.append("")
+        for r in results:
+            if r.get("diagnosis"):
+                name = f"{r.get('label') or ''} {r.get('scenario')} ({r.get('verdict')})".strip()
+                out.append(f"<details><summary>{_cell(name)}</summary>")
+                out.append("")
+                out.append(f"**Diagnosis.** {r['diagnosis']}")
+                out.append("")
+                if r.get("remedy"):
+                    out.append(f"**Remedy.** {r['remedy']}")
+                    out.append("")
+                out.append("</details>")
+                out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_markdown(path: str, sections: list[tuple[str, dict[str, Any]]]) -> None:
+    from mcp_tether.errors import UsageError
+
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(render_markdown(sections))
+    except OSError as exc:
+        raise UsageError(f"--markdown {path}: {exc.strerror}") from None

@@ -1,0 +1,212 @@
+"""The probe explains a failure: which guarantee failed, what kept the server alive,
+and a remedy that fits the server. Real processes; the EPIPE case on a result dict."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_tether.lab import node_env
+from mcp_tether.probe import ProbeOptions, build_specs
+from mcp_tether.probe.diagnose import annotate, diagnose, explain_line, remedy, summary
+from mcp_tether.probe.runner import run_specs
+
+SERVERS = Path(__file__).parent / "servers"
+MINI = [sys.executable, str(SERVERS / "mini.py")]
+needs_node = pytest.mark.skipif(node_env.missing_tools() is not None, reason="needs node")
+
+
+def run(argv: list[str], scenario: str, style: str = "python", **kw: Any) -> dict[str, Any]:
+    """1. run one scenario for real; 2. annotate it as the probe CLI does."""
+    opts = ProbeOptions(host_style=style, scenarios=(scenario,), window=1.0, **kw)
+    (result,) = run_specs(build_specs(argv, opts))
+    annotate([result], argv)
+    return result
+
+
+@needs_node
+def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_four_listeners() -> None:
+    node_dir = node_env.ensure(quiet=True)
+    r = run(["node", str(node_dir / "timer.mjs")], "exit", "node")
+    assert r["verdict"] == "orphaned"
+    assert r["diagnosis"].startswith("Does not exit on stdin EOF")
+    assert "@modelcontextprotocol/sdk" in r["diagnosis"] and "does not react to EOF" in r[
+        "diagnosis"]
+    assert "event loop" in r["diagnosis"]  # its main thread sits in epoll_wait
+    for listener in ("stdin.on('end'", "stdin.on('close'", "'SIGTERM'", "'SIGINT'"):
+        assert listener in r["remedy"]
+    assert "if (done) return" in r["remedy"]  # run-once
+    assert "mcp-tether run -- node" in r["remedy"]
+
+
+def test_a_python_thread_server_is_told_which_thread_keeps_it_alive() -> None:
+    r = run([sys.executable, str(SERVERS / "named_thread.py")], "exit")
+    assert r["verdict"] == "orphaned"
+    assert "Does not exit on stdin EOF" in r["diagnosis"]
+    assert "flusher" in r["diagnosis"]
+    assert "mcp_tether.run(mcp)" in r["remedy"]
+    assert "stdin.on" not in r["remedy"]
+
+
+def test_a_wrapper_that_does_not_forward_sigterm_is_told_to_exec() -> None:
+    import shlex
+
+    r = run(["sh", "-c", f"{shlex.join(MINI)}; true"], "sigterm", "node")
+    assert r["verdict"] in ("orphaned", "killed")
+    assert "wrapper" in r["diagnosis"] and "did not pass it on" in r["diagnosis"]
+    assert "exec" in r["remedy"]
+    assert "wrapper forwards signals" in summary([r]).split("fails:")[1]
+
+
+def test_a_server_that_ignores_sigterm_is_told_so() -> None:
+    r = run([*MINI, "--ignore-term"], "sigterm")
+    assert r["verdict"] == "killed"
+    assert r["diagnosis"].startswith("Does not exit on SIGTERM")
+    assert "it ignores SIGTERM (SIG_IGN)" in r["diagnosis"]
+    assert "wrapper" not in r["diagnosis"]
+    assert "mcp_tether.run" in r["remedy"]
+
+
+def test_a_server_with_stdout_noise_is_told_to_log_to_stderr() -> None:
+    r = run([*MINI, "--garbage"], "close")
+    assert r["passed"]  # it exits on EOF: only the stdout guarantee fails
+    assert "Stdout is not clean" in r["diagnosis"]
+    assert "stderr" in r["remedy"] and "mcp-tether run" not in r["remedy"]
+    assert "fails: stdout is clean" in summary([r])
+
+
+def test_a_compliant_server_gets_no_diagnosis() -> None:
+    r = run(MINI, "close")
+    assert r["passed"] and "diagnosis" not in r
+    assert summary([r]) == "holds: exits on stdin EOF, stdout is clean"
+
+
+def test_a_start_failure_shows_the_last_line_of_stderr() -> None:
+    r = run([sys.executable, "-c", "import sys; print('one', file=sys.stderr); "
+             "print('API_KEY is not set', file=sys.stderr); sys.exit(3)"], "close")
+    assert r["verdict"] == "early-exit"
+    assert explain_line(r) == "Exited during start-up (status 3): API_KEY is not set"
+
+
+def test_a_server_that_died_of_epipe_later_is_told_so() -> None:
+    """On a dict: `lingered` comes from the probe stream (a survivor watched to a horizon)."""
+    r = {
+        "scenario": "exit", "host_style": "node", "verdict": "lingered", "passed": False,
+        "exit_ms": None, "lingered_ms": 5012.0, "cause": "exit 1 (write EPIPE)",
+        "exit_status": 1, "survivors": [], "warnings": [],
+        "stderr_tail": "Error: write EPIPE\n    at afterWriteDispatched",
+        "events": [{"t_ms": 0.0, "what": "spawn", "pid": 7, "role": "server",
+                    "cmd": "node everything.js"}],
+    }
+    text = diagnose(r, ["node", "everything.js"], [])
+    assert text is not None
+    assert text.startswith("Does not exit on stdin EOF promptly")
+    assert "5012 ms after the trigger of a write error (EPIPE)" in text
+    fix = remedy(r, ["node", "everything.js"], [])
+    assert fix is not None and "stdin.on('end'" in fix
+
+
+def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -> None:
+    """The language and SDK are those of the guarded child, not of the guard's Python."""
+    cmd = [sys.executable, "-m", "mcp_tether", "run", "--", "node", "/srv/timer.mjs"]
+    r = {
+        "scenario": "close", "host_style": "node", "verdict": "terminated", "passed": False,
+        "exit_ms": 2010.0, "survivors": [], "warnings": [],
+        "events": [
+            {"t_ms": 0.0, "what": "spawn", "pid": 1, "role": "client", "cmd": "probe client"},
+            {"t_ms": 5.0, "what": "spawn", "pid": 2, "role": "server", "cmd": " ".join(cmd)},
+            {"t_ms": 90.0, "what": "seen", "pid": 3, "ppid": 2, "cmd": "node /srv/timer.mjs"},
+        ],
+    }
+    sdks = [{"language": "python", "package": "mcp", "version": "2", "exits_on_eof": True},
+            {"language": "node", "package": "@modelcontextprotocol/sdk", "version": "1.30.0",
+             "exits_on_eof": False, "stdin_events": ["data", "error"]}]
+    text = diagnose(r, cmd, sdks)
+    assert text is not None and "@modelcontextprotocol/sdk 1.30.0" in text and "mcp 2" not in text
+    fix = remedy(r, cmd, sdks)
+    assert fix is not None and "stdin.on('end'" in fix and "mcp-tether run" not in fix
+
+
+def test_npx_that_dies_on_sigterm_and_leaves_its_grandchild_is_a_wrapper_failure() -> None:
+    """Shape of a real `npx -y @modelcontextprotocol/server-memory` sigterm run under load:
+    npm exits on SIGTERM (its exit noticed only during the clean-up), sh and node live on;
+    the node process never got the signal."""
+    cmd = ["npx", "-y", "@modelcontextprotocol/server-memory"]
+    ev = [
+        {"t_ms": 0.0, "what": "spawn", "pid": 10, "role": "client", "cmd": "probe client"},
+        {"t_ms": 378.2, "what": "spawn", "pid": 20, "role": "server",
+         "cmd": "node /usr/bin/npx -y @modelcontextprotocol/server-memory"},
+        {"t_ms": 2900.0, "what": "seen", "pid": 30, "ppid": 20, "cmd": "sh -c mcp-server-memory"},
+        {"t_ms": 2900.0, "what": "seen", "pid": 40, "ppid": 30,
+         "cmd": "node /x/.bin/mcp-server-memory"},
+        {"t_ms": 3400.0, "what": "handshake", "pid": 20},
+        {"t_ms": 3600.0, "what": "sigterm", "pid": 20},
+        {"t_ms": 3600.0, "what": "window-start", "pid": None},
+        {"t_ms": 5600.0, "what": "window-end", "pid": None},
+        {"t_ms": 6100.0, "what": "exit", "pid": 20, "status": None, "by": "probe-cleanup"},
+        {"t_ms": 6100.0, "what": "exit", "pid": 40, "status": 137, "by": "probe-cleanup"},
+    ]
+    r = {"scenario": "sigterm", "host_style": "node", "verdict": "orphaned", "passed": False,
+         "survivors": [{"pid": 40, "ppid": 5, "cmdline": "node /x/.bin/mcp-server-memory",
+                        "evidence": {"alive": True, "sig_caught": ["SIGTERM"]}}],
+         "warnings": [], "events": ev}
+    text = diagnose(r, cmd, [])
+    assert text is not None
+    assert "wrapper pid 20" in text and "exited on SIGTERM but did not pass it on" in text
+    assert "it never received the SIGTERM (sent to pid 20)" in text
+    assert "handler" not in text
+    fix = remedy(r, cmd, [])
+    assert fix is not None and fix.startswith("`npx` stays in between")
+
+
+def test_survivors_already_exiting_at_the_window_end_are_called_slow_not_stuck() -> None:
+    r = {"scenario": "crash", "host_style": "python", "verdict": "orphaned", "passed": False,
+         "survivors": [{"pid": 9, "ppid": None, "cmdline": "",
+                        "evidence": {"alive": False, "state": "Z", "comm": "python"}}],
+         "warnings": [], "events": []}
+    text = diagnose(r, ["python", "server.py"], [])
+    assert text is not None and "slow, not stuck" in text and "(python)" in text
+    fix = remedy(r, ["python", "server.py"], [])
+    assert fix is not None and fix.startswith("In the Python server")
+
+
+def test_evidence_of_a_vanished_process_is_empty_not_an_error() -> None:
+    """collect() never raises: a pid that is gone gives alive False and nothing else."""
+    import subprocess
+
+    from mcp_tether.probe.evidence import collect
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    ev = collect(p.pid)
+    assert ev["alive"] is False and ev["threads"] == [] and ev["holds_wire"] is None
+
+
+def test_evidence_names_threads_and_sees_the_wire_of_a_live_process() -> None:
+    """A live server: its named thread, its stdio ends (as spawned), its signal masks."""
+    import subprocess
+    import time
+
+    from mcp_tether.probe.evidence import collect, stdio_links
+
+    p = subprocess.Popen([sys.executable, str(SERVERS / "named_thread.py")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        wire = stdio_links(p.pid)
+        deadline = time.monotonic() + 20
+        ev = collect(p.pid, wire)
+        while "flusher" not in ev["threads"] and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for the thread to be named, with a deadline
+            ev = collect(p.pid, wire)
+        assert ev["alive"] and "flusher" in ev["threads"]
+        assert ev["holds_wire"] is True and len(wire) == 2
+        assert "SIGINT" in ev["sig_caught"]  # Python's KeyboardInterrupt handler
+    finally:
+        p.kill()
+        p.wait()
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.close()
+        p.stdout.close()
