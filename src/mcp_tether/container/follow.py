@@ -13,8 +13,9 @@ Guarantees of `ContainerFollow`:
   "denied" (the engine refused or did not answer).
 - `wait_gone(timeout)` returns the monotonic instant the container was seen stopped
   (`<engine> wait`, bounded by `timeout`), or None; `exit_code` is its status then.
-- `end()` removes the container if it is still running (or was started with `--rm`),
-  at most once per state, and never raises; the private cidfile goes with it.
+- `end()` removes the container if it is still running, if one of our rungs ended it,
+  or if it was started with `--rm` (one that left by itself without `--rm` is kept, as
+  the engine keeps it); idempotent, never raises; the private cidfile goes with it.
 - Only containers carrying this run's token are ever signalled or removed.
 No helper process outlives a call: a guard counts its children to know its tree is
 empty, and a `wait` left running would be one.
@@ -65,6 +66,7 @@ class Box:
         self.exit_code: int | None = None
         self.stopped_at: float | None = None
         self.removed = False
+        self.signalled = False  # a rung reached it: we ended it, so we remove it
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.engine.name} {self.short_id})"
@@ -114,6 +116,7 @@ class Box:
             return DENIED
         if code == 0:
             log.debug(f"container {self.short_id}: {name} sent")
+            self.signalled = True
             return SENT
         low = err.lower()
         if "not running" in low or "no such" in low:
@@ -174,11 +177,14 @@ class Box:
             {"container": self.short_id, "cmdline": "(not listed by the engine)"}]
 
     def end(self) -> None:
-        """Remove the container if it still runs (or was meant to be removed); never raises."""
+        """Remove the container if it still runs, if a rung of ours ended it, or if it
+        was started with `--rm`; one that left by itself without `--rm` is kept (as the
+        engine would keep it). Idempotent; never raises."""
         try:
             if not self.removed and self.find() is not None:
                 state = self.state()
-                if state == "running" or (state == "stopped" and self.remove):
+                if state == "running" or (state == "stopped"
+                                          and (self.remove or self.signalled)):
                     code, _o, err = self.engine.call(["rm", "-f", self.container_id or ""])
                     if code != 0 and "no such" not in err.lower():
                         log.warning(f"container {self.short_id}: rm -f: {err.strip()[:200]}")

@@ -19,7 +19,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.ladder import LadderTarget
 
-__all__ = ["WithContainer"]
+__all__ = ["WithContainer", "CLIENT_LINGER"]
+
+# Seconds the engine client gets, after its container stopped, to see it and exit.
+CLIENT_LINGER = 2.0
 
 
 class WithContainer:
@@ -39,11 +42,15 @@ class WithContainer:
         return DENIED if DENIED in outcomes else "gone"
 
     def wait(self, timeout: float) -> float | None:
+        """Until the container has stopped and the tree is empty. The container is
+        waited for first: once it has stopped, the engine client (still attached) only
+        has to notice and report; it gets up to `CLIENT_LINGER` past `timeout` for
+        that, so a slow client does not make the next rung look needed."""
         deadline = time.monotonic() + timeout
-        tree_gone = self.tree.wait(timeout)
-        if tree_gone is None:
-            return None
-        box_gone = self.follow.wait_gone(deadline - time.monotonic())
+        box_gone = self.follow.wait_gone(timeout)
         if box_gone is None:
+            return None
+        tree_gone = self.tree.wait(max(deadline - time.monotonic(), CLIENT_LINGER))
+        if tree_gone is None:
             return None
         return max(tree_gone, box_gone)
