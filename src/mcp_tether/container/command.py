@@ -50,7 +50,8 @@ class RunCommand:
 
     def __init__(self, argv: list[str], engine: str, global_args: list[str],
                  run_at: int, options: list[str], image: str | None,
-                 shell_index: int | None = None, inner: RunCommand | None = None) -> None:
+                 shell_index: int | None = None, inner: RunCommand | None = None,
+                 words: list[str] | None = None) -> None:
         self.argv = argv
         self.engine = engine  # the engine word as written ("docker", "/usr/bin/podman")
         self.global_args = global_args  # e.g. ["-H", "unix:///x.sock"]
@@ -59,6 +60,7 @@ class RunCommand:
         self.image = image
         self.shell_index = shell_index  # index of the -c string in argv, for a wrapper
         self.inner = inner  # the command inside that -c string
+        self.words = options if words is None else words  # option words, values left out
 
     def __repr__(self) -> str:
         return (f"RunCommand(engine={self.engine!r}, image={self.image!r}, "
@@ -69,7 +71,7 @@ class RunCommand:
         return _name(self.engine)
 
     def _flag(self, long: str, short: str | None = None) -> bool:
-        for opt in self.options:
+        for opt in self.words:
             if opt == long or opt.startswith(long + "=") and opt != long + "=false":
                 return True
             if short and opt.startswith("-") and not opt.startswith("--"):
@@ -157,6 +159,7 @@ def _parse_engine(argv: list[str], at: int) -> RunCommand | None:
     run_at = i
     i += 1
     options: list[str] = []
+    words: list[str] = []
     image = None
     while i < len(argv):
         word = argv[i]
@@ -166,6 +169,7 @@ def _parse_engine(argv: list[str], at: int) -> RunCommand | None:
         if not word.startswith("-") or word == "-":
             break
         options.append(word)
+        words.append(word)
         if word.startswith("--"):
             takes = word not in _RUN_FLAGS and "=" not in word
         else:
@@ -184,7 +188,7 @@ def _parse_engine(argv: list[str], at: int) -> RunCommand | None:
         image = argv[i]
     if image is None or "--help" in options:
         return None
-    cmd = RunCommand(argv, argv[at], global_args, run_at, options, image)
+    cmd = RunCommand(argv, argv[at], global_args, run_at, options, image, words=words)
     return None if cmd.detached else cmd
 
 
@@ -215,5 +219,6 @@ def parse_run(argv: list[str]) -> RunCommand | None:
             if inner is None or inner.shell_index is not None:
                 return None
             return RunCommand(argv, inner.engine, inner.global_args, inner.run_at,
-                              inner.options, inner.image, shell_index=j + 1, inner=inner)
+                              inner.options, inner.image, shell_index=j + 1, inner=inner,
+                              words=inner.words)
     return None
