@@ -12,7 +12,7 @@ Guarantees of `ContainerFollow`:
   happened to the engine client; "sent", "gone" (not running, or never created) or
   "denied" (the engine refused or did not answer).
 - `wait_gone(timeout)` returns the monotonic instant the container was seen stopped
-  (`<engine> wait`, bounded by `timeout`), or None; `exit_code` is its status then.
+  (engine polled until `timeout`), or None; `exit_code` is its status then.
 - `end()` removes the container if it is still running, if one of our rungs ended it,
   or if it was started with `--rm` (one that left by itself without `--rm` is kept, as
   the engine keeps it); idempotent, never raises; the private cidfile goes with it.
@@ -24,7 +24,6 @@ empty, and a `wait` left running would be one.
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import signal as _signal
 import tempfile
@@ -39,6 +38,11 @@ __all__ = ["Box", "ContainerFollow", "follow_for", "owner_label", "LABEL_RUN", "
 LABEL_RUN = "io.mcp-tether.run"
 LABEL_OWNER = "io.mcp-tether.owner"
 SENT, GONE, DENIED = "sent", "gone", "denied"
+# How often wait_gone asks the engine (each ask is one short CLI call, ~0.1 s).
+POLL_MIN = 0.05
+POLL_MAX = 0.25
+# How far back to look for the `die` event of a container removed before we looked.
+EVENTS_SINCE = 3600
 
 
 def owner_label(pid: int | None = None) -> str:
@@ -89,12 +93,34 @@ class Box:
         except EngineError:
             return "unknown"
         if code != 0:
-            return "gone" if "no such" in err.lower() else "unknown"
+            if "no such" not in err.lower():
+                return "unknown"
+            if self.exit_code is None:  # removed (`--rm`) before we saw it stop
+                self._stopped(self._exit_from_events(cid))
+            return "gone"
         running, _, exit_code = out.strip().partition(" ")
         if running == "true":
             return "running"
         self._stopped(int(exit_code) if exit_code.lstrip("-").isdigit() else None)
         return "stopped"
+
+    def _exit_from_events(self, cid: str) -> int | None:
+        """The exit code of a container already removed, from the engine's recent
+        `die` event (the daemon keeps recent events in memory)."""
+        if self.engine.name != "docker":
+            return None
+        try:
+            code, out, _err = self.engine.call(
+                # `--until` a second ahead: "now" is cut to whole seconds and would
+                # miss a die event of this very second (the call blocks until then).
+                ["events", "--since", f"{EVENTS_SINCE}s", "--until",
+                 f"{int(time.time()) + 1}", "--filter",
+                 f"container={cid}", "--filter", "event=die", "--format",
+                 '{{index .Actor.Attributes "exitCode"}}'])
+        except EngineError:
+            return None
+        last = out.split()[-1] if code == 0 and out.split() else ""
+        return int(last) if last.lstrip("-").isdigit() else None
 
     def _stopped(self, exit_code: int | None) -> None:
         if self.stopped_at is None:
@@ -125,39 +151,26 @@ class Box:
         return DENIED
 
     def wait_gone(self, timeout: float) -> float | None:
-        """Until the container is stopped (its monotonic instant) or `timeout` passed."""
-        if self.stopped_at is not None:
-            return self.stopped_at
+        """Until the container is stopped (its monotonic instant) or `timeout` passed.
+
+        Polls `inspect` (POLL_MIN doubling to POLL_MAX) rather than keeping an
+        `<engine> wait` running: a helper left running by a caller that is SIGKILLed
+        mid-wait would outlive it, and a guard counts its children to know it is done.
+        The instant is the first poll that saw it stopped (late by at most one poll)."""
         deadline = time.monotonic() + max(0.0, timeout)
-        state = self.state()
-        if state in ("stopped", "gone"):
-            self._stopped(None)
-            return self.stopped_at
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or self.container_id is None:
-            return None
-        try:
-            proc = self.engine.popen(["wait", self.container_id])
-        except EngineError:
-            return None
-        try:
-            assert proc.stdout is not None
-            ready, _, _ = select.select([proc.stdout], [], [], remaining)
-            if not ready:
+        pause = POLL_MIN
+        while True:
+            if self.stopped_at is not None:
+                return self.stopped_at
+            state = self.state()
+            if state in ("stopped", "gone"):
+                self._stopped(None)
+                return self.stopped_at
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return None
-            out = proc.stdout.read().decode(errors="replace").strip()
-            seen = time.monotonic()
-            if proc.wait() != 0:  # no such container: removed (--rm) as it stopped
-                return self.wait_gone(0) if self.state() != "unknown" else None
-            self._stopped(int(out) if out.lstrip("-").isdigit() else None)
-            self.stopped_at = min(self.stopped_at or seen, seen)
-            return self.stopped_at
-        finally:
-            if proc.returncode is None:
-                proc.kill()  # our own child, not reaped yet: its pid is still its own
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+            time.sleep(min(pause, remaining))  # polling the engine with a deadline
+            pause = min(pause * 2, POLL_MAX)
 
     def running(self) -> bool:
         return self.state() in ("running", "unknown")
