@@ -128,7 +128,7 @@ def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
     pat = _allowed(s, allow)
     if pat is not None:
         return f"allowed by --allow {pat!r}"
-    if s.identified or "stdio" in include:
+    if s.identified or "stdio" in include or (s.guess and "guess" in include):
         return None
     if s.guess:
         return "named like an MCP server only: --include guess to end it"
@@ -224,7 +224,7 @@ class _TreeTarget:
         done: set[ProcessId] = set()
         in_group = [i for i in live if snap[i.pid].pgid == self.pgid]
         group = {p.pid for p in snap.values() if p.pgid == self.pgid and not p.exited}
-        # killpg only when every process in the group is one of ours: a leaked server
+        # A group signal only when every process in the group is one of ours: a leaked server
         # may still sit in its dead client's group next to processes we must not touch.
         if in_group and group <= {i.pid for i in live}:
             r = signal_group(self.pgid, sig, in_group)
