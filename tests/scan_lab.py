@@ -62,7 +62,7 @@ setInterval(() => {}, 1000); // keeps the event loop alive after EOF: it leaks
 # An `npm exec X`-shaped wrapper: node rewrites its title, then runs X's bin with the
 # same stdio, as npx does.
 NPM_EXEC = """\
-import { spawn } from "node:child_process";
+import {{ spawn }} from "node:child_process";
 process.title = "npm exec {spec}";
 const child = spawn(process.execPath, [{bin!r}], {{ stdio: "inherit" }});
 child.on("exit", (code) => process.exit(code ?? 1));
