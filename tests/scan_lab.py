@@ -166,7 +166,10 @@ class Lab:
         return path
 
     def fake_server(self, name: str = "mcp-server-fake.py", *, sdk_import: bool = False) -> Path:
-        return self.script(name, FAKE_SERVER.format(imports="import mcp" if sdk_import else ""))
+        # The SDK import is seen by identification (it reads the script), never executed:
+        # a fake server stays small and quick to start.
+        imports = "if False:\n    import mcp" if sdk_import else ""
+        return self.script(name, FAKE_SERVER.format(imports=imports))
 
     def pair(self, argv: list[str] | None = None, *, new_session: bool = False,
              socket: bool = False, wrapper: bool = False, hello: bool = False,

@@ -123,11 +123,11 @@ def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
     if s.live_writer:
         held = ", ".join(f"{w['pid']} ({w['name']})" for w in s.writers) or "a process"
         return f"its input still has a live writer: {held}"
-    if s.age_seconds < min_age:
-        return f"younger than --min-age ({s.age_seconds:.0f}s < {min_age:g}s)"
     pat = _allowed(s, allow)
     if pat is not None:
         return f"allowed by --allow {pat!r}"
+    if s.age_seconds < min_age:
+        return f"younger than --min-age ({s.age_seconds:.0f}s < {min_age:g}s)"
     if s.identified or "stdio" in include or (s.guess and "guess" in include):
         return None
     if s.guess:
