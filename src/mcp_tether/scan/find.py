@@ -128,6 +128,9 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
     def is_client(pid: int) -> bool:
         """Holds the client side of a child's channel: a host, whatever its name."""
         for k in kids.get(pid, ()):
+            klinks = fds(k) or {}
+            if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)):
+                continue  # cheap: a child without a stdio channel needs no closer look
             if evidence.holds_peer(pid, channels(k)[1], diag):
                 clients.add(pid)
                 return True

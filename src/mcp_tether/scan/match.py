@@ -136,6 +136,8 @@ def is_guard(argv: Sequence[str]) -> bool:
 
 def guarded_argv(argv: Sequence[str]) -> list[str] | None:
     """The inner command of `mcp-tether run [opts] -- CMD`, however spelled, or None."""
+    if not is_guard(argv):
+        return None  # the cheap answer for nearly every process: no import needed
     try:
         from mcp_tether.guard.argv import (  # type: ignore[import-not-found,unused-ignore]
             parse_guard_argv,  # the core's parser, once merged
@@ -145,7 +147,7 @@ def guarded_argv(argv: Sequence[str]) -> list[str] | None:
     if parse_guard_argv is not None:
         got = parse_guard_argv(list(argv))
         return list(got) if got else None
-    if not is_guard(argv) or "--" not in argv:
+    if "--" not in argv:
         return None
     return list(argv[list(argv).index("--") + 1 :]) or None
 
