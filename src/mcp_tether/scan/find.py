@@ -27,7 +27,7 @@ from typing import Any
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
 from mcp_tether.scan import evidence
-from mcp_tether.scan.identify import Identifier, identify
+from mcp_tether.scan.identify import Identifier, identify, split_title
 from mcp_tether.scan.match import (
     HOST_NAMES,
     INTERPRETERS_RE,
@@ -296,7 +296,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
     if leaked and host is None and cfg_hosts and not (cfg_hosts & set(running_hosts)):
         ev.append(HOST_GONE)
     argv = root.argv
-    shown = argv
+    shown = split_title(argv)  # `npm exec X` padded with spaces by a rewritten title
     for m in members:
         inner = guarded_argv(m.argv)
         if inner:
