@@ -287,7 +287,7 @@ def test_non_finite_or_negative_durations_are_usage_errors(
     """`reap --grace inf` used to raise after sending SIGTERM: now exit 2, one line."""
     rc, out, err = run_cli(capsys, "reap", "--dry-run", *argv)
     assert rc == 2 and out == ""
-    assert "finite number of seconds" in err and "Traceback" not in err
+    assert "seconds" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 5
 
 
 # ----- recognisers -------------------------------------------------------------------
@@ -322,3 +322,20 @@ def test_only_reap_may_signal_and_only_through_the_core() -> None:
         assert not re.search(r"\b(os\.kill|killpg|pidfd_send_signal|send_signal)\b", src), f
         if f.name not in ("reap.py", "cli.py", "watch.py"):
             assert not re.search(r"\b(signal_process|signal_group|\.signal\()", src), f
+
+
+def test_ps_shows_the_inner_command_of_a_guarded_server(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server behind `mcp-tether run --` is one entry rooted at the guard, shown as
+    the server it guards (not `python -m mcp_tether run [+1]`)."""
+    server = [sys.executable, str(lab.fake_server())]
+    pair = lab.pair([sys.executable, "-m", "mcp_tether", "run", "--grace", "1", "--", *server])
+    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    e = entry(doc, pair.server.pid)
+    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e["command"][1:4] == ["-m", "mcp_tether", "run"]
+    assert e["shown_command"] == server and len(e["members"]) == 2
+    rc, out, _ = run_cli(capsys, "ps")
+    row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
+    assert "mcp-server-fake.py [+1]" in row and "mcp_tether run" not in row

@@ -13,18 +13,11 @@ import os
 import sys
 
 from mcp_tether import ladder
+from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
-from mcp_tether.scan.reap import INCLUDE_CHOICES, check_duration
+from mcp_tether.scan.reap import INCLUDE_CHOICES
 
 __all__ = ["configure", "command"]
-
-
-def _seconds(text: str) -> float:
-    try:
-        return check_duration(float(text), "a duration")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a finite number of seconds >= 0") from exc
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
@@ -43,9 +36,10 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="also end leaked processes not identified as MCP servers: "
                              "guess (named like one), stdio (any leaked stdio process); "
                              "repeatable")
-    parser.add_argument("--grace", type=_seconds, default=ladder.TERM_GRACE, metavar="SECONDS",
+    parser.add_argument("--grace", type=positive_duration, default=ladder.TERM_GRACE,
+                        metavar="SECONDS",
                         help="between SIGTERM and SIGKILL (default %(default)s)")
-    parser.add_argument("--min-age", type=_seconds, default=None, metavar="SECONDS",
+    parser.add_argument("--min-age", type=positive_duration, default=None, metavar="SECONDS",
                         help="never end anything younger (default 0; 60 with --watch)")
     parser.add_argument("--allow", action="append", default=[], metavar="PATTERN",
                         help="never end a server whose command, package or config name "
@@ -54,7 +48,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="(root only) also end other users' leaked servers")
     parser.add_argument("--watch", action="store_true",
                         help="keep running: end leaks as they appear, one line per action")
-    parser.add_argument("--interval", type=_seconds, default=None, metavar="SECONDS",
+    parser.add_argument("--interval", type=positive_duration, default=None, metavar="SECONDS",
                         help="between scans in --watch mode (default 30)")
     parser.add_argument("--print-unit", choices=("systemd", "launchd"), default=None,
                         help="print a user service that runs `reap --watch` and exit")

@@ -234,7 +234,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
     ticks = table.clock_ticks()
     how = sorted({h for m in member_pids for h in found.get(m, ())},
                  key=("evidence", "config", "host", "guess").index)
-    what = identify([(m.argv, m.cwd, m.exe) for m in members], ident)
+    what = identify([(m.argv, m.cwd, m.exe) for m in members if not is_guard(m.argv)], ident)
     cfg = {(x.host, x.name, x.path): x for m in member_pids for x in matched.get(m, ())}
     for x in matchers:
         if x.matches_package(what):

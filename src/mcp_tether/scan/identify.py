@@ -27,7 +27,8 @@ PY_SDKS = ("mcp", "fastmcp")
 _PY_IMPORT = re.compile(rb"^\s*(?:from|import)\s+(mcp|fastmcp)\b", re.M)
 _NODE = re.compile(r"^(node|nodejs|bun|deno)$")
 _PYTHON = re.compile(r"^(python[0-9.]*|pypy[0-9.]*)$")
-_REQ = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.-]+)", re.M)
+# A runtime requirement: `Requires-Dist: mcp>=1.2` (an `extra == "dev"` one is not).
+_REQ = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.-]+)(?![^\n]*\bextra\s*==)", re.M)
 
 
 def _norm(name: str) -> str:

@@ -138,18 +138,10 @@ def guarded_argv(argv: Sequence[str]) -> list[str] | None:
     """The inner command of `mcp-tether run [opts] -- CMD`, however spelled, or None."""
     if not is_guard(argv):
         return None  # the cheap answer for nearly every process: no import needed
-    try:
-        from mcp_tether.guard.argv import (  # type: ignore[import-not-found,unused-ignore]
-            parse_guard_argv,  # the core's parser, once merged
-        )
-    except ImportError:
-        parse_guard_argv = None
-    if parse_guard_argv is not None:
-        got = parse_guard_argv(list(argv))
-        return list(got) if got else None
-    if "--" not in argv:
-        return None
-    return list(argv[list(argv).index("--") + 1 :]) or None
+    from mcp_tether.guard.argv import parse_guard_argv  # the core's parser
+
+    got = parse_guard_argv(list(argv))
+    return list(got.command) if got is not None else None
 
 
 def runner_of(argv: Sequence[str]) -> str | None:

@@ -20,23 +20,15 @@ Guarantees:
 from __future__ import annotations
 
 import fnmatch
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tether import ladder
-from mcp_tether.proc import ExitWaiter, ProcessId, signal_group, snapshot, table
+from mcp_tether.proc import ExitWaiter, Pinned, ProcessId, pin, signal_group, snapshot, table
 from mcp_tether.proc.signals import DENIED, GONE, SENT
 from mcp_tether.proc.tree import children_map
 from mcp_tether.scan.model import ScanResult, Server
-
-try:  # the core's pidfd-held identity (core stream); the re-check fallback until merged
-    from mcp_tether.proc.signals import (  # type: ignore[attr-defined,unused-ignore]
-        pin as _core_pin,  # the core API
-    )
-except ImportError:  # pragma: no cover - before the core API merge
-    _core_pin = None
 
 __all__ = ["INCLUDE_CHOICES", "Skipped", "Plan", "plan", "ReapOutcome", "reap_servers",
            "check_duration"]
@@ -46,32 +38,9 @@ INCLUDE_CHOICES = ("guess", "stdio")
 
 def check_duration(value: float, name: str) -> float:
     """A finite, non-negative number of seconds, else ValueError with a one-line reason."""
-    if not math.isfinite(value) or value < 0:
+    if value - value != 0 or value < 0:  # NaN and +-inf fail the first test
         raise ValueError(f"{name} must be a finite number of seconds >= 0, not {value!r}")
     return value
-
-
-class _Fallback:
-    """Stand-in for the core's `Pinned` before the merge: re-checks identity per signal."""
-
-    def __init__(self, ident: ProcessId) -> None:
-        self.ident = ident
-
-    def signal(self, sig: int) -> str:
-        from mcp_tether.proc import signal_process
-
-        return signal_process(self.ident, sig)
-
-    def close(self) -> None:
-        pass
-
-
-def _pin(ident: ProcessId) -> Any:
-    if _core_pin is not None:
-        return _core_pin(ident)
-    from mcp_tether.proc import SAME, compare
-
-    return _Fallback(ident) if compare(ident) == SAME else None
 
 
 @dataclass
@@ -152,7 +121,7 @@ class ReapOutcome:
                 "signals": self.signals}
 
 
-def _still_it(s: Server, ident: ProcessId, ppid: int, pinned: Any) -> bool:
+def _still_it(s: Server, ident: ProcessId, ppid: int, pinned: Pinned | None) -> bool:
     """After pinning: same parent, and the root still holds the scanned channel."""
     rec = table.record(ident.pid)
     if pinned is None or rec is None or rec.start != ident.start or rec.ppid != ppid:
@@ -172,10 +141,10 @@ class _TreeTarget:
     def __init__(self, server: Server) -> None:
         self.pgid = server.members[0].pgid if server.members else -1
         self.members: dict[ProcessId, int] = {}
-        self.pins: dict[ProcessId, Any] = {}
+        self.pins: dict[ProcessId, Pinned] = {}
         for m in server.members:
-            p = _pin(m.ident)
-            if _still_it(server, m.ident, m.ppid, p):
+            p = pin(m.ident)
+            if p is not None and _still_it(server, m.ident, m.ppid, p):
                 self.members[m.ident] = m.rss_bytes
                 self.pins[m.ident] = p
             elif p is not None:
@@ -207,7 +176,7 @@ class _TreeTarget:
         while stack:
             for c in kids.get(stack.pop(), ()):
                 if not c.exited and c.ident not in self.pins:
-                    p = _pin(c.ident)
+                    p = pin(c.ident)
                     if p is None:
                         continue
                     self.members[c.ident] = 0

@@ -40,7 +40,12 @@ def _age(s: float) -> str:
 
 
 def _short(argv: list[str], width: int = 80) -> str:
-    text = " ".join(argv)
+    """The command, long paths cut to their last two parts (the full one is in --json)."""
+    words = [w if len(w) <= 32 or "/" not in w.rstrip("/")
+             else "…/" + "/".join(w.rstrip("/").split("/")[-2:]) for w in argv]
+    if words and "/" in words[0]:
+        words[0] = words[0].rsplit("/", 1)[-1]
+    text = " ".join(words)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
