@@ -261,3 +261,30 @@ def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
 
 def entry(doc: dict[str, Any], pid: int) -> dict[str, Any] | None:
     return next((s for s in doc["servers"] if s["pid"] == pid), None)
+
+
+def assert_consistent(doc: dict[str, Any]) -> None:
+    """The JSON never contradicts itself (issue 10): checked on every document."""
+    for s in doc["servers"]:
+        ev = set(s["evidence"])
+        assert ("parent-gone" in ev) == (s["parent"]["role"] == "adopter"), s
+        channel_gone = bool(ev & {"stdin-no-writer", "stdout-no-reader"})
+        assert (s["state"] == "leaked") == ("parent-gone" in ev and channel_gone), s
+        if s["state"] == "live":
+            assert not ev & {"host-gone", "writer-held"}, s
+        assert not (s["mcp"] and s["guess"]), s
+        if "stdin-no-writer" in ev:
+            assert s["stdin"]["writer"] == "no", s
+    t = doc["totals"]
+    assert t["leaked"] == sum(s["state"] == "leaked" for s in doc["servers"])
+    assert t["leaked_rss_bytes"] == sum(s["rss_bytes"] for s in doc["servers"]
+                                        if s["state"] == "leaked")
+
+
+def ps_json(capsys: Any) -> dict[str, Any]:
+    """`ps --json`, checked for consistency."""
+    rc, out, _ = run_cli(capsys, "ps", "--json")
+    assert rc == 0
+    doc: dict[str, Any] = json.loads(out)
+    assert_consistent(doc)
+    return doc

@@ -21,7 +21,7 @@ import pytest
 from mcp_tether import scan
 from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
 from mcp_tether.scan import find, reap
-from scan_lab import DEADLINE, Lab, entry, kids, lab_fixture, run_cli
+from scan_lab import DEADLINE, Lab, assert_consistent, entry, kids, lab_fixture, ps_json, run_cli
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 
@@ -39,9 +39,7 @@ def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
 ) -> None:
     """1. a client starts the server; 2. the client is SIGKILLed; 3. ps --json shows both."""
     orphan = lab.pair().orphan()
-    rc, out, _ = run_cli(capsys, "ps", "--json")
-    assert rc == 0
-    doc = json.loads(out)
+    doc = ps_json(capsys)
     e = entry(doc, orphan.pid)
     assert e is not None, doc
     assert e["state"] == "leaked"
@@ -59,7 +57,7 @@ def test_a_live_server_whose_client_is_alive_is_not_leaked(
 ) -> None:
     pair = lab.pair()
     twin = lab.pair()  # two live copies, as Claude Desktop runs them
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     for p in (pair, twin):
         e = entry(doc, p.server.pid)
         assert e is not None
@@ -126,6 +124,7 @@ def test_a_malformed_host_config_gives_a_message_and_the_scan_still_works(
     assert rc == 0
     assert str(bad) in err
     doc = json.loads(out)
+    assert_consistent(doc)
     assert any(str(bad) in m for m in doc["config_errors"])
     e = entry(doc, pair.server.pid)
     assert e is not None and "config" in e["found_by"] and e["mcp"] is True
@@ -331,7 +330,7 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     the server it guards (not `python -m mcp_tether run [+1]`)."""
     server = [sys.executable, str(lab.fake_server())]
     pair = lab.pair([sys.executable, "-m", "mcp_tether", "run", "--grace", "1", "--", *server])
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     e = entry(doc, pair.server.pid)
     assert e is not None, [s["command"] for s in doc["servers"]]
     assert e["command"][1:4] == ["-m", "mcp_tether", "run"]

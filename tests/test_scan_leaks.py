@@ -29,6 +29,7 @@ from scan_lab import (
     kids,
     lab_fixture,
     poll,
+    ps_json,
     run_cli,
 )
 
@@ -78,7 +79,7 @@ def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     script = _node_package(lab.tmp / "x", "x-weather", "1.2.3")
     pair = lab.pair(["node", str(script)], socket=True, hello=True)
     leaked = pair.orphan()
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["servers"]]
     assert e["state"] == "leaked" and e["found_by"][0] == "evidence"
@@ -102,7 +103,7 @@ def test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_rea
     script = lab.script("y/server.py", PY_SDK_SERVER)
     pair = lab.pair([sys.executable, str(script)], hello=True)
     leaked = pair.orphan()
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["servers"]]
     assert e["state"] == "leaked" and "evidence" in e["found_by"]
@@ -126,7 +127,7 @@ def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     pair = lab.pair([sys.executable, str(script)], hello=True, leak_writer=True)
     [helper] = pair.helpers
     leaked = pair.orphan()
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["servers"]]
     assert e["stdin"]["kind"] == "null" and e["stdin"]["private"] is True
@@ -155,7 +156,7 @@ def test_an_npx_launched_server_is_matched_to_its_config_entry(
     pair = lab.pair(["node", str(wrapper)], hello=True)
     lab.started += kids(pair.server.pid)
     leaked = pair.orphan()
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["servers"]]
     assert e["members"][0]["command"][0].startswith("npm exec")
@@ -203,7 +204,7 @@ def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     lab.started += [host_id, server_id]
     poll(lambda: Path(f"/proc/{host_id.pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
          == "1", "the host to be adopted by pid 1")
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     assert entry(doc, host_id.pid) is None  # a host is never a server
     e = entry(doc, server_id.pid)
     assert e is not None and e["state"] == "live"
@@ -223,7 +224,7 @@ def test_a_leaked_non_mcp_stdio_process_is_listed_but_ended_only_with_include_st
                         "threading.Thread(target=lambda: time.sleep(3600)).start()\n"
                         "sys.stdout.write('ready\\n'); sys.stdout.flush()\n")
     leaked = lab.pair([sys.executable, str(worker)]).orphan()
-    doc = json.loads(run_cli(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
     assert e is not None and e["state"] == "leaked" and e["found_by"] == ["evidence"]
     assert e["mcp"] is False and e["guess"] is False

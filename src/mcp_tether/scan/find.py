@@ -68,10 +68,14 @@ _ARGV_NAMES = (RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp", 
 
 
 def _adopter(p: ProcRecord | None, ppid: int) -> bool:
-    """Is this parent one that takes in orphans (init, a known subreaper)?"""
-    if ppid in (0, 1):
+    """Is this parent one that takes in orphans (init, a known subreaper)?
+
+    ppid 0 is no claim: that is a namespace's own init, or a parent outside our pid
+    namespace, which we cannot see.
+    """
+    if ppid == 1:
         return True
-    return p is not None and p.comm in SUBREAPERS
+    return p is not None and ppid > 1 and p.comm in SUBREAPERS
 
 
 def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
@@ -160,14 +164,20 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             how.append("guess")
         if how:
             found[p.pid] = how
-    # By evidence: adopted processes whose channel lost its client side.
+    # By evidence: adopted processes whose channel lost its client side. Never init
+    # itself, and never one of our own ancestors (the shell that runs us, adopted).
+    ours, cur = set(), procs.get(os.getppid())
+    while cur is not None and cur.pid not in ours:
+        ours.add(cur.pid)
+        cur = procs.get(cur.ppid)
     for p in procs.values():
-        if p.pid in hosts or not _adopter(procs.get(p.ppid), p.ppid):
+        if p.pid in hosts or p.pid <= 1 or p.pid in ours \
+                or not _adopter(procs.get(p.ppid), p.ppid):
             continue
         _, ch, _ = channels(p.pid)
         if any(c.peer == "no" for c in ch) and not is_client(p.pid):
             found.setdefault(p.pid, []).insert(0, "evidence")
-    for pid in [pid for pid in found if kids.get(pid) and is_client(pid)]:
+    for pid in [pid for pid in found if pid in ours or (kids.get(pid) and is_client(pid))]:
         del found[pid]  # a client of its own children is a host, never a server
 
     # 2. Group each candidate with the wrappers above it; the outermost is the root.
