@@ -11,6 +11,9 @@
 4. exit latency after the client closes stdin: an EOF-respecting server guarded vs
    unguarded (difference of medians), and an EOF-ignoring one vs `--grace`
 5. a large transfer through the guard: byte-identical, and the guard's CPU time
+With `--against SRC` (another checkout's src/ directory, e.g. the previous commit's
+sources from `git archive`), only start-up and RSS are measured, this tree against
+that one, interleaved in the same run: a regression check that machine load cannot fake.
 Every guarded run uses MCP_TETHER_LOG=quiet. Linux (reads /proc).
 """
 
@@ -277,8 +280,55 @@ def transfer(mb: int) -> None:
           f"flowed {cpu_mid * 1000:.0f} ms")
 
 
+def against(src: str, n: int, server: list[str]) -> None:
+    """Start-up (`run -- true`) and guard RSS: this tree vs the sources in `src`."""
+    base = [sys.executable, "-m", "mcp_tether", "run", "--"]
+    old_env = dict(ENV, PYTHONPATH=os.path.abspath(src))
+    compileall.compile_dir(os.path.join(src, "mcp_tether"), quiet=1)
+
+    def timed(env: dict[str, str]) -> tuple[float, float]:
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([*base, "true"], stdin=subprocess.DEVNULL, env=env, check=False)
+        el = time.perf_counter() - t
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return el, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+    def rss(env: dict[str, str]) -> int:
+        p = subprocess.Popen([*base, *server], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=env)
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.write(b"x\n")
+        p.stdin.flush()
+        p.stdout.readline()
+        settle(p.pid)
+        kb = rss_kb(p.pid)
+        p.stdin.close()
+        p.wait()
+        return kb
+
+    timed(ENV), timed(old_env)
+    new, old, new_rss, old_rss = [], [], [], []
+    for _ in range(n):  # interleaved: load hits both alike
+        new.append(timed(ENV))
+        old.append(timed(old_env))
+    for _ in range(5):
+        new_rss.append(rss(ENV))
+        old_rss.append(rss(old_env))
+    nw, ow = median_ms([x[0] for x in new]), median_ms([x[0] for x in old])
+    nc, oc = median_ms([x[1] for x in new]), median_ms([x[1] for x in old])
+    print(f"start-up     run -- true: this tree {nw:6.1f} ms, {src}: {ow:6.1f} ms, "
+          f"ratio {nw / ow:.3f} (median of {n})")
+    print(f"             CPU user+sys: this tree {nc:5.1f} ms, baseline {oc:5.1f} ms, "
+          f"ratio {nc / oc:.3f}")
+    nr, orss = statistics.median(new_rss) / 1024, statistics.median(old_rss) / 1024
+    print(f"guard RSS    this tree {nr:.1f} MB, baseline {orss:.1f} MB, ratio {nr / orss:.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", metavar="SRC",
+                    help="only start-up and RSS, this tree vs the package under SRC")
     ap.add_argument("--n", type=int, default=21)
     ap.add_argument("--echoes", type=int, default=10000)
     ap.add_argument("--mb", type=int, default=50)
@@ -292,6 +342,9 @@ def main() -> int:
 
         compileall.compile_dir(os.path.dirname(mcp_tether.__file__), quiet=1)
         print(f"mcp-tether run benchmark: python {sys.version.split()[0]}, {os.uname().release}")
+        if a.against:
+            against(a.against, a.n, server)
+            return 0
         startup(a.n)
         server_ready(server, a.n)
         round_trip(server, a.echoes)

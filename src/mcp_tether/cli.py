@@ -25,8 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "wrap": ("mcp_tether.hosts_cli", "put the guard in front of a host's stdio servers"),
     "unwrap": ("mcp_tether.hosts_cli", "take the guard out of a host's config again"),
     "hosts": ("mcp_tether.hosts_cli", "list host config files and their stdio servers"),
-    "ps": ("mcp_tether.scan_cli", "list MCP servers on this machine, orphans first"),
-    "reap": ("mcp_tether.scan_cli", "end orphaned MCP servers, safely"),
+    "ps": ("mcp_tether.scan.cli", "list stdio servers on this machine, leaked first"),
+    "reap": ("mcp_tether.scan.cli", "end leaked MCP servers, safely; --watch keeps at it"),
 }
 
 EPILOG = """\
