@@ -148,3 +148,39 @@ def test_end_container_leaves_alone_a_container_that_is_not_the_one_listed(
         assert end_container(listed[0]) == "gone"
     finally:
         follow.end()
+
+
+def test_ps_lists_a_leaked_container_and_reap_ends_it_but_not_one_with_a_live_client(
+    docker_engine: Engine, docker_image: str
+) -> None:
+    """The CLI: 1. `ps --json` shows both containers, leaked and live; 2. `reap --yes`
+    ends the leaked one (SIGTERM) and leaves the live one running."""
+    import json
+
+    owner = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner = owner_label(owner.pid)
+    owner.wait()
+    leaked = follow_for(box_cmd(docker_image, "ignore-eof"), owner=dead_owner)
+    live = follow_for(box_cmd(docker_image, "ignore-eof"), owner=owner_label(os.getpid()))
+    assert leaked is not None and live is not None
+    leaked_client, live_client = start(leaked), start(live)
+    cli = [sys.executable, "-m", "mcp_tether"]
+    try:
+        stop_client(leaked_client)
+        ids = {leaked.find(): "leaked", live.find(): "live"}
+        ps = json.loads(subprocess.run([*cli, "ps", "--json"], capture_output=True,
+                                       check=True, timeout=120).stdout)
+        states = {c["id"]: c["state"] for c in ps["containers"] if c["id"] in ids}
+        assert states == ids
+        done = subprocess.run([*cli, "reap", "--yes", "--json", "--grace", "10"],
+                              capture_output=True, timeout=120, check=False)
+        reaped = {c["id"]: c["outcome"] for c in json.loads(done.stdout)["containers"]}
+        assert reaped.get(leaked.container_id) == "sigterm", done.stderr
+        assert live.container_id not in reaped
+        assert live.state() == "running"
+    finally:
+        stop_client(live_client)
+        live.signal(signal.SIGKILL)
+        live.wait_gone(30)
+        live.end()
+        leaked.end()

@@ -58,11 +58,15 @@ def command(args: argparse.Namespace) -> int:
     from mcp_tether.scan.find import scan
 
     if args.command_name == "ps":
+        from mcp_tether.container import machine  # containers whose client is gone
+
         result = scan(config=args.config)
         _warn(result.config_errors)
         fmt = args.format or ("json" if args.json else "text")
+        off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
         if fmt == "json":
-            print(json.dumps(result.to_dict(), indent=2))
+            print(json.dumps({**result.to_dict(), "containers": machine.as_json(boxes),
+                              "container_support": off}, indent=2))
         elif fmt == "openmetrics":
             from mcp_tether.scan.render import render_openmetrics
 
@@ -71,6 +75,7 @@ def command(args: argparse.Namespace) -> int:
             from mcp_tether.scan.render import print_ps
 
             print_ps(result)
+            machine.print_listing(off, boxes)
         return EXIT_OK
     return _reap(args)
 
@@ -119,31 +124,42 @@ def _reap(args: argparse.Namespace) -> int:
     result = scan(config=args.config, users=users)
     _warn(result.config_errors)
     p = plan(result, set(args.include), min_age, args.allow)
-    if args.dry_run or not p.chosen:
+    from mcp_tether.container import machine
+
+    off, listed = machine.listing()
+    boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
+    if args.dry_run or not (p.chosen or boxes):
         if args.json:
             print(json.dumps({"dry_run": bool(args.dry_run),
                               "plan": [s.to_dict() for s in p.chosen],
-                              "not_selected": [sk.to_dict() for sk in p.skipped]}, indent=2))
+                              "not_selected": [sk.to_dict() for sk in p.skipped],
+                              "containers": machine.as_json(boxes)}, indent=2))
         else:
             print_plan(p)
+            machine.print_plan(boxes, boxes_skipped)
         return EXIT_OK
     if not args.yes:
         if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            print(f"mcp-tether reap: {len(p.chosen)} leaked server(s) to end, but no terminal "
+            print(f"mcp-tether reap: {len(p.chosen) + len(boxes)} leaked server(s) to end, but "
+                  "no terminal "
                   "to ask on and no --yes: refusing. Check with --dry-run, then pass --yes.",
                   file=sys.stderr)
             return EXIT_USAGE
         print_plan(p, to=sys.stderr)
+        machine.print_plan(boxes, [], to=sys.stderr)
         try:
-            answer = input(f"End these {len(p.chosen)} server tree(s)? [y/N] ")
+            answer = input(f"End these {len(p.chosen) + len(boxes)} server tree(s) and "
+                           "container(s)? [y/N] ")
         except EOFError:
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing ended", file=sys.stderr)
             return EXIT_OK
     outcomes = reap_servers(p.chosen, args.grace)
+    ended_boxes = machine.end(boxes, args.grace)
     if args.json:
         print(json.dumps({"reaped": [o.to_dict() for o in outcomes],
+                          "containers": ended_boxes,
                           "not_selected": [sk.to_dict() for sk in p.skipped],
                           "reclaimed_bytes": sum(o.reclaimed_bytes for o in outcomes)},
                          indent=2))
@@ -153,8 +169,11 @@ def _reap(args: argparse.Namespace) -> int:
         ended = [o for o in outcomes if o.outcome == "ended"]
         print(f"ended {len(ended)} of {len(outcomes)}, reclaimed "
               f"{watch_mod._size(sum(o.reclaimed_bytes for o in outcomes))}")
+        for b in ended_boxes:
+            print(f"container {b['container']} {b['image']}: {b['outcome']}")
     bad = [o for o in outcomes if o.outcome in ("survived", "denied")]
-    return EXIT_FAILED if bad else EXIT_OK
+    bad_boxes = [b for b in ended_boxes if b["outcome"] in ("survived", "denied")]
+    return EXIT_FAILED if bad or bad_boxes else EXIT_OK
 
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
