@@ -69,14 +69,30 @@ def guard(server: list[str], opts: list[str] = FAST) -> list[str]:
     return [sys.executable, "-m", "mcp_tether", "run", *opts, "--", *server]
 
 
-def test_a_container_server_that_ignores_eof_is_ended_by_sigterm_through_the_engine(
+def test_a_container_server_that_ignores_eof_is_ended_by_sigterm(
     docker_engine: Engine, docker_image: str, tmp_path: Path
 ) -> None:
     """1. guard a container that ignores EOF; 2. the client closes stdin; 3. the
-    container got SIGTERM, the guard exits 143 (the container's status), none is left."""
+    container got SIGTERM (relayed by the docker client), the guard exits 143 (the
+    container's status), none is left."""
     c = Client(guard(box_cmd(docker_image, "ignore-eof")), tmp_path)
     c.ready()
     assert len(session_containers(docker_engine, running_only=True)) == 1
+    c.close()
+    rc, err = c.finish()
+    assert rc == 143, err
+    assert "SIGTERM" in err
+    assert not session_containers(docker_engine, running_only=True)
+
+
+def test_without_sig_proxy_sigterm_reaches_the_container_through_the_engine(
+    docker_engine: Engine, docker_image: str, tmp_path: Path
+) -> None:
+    """`--sig-proxy=false`: the docker client relays nothing, so before the follow the
+    SIGTERM rung never reached the container; now it is sent through the engine."""
+    box = box_cmd(docker_image, "ignore-eof", extra=("--sig-proxy=false",))
+    c = Client(guard(box), tmp_path)
+    c.ready()
     c.close()
     rc, err = c.finish()
     assert rc == 143, err

@@ -103,6 +103,13 @@ class RunCommand:
         return self._flag("--rm")
 
     @property
+    def sig_proxy(self) -> bool:
+        """Does the engine client relay the signals it gets to the container? (Default
+        yes; `--sig-proxy=false` turns it off.)"""
+        value = self._value("--sig-proxy")
+        return value is None or value.lower() not in ("false", "0")
+
+    @property
     def cidfile(self) -> str | None:
         return self._value("--cidfile")
 

@@ -84,6 +84,8 @@ def print_listing(off: str | None, items: list[LeakedContainer], to: IO[str] | N
     if off is not None:
         print(f"mcp-tether: {off}", file=sys.stderr)
         return
+    if items:  # a section of its own, after the process table and its totals line
+        print("containers:", file=out)
     for c in items:
         print(line(c), file=out)
 

@@ -1,9 +1,10 @@
 """A ladder target made of a process tree and the container its engine client runs.
 
 `WithContainer(tree, follow)` is what the guard climbs its ladder on when the server is
-a container run: every rung reaches the container first (through the engine, so the
-engine client, still attached, sees the container's real exit and reports it) and then
-the local tree (the engine client and anything else the server command started). The
+a container run: every rung reaches the local tree (the engine client and anything else
+the server command started) and the container: relayed by the live engine client
+(`--sig-proxy`), else through the engine (`kill --signal`), and always through the
+engine for SIGKILL, which no client relays. The
 target is gone when both are: the tree has no process left *and* the container is
 stopped. Without this, SIGKILL reaches only the engine client, and the container, which
 lives under the engine's shim and not under us, keeps running.
@@ -11,6 +12,7 @@ lives under the engine's shim and not under us, keeps running.
 
 from __future__ import annotations
 
+import signal
 import time
 
 from mcp_tether.container.follow import DENIED, SENT, ContainerFollow
@@ -36,7 +38,15 @@ class WithContainer:
         self.tree.close_stdin()  # the engine client closes the container's stdin itself
 
     def signal(self, sig: int) -> str:
-        outcomes = (self.follow.signal(sig), self.tree.signal(sig))
+        """`sig` to the tree first, then to the container through the engine, unless
+        the engine client already relays it: a live `docker run` proxies every signal
+        but SIGKILL to its container (`--sig-proxy`, on by default), at once, where an
+        engine call takes 0.1-0.5 s; and a second SIGTERM would cut short a graceful
+        shutdown some servers start on the first."""
+        tree_out = self.tree.signal(sig)
+        relayed = sig != signal.SIGKILL and tree_out == SENT and self.follow.cmd.sig_proxy
+        box_out = "gone" if relayed else self.follow.signal(sig)
+        outcomes = (tree_out, box_out)
         if SENT in outcomes:
             return SENT
         return DENIED if DENIED in outcomes else "gone"
