@@ -81,3 +81,31 @@ def test_flags_are_read_from_option_clusters_but_not_from_values() -> None:
 def test_a_user_cidfile_is_kept() -> None:
     cmd = parse_run(["docker", "run", "-i", "--cidfile", "/run/me.cid", "img"])
     assert cmd is not None and cmd.cidfile == "/run/me.cid"
+
+
+@pytest.mark.parametrize("how", ["no-engine-on-path", "daemon-down"])
+def test_ps_says_container_support_is_off_in_one_line_and_lists_processes_anyway(
+    how: str, tmp_path: object
+) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    if how == "no-engine-on-path":
+        env["PATH"] = str(tmp_path)
+    else:
+        env["DOCKER_HOST"] = f"unix://{tmp_path}/dead.sock"
+    for args in (["ps"], ["ps", "--json"]):
+        p = subprocess.run([sys.executable, "-m", "mcp_tether", *args], env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr
+        if args == ["ps"]:
+            off = [ln for ln in p.stderr.splitlines() if "container support is off" in ln]
+            assert len(off) == 1, p.stderr
+        else:
+            doc = json.loads(p.stdout)
+            assert doc["containers"] == []
+            assert doc["container_support"].startswith("container support is off")
