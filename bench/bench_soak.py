@@ -1,6 +1,6 @@
 """Fault soak for the guard (by hand, not a test): randomized client deaths, survivors counted.
 
-    .venv/bin/python bench/bench_soak.py [--rounds 2000] [--jobs 4] [--seed N]
+    .venv/bin/python bench/bench_soak.py [--rounds 2000] [--jobs 4] [--seed N] [--minutes M]
 
 Each round: a fresh client starts `mcp-tether run --grace 0.2 --term-grace 0.2 -- SERVER`
 with a pipe or a socketpair as stdin, then dies after a random delay (0-0.3 s) by
@@ -102,7 +102,7 @@ os._exit(0)
 SHAPES = ["direct-eof", "direct-ignore", "direct-stubborn", "sh", "launcher",
           "launcher-ignore", "hopper", "hopper-setsid", "escaped"]
 DEATHS = ["exit", "kill", "close"]
-GUARD_DEADLINE = 15.0
+GUARD_DEADLINE = 30.0  # generous: the soak runs on loaded machines too
 
 
 def carrying(marker: str) -> list[ProcessId]:
@@ -112,7 +112,7 @@ def carrying(marker: str) -> list[ProcessId]:
 
 
 def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: str,
-              lock: threading.Lock) -> tuple[str, str, list[ProcessId]]:
+              lock: threading.Lock) -> tuple[str, str, list[tuple[ProcessId, str]]]:
     with lock:
         shape, death = rng.choice(SHAPES), rng.choice(DEATHS)
         kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.3)
@@ -127,8 +127,12 @@ def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: s
     env = dict(os.environ, MCP_TETHER_LOG="quiet")
     client = subprocess.Popen([sys.executable, client_py, kind, death, f"{delay}", report,
                                "--", *guard], stdout=subprocess.DEVNULL, env=env)
-    client.wait(GUARD_DEADLINE)
-    survivors: list[ProcessId] = []
+    try:
+        client.wait(GUARD_DEADLINE * 2)  # a "close" client waits for its guard
+    except subprocess.TimeoutExpired:
+        client.kill()  # our own child; the guard then sees its parent die
+        client.wait()
+    found: list[ProcessId] = []
     try:
         with open(report) as fh:
             gpid = json.load(fh)["guard"]
@@ -136,11 +140,15 @@ def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: s
         gpid = None
     gident = identify(gpid) if gpid else None
     if gident is not None and wait_gone(gident, GUARD_DEADLINE) is None:
-        survivors.append(gident)  # the guard itself did not finish
-    survivors += [i for i in carrying(marker) if i not in survivors]
-    for ident in survivors:
+        found.append(gident)  # the guard itself did not finish in time
+    found += [i for i in carrying(marker) if i not in found]
+    survivors = []
+    for ident in found:
+        role = "the guard, still running" if ident == gident else "of the tree"
+        what = f"{role}: {' '.join(cmdline(ident.pid))[-90:]}"
         if compare(ident) == SAME:
             signal_process(ident, signal.SIGKILL)
+        survivors.append((ident, what))
     return shape, death, survivors
 
 
@@ -149,12 +157,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="start no new round after this long (the summary says how many ran)")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     lock = threading.Lock()
     counts: Counter[tuple[str, str]] = Counter()
-    bad: list[tuple[int, str, str, list[ProcessId]]] = []
+    bad: list[tuple[int, str, str, list[tuple[ProcessId, str]]]] = []
     next_round = iter(range(a.rounds))
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mcp-tether-soak-") as tmp:
@@ -167,7 +177,8 @@ def main() -> int:
         def worker() -> None:
             while True:
                 with lock:
-                    n = next(next_round, None)
+                    late = a.minutes is not None and time.monotonic() - t0 > a.minutes * 60
+                    n = None if late else next(next_round, None)
                 if n is None:
                     return
                 shape, death, survivors = one_round(n, rng, tmp, server_py, client_py, lock)
@@ -186,7 +197,9 @@ def main() -> int:
         for t in threads:
             t.join()
     elapsed = time.monotonic() - t0
-    print(f"guard fault soak: {sum(counts.values())} client deaths, seed {seed}, "
+    ran = sum(counts.values())
+    cut = f" (stopped after {a.minutes:g} min of {a.rounds})" if ran < a.rounds else ""
+    print(f"guard fault soak: {ran} client deaths{cut}, seed {seed}, "
           f"{a.jobs} at a time, {elapsed:.0f} s")
     for shape in SHAPES:
         row = "  ".join(f"{d} {counts[(shape, d)]:4d}" for d in DEATHS)
@@ -194,7 +207,9 @@ def main() -> int:
     total = sum(len(s) for *_, s in bad)
     print(f"survivors: {total} (in {len(bad)} rounds)")
     for n, shape, death, survivors in bad[:20]:
-        print(f"  round {n}: {shape} {death}: {survivors}")
+        print(f"  round {n}: {shape} {death}:")
+        for ident, what in survivors:
+            print(f"    {ident}: {what}")
     return 1 if total else 0
 
 

@@ -352,3 +352,35 @@ def test_pin_refuses_a_different_process_and_signals_only_its_own() -> None:
     finally:
         p.kill()
         p.wait()
+
+
+@linux
+def test_holds_tells_who_has_a_pipe_open_and_devnull_proves_nothing() -> None:
+    """1. a child with the read end of our pipe on its stdin holds it, we hold it too,
+    a child without it does not; 2. /dev/null has no key at all."""
+    from mcp_tether.proc.fds import holds, stdio_key
+
+    r, w = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    with_pipe = spawn(SLEEPER, stdin=r)
+    without = spawn(SLEEPER, stdin=devnull)
+    os.close(devnull)
+    try:
+        key = stdio_key(r)
+        assert key is not None
+        assert holds(with_pipe.pid, {key}) is True
+        assert holds(without.pid, {key}) is False
+        assert holds(os.getpid(), {key}) is True
+        null = os.open(os.devnull, os.O_RDONLY)
+        assert stdio_key(null) is None
+        os.close(null)
+    finally:
+        for child in (with_pipe, without):
+            pinned = pin(child.ident)
+            if pinned is not None:
+                with pinned:
+                    pinned.signal(signal.SIGKILL)
+            os.waitpid(child.pid, 0)
+            child.close()
+        os.close(r)
+        os.close(w)

@@ -23,7 +23,7 @@ from mcp_tether.guard.result import (
     GuardResult,
 )
 from mcp_tether.proc import ProcessId, read_info
-from mcp_tether.proc.end import Tree
+from mcp_tether.proc.end import Tree, last_pid
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, spawn
@@ -90,11 +90,13 @@ class _Session:
         self.tree.reap()
 
     # -- the launcher case -------------------------------------------------------------
-    def stdio_holders(self, keys: set[tuple[int, int]]) -> dict[int, ProcessId]:
+    def stdio_holders(self, stdin_fd: int) -> dict[int, ProcessId]:
         """Live descendants that hold the guard's stdin or stdout (pipes/sockets only)."""
+        from mcp_tether.proc.fds import holds, stdio_key  # only after a server exit
+
+        keys = {k for k in (stdio_key(stdin_fd), stdio_key(1)) if k is not None}
         if not keys:
             return {}
-        from mcp_tether.proc.fds import holds  # only after a server exit: rare
 
         assert self.tree is not None
         out: dict[int, ProcessId] = {}
@@ -115,7 +117,6 @@ class _Session:
         if parent.fd is not None:
             poller.register(parent.fd, select.POLLIN)
         timeout_ms = None if parent.fd is not None else int(PPID_POLL * 1000)
-        keys: set[tuple[int, int]] | None = None
         watched: list[int] = []  # pidfds of holders
         try:
             while True:
@@ -131,11 +132,7 @@ class _Session:
                     return PARENT_DEATH, _hung_up(stdin_fd, hup_events)
                 if self.status is None:
                     continue
-                if keys is None:
-                    from mcp_tether.proc.fds import stdio_key
-
-                    keys = {k for k in (stdio_key(stdin_fd), stdio_key(1)) if k is not None}
-                self.holders = self.stdio_holders(keys)
+                self.holders = self.stdio_holders(stdin_fd)
                 if not self.holders:
                     return SERVER_EXIT, _hung_up(stdin_fd, hup_events)
                 if not self.handed_over:
@@ -217,10 +214,11 @@ def _run(
     # container (cidfile + labels added to argv) so the ladder reaches it too.
     follow = container.follow_for(argv) if container.maybe_container_run(argv) else None
     run_argv = argv if follow is None else follow.argv
+    since = last_pid()  # every process of the server's tree will have a newer pid
     server = s.server = spawn(run_argv, new_session=True, pdeathsig=signal.SIGKILL)
     log.debug(f"server {server.pid} started: {' '.join(argv)}")
     tree = s.tree = Tree(group=server.pid, inbox=inbox, on_reap=s.on_reap,
-                         on_signal=s.on_signal)
+                         on_signal=s.on_signal, since=since)
     info = read_info(server.pid)
     if info is not None:
         tree.note(info)
@@ -237,6 +235,11 @@ def _run(
         trigger_sig = s.pending[0] if reason == SIGNALLED else None
         log.debug(f"stopping: {reason}, stdin {'hung up' if hung_up else 'open'}")
         s.stopping = True
+        if reason != SERVER_EXIT and s.status is not None and not s.handed_over:
+            # The launcher left just before the client did: whoever holds our stdio now
+            # is the real server, whose status we mirror (as if we had seen it first).
+            s.holders = s.stdio_holders(stdin_fd)
+            s.handed_over.update(s.holders.values())
         for sig in s.pending:  # forward to the group (and escapees) first
             s.on_signal(sig)
         s.pending.clear()

@@ -16,6 +16,10 @@ Guarantees (Linux, caller a child subreaper, and the only one reaping its childr
   until the tree is empty or the timeout passes. Otherwise (before any rung, or after a
   forwarded SIGINT/SIGHUP) it scans nothing: it sleeps on the SIGCHLD inbox (every
   change that can empty the tree is the exit of one of our own children).
+- On the SIGKILL rung, `wait()` gives up only on a tree that has stopped changing: each
+  newcomer found restarts the rung's timeout (a process stuck in uninterruptible sleep
+  forks nothing; a pid-hopper does, so we keep going until it is caught). A group
+  member found then is killed with its whole group in one kill(2).
 - Every reaped child is handed to `on_reap(pid, raw_status)`, so the caller learns its
   server's status; nothing else reaps.
 - `end_tree()` climbs the ladder (`mcp_tether.ladder.run_ladder`) on such a tree.
@@ -25,6 +29,7 @@ exact for the group and best effort for what escaped it; `Tree.exact` says which
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
@@ -43,11 +48,13 @@ if TYPE_CHECKING:
     from mcp_tether.ladder import LadderResult
     from mcp_tether.proc.inbox import SignalInbox
 
-__all__ = ["Tree", "end_tree"]
+__all__ = ["Tree", "end_tree", "last_pid"]
 
 # While signalling, how often to look for processes forked since the last look.
 RESCAN_MIN = 0.002
 RESCAN_MAX = 0.1
+# Past this many pids allocated since the last look, read all of /proc instead.
+FULL_SCAN_SPAN = 4096
 # Rungs whose signal must reach processes forked while the rung lasts. A forwarded
 # SIGINT/SIGHUP goes to what is there (a shell's Ctrl-C does no more).
 CHASED = (signal.SIGTERM, signal.SIGKILL)
@@ -58,6 +65,8 @@ class Tree:
 
     group:   the server's process group (its pid, as `spawn(new_session=True)` makes it),
              signalled as one first; None if there is none.
+    since:   `last_pid()` read before the tree's root was spawned, if known: then no
+             look ever needs a full pass over /proc.
     inbox:   a `SignalInbox` recording SIGCHLD (and whatever else the caller wants);
              `wait()` sleeps on it and hands non-SIGCHLD signals to `on_signal`.
     on_reap: called with (pid, raw wait status) for every child reaped here.
@@ -71,6 +80,7 @@ class Tree:
         on_reap: Callable[[int, int], None] | None = None,
         on_signal: Callable[[int], None] | None = None,
         close_stdin: Callable[[], None] | None = None,
+        since: int | None = None,
     ) -> None:
         self.me = os.getpid()
         self.group = group
@@ -83,7 +93,12 @@ class Tree:
         self.escapees: set[ProcessId] = set()  # of those, outside `group`
         self.sig: int | None = None  # the current rung's signal, once one was sent
         self._sent: set[ProcessId] = set()  # got `sig` already
+        self._group_sent = False  # `sig` went to the whole group once in this rung
         self.reaped: list[tuple[int, int]] = []
+        # ns_last_pid at the last look. `since` (read before the tree's root was forked)
+        # lets even the first look skip the full pass: every member is newer than it.
+        self._last: int | None = since
+        self._members: dict[int, ProcInfo] = {}  # live members at the last look
 
     # -- reaping ---------------------------------------------------------------------
     def reap(self) -> None:
@@ -114,6 +129,17 @@ class Tree:
         if ident in self._sent:
             return GONE
         self._sent.add(ident)
+        # A group member: one atomic kill(2) for its whole group, proven ours by this
+        # member, so a hopper that stays in the group cannot fork between two signals.
+        # Once per rung for SIGTERM (no member gets it twice), every time for SIGKILL.
+        if (
+            self.group is not None
+            and info.pgid == self.group
+            and (self.sig == signal.SIGKILL or not self._group_sent)
+            and signal_group(self.group, self.sig, [ident]) == SENT
+        ):
+            self._group_sent = True
+            return SENT
         if info.ppid == self.me:
             # Our own child: its pid stays its own until *we* reap it (not done yet).
             try:
@@ -129,23 +155,52 @@ class Tree:
         with pinned:
             return pinned.signal(self.sig)
 
+    def _by_zombie(self, info: ProcInfo) -> None:
+        """Our own zombie child still in the group proves the group is ours (its pid
+        cannot be reused before we reap it): signal the group through it. This is what
+        catches a hopper that stays in the group: its live hop is never there to be
+        read, the hop before it is."""
+        if (
+            info.ppid == self.me
+            and self.group is not None
+            and info.pgid == self.group
+            and (self.sig == signal.SIGKILL or not self._group_sent)
+            and signal_group(self.group, self.sig or signal.SIGTERM, [info.ident]) == SENT
+        ):
+            self._group_sent = True
+
     def scan(self, *, signal_new: bool = True) -> list[ProcInfo]:
-        """Live descendants now. While signalling, each newcomer gets the signal as soon
-        as it is read: our children and children of known members at once, the rest
-        when the scan has resolved their ancestry."""
+        """Live descendants now. While a rung is chased, each newcomer gets its signal
+        as soon as it is read.
+
+        The first look reads all of /proc. Later looks read only the members known so
+        far and the pids allocated since the last look (`ns_last_pid`): a process can
+        only join the tree by being forked, and a fork takes a fresh pid. So a look
+        costs what the tree does, not what the machine runs (thousands of processes
+        make a full pass slower than a pid-hopper's hop)."""
+        hurry = signal_new and self.sig in CHASED
         if not platform.has_proc():
             members = descendants(self.me)
             for info in members:
                 self.note(info)
-                if signal_new and self.sig in CHASED:
+                if hurry:
                     self._send(info)
             return members
+        last = last_pid()
+        prev, self._last = self._last, last
+        if prev is None or last is None or not 0 <= (last - prev) % _PID_MAX < FULL_SCAN_SPAN:
+            members = self._full_scan(hurry)
+        else:
+            members = self._new_pids_scan(prev, last, hurry)
+        self._members = {p.pid: p for p in members}
+        return members
+
+    def _full_scan(self, hurry: bool) -> list[ProcInfo]:
         # Parents proven ours in this very scan: us, and members read (so far) with an
         # identity we have met before or just proved. A pid of a dead member reused by a
         # stranger is not in it: its start time differs.
         ours = {self.me}
         snap: dict[int, ProcInfo] = {}
-        hurry = signal_new and self.sig in CHASED
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
@@ -154,6 +209,8 @@ class Tree:
                 continue
             info = snap[read.pid] = read
             if info.exited:
+                if hurry:
+                    self._by_zombie(info)
                 continue
             if info.ppid in ours or info.ident in self.seen:
                 ours.add(info.pid)
@@ -166,6 +223,43 @@ class Tree:
             if hurry:
                 self._send(info)
         return members
+
+    def _new_pids_scan(self, prev: int, last: int, hurry: bool) -> list[ProcInfo]:
+        members: dict[int, ProcInfo] = {}
+        for pid, old in self._members.items():
+            info = read_info(pid)
+            if info is not None and not info.exited and info.start == old.start:
+                members[pid] = info
+        ours = {self.me, *members}
+        pending: list[ProcInfo] = []
+        n = (last - prev) % _PID_MAX
+        for k in range(1, n + 1):
+            pid = (prev + k - 1) % _PID_MAX + 1
+            info = read_info(pid)  # a thread id reads too: `_is_process` tells them apart
+            if info is not None and info.exited and hurry:
+                self._by_zombie(info)
+            if info is None or info.exited or pid in members:
+                continue
+            if info.ppid in ours and _is_process(pid):
+                members[pid] = info
+                ours.add(pid)
+                self.note(info)
+                if hurry:
+                    self._send(info)
+            else:
+                pending.append(info)
+        grown = True
+        while grown:  # a child read before its parent (pid wrap-around)
+            grown = False
+            for info in pending:
+                if info.pid not in ours and info.ppid in ours and _is_process(info.pid):
+                    members[info.pid] = info
+                    ours.add(info.pid)
+                    self.note(info)
+                    if hurry:
+                        self._send(info)
+                    grown = True
+        return list(members.values())
 
     def members_now(self) -> list[ProcInfo]:
         """Live descendants now, signalling nobody."""
@@ -181,6 +275,7 @@ class Tree:
         if sig != self.sig:
             self.sig = sig
             self._sent = set()
+            self._group_sent = False
         outcomes: list[str] = []
         group_sent = False
         if self.group is not None:
@@ -192,6 +287,7 @@ class Tree:
             fresh = [p.ident for p in members if p.pgid == self.group]
             group_sent = bool(fresh) and signal_group(self.group, sig, fresh) == SENT
         if group_sent:
+            self._group_sent = True
             outcomes.append(SENT)
         for info in members:
             if group_sent and info.pgid == self.group:
@@ -211,7 +307,11 @@ class Tree:
                 return time.monotonic()
             fds: list[int] = []
             if self.sig in CHASED or not self.exact or self.inbox is None:
+                known = len(self.seen)
                 members = self.scan()
+                if self.sig == signal.SIGKILL and len(self.seen) > known:
+                    # Still forking, so not stuck: the last rung's time starts again.
+                    deadline = max(deadline, time.monotonic() + timeout)
                 fds = _pidfds(members)
                 nap = pause
                 pause = min(pause * 2, RESCAN_MAX)
@@ -237,6 +337,50 @@ class Tree:
             for sig in self.inbox.drain():
                 if sig != signal.SIGCHLD and self.on_signal is not None:
                     self.on_signal(sig)
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, "rb") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+_PID_MAX = _read_int("/proc/sys/kernel/pid_max") or 4194304
+
+
+def last_pid() -> int | None:
+    """The last pid the kernel handed out in our pid namespace (None: cannot know).
+
+    Read it before spawning a tree's root and pass it as `Tree(since=...)`."""
+    return _read_int("/proc/sys/kernel/ns_last_pid")
+
+
+def _is_process(pid: int) -> bool:
+    """True for a process (thread-group leader), False for another thread's id.
+
+    /proc/<tid>/stat of a thread reads like a process whose parent is the process's
+    parent; signalling its "pid" would signal that process a second time.
+    """
+    if platform.has_pidfd():
+        try:
+            os.close(os.pidfd_open(pid))  # only thread-group leaders have pidfds
+        except ProcessLookupError:
+            return False  # gone, or not a leader (ENOENT... see below)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ESRCH):
+                return False
+        else:
+            return True
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Tgid:"):
+                    return int(line.split()[1]) == pid
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _pidfds(members: list[ProcInfo]) -> list[int]:

@@ -118,13 +118,18 @@ def signal_group(pgid: int, sig: int, members: Iterable[ProcessId] = ()) -> str:
     the group. So a live, identified member with that pgid proves the group is ours.
     With no members given, the leader (pid == pgid) must be identified by the caller
     through `members`; an empty list means we cannot prove anything: nothing is sent.
+    A member that is the caller's own unreaped child proves the group even as a zombie
+    (the caller must not reap in another thread meanwhile).
     """
     proven = False
+    me = os.getpid()
     for ident in members:
         info = read_info(ident.pid)
         if (
             info is not None
-            and not info.exited
+            # A zombie proves it too if it is our own child: only we can reap it, so
+            # until we do, its pid (and the group it is still in) cannot be reused.
+            and (not info.exited or info.ppid == me)
             and info.start == ident.start
             and info.pgid == pgid
         ):
