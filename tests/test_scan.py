@@ -338,3 +338,36 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     rc, out, _ = run_cli(capsys, "ps")
     row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
     assert "mcp-server-fake.py [+1]" in row and "mcp_tether run" not in row
+
+
+def _pidfds_held() -> set[int]:
+    """Pids this process holds a pidfd on (fdinfo of a pidfd names its `Pid:`)."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:[pidfd]":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as fh:
+                held |= {int(ln.split()[1]) for ln in fh if ln.startswith("Pid:")}
+        except OSError:
+            continue
+    return held
+
+
+def test_reap_holds_a_pidfd_on_each_chosen_process_from_the_plan_to_the_last_signal(
+    lab: Lab,
+) -> None:
+    """Pinned right after the scan (before any prompt), released after the ladder."""
+    from mcp_tether import platform
+
+    if not platform.has_pidfd():
+        pytest.skip("no pidfds here")
+    orphan = lab.pair(wrapper=True).orphan()
+    [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
+    members = {m.ident.pid for m in s.members}
+    assert len(members) == 2
+    with reap.Pins([s]) as pins:
+        assert members <= _pidfds_held()
+        [outcome] = reap.reap_servers([s], grace=5, pins=pins)
+        assert outcome.outcome == "ended"
+    assert not members & _pidfds_held()

@@ -97,7 +97,7 @@ def _unit_opts(args: argparse.Namespace) -> list[str]:
 def _reap(args: argparse.Namespace) -> int:
     from mcp_tether.scan import watch as watch_mod
     from mcp_tether.scan.find import scan
-    from mcp_tether.scan.reap import plan, reap_servers
+    from mcp_tether.scan.reap import Pins, plan, reap_servers
     from mcp_tether.scan.render import print_plan
 
     if args.print_unit:
@@ -127,21 +127,22 @@ def _reap(args: argparse.Namespace) -> int:
         else:
             print_plan(p)
         return EXIT_OK
-    if not args.yes:
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            print(f"mcp-tether reap: {len(p.chosen)} leaked server(s) to end, but no terminal "
-                  "to ask on and no --yes: refusing. Check with --dry-run, then pass --yes.",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        print_plan(p, to=sys.stderr)
-        try:
-            answer = input(f"End these {len(p.chosen)} server tree(s)? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("nothing ended", file=sys.stderr)
-            return EXIT_OK
-    outcomes = reap_servers(p.chosen, args.grace)
+    with Pins(p.chosen) as pins:  # from identification to the last signal
+        if not args.yes:
+            if not (sys.stdin.isatty() and sys.stderr.isatty()):
+                print(f"mcp-tether reap: {len(p.chosen)} leaked server(s) to end, but no "
+                      "terminal to ask on and no --yes: refusing. Check with --dry-run, "
+                      "then pass --yes.", file=sys.stderr)
+                return EXIT_USAGE
+            print_plan(p, to=sys.stderr)
+            try:
+                answer = input(f"End these {len(p.chosen)} server tree(s)? [y/N] ")
+            except EOFError:
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                print("nothing ended", file=sys.stderr)
+                return EXIT_OK
+        outcomes = reap_servers(p.chosen, args.grace, pins)
     if args.json:
         print(json.dumps({"reaped": [o.to_dict() for o in outcomes],
                           "not_selected": [sk.to_dict() for sk in p.skipped],
