@@ -339,3 +339,60 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     rc, out, _ = run_cli(capsys, "ps")
     row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
     assert "mcp-server-fake.py [+1]" in row and "mcp_tether run" not in row
+
+
+def _pidfds_held() -> set[int]:
+    """Pids this process holds a pidfd on (fdinfo of a pidfd names its `Pid:`)."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:[pidfd]":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as fh:
+                held |= {int(ln.split()[1]) for ln in fh if ln.startswith("Pid:")}
+        except OSError:
+            continue
+    return held
+
+
+def test_reap_holds_a_pidfd_on_each_chosen_process_from_the_plan_to_the_last_signal(
+    lab: Lab,
+) -> None:
+    """Pinned right after the scan (before any prompt), released after the ladder."""
+    from mcp_tether import platform
+
+    if not platform.has_pidfd():
+        pytest.skip("no pidfds here")
+    orphan = lab.pair(wrapper=True).orphan()
+    [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
+    members = {m.ident.pid for m in s.members}
+    assert len(members) == 2
+    with reap.Pins([s]) as pins:
+        assert members <= _pidfds_held()
+        [outcome] = reap.reap_servers([s], grace=5, pins=pins)
+        assert outcome.outcome == "ended"
+    assert not members & _pidfds_held()
+
+
+def test_config_entries_match_the_package_a_process_was_identified_as_running() -> None:
+    """`npx -y X`, `uvx X` and a guarded `mcp-tether run -- npx -y X` name package X;
+    npm's and PyPI's spellings of a name are compared as each registry does."""
+    from types import SimpleNamespace
+
+    from mcp_tether.scan.match import Matcher
+    from mcp_tether.scan.model import What
+
+    def m(command: str, *args: str, wrapped: bool = False) -> Matcher:
+        return Matcher.of(SimpleNamespace(command=command, args=list(args), wrapped=wrapped,
+                                          host="h", name="n", path="p"))
+
+    node = What(runtime="node", package="@acme/weather")
+    assert m("npx", "-y", "@acme/weather@1.2.0").matches_package(node)
+    assert m("mcp-tether", "run", "--grace", "1", "--", "npx", "-y", "@acme/weather",
+             wrapped=True).matches_package(node)
+    assert not m("npx", "-y", "@acme/other").matches_package(node)
+    assert not m("node", "/x/index.js").matches_package(node)
+    py = What(runtime="python", package="mcp-server-time")
+    assert m("uvx", "mcp_server_time").matches_package(py)
+    assert m("pipx", "run", "mcp-server-time==1.0").matches_package(py)
+    assert not m("uvx", "mcp-server-git").matches_package(py)

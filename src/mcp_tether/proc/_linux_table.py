@@ -123,16 +123,28 @@ def age_seconds(rec: ProcRecord) -> float:
 # ----- open files and channels -------------------------------------------------------
 
 
-def fd_links(pid: int) -> dict[int, str] | None:
+def fd_links(pid: int, only: tuple[int, ...] | None = None,
+             limit: int | None = None) -> dict[int, str] | None:
     base = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return None
+    if only is not None:
+        names = [str(fd) for fd in only]
+    else:
+        try:
+            names = os.listdir(base)
+        except OSError:
+            return None
+        if limit is not None and len(names) > limit:
+            return None
     out: dict[int, str] = {}
     for n in names:
         try:
             out[int(n)] = os.readlink(f"{base}/{n}")
+        except FileNotFoundError:
+            continue  # not open (or closed meanwhile)
+        except PermissionError:
+            if only is not None:
+                return None
+            continue
         except (OSError, ValueError):
             continue
     return out

@@ -88,7 +88,8 @@ def age_seconds(rec: ProcRecord) -> float:
     return max(0.0, time.time() - rec.start)  # start is psutil's epoch create_time
 
 
-def fd_links(pid: int) -> dict[int, str] | None:
+def fd_links(pid: int, only: tuple[int, ...] | None = None,
+             limit: int | None = None) -> dict[int, str] | None:
     return None
 
 

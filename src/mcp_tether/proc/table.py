@@ -95,9 +95,13 @@ def name_filter(names: Iterable[str], prefixes: Iterable[str] = (),
     return want
 
 
-def fd_links(pid: int) -> dict[int, str] | None:
-    """fd -> what it refers to (`pipe:[ino]`, `socket:[ino]`, a path); None if unknown."""
-    return _impl.fd_links(pid)
+def fd_links(pid: int, only: tuple[int, ...] | None = None,
+             limit: int | None = None) -> dict[int, str] | None:
+    """fd -> what it refers to (`pipe:[ino]`, `socket:[ino]`, a path); None if unknown.
+
+    `only`: just these fds (those not open are absent). `limit`: None when the process
+    has more open fds than this (nothing is read past the count)."""
+    return _impl.fd_links(pid, only, limit)
 
 
 def fd_mode(pid: int, fd: int) -> str | None:

@@ -102,7 +102,7 @@ def _unit_opts(args: argparse.Namespace) -> list[str]:
 def _reap(args: argparse.Namespace) -> int:
     from mcp_tether.scan import watch as watch_mod
     from mcp_tether.scan.find import scan
-    from mcp_tether.scan.reap import plan, reap_servers
+    from mcp_tether.scan.reap import Pins, plan, reap_servers
     from mcp_tether.scan.render import print_plan
 
     if args.print_unit:
@@ -127,6 +127,8 @@ def _reap(args: argparse.Namespace) -> int:
     from mcp_tether.container import machine
 
     off, listed = machine.listing()
+    if off is not None:
+        print(f"mcp-tether: {off}", file=sys.stderr)
     boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
     if args.dry_run or not (p.chosen or boxes):
         if args.json:
@@ -138,25 +140,25 @@ def _reap(args: argparse.Namespace) -> int:
             print_plan(p)
             machine.print_plan(boxes, boxes_skipped)
         return EXIT_OK
-    if not args.yes:
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            print(f"mcp-tether reap: {len(p.chosen) + len(boxes)} leaked server(s) to end, but "
-                  "no terminal "
-                  "to ask on and no --yes: refusing. Check with --dry-run, then pass --yes.",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        print_plan(p, to=sys.stderr)
-        machine.print_plan(boxes, [], to=sys.stderr)
-        try:
-            answer = input(f"End these {len(p.chosen) + len(boxes)} server tree(s) and "
-                           "container(s)? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("nothing ended", file=sys.stderr)
-            return EXIT_OK
-    outcomes = reap_servers(p.chosen, args.grace)
-    ended_boxes = machine.end(boxes, args.grace)
+    with Pins(p.chosen) as pins:  # from identification to the last signal
+        n = len(p.chosen) + len(boxes)
+        if not args.yes:
+            if not (sys.stdin.isatty() and sys.stderr.isatty()):
+                print(f"mcp-tether reap: {n} leaked server(s) to end, but no "
+                      "terminal to ask on and no --yes: refusing. Check with --dry-run, "
+                      "then pass --yes.", file=sys.stderr)
+                return EXIT_USAGE
+            print_plan(p, to=sys.stderr)
+            machine.print_plan(boxes, [], to=sys.stderr)
+            try:
+                answer = input(f"End these {n} server tree(s) and container(s)? [y/N] ")
+            except EOFError:
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                print("nothing ended", file=sys.stderr)
+                return EXIT_OK
+        outcomes = reap_servers(p.chosen, args.grace, pins)
+    ended_boxes = machine.end(boxes, args.grace)  # re-checked by id + start time each
     if args.json:
         print(json.dumps({"reaped": [o.to_dict() for o in outcomes],
                           "containers": ended_boxes,

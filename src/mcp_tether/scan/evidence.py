@@ -21,6 +21,9 @@ from mcp_tether.scan.model import Channel
 __all__ = ["read_channels", "stdin_kind", "holds_peer", "RCV_SHUTDOWN"]
 
 RCV_SHUTDOWN = 1
+# A would-be client with more open fds than this is not searched (a host that big is
+# recognised by name; reading thousands of links would dominate the scan).
+HOLDER_FD_LIMIT = 4096
 _CHANNEL_PREFIXES = ("pipe:[", "socket:[")
 
 
@@ -117,13 +120,15 @@ def _private(pid: int, links: dict[int, str], diag: table.UnixDiag) -> list[Chan
     return sorted(out, key=lambda c: c.fd)
 
 
-def holds_peer(pid: int, channels: list[Channel], diag: table.UnixDiag) -> bool:
+def holds_peer(pid: int, channels: list[Channel], diag: table.UnixDiag,
+               links: dict[int, str] | None = None) -> bool:
     """Does `pid` hold the other side of one of these channels (is it the client)?
 
     A wrapper that passes its stdin through holds the same side (same pipe, same
     mode; the same socket): that is not the other side.
     """
-    links = table.fd_links(pid)
+    if links is None:
+        links = table.fd_links(pid, limit=HOLDER_FD_LIMIT)
     if not links:
         return False
     by_link: dict[str, list[int]] = {}

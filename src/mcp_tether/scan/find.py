@@ -111,21 +111,34 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
     links: dict[int, dict[int, str] | None] = {}
 
     def fds(pid: int) -> dict[int, str] | None:
+        """fd 0 and fd 1 only: all that wrapper and client checks need."""
         if pid not in links:
-            links[pid] = table.fd_links(pid)
+            links[pid] = table.fd_links(pid, only=(0, 1))
         return links[pid]
 
     chans: dict[int, tuple[str, list[Channel], bool]] = {}
 
     def channels(pid: int) -> tuple[str, list[Channel], bool]:
         if pid not in chans:
-            got = fds(pid)
-            if got is not None and len(got) > MAX_PRIVATE_FDS \
-                    and not got.get(0, "").startswith(("pipe:[", "socket:[")):
-                chans[pid] = (evidence.stdin_kind(got.get(0)), [], False)
-            else:
-                chans[pid] = evidence.read_channels(pid, diag, got)
+            head = fds(pid)
+            if head is None:
+                chans[pid] = ("unknown", [], False)
+            elif head.get(0, "").startswith(("pipe:[", "socket:[")):
+                chans[pid] = evidence.read_channels(pid, diag, head)
+            else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
+                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS)
+                chans[pid] = (evidence.read_channels(pid, diag, full) if full is not None
+                              else (evidence.stdin_kind(head.get(0)), [], False))
         return chans[pid]
+
+    full: dict[int, dict[int, str] | None] = {}
+
+    def all_fds(pid: int) -> dict[int, str] | None:
+        """Every fd of a would-be client or adopter (read once per scan: init is asked
+        about every leak, and may hold thousands)."""
+        if pid not in full:
+            full[pid] = table.fd_links(pid, limit=evidence.HOLDER_FD_LIMIT)
+        return full[pid]
 
     clients: set[int] = set()
 
@@ -135,7 +148,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             klinks = fds(k) or {}
             if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)):
                 continue  # cheap: a child without a stdio channel needs no closer look
-            if evidence.holds_peer(pid, channels(k)[1], diag):
+            if evidence.holds_peer(pid, channels(k)[1], diag, all_fds(pid) or {}):
                 clients.add(pid)
                 return True
         return False
@@ -227,7 +240,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         if users is not None and uid not in users:
             continue
         s = _server(procs[r], tree(r), procs, hosts, found, matched, matchers, channels,
-                    diag, ident, running_hosts)
+                    all_fds, diag, ident, running_hosts)
         s.uid, s.user = uid, table.username(uid)
         out.append(s)
     out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
@@ -238,7 +251,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
 def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
             hosts: dict[int, str], found: dict[int, list[str]],
             matched: dict[int, list[Matcher]], matchers: list[Matcher],
-            channels: Any, diag: table.UnixDiag, ident: Identifier,
+            channels: Any, all_fds: Any, diag: table.UnixDiag, ident: Identifier,
             running_hosts: list[str]) -> Server:
     members = [procs[m] for m in member_pids if m in procs]
     ticks = table.clock_ticks()
@@ -273,7 +286,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
     elif _adopter(par, root.ppid):
         if par is not None and classify_host(par.argv, par.comm):
             role = "host"  # in a container, pid 1 may be the host itself
-        elif chans and evidence.holds_peer(root.ppid, chans, diag):
+        elif chans and evidence.holds_peer(root.ppid, chans, diag, all_fds(root.ppid) or {}):
             role = "launcher"
         else:
             role = "adopter"

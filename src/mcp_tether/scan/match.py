@@ -181,9 +181,14 @@ class Matcher:
         args = [str(a) for a in (getattr(entry, "args", None) or [])]
         cmd = base(str(getattr(entry, "command", "") or ""))
         sig = [a for a in args if not a.startswith("-")]
+        # An entry already behind the guard runs what it guards: its package is that one's.
+        inner = guarded_argv([cmd, *args]) if getattr(entry, "wrapped", False) else None
+        runner, rest = (base(inner[0]), inner[1:]) if inner else (cmd, args)
+        words = [a for a in rest if not a.startswith("-")]
         package = None
-        if cmd in ("npx", "bunx", "pnpx", "uvx", "pipx") and sig:
-            first = sig[1] if cmd == "pipx" and sig[0] == "run" and len(sig) > 1 else sig[0]
+        if runner in ("npx", "bunx", "pnpx", "uvx", "pipx") and words:
+            first = words[1] if runner == "pipx" and words[0] == "run" and len(words) > 1 \
+                else words[0]
             package = package_spec(first)
         return cls(str(getattr(entry, "host", "") or ""), str(getattr(entry, "name", "") or ""),
                    str(getattr(entry, "path", "") or ""), cmd, sig, package)
@@ -210,7 +215,7 @@ class Matcher:
         """`npx -y X` / `uvx X`: the process was identified as running package X."""
         if self.package is None or what.package is None:
             return False
-        if self.cmd in ("uvx", "pipx"):
+        if what.runtime == "python":
             return _norm(self.package) == _norm(what.package)
         return self.package == what.package
 

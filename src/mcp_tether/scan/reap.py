@@ -30,7 +30,7 @@ from mcp_tether.proc.signals import DENIED, GONE, SENT
 from mcp_tether.proc.tree import children_map
 from mcp_tether.scan.model import ScanResult, Server
 
-__all__ = ["INCLUDE_CHOICES", "Skipped", "Plan", "plan", "ReapOutcome", "reap_servers",
+__all__ = ["INCLUDE_CHOICES", "Skipped", "Plan", "plan", "ReapOutcome", "reap_servers", "Pins",
            "check_duration"]
 
 INCLUDE_CHOICES = ("guess", "stdio")
@@ -237,13 +237,39 @@ class _TreeTarget:
         return sum(self.members.get(i, 0) for i in self.signalled if i in gone)
 
 
-def reap_servers(servers: list[Server], grace: float = ladder.TERM_GRACE) -> list[ReapOutcome]:
-    """End each server tree: SIGTERM, `grace`, SIGKILL; identity pinned throughout."""
+class Pins:
+    """The chosen trees pinned right after the scan, held until the last signal.
+
+    Made before a prompt (which may take minutes), so what is signalled after "yes" is
+    exactly what was identified, not whatever holds those pids by then.
+    """
+
+    def __init__(self, servers: list[Server]) -> None:
+        self.targets = [(s, _TreeTarget(s)) for s in servers]
+
+    def close(self) -> None:
+        for _, target in self.targets:
+            target.close()
+
+    def __enter__(self) -> Pins:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def reap_servers(servers: list[Server], grace: float = ladder.TERM_GRACE,
+                 pins: Pins | None = None) -> list[ReapOutcome]:
+    """End each server tree: SIGTERM, `grace`, SIGKILL; identity pinned throughout.
+
+    `pins`: the trees as pinned by the caller right after the scan (else pinned now).
+    """
     check_duration(grace, "--grace")
-    targets = [(s, _TreeTarget(s)) for s in servers]  # pin all at once, right after the scan
+    own = pins is None
+    held = Pins(servers) if pins is None else pins
     out = []
     try:
-        for s, target in targets:
+        for s, target in held.targets:
             if not target.pins:
                 out.append(ReapOutcome(s, "gone", None, 0, target.log))
                 continue
@@ -259,6 +285,6 @@ def reap_servers(servers: list[Server], grace: float = ladder.TERM_GRACE) -> lis
                 outcome, by = "ended", res.ended_by
             out.append(ReapOutcome(s, outcome, by, target.reclaimed(), target.log))
     finally:
-        for _, target in targets:
-            target.close()
+        if own:
+            held.close()
     return out
