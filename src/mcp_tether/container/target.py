@@ -52,15 +52,23 @@ class WithContainer:
         return DENIED if DENIED in outcomes else "gone"
 
     def wait(self, timeout: float) -> float | None:
-        """Until the container has stopped and the tree is empty. The container is
-        waited for first: once it has stopped, the engine client (still attached) only
-        has to notice and report; it gets up to `CLIENT_LINGER` past `timeout` for
-        that, so a slow client does not make the next rung look needed."""
+        """Until the tree is empty and the container has stopped.
+
+        The tree first, on SIGCHLD alone (no engine call): while the engine client is
+        attached it exits when its container stops. If the tree did not empty in
+        time, one look at the container: stopped means the client only has to notice
+        and report, so it gets up to `CLIENT_LINGER` more (a slow client must not
+        make the next rung look needed). Once the tree is empty (the client died, or
+        was never attached), the container is polled through the engine."""
         deadline = time.monotonic() + timeout
-        box_gone = self.follow.wait_gone(timeout)
-        if box_gone is None:
-            return None
-        tree_gone = self.tree.wait(max(deadline - time.monotonic(), CLIENT_LINGER))
+        tree_gone = self.tree.wait(timeout)
         if tree_gone is None:
+            if self.follow.state() not in ("stopped", "gone"):
+                return None
+            tree_gone = self.tree.wait(CLIENT_LINGER)
+            if tree_gone is None:
+                return None
+        box_gone = self.follow.wait_gone(max(0.0, deadline - time.monotonic()))
+        if box_gone is None:
             return None
         return max(tree_gone, box_gone)
