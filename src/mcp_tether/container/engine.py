@@ -70,20 +70,6 @@ class Engine:
         return (done.returncode, done.stdout.decode(errors="replace"),
                 done.stderr.decode(errors="replace"))
 
-    def popen(self, args: list[str]) -> subprocess.Popen[bytes]:
-        """Start `<engine> <global args> <args>` with stdout piped (for `wait`)."""
-        if self.exe is None:
-            raise EngineError(f"{self.name}: not installed")
-        try:
-            return subprocess.Popen(
-                [self.exe, *self.global_args, *args],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except OSError as e:
-            raise EngineError(f"{self.name}: {e.strerror or e}") from e
-
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
