@@ -1,7 +1,7 @@
 """Benchmark: `mcp-tether ps --json` against `ps -e -o pid,ppid,args`, 1000 extra processes.
 
 Run by hand:  .venv/bin/python bench/bench_ps.py [--extra 1000] [--runs 5]
-Target (issue 5): ps at most 2x the time of `ps -e` in the same run; prints the ratio.
+Target (issue 10): ps at most 1.5x the time of `ps -e` in the same run; prints the ratio.
 
 The extra processes are children of this script (fork, pause), so they are cheap and
 are all ended at the end by the identities held here, nothing else.
@@ -20,6 +20,8 @@ import sys
 import time
 
 from mcp_tether.proc import ExitWaiter, identify, signal_process
+
+TARGET = 1.5  # issue 10: within 1.5x of `ps -e -o pid,ppid,args`
 
 
 def spawn(n: int, comm: str | None) -> list[int]:
@@ -93,8 +95,8 @@ def main() -> int:
     print(f"ps -e -o pid,ppid,args median {ref * 1000:7.1f} ms  "
           f"runs {' '.join(f'{t * 1000:.1f}' for t in ref_all)}")
     print(f"(mcp-tether --version, interpreter start-up alone: median {start * 1000:.1f} ms)")
-    print(f"ratio {ratio:.2f}x (target <= 2x): {'ok' if ratio <= 2 else 'OVER'}")
-    return 0 if ratio <= 2 else 1
+    print(f"ratio {ratio:.2f}x (target <= {TARGET}x): {'ok' if ratio <= TARGET else 'OVER'}")
+    return 0 if ratio <= TARGET else 1
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""`ps` and `reap` on real orphans made here: a client spawns a server-like child and is
-SIGKILLed; in the suite's pid namespace the child reparents to the test init (pid 1).
+"""`ps` and `reap` on real leaks made here: a client starts a server-like child and is
+SIGKILLed; in the suite's pid namespace the child is adopted by the test init (pid 1).
 
 Only processes these tests start are ever signalled: reap selects by evidence, and the
 tests check that a bystander, a live server and pytest itself are untouched.
@@ -12,220 +12,69 @@ import io
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mcp_tether import cli, platform, scan, scan_cli
-from mcp_tether.proc import SAME, ProcessId, compare, identify, signal_process, wait_gone
+from mcp_tether import scan
+from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
+from mcp_tether.scan import find, reap
+from scan_lab import DEADLINE, Lab, assert_consistent, entry, kids, lab_fixture, ps_json, run_cli
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
-
-DEADLINE = 10.0
-
-SERVER = """\
-import sys, threading, time
-def tick():  # a non-daemon thread: EOF alone would never end this server
-    while True:
-        time.sleep(0.05)
-threading.Thread(target=tick).start()
-sys.stdout.write("ready\\n"); sys.stdout.flush()
-"""
-
-CLIENT = """\
-import os, signal, socket, subprocess, sys
-argv = {argv!r}
-if {socket!r}:
-    mine, theirs = socket.socketpair()
-    p = subprocess.Popen(argv, stdin=theirs, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, start_new_session={new_session!r})
-    theirs.close()
-else:
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, start_new_session={new_session!r})
-p.stdout.readline()
-print(p.pid, flush=True)
-signal.pause()
-"""
-
-
-def _poll(cond, what: str, deadline: float = DEADLINE):  # type: ignore[no-untyped-def]
-    end = time.monotonic() + deadline
-    delay = 0.005
-    while True:
-        got = cond()
-        if got:
-            return got
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(delay)  # polling for a state with a deadline
-        delay = min(delay * 2, 0.1)
-
-
-@dataclasses.dataclass
-class Pair:
-    client: subprocess.Popen[bytes]
-    server: ProcessId  # the root the client started (the wrapper if there is one)
-    argv: list[str]
-
-    def orphan(self) -> ProcessId:
-        """SIGKILL the client; wait until its server has been adopted by init."""
-        self.client.kill()
-        self.client.wait()
-
-        def adopted() -> bool:
-            try:
-                return Path(f"/proc/{self.server.pid}/stat").read_text().rsplit(")", 1)[1] \
-                    .split()[1] != str(self.client.pid)
-            except OSError:
-                return False
-
-        _poll(adopted, "the server to be reparented")
-        return self.server
-
-
-class Lab:
-    """Starts clients and servers; kills every one of them at the end, by identity."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.server_path = tmp / "mcp-server-fake.py"
-        self.server_path.write_text(SERVER)
-        self.started: list[ProcessId] = []
-        self.clients: list[subprocess.Popen[bytes]] = []
-        self.n = 0
-
-    def pair(self, *, new_session: bool = False, socket: bool = False,
-             wrapper: bool = False) -> Pair:
-        argv = [sys.executable, str(self.server_path)]
-        if wrapper:  # `sh -c` that stays around (not exec): a wrapper with the same stdin
-            argv = ["/bin/sh", "-c", f"'{sys.executable}' '{self.server_path}'; true"]
-        self.n += 1
-        client_py = self.tmp / f"client{self.n}.py"  # argv of the client names no server
-        client_py.write_text(CLIENT.format(argv=argv, socket=socket, new_session=new_session))
-        c = subprocess.Popen([sys.executable, str(client_py)], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE)
-        self.clients.append(c)
-        assert c.stdout is not None
-        pid = int(c.stdout.readline())
-        ident = identify(pid)
-        assert ident is not None
-        self.started.append(ident)
-        for kid in _kids(pid):
-            self.started.append(kid)
-        return Pair(c, ident, argv)
-
-    def bystander(self) -> subprocess.Popen[bytes]:
-        p = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
-        self.clients.append(p)
-        return p
-
-    def cleanup(self) -> None:
-        for c in self.clients:
-            if c.poll() is None:
-                c.kill()
-            c.wait()
-        for ident in self.started:
-            signal_process(ident, signal.SIGKILL)
-        for ident in self.started:
-            wait_gone(ident, DEADLINE)
-
-
-def _kids(pid: int) -> list[ProcessId]:
-    from mcp_tether.proc import descendants
-
-    return [p.ident for p in descendants(pid)]
-
-
-PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
-
-
-def _is_subreaper() -> bool:
-    import ctypes
-
-    flag = ctypes.c_int(0)
-    platform.prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(flag))
-    return bool(flag.value)
 
 
 @pytest.fixture
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    # No real host configs: an empty home and a project directory of our own.
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(tmp_path)
-    # Orphans must go to init, as on a user's machine: if code run in-process by an
-    # earlier test (guard, probe) made pytest a subreaper, they would come to us instead.
-    was_subreaper = _is_subreaper()
-    if was_subreaper:
-        platform.prctl(PR_SET_CHILD_SUBREAPER, 0)
-    lab = Lab(tmp_path)
-    try:
-        yield lab
-    finally:
-        lab.cleanup()
-        if was_subreaper:
-            platform.set_subreaper()
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    rc = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _entry(doc: dict, pid: int) -> dict | None:  # type: ignore[type-arg]
-    return next((s for s in doc["servers"] if s["pid"] == pid), None)
+    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 # ----- ps ----------------------------------------------------------------------------
 
 
-def test_ps_reports_an_orphan_with_parent_gone_and_stdin_without_writer(
+def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """1. a client starts the server; 2. the client is SIGKILLed; 3. ps --json shows both."""
     orphan = lab.pair().orphan()
-    rc, out, _ = _run(capsys, "ps", "--json")
-    assert rc == 0
-    doc = json.loads(out)
-    e = _entry(doc, orphan.pid)
+    doc = ps_json(capsys)
+    e = entry(doc, orphan.pid)
     assert e is not None, doc
-    assert e["state"] == "orphan"
+    assert e["state"] == "leaked"
     assert {"parent-gone", "stdin-no-writer"} <= set(e["evidence"])
     assert e["start"] == orphan.start and e["guess"] is True
-    assert e["parent"]["pid"] == 1 and e["stdin"]["kind"] == "pipe"
-    assert e["rss_bytes"] > 0 and doc["totals"]["orphans"] >= 1
-    assert doc["servers"][0]["state"] == "orphan"  # orphans first
+    assert e["parent"]["pid"] == 1 and e["parent"]["role"] == "adopter"
+    assert e["stdin"]["kind"] == "pipe" and e["stdin"]["writer"] == "no"
+    assert e["rss_bytes"] > 0 and doc["totals"]["leaked"] >= 1
+    assert doc["totals"]["leaked_rss_bytes"] >= e["rss_bytes"]
+    assert doc["servers"][0]["state"] == "leaked"  # leaked first
 
 
-def test_a_live_server_whose_client_is_alive_is_not_an_orphan(
+def test_a_live_server_whose_client_is_alive_is_not_leaked(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pair = lab.pair()
     twin = lab.pair()  # two live copies, as Claude Desktop runs them
-    doc = json.loads(_run(capsys, "ps", "--json")[1])
+    doc = ps_json(capsys)
     for p in (pair, twin):
-        e = _entry(doc, p.server.pid)
+        e = entry(doc, p.server.pid)
         assert e is not None
         assert e["state"] == "live" and e["evidence"] == []
         assert e["stdin"]["writer"] == "yes" and e["parent"]["pid"] == p.client.pid
+        assert e["parent"]["role"] == "launcher"
 
 
 def test_a_socket_stdin_whose_peer_died_has_no_writer(lab: Lab) -> None:
-    """The TypeScript SDK gives servers a UNIX socketpair: the peer is read via sock_diag."""
+    """Node hosts give servers a UNIX socketpair: the peer is read via sock_diag."""
     pair = lab.pair(socket=True)
     live = {s.pid: s for s in scan.scan().servers}[pair.server.pid]
-    assert live.stdin.kind == "socket" and live.stdin.writer == "yes" and not live.orphan
+    assert live.stdin_kind == "socket" and live.stdin_writer() == "yes" and not live.leaked
     orphan = pair.orphan()
     e = {s.pid: s for s in scan.scan().servers}[orphan.pid]
-    assert e.stdin.writer == "no" and set(scan.STRONG) <= set(e.evidence)
+    assert e.stdin_writer() == "no" and e.leaked
+    assert {"parent-gone", "stdin-no-writer"} <= set(e.evidence)
 
 
 def test_a_wrapper_and_the_server_it_runs_are_one_entry(lab: Lab) -> None:
@@ -242,14 +91,16 @@ def test_permission_denied_processes_are_skipped_quietly(
 ) -> None:
     hidden = lab.pair()
     shown = lab.pair()
-    real = scan.read_process
+    from mcp_tether.proc import _linux_table
 
-    def reader(pid: int, *args: object) -> scan.Proc | None:
+    real = _linux_table.read_record
+
+    def reader(pid: int, *args: object) -> table.ProcRecord | None:
         if pid == hidden.server.pid:
             raise PermissionError(13, "Permission denied")
         return real(pid, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(scan, "read_process", reader)
+    monkeypatch.setattr(_linux_table, "read_record", reader)
     result = scan.scan()
     pids = {s.pid for s in result.servers}
     assert hidden.server.pid not in pids and shown.server.pid in pids
@@ -261,21 +112,22 @@ def test_a_malformed_host_config_gives_a_message_and_the_scan_still_works(
 ) -> None:
     """1. a broken Cursor config; 2. a good Claude Code config naming our server;
     3. ps warns with the file and still matches the server to the good config."""
-    pytest.importorskip("mcp_tether.hosts")
     home = Path(os.environ["HOME"])
     (home / ".cursor").mkdir()
     bad = home / ".cursor" / "mcp.json"
     bad.write_text('{"mcpServers": {"x": {"command": "a",, }}}')
+    server = lab.fake_server()
     (home / ".claude.json").write_text(json.dumps({"mcpServers": {"fake": {
-        "command": sys.executable, "args": [str(lab.server_path)]}}}))
+        "command": sys.executable, "args": [str(server)]}}}))
     pair = lab.pair()
-    rc, out, err = _run(capsys, "ps", "--json")
+    rc, out, err = run_cli(capsys, "ps", "--json")
     assert rc == 0
     assert str(bad) in err
     doc = json.loads(out)
+    assert_consistent(doc)
     assert any(str(bad) in m for m in doc["config_errors"])
-    e = _entry(doc, pair.server.pid)
-    assert e is not None and e["found_by"][0] == "config"
+    e = entry(doc, pair.server.pid)
+    assert e is not None and "config" in e["found_by"] and e["mcp"] is True
     assert e["config"][0]["host"] == "claude-code" and e["config"][0]["name"] == "fake"
 
 
@@ -283,7 +135,7 @@ def test_openmetrics_output_is_well_formed_and_ends_with_eof(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lab.pair().orphan()
-    rc, out, _ = _run(capsys, "ps", "--format", "openmetrics")
+    rc, out, _ = run_cli(capsys, "ps", "--format", "openmetrics")
     assert rc == 0 and out.endswith("# EOF\n")
     lines = out.splitlines()
     sample = re.compile(r'^[a-z_:][a-z0-9_:]*(\{[a-z_]+="[^"\\]*"(,[a-z_]+="[^"\\]*")*\})? '
@@ -299,42 +151,46 @@ def test_openmetrics_output_is_well_formed_and_ends_with_eof(
         else:
             assert sample.match(ln), ln
             assert ln.split("{")[0].split()[0] in typed, ln
-    orphans = next(ln for ln in lines if ln.startswith('mcp_tether_servers{state="orphan"}'))
-    assert int(orphans.split()[-1]) >= 1
+    leaked = next(ln for ln in lines if ln.startswith('mcp_tether_servers{state="leaked"}'))
+    assert int(leaked.split()[-1]) >= 1
+    assert any(ln.startswith("mcp_tether_server_info{") and 'state="leaked"' in ln
+               for ln in lines)
     assert lines.count("# EOF") == 1
 
 
-def test_plain_ps_lists_orphans_first_with_totals(
+def test_plain_ps_lists_leaks_first_with_totals(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     live = lab.pair()
     orphan = lab.pair().orphan()
-    rc, out, _ = _run(capsys, "ps")
+    rc, out, _ = run_cli(capsys, "ps")
     assert rc == 0
+    out = out.split("\ncontainers:\n")[0]  # running `-i` containers, if any, come after
     rows = [ln.split() for ln in out.splitlines()[1:-1]]
     pids = [int(r[1]) for r in rows]
     assert pids.index(orphan.pid) < pids.index(live.server.pid)
-    assert "orphan(s) holding" in out.splitlines()[-1]
+    assert "leaked holding" in out.splitlines()[-1]
 
 
 # ----- reap --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("new_session", [True, False], ids=["own-session", "client-group"])
-def test_reap_yes_ends_the_orphan_and_touches_nothing_else(
+def test_reap_yes_ends_the_leak_and_touches_nothing_else(
     lab: Lab, capsys: pytest.CaptureFixture[str], new_session: bool
 ) -> None:
-    """1. an orphan, a live pair and a bystander; 2. reap --yes; 3. only the orphan is gone.
+    """1. a leak, a live pair and a bystander; 2. reap --yes; 3. only the leak is gone.
 
-    client-group: the orphan still shares pytest's process group, so a group signal would
+    client-group: the leak still shares pytest's process group, so a group signal would
     hit pytest; reap must signal it alone.
     """
     orphan = lab.pair(new_session=new_session).orphan()
     live = lab.pair(new_session=new_session)
-    bystander = lab.bystander()
-    rc, out, _ = _run(capsys, "reap", "--yes", "--include", "guess", "--json", "--grace", "5")
+    bystander = lab.popen([sys.executable, "-c", "import signal; signal.pause()"])
+    rc, out, _ = run_cli(capsys, "reap", "--yes", "--include", "guess", "--json", "--grace", "5")
     assert rc == 0, out
     doc = json.loads(out)
+    assert "reaped" in doc, doc
     ours = [r for r in doc["reaped"] if r["pid"] == orphan.pid]
     assert ours and ours[0]["outcome"] == "ended" and ours[0]["ended_by"] == "sigterm"
     assert ours[0]["reclaimed_bytes"] > 0
@@ -344,19 +200,18 @@ def test_reap_yes_ends_the_orphan_and_touches_nothing_else(
     assert bystander.poll() is None
 
 
-def test_reap_ends_a_config_matched_orphan_tree_by_default(
+def test_reap_ends_a_config_matched_leaked_tree_by_default(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No --include: a configured server (not a guess) with strong evidence is ended,
+    """No --include: a configured server (not a guess) that leaked is ended,
     wrapper and server together."""
-    pytest.importorskip("mcp_tether.hosts")
     pair = lab.pair(wrapper=True)
-    members = [pair.server, *_kids(pair.server.pid)]
+    members = [pair.server, *kids(pair.server.pid)]
     assert len(members) == 2
     Path(".mcp.json").write_text(json.dumps({"mcpServers": {"fake": {
         "command": "sh", "args": ["-c", pair.argv[2]]}}}))
     pair.orphan()
-    rc, out, _ = _run(capsys, "reap", "--yes", "--json")
+    rc, out, _ = run_cli(capsys, "reap", "--yes", "--json")
     assert rc == 0
     doc = json.loads(out)
     assert [r["pid"] for r in doc["reaped"]] == [pair.server.pid]
@@ -367,17 +222,30 @@ def test_reap_ends_a_config_matched_orphan_tree_by_default(
 def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None:
     """The plan's start times are faked ("the pid now belongs to someone else")."""
     orphan = lab.pair().orphan()
-    plan = [s for s in scan_cli.select_orphans(scan.scan(), {"guess"}) if s.pid == orphan.pid]
-    assert plan
-    s = plan[0]
+    p = reap.plan(find.scan(), {"guess"})
+    chosen = [s for s in p.chosen if s.pid == orphan.pid]
+    assert chosen
+    s = chosen[0]
     fake = ProcessId(s.pid, s.ident.start + 7)
     s = dataclasses.replace(s, ident=fake, members=[
         dataclasses.replace(m, ident=ProcessId(m.ident.pid, m.ident.start + 7))
         for m in s.members])
-    [outcome] = scan_cli.reap_servers([s], grace=0.5)
+    [outcome] = reap.reap_servers([s], grace=0.5)
     assert outcome.outcome == "gone" and outcome.reclaimed_bytes == 0
     assert not any(x["result"] == "sent" for x in outcome.signals)
     assert compare(orphan) == SAME  # untouched
+
+
+def test_a_pid_reused_within_the_same_clock_tick_is_not_signalled(lab: Lab) -> None:
+    """Same pid, same start tick, another process: told apart by its parent and its
+    channel, checked after the pidfd pins it (issue 9, item 13)."""
+    orphan = lab.pair().orphan()
+    [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
+    other = dataclasses.replace(s.members[0], ppid=s.members[0].ppid + 4242)
+    s = dataclasses.replace(s, members=[other])
+    [outcome] = reap.reap_servers([s], grace=0.5)
+    assert outcome.outcome == "gone" and not outcome.signals
+    assert compare(orphan) == SAME
 
 
 def test_reap_without_a_terminal_or_yes_refuses(
@@ -385,7 +253,7 @@ def test_reap_without_a_terminal_or_yes_refuses(
 ) -> None:
     orphan = lab.pair().orphan()
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    rc, _, err = _run(capsys, "reap", "--include", "guess")
+    rc, _, err = run_cli(capsys, "reap", "--include", "guess")
     assert rc == 2 and "--yes" in err
     assert compare(orphan) == SAME
 
@@ -394,18 +262,32 @@ def test_reap_dry_run_shows_the_plan_and_ends_nothing(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     orphan = lab.pair().orphan()
-    rc, out, _ = _run(capsys, "reap", "--dry-run", "--include", "guess")
-    assert rc == 0 and f"pid {orphan.pid}" in out
-    rc, out, _ = _run(capsys, "reap", "--dry-run")  # a guess needs --include guess
-    assert f"pid {orphan.pid}" not in out
+    rc, out, _ = run_cli(capsys, "reap", "--dry-run", "--include", "guess")
+    assert rc == 0 and f"would end pid {orphan.pid}" in out
+    rc, out, _ = run_cli(capsys, "reap", "--dry-run")  # a guess needs --include guess
+    assert f"would end pid {orphan.pid}" not in out
+    assert f"left alone: pid {orphan.pid}" in out and "--include guess" in out
     assert compare(orphan) == SAME
 
 
 def test_all_users_needs_root(capsys: pytest.CaptureFixture[str],
                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    rc, _, err = _run(capsys, "reap", "--all-users", "--dry-run")
+    rc, _, err = run_cli(capsys, "reap", "--all-users", "--dry-run")
     assert rc == 2 and "root" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["--grace", "inf"], ["--grace", "nan"], ["--grace", "-1"], ["--min-age", "inf"],
+    ["--min-age", "-5"], ["--watch", "--yes", "--interval", "nan"],
+])
+def test_non_finite_or_negative_durations_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """`reap --grace inf` used to raise after sending SIGTERM: now exit 2, one line."""
+    rc, out, err = run_cli(capsys, "reap", "--dry-run", *argv)
+    assert rc == 2 and out == ""
+    assert "seconds" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 5
 
 
 # ----- recognisers -------------------------------------------------------------------
@@ -415,7 +297,7 @@ def test_mcp_looking_commands_are_guessed_and_others_are_not() -> None:
     yes = [["npx", "-y", "@modelcontextprotocol/server-filesystem@1.2", "/tmp"],
            ["uvx", "mcp-server-git"], ["python", "-m", "mcp_server_fetch"],
            ["node", "/x/github-mcp-server"], ["fastmcp", "run", "s.py"],
-           ["sh", "-c", "exec npx brave-search-mcp"]]
+           ["sh", "-c", "exec npx brave-search-mcp"], ["npm exec @x/weather-mcp"]]
     no = [["python", "-m", "pytest"], ["mcp-tether", "ps"], ["node", "server.js"],
           ["bash"], ["/usr/lib/mcpd"]]
     assert all(scan.looks_like_mcp(a) for a in yes)
@@ -432,8 +314,85 @@ def test_hosts_are_recognised_by_executable_or_install_path() -> None:
     assert scan.classify_host(["vim"]) is None
 
 
-def test_scan_source_has_no_signal_calls() -> None:
-    """scan.py gathers evidence only; ending processes is reap's business."""
-    src = Path(scan.__file__).read_text()
-    assert not re.search(r"\b(os\.kill|killpg|signal_process|signal_group|send_signal)\b", src)
+def test_only_reap_may_signal_and_only_through_the_core() -> None:
+    """The scan gathers evidence; ending processes is reap's business, via proc/."""
+    pkg = Path(scan.__file__).parent
+    for f in pkg.glob("*.py"):
+        src = f.read_text()
+        assert not re.search(r"\b(os\.kill|killpg|pidfd_send_signal|send_signal)\b", src), f
+        if f.name not in ("reap.py", "cli.py", "watch.py"):
+            assert not re.search(r"\b(signal_process|signal_group|\.signal\()", src), f
 
+
+def test_ps_shows_the_inner_command_of_a_guarded_server(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server behind `mcp-tether run --` is one entry rooted at the guard, shown as
+    the server it guards (not `python -m mcp_tether run [+1]`)."""
+    server = [sys.executable, str(lab.fake_server())]
+    pair = lab.pair([sys.executable, "-m", "mcp_tether", "run", "--grace", "1", "--", *server])
+    doc = ps_json(capsys)
+    e = entry(doc, pair.server.pid)
+    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e["command"][1:4] == ["-m", "mcp_tether", "run"]
+    assert e["shown_command"] == server and len(e["members"]) == 2
+    rc, out, _ = run_cli(capsys, "ps")
+    row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
+    assert "mcp-server-fake.py [+1]" in row and "mcp_tether run" not in row
+
+
+def _pidfds_held() -> set[int]:
+    """Pids this process holds a pidfd on (fdinfo of a pidfd names its `Pid:`)."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:[pidfd]":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as fh:
+                held |= {int(ln.split()[1]) for ln in fh if ln.startswith("Pid:")}
+        except OSError:
+            continue
+    return held
+
+
+def test_reap_holds_a_pidfd_on_each_chosen_process_from_the_plan_to_the_last_signal(
+    lab: Lab,
+) -> None:
+    """Pinned right after the scan (before any prompt), released after the ladder."""
+    from mcp_tether import platform
+
+    if not platform.has_pidfd():
+        pytest.skip("no pidfds here")
+    orphan = lab.pair(wrapper=True).orphan()
+    [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
+    members = {m.ident.pid for m in s.members}
+    assert len(members) == 2
+    with reap.Pins([s]) as pins:
+        assert members <= _pidfds_held()
+        [outcome] = reap.reap_servers([s], grace=5, pins=pins)
+        assert outcome.outcome == "ended"
+    assert not members & _pidfds_held()
+
+
+def test_config_entries_match_the_package_a_process_was_identified_as_running() -> None:
+    """`npx -y X`, `uvx X` and a guarded `mcp-tether run -- npx -y X` name package X;
+    npm's and PyPI's spellings of a name are compared as each registry does."""
+    from types import SimpleNamespace
+
+    from mcp_tether.scan.match import Matcher
+    from mcp_tether.scan.model import What
+
+    def m(command: str, *args: str, wrapped: bool = False) -> Matcher:
+        return Matcher.of(SimpleNamespace(command=command, args=list(args), wrapped=wrapped,
+                                          host="h", name="n", path="p"))
+
+    node = What(runtime="node", package="@acme/weather")
+    assert m("npx", "-y", "@acme/weather@1.2.0").matches_package(node)
+    assert m("mcp-tether", "run", "--grace", "1", "--", "npx", "-y", "@acme/weather",
+             wrapped=True).matches_package(node)
+    assert not m("npx", "-y", "@acme/other").matches_package(node)
+    assert not m("node", "/x/index.js").matches_package(node)
+    py = What(runtime="python", package="mcp-server-time")
+    assert m("uvx", "mcp_server_time").matches_package(py)
+    assert m("pipx", "run", "mcp-server-time==1.0").matches_package(py)
+    assert not m("uvx", "mcp-server-git").matches_package(py)

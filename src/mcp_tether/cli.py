@@ -26,8 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "unwrap": ("mcp_tether.hosts_cli", "take the guard out of a host's config again"),
     "hosts": ("mcp_tether.hosts_cli", "list host config files and their stdio servers"),
     "inspect": ("mcp_tether.inspect.cli", "what the installed MCP SDKs' stdio servers do on EOF"),
-    "ps": ("mcp_tether.scan_cli", "list MCP servers on this machine, orphans first"),
-    "reap": ("mcp_tether.scan_cli", "end orphaned MCP servers, safely"),
+    "ps": ("mcp_tether.scan.cli", "list stdio servers on this machine, leaked first"),
+    "reap": ("mcp_tether.scan.cli", "end leaked MCP servers, safely; --watch keeps at it"),
 }
 
 EPILOG = """\

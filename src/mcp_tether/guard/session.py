@@ -13,7 +13,7 @@ import select
 import signal
 import time
 
-from mcp_tether import log, platform
+from mcp_tether import container, log, platform
 from mcp_tether.errors import UsageError
 from mcp_tether.guard.result import (
     PARENT_DEATH,
@@ -210,8 +210,12 @@ def _run(
 ) -> GuardResult:
     s = _Session(argv, inbox)
     started = time.monotonic()
+    # A container run: its processes live under the engine, not under us; follow the
+    # container (cidfile + labels added to argv) so the ladder reaches it too.
+    follow = container.follow_for(argv) if container.maybe_container_run(argv) else None
+    run_argv = argv if follow is None else follow.argv
     since = last_pid()  # every process of the server's tree will have a newer pid
-    server = s.server = spawn(argv, new_session=True, pdeathsig=signal.SIGKILL)
+    server = s.server = spawn(run_argv, new_session=True, pdeathsig=signal.SIGKILL)
     log.debug(f"server {server.pid} started: {' '.join(argv)}")
     tree = s.tree = Tree(group=server.pid, inbox=inbox, on_reap=s.on_reap,
                          on_signal=s.on_signal, since=since)
@@ -246,7 +250,8 @@ def _run(
             grace_now, close_stdin = grace, True
         else:
             grace_now, close_stdin = (grace if reason == SIGNALLED else 0.0), False
-        ladder = _ladder.run_ladder(tree, close_stdin=close_stdin, grace=grace_now,
+        target = tree if follow is None else container.WithContainer(tree, follow)
+        ladder = _ladder.run_ladder(target, close_stdin=close_stdin, grace=grace_now,
                                     term_grace=term_grace, kill_wait=kill_wait)
         if s.status is None:
             # Never return before the server is reaped: it was SIGKILLed (or is leaving).
@@ -258,8 +263,13 @@ def _run(
         survivors = [p.ident for p in tree.members_now()] if ladder.survived else []
     finally:
         server.close()
+        if follow is not None:
+            follow.end()
     own = None if s.status is None else exit_status(s.status)
     status = 1 if own is None else own
+    if follow is not None and follow.exit_code is not None and (
+            s.status is None or os.WIFSIGNALED(s.status)):
+        status = follow.exit_code  # the engine client died first: the container's own
     if s.handed_over and own == 0 and s.holder_status is not None:
         status = exit_status(s.holder_status)  # the real server's, behind the launcher
     return GuardResult(

@@ -1,0 +1,64 @@
+"""Servers in containers: a `docker run -i` / `podman run -i` server dies with its client.
+
+The server's processes live under the engine's shim, not under whoever ran the engine
+client, so no process-tree mechanism reaches them. This package follows the container
+instead (see docs/containers.md):
+- `follow_for(argv)` -> `ContainerFollow` | None: rewrites a container-run command to
+  carry `--cidfile` and our labels, then names the container, signals it through the
+  engine (each ladder rung), waits for it to stop, lists what runs in it, removes it.
+- `WithContainer(tree, follow)`: the ladder target the guard climbs on (tree + box).
+- `leaked_containers()` / `end_container()`: the machine view for `ps` / `reap`.
+- Where no engine is installed or its daemon does not answer, one line says
+  "container support is off: <why>" and everything else goes on as without containers.
+Import-light: importing the package costs `os` only; `maybe_container_run(argv)` is the
+guard's cheap first look, and the rest is imported on first use.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp_tether.container.follow import ContainerFollow, follow_for
+    from mcp_tether.container.leaked import LeakedContainer, end_container, leaked_containers
+    from mcp_tether.container.target import WithContainer
+
+__all__ = [
+    "maybe_container_run",
+    "follow_for",
+    "ContainerFollow",
+    "WithContainer",
+    "leaked_containers",
+    "end_container",
+    "LeakedContainer",
+]
+
+_ENGINES = ("docker", "podman")
+_LAZY = {
+    "follow_for": "follow",
+    "ContainerFollow": "follow",
+    "WithContainer": "target",
+    "leaked_containers": "leaked",
+    "end_container": "leaked",
+    "LeakedContainer": "leaked",
+}
+
+
+def maybe_container_run(argv: list[str]) -> bool:
+    """Cheap first look, no parsing: may `argv` start a container? (False: surely not.)"""
+    for word in argv[:6]:
+        if os.path.basename(word) in _ENGINES:
+            return True
+        if " run" in word and any(e in word for e in _ENGINES):
+            return True  # an `sh -c '... docker run ...'` string
+    return False
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    import importlib
+
+    return getattr(importlib.import_module(f"mcp_tether.container.{module}"), name)

@@ -1,0 +1,287 @@
+"""The machine view of containers: which `-i` containers lost their client, and ending one.
+
+`leaked_containers()` looks at every running container whose stdin was opened (`-i`)
+and judges it by evidence it can check, strongest first:
+1. our owner label (`io.mcp-tether.owner=<pid>:<start>:<pidns>`, set by the guard or
+   the probe's keeper): in the same pid namespace, that process is gone or its pid now
+   belongs to another process -> "leaked"; it is alive -> "live". From another pid
+   namespace the label cannot be checked and we go on to 2.
+2. the container's init, when visible here (its /proc entry names the container id in
+   its cgroup, so a pid from another namespace is never mistaken for it): its stdin is
+   a pipe and no process holds that pipe's write end -> "leaked" (the engine's shim
+   drops the write end when the attached client goes); someone does -> "live".
+3. otherwise "unknown": listed, never ended by default.
+Each entry carries image, name, age, memory and the evidence in words.
+`end_container(c)` re-checks that the container is the one listed (same id, same start)
+and still running, then climbs the ladder through the engine (SIGTERM, `grace`, SIGKILL)
+and removes it if it carries our labels or was started with `--rm`. It never touches a
+container that is not running any more or not the one listed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import signal
+import time
+
+from mcp_tether.container.engine import Engine, EngineError, engine_for
+from mcp_tether.container.follow import LABEL_OWNER, LABEL_RUN, Box
+
+__all__ = ["LeakedContainer", "leaked_containers", "end_container", "container_support",
+           "LEAKED", "LIVE", "UNKNOWN"]
+
+LEAKED, LIVE, UNKNOWN = "leaked", "live", "unknown"
+_O_ACCMODE = 0o3
+
+
+class LeakedContainer:
+    """One running `-i` container and what we know of its client."""
+
+    def __init__(self, **kw: object) -> None:
+        self.engine: Engine = kw["engine"]  # type: ignore[assignment]  # set by _judge
+        self.id: str = str(kw["id"])
+        self.name: str = str(kw.get("name", ""))
+        self.image: str = str(kw.get("image", ""))
+        self.cmdline: str = str(kw.get("cmdline", ""))
+        self.started: str = str(kw.get("started", ""))  # the engine's StartedAt, as is
+        self.age: float | None = kw.get("age")  # type: ignore[assignment]  # seconds
+        self.memory: int | None = kw.get("memory")  # type: ignore[assignment]  # bytes
+        self.state: str = str(kw.get("state", UNKNOWN))  # LEAKED | LIVE | UNKNOWN
+        self.evidence: str = str(kw.get("evidence", ""))
+        self.ours: bool = bool(kw.get("ours", False))  # carries our labels
+        self.auto_remove: bool = bool(kw.get("auto_remove", False))
+        self.init_pid: int | None = kw.get("init_pid")  # type: ignore[assignment]
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:12]
+
+    def __repr__(self) -> str:
+        return f"LeakedContainer({self.short_id} {self.image!r} {self.state}: {self.evidence})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"container": self.short_id, "id": self.id, "name": self.name,
+                "image": self.image, "cmdline": self.cmdline, "age": self.age,
+                "memory": self.memory, "state": self.state, "evidence": self.evidence,
+                "ours": self.ours, "engine": self.engine.name}
+
+
+def container_support(name: str = "docker") -> str | None:
+    """None when the engine answers, else the one line "container support is off: ..."."""
+    return engine_for(name).off
+
+
+def _age(started: str) -> float | None:
+    try:
+        head, _, frac = started.rstrip("Z").partition(".")
+        when = _dt.datetime.fromisoformat(head).replace(tzinfo=_dt.timezone.utc)
+        secs = when.timestamp() + (float("0." + frac[:6]) if frac.isdigit() else 0.0)
+    except ValueError:
+        return None
+    return max(0.0, time.time() - secs)
+
+
+def _pidns() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "?"
+
+
+def _owner_evidence(label: str) -> tuple[str, str] | None:
+    from mcp_tether.proc import read_info
+
+    pid_s, _, rest = label.partition(":")
+    start_s, _, ns = rest.partition(":")
+    if not pid_s.isdigit() or ns != _pidns() or ns == "?":
+        return None
+    info = read_info(int(pid_s))
+    if info is None or info.exited:
+        return LEAKED, f"its owner (pid {pid_s}) is gone"
+    if repr(info.start) != start_s:
+        return LEAKED, f"its owner (pid {pid_s}) is gone (pid reused)"
+    return LIVE, f"its owner (pid {pid_s}) is alive"
+
+
+def _visible(pid: int, cid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cgroup") as fh:
+            return cid in fh.read()
+    except OSError:
+        return False
+
+
+def _stdin_evidence(pid: int) -> tuple[str, str] | None:
+    try:
+        target = os.readlink(f"/proc/{pid}/fd/0")
+    except OSError:
+        return None
+    if not target.startswith("pipe:"):
+        return None
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        fd_dir = f"/proc/{name}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{fd_dir}/{fd}") != target:
+                    continue
+                with open(f"/proc/{name}/fdinfo/{fd}") as fh:
+                    flags = next((ln.split()[1] for ln in fh if ln.startswith("flags:")), "0")
+            except (OSError, IndexError):
+                continue
+            if int(flags, 8) & _O_ACCMODE:  # O_WRONLY or O_RDWR: a writer
+                return LIVE, f"its stdin has a writer (pid {name})"
+    return LEAKED, "its stdin has no writer (client gone)"
+
+
+def _memory(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _h, ctrl, path = line.split(":", 2)
+        candidates = []
+        if "memory" in ctrl.split(","):
+            candidates.append(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
+        if ctrl == "":
+            candidates.append(f"/sys/fs/cgroup{path}/memory.current")
+            candidates.append(f"/sys/fs/cgroup/unified{path}/memory.current")
+        for c in candidates:
+            try:
+                with open(c) as fh:
+                    return int(fh.read().strip())
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+_UNITS = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "kb": 1000, "mb": 1000**2,
+          "gb": 1000**3}
+
+
+def _stats_memory(engine: Engine, ids: list[str]) -> dict[str, int]:
+    if not ids:
+        return {}
+    try:
+        code, out, _e = engine.call(["stats", "--no-stream", "--format",
+                                     "{{.ID}} {{.MemUsage}}", *ids], timeout=30)
+    except EngineError:
+        return {}
+    found: dict[str, int] = {}
+    for line in out.splitlines() if code == 0 else []:
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        m = re.match(r"([0-9.]+)([A-Za-z]*)$", parts[1])
+        if m is None:
+            continue
+        try:
+            found[parts[0][:12]] = int(float(m.group(1)) * _UNITS.get(m.group(2).lower(), 1))
+        except ValueError:
+            continue
+    return found
+
+
+def _judge(engine: Engine, c: dict[str, object]) -> LeakedContainer | None:
+    config = c.get("Config") or {}
+    state = c.get("State") or {}
+    host = c.get("HostConfig") or {}
+    assert isinstance(config, dict) and isinstance(state, dict) and isinstance(host, dict)
+    if not state.get("Running") or not config.get("OpenStdin"):
+        return None
+    cid = str(c.get("Id", ""))
+    labels = config.get("Labels") or {}
+    owner = labels.get(LABEL_OWNER) if isinstance(labels, dict) else None
+    pid = state.get("Pid")
+    init = pid if isinstance(pid, int) and pid > 0 and _visible(pid, cid) else None
+    verdict = _owner_evidence(owner) if owner else None
+    if verdict is None and init is not None:
+        verdict = _stdin_evidence(init)
+    if verdict is None:
+        verdict = (UNKNOWN, "cannot see its client from here (other pid namespace)")
+    path = str(c.get("Path", ""))
+    args = c.get("Args") or []
+    return LeakedContainer(
+        engine=engine, id=cid, name=str(c.get("Name", "")).lstrip("/"),
+        image=str(config.get("Image", "")),
+        cmdline=" ".join([path, *(str(a) for a in args)] if isinstance(args, list) else [path]),
+        started=str(state.get("StartedAt", "")), age=_age(str(state.get("StartedAt", ""))),
+        memory=_memory(init), state=verdict[0], evidence=verdict[1],
+        ours=bool(isinstance(labels, dict) and LABEL_RUN in labels),
+        auto_remove=bool(host.get("AutoRemove")), init_pid=init)
+
+
+def stdio_containers(name: str = "docker") -> list[LeakedContainer]:
+    """Every running `-i` container of engine `name`, judged; [] when support is off."""
+    engine = engine_for(name)
+    if engine.off is not None:
+        return []
+    try:
+        code, out, _err = engine.call(["ps", "-q", "--no-trunc"])
+        ids = out.split() if code == 0 else []
+        if not ids:
+            return []
+        code, out, _err = engine.call(["inspect", *ids], timeout=30)
+        # A container that went away between ps and inspect fails the call: retry one by one.
+        raw = json.loads(out) if code == 0 else [
+            d for i in ids for d in _inspect_one(engine, i)]
+    except (EngineError, ValueError):
+        return []
+    found = [j for j in (_judge(engine, c) for c in raw if isinstance(c, dict)) if j]
+    missing = _stats_memory(engine, [c.id for c in found if c.memory is None])
+    for c in found:
+        if c.memory is None:
+            c.memory = missing.get(c.short_id)
+    return found
+
+
+def _inspect_one(engine: Engine, cid: str) -> list[dict[str, object]]:
+    code, out, _err = engine.call(["inspect", cid])
+    try:
+        return list(json.loads(out)) if code == 0 else []
+    except ValueError:
+        return []
+
+
+def leaked_containers(name: str = "docker", *, include_unknown: bool = False
+                      ) -> list[LeakedContainer]:
+    """Running `-i` containers whose client is gone (and, if asked, the unknown ones)."""
+    keep = (LEAKED, UNKNOWN) if include_unknown else (LEAKED,)
+    return [c for c in stdio_containers(name) if c.state in keep]
+
+
+def end_container(c: LeakedContainer, *, grace: float = 2.0, kill_wait: float = 5.0) -> str:
+    """End one listed container: "sigterm"/"sigkill" (the rung that ended it), "gone"
+    (not running any more, or not the one listed: left alone), "denied" or "survived"."""
+    try:
+        code, out, _err = c.engine.call(
+            ["inspect", "--format", "{{.State.Running}} {{.State.StartedAt}}", c.id])
+    except EngineError:
+        return "denied"
+    running, _, started = out.strip().partition(" ")
+    if code != 0 or running != "true" or started != c.started:
+        return "gone"
+    box = Box(c.engine, c.id, remove=c.ours or c.auto_remove)
+    try:
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
+            sent = box.signal(sig)
+            if sent == "denied":
+                return "denied"
+            if box.wait_gone(wait) is not None:
+                return "sigterm" if sig == signal.SIGTERM and sent == "sent" else (
+                    "sigkill" if sent == "sent" else "gone")
+        return "survived"
+    finally:
+        box.end()

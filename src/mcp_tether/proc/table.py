@@ -1,0 +1,152 @@
+"""The one process table of the package: records, lazy details, open channels.
+
+Guarantees:
+- A record's identity is the core's `ProcessId(pid, start)`; every other field is one
+  reading of the process. argv, cwd and exe are read lazily, on first use, so a scan
+  reads them only for processes that survive the cheap name filter or the evidence.
+- The platform is chosen ONCE, here (psutil's habit: one facade over per-platform
+  modules): `_linux_table` reads /proc directly; `_psutil_table` serves every other OS.
+  A macOS or Windows port is a new module, not edits in callers. Callers never test
+  the platform themselves.
+- Reading never disturbs a process: channel checks open a fresh end of a pipe through
+  /proc and poll it with no events (nothing is read or written), sockets are asked
+  about through NETLINK_SOCK_DIAG. Answers are "yes" / "no" / "unknown"; a platform
+  that cannot tell says "unknown", never a guess.
+- A process that vanishes mid-read is simply absent; one that may not be read is
+  counted in `Table.unreadable`. Never an error.
+"""
+
+from __future__ import annotations
+
+from mcp_tether import platform
+
+TYPE_CHECKING = False  # typing stays off start-up paths that import proc
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from mcp_tether.proc.identity import ProcessId
+
+if platform.has_proc():
+    from mcp_tether.proc import _linux_table as _impl
+else:  # pragma: no cover - exercised on other platforms only
+    from mcp_tether.proc import _psutil_table as _impl  # type: ignore[no-redef]
+
+__all__ = [
+    "ProcRecord",
+    "Table",
+    "table",
+    "record",
+    "name_filter",
+    "fd_links",
+    "fd_mode",
+    "pipe_peer",
+    "UnixDiag",
+    "pipe_holders",
+    "owner",
+    "username",
+    "age_seconds",
+    "clock_ticks",
+    "CHANNEL_DETAIL",
+]
+
+from mcp_tether.proc._record import ProcRecord  # noqa: E402  # after the backend choice
+
+ProcRecord._backend = _impl
+UnixDiag = _impl.UnixDiag
+CHANNEL_DETAIL: bool = _impl.CHANNEL_DETAIL  # can this platform see fds and peers?
+
+
+class Table(dict):  # type: ignore[type-arg]  # pid -> ProcRecord
+    """Every readable user-space process (no kernel threads, no zombies)."""
+
+    unreadable: int = 0
+
+
+def table(want_argv: Callable[[str], bool] | None = None) -> Table:
+    """A snapshot. argv is read at once for processes whose name `want_argv` accepts
+    (all when None); the others read theirs on first access."""
+    out = Table()
+    out.unreadable = _impl.fill(out, want_argv)
+    return out
+
+
+def record(pid: int) -> ProcRecord | None:
+    """One process now, or None (gone, zombie, kernel thread or unreadable)."""
+    try:
+        return _impl.read_record(pid, None)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def name_filter(names: Iterable[str], prefixes: Iterable[str] = (),
+                contains: Iterable[str] = ()) -> Callable[[str], bool]:
+    """A `want_argv` that accepts a process name (the kernel's comm: first 15 characters)
+    equal to one of `names`, starting with one of `prefixes` or containing one of
+    `contains`, case-insensitively."""
+    exact = frozenset(n[:15].lower() for n in names)
+    pre = tuple(p.lower() for p in prefixes)
+    sub = tuple(c.lower() for c in contains)
+
+    def want(comm: str) -> bool:
+        c = comm.lower()
+        return (c in exact or c.split(" ", 1)[0] in exact or c.startswith(pre)
+                or any(s in c for s in sub))
+
+    return want
+
+
+def fd_links(pid: int, only: tuple[int, ...] | None = None,
+             limit: int | None = None) -> dict[int, str] | None:
+    """fd -> what it refers to (`pipe:[ino]`, `socket:[ino]`, a path); None if unknown.
+
+    `only`: just these fds (those not open are absent). `limit`: None when the process
+    has more open fds than this (nothing is read past the count)."""
+    return _impl.fd_links(pid, only, limit)
+
+
+def fd_mode(pid: int, fd: int) -> str | None:
+    """"r", "w" or "rw" for an open fd, None if unknown."""
+    return _impl.fd_mode(pid, fd)
+
+
+def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
+    """For the read side ("r"): is a write end open anywhere? For "w": a read end?
+    "yes" / "no" / "unknown"."""
+    return _impl.pipe_peer(pid, fd, ino, side)
+
+
+def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
+    """Pids (not in `skip`) holding the pipe `ino` open for writing ("w") or reading."""
+    return _impl.pipe_holders(ino, skip, mode)
+
+
+def owner(pid: int) -> int | None:
+    return _impl.owner(pid)
+
+
+_users: dict[int, str] = {}
+
+
+def username(uid: int | None) -> str:
+    if uid is None:
+        return "?"
+    if uid not in _users:
+        try:
+            import pwd
+
+            _users[uid] = pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            _users[uid] = str(uid)
+    return _users[uid]
+
+
+def age_seconds(rec: ProcRecord) -> float:
+    return _impl.age_seconds(rec)
+
+
+def clock_ticks() -> int:
+    return platform.clock_ticks()
+
+
+def ident_of(rec: ProcRecord) -> ProcessId:
+    return rec.ident

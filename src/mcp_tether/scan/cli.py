@@ -1,0 +1,207 @@
+"""`mcp-tether ps` and `mcp-tether reap`: a thin adapter over `scan`, `reap` and `watch`.
+
+Parses argv, calls the API, renders. Nothing is ended without a yes: a prompt on a
+TTY, else `--yes`; without either `reap` refuses (exit 2). Only the caller's own
+processes unless root with `--all-users`. Durations must be finite and >= 0 (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from mcp_tether import ladder
+from mcp_tether.cliutil import positive_duration
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from mcp_tether.scan.reap import INCLUDE_CHOICES
+
+__all__ = ["configure", "command"]
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--config", metavar="FILE",
+                        help="also match servers against this MCP config file")
+    if name == "ps":
+        parser.add_argument("--format", choices=("text", "json", "openmetrics"), default=None,
+                            help="output format (openmetrics: for a node exporter's "
+                                 "textfile collector)")
+        return
+    parser.add_argument("--dry-run", action="store_true", help="show the plan, end nothing")
+    parser.add_argument("-y", "--yes", action="store_true", help="do not ask")
+    parser.add_argument("--include", action="append", default=[], choices=INCLUDE_CHOICES,
+                        metavar="WHAT",
+                        help="also end leaked processes not identified as MCP servers: "
+                             "guess (named like one), stdio (any leaked stdio process); "
+                             "repeatable")
+    parser.add_argument("--grace", type=positive_duration, default=ladder.TERM_GRACE,
+                        metavar="SECONDS",
+                        help="between SIGTERM and SIGKILL (default %(default)s)")
+    parser.add_argument("--min-age", type=positive_duration, default=None, metavar="SECONDS",
+                        help="never end anything younger (default 0; 60 with --watch)")
+    parser.add_argument("--allow", action="append", default=[], metavar="PATTERN",
+                        help="never end a server whose command, package or config name "
+                             "matches this glob (shared servers); repeatable")
+    parser.add_argument("--all-users", action="store_true",
+                        help="(root only) also end other users' leaked servers")
+    parser.add_argument("--watch", action="store_true",
+                        help="keep running: end leaks as they appear, one line per action")
+    parser.add_argument("--interval", type=positive_duration, default=None, metavar="SECONDS",
+                        help="between scans in --watch mode (default 30)")
+    parser.add_argument("--print-unit", choices=("systemd", "launchd"), default=None,
+                        help="print a user service that runs `reap --watch` and exit")
+
+
+def command(args: argparse.Namespace) -> int:
+    from mcp_tether.scan.find import scan
+
+    if args.command_name == "ps":
+        from mcp_tether.container import machine  # containers whose client is gone
+
+        result = scan(config=args.config)
+        _warn(result.config_errors)
+        fmt = args.format or ("json" if args.json else "text")
+        off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
+        if fmt == "json":
+            print(json.dumps({**result.to_dict(), "containers": machine.as_json(boxes),
+                              "container_support": off}, indent=2))
+        elif fmt == "openmetrics":
+            from mcp_tether.scan.render import render_openmetrics
+
+            sys.stdout.write(render_openmetrics(result))
+        else:
+            from mcp_tether.scan.render import print_ps
+
+            print_ps(result)
+            machine.print_listing(off, boxes)
+        return EXIT_OK
+    return _reap(args)
+
+
+def _warn(errors: list[str]) -> None:
+    for e in errors:
+        print(f"mcp-tether: warning: {e}", file=sys.stderr)
+
+
+def _unit_opts(args: argparse.Namespace) -> list[str]:
+    opts: list[str] = []
+    for flag, value in (("--interval", args.interval), ("--min-age", args.min_age)):
+        if value is not None:
+            opts += [flag, f"{value:g}"]
+    for pat in args.allow:
+        opts += ["--allow", pat]
+    for inc in args.include:
+        opts += ["--include", inc]
+    if args.config:
+        opts += ["--config", os.path.abspath(args.config)]
+    return opts
+
+
+def _reap(args: argparse.Namespace) -> int:
+    from mcp_tether.scan import watch as watch_mod
+    from mcp_tether.scan.find import scan
+    from mcp_tether.scan.reap import Pins, plan, reap_servers
+    from mcp_tether.scan.render import print_plan
+
+    if args.print_unit:
+        sys.stdout.write(watch_mod.render_unit(args.print_unit, _unit_opts(args)))
+        return EXIT_OK
+    if args.interval is not None and not args.watch:
+        raise UsageError("--interval needs --watch")
+    root = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+    if args.all_users and not root:
+        raise UsageError("--all-users needs root: other users' processes are theirs to end")
+    users = None if args.all_users else {os.geteuid()} if hasattr(os, "geteuid") else None
+    if args.watch:
+        if not args.yes:
+            raise UsageError("--watch ends processes unattended: pass --yes")
+        if args.interval == 0:
+            raise UsageError("--interval must be > 0")
+        return _watch(args, users)
+    min_age = args.min_age or 0.0
+    result = scan(config=args.config, users=users)
+    _warn(result.config_errors)
+    p = plan(result, set(args.include), min_age, args.allow)
+    from mcp_tether.container import machine
+
+    off, listed = machine.listing()
+    if off is not None:
+        print(f"mcp-tether: {off}", file=sys.stderr)
+    boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
+    if args.dry_run or not (p.chosen or boxes):
+        if args.json:
+            print(json.dumps({"dry_run": bool(args.dry_run),
+                              "plan": [s.to_dict() for s in p.chosen],
+                              "not_selected": [sk.to_dict() for sk in p.skipped],
+                              "containers": machine.as_json(boxes)}, indent=2))
+        else:
+            print_plan(p)
+            machine.print_plan(boxes, boxes_skipped)
+        return EXIT_OK
+    with Pins(p.chosen) as pins:  # from identification to the last signal
+        n = len(p.chosen) + len(boxes)
+        if not args.yes:
+            if not (sys.stdin.isatty() and sys.stderr.isatty()):
+                print(f"mcp-tether reap: {n} leaked server(s) to end, but no "
+                      "terminal to ask on and no --yes: refusing. Check with --dry-run, "
+                      "then pass --yes.", file=sys.stderr)
+                return EXIT_USAGE
+            print_plan(p, to=sys.stderr)
+            machine.print_plan(boxes, [], to=sys.stderr)
+            try:
+                answer = input(f"End these {n} server tree(s) and container(s)? [y/N] ")
+            except EOFError:
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                print("nothing ended", file=sys.stderr)
+                return EXIT_OK
+        outcomes = reap_servers(p.chosen, args.grace, pins)
+    ended_boxes = machine.end(boxes, args.grace)  # re-checked by id + start time each
+    if args.json:
+        print(json.dumps({"reaped": [o.to_dict() for o in outcomes],
+                          "containers": ended_boxes,
+                          "not_selected": [sk.to_dict() for sk in p.skipped],
+                          "reclaimed_bytes": sum(o.reclaimed_bytes for o in outcomes)},
+                         indent=2))
+    else:
+        for o in outcomes:
+            print(watch_mod.describe(o))
+        ended = [o for o in outcomes if o.outcome == "ended"]
+        print(f"ended {len(ended)} of {len(outcomes)}, reclaimed "
+              f"{watch_mod._size(sum(o.reclaimed_bytes for o in outcomes))}")
+        for b in ended_boxes:
+            print(f"container {b['container']} {b['image']}: {b['outcome']}")
+    bad = [o for o in outcomes if o.outcome in ("survived", "denied")]
+    bad_boxes = [b for b in ended_boxes if b["outcome"] in ("survived", "denied")]
+    return EXIT_FAILED if bad or bad_boxes else EXIT_OK
+
+
+def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
+    import signal
+
+    from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE, watch
+
+    stop: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:  # record only; the loop acts
+        stop.append(signum)
+
+    old = signal.signal(signal.SIGTERM, on_signal)
+    old_int = signal.signal(signal.SIGINT, on_signal)
+    try:
+        def emit(line: str) -> None:
+            print(line, flush=True)
+
+        interval = args.interval if args.interval is not None else WATCH_INTERVAL
+        print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
+        watch(interval=interval,
+              min_age=args.min_age if args.min_age is not None else WATCH_MIN_AGE,
+              allow=args.allow, include=set(args.include), grace=args.grace,
+              scan_kwargs={"config": args.config, "users": users}, emit=emit,
+              should_stop=lambda: bool(stop))
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGINT, old_int)
+    return EXIT_OK

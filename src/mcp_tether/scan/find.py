@@ -1,0 +1,337 @@
+"""The scan: every stdio server tree on this machine, found by evidence, and what it is.
+
+Guarantees:
+- Evidence only: nothing here sends a signal or writes to a process. `reap` acts on a
+  `ScanResult`, re-checking identity itself.
+- Found by evidence, whatever the name: a process adopted by init or a subreaper whose
+  protocol channel lost its client side (`evidence.read_channels`) is listed as a leaked
+  stdio process. Live servers are found as before: a config entry's command (`config`),
+  a package-runner child of a running host (`host`), an MCP-looking argv (`guess`).
+- "parent gone" never comes from `ppid == 1` alone: the adopter must not be a host and
+  must not hold the other side of the channel (in a container pid 1 is often the host).
+- A process that holds the client side of a child's channel is a client (a host), and a
+  host is never reported as a server.
+- A wrapper (npx, uvx, sh -c, the guard, ...) and the server it runs are one `Server`,
+  rooted at the outermost wrapper; identification looks at every member.
+- Unreadable processes are skipped and counted; a process that vanishes mid-scan is not
+  there. Never an error.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from mcp_tether.proc import table
+from mcp_tether.proc.table import ProcRecord
+from mcp_tether.scan import evidence
+from mcp_tether.scan.identify import Identifier, identify, split_title
+from mcp_tether.scan.match import (
+    HOST_NAMES,
+    INTERPRETERS_RE,
+    RUNNERS,
+    SHELLS,
+    SUBREAPERS,
+    Matcher,
+    base,
+    classify_host,
+    guarded_argv,
+    is_guard,
+    load_config,
+    looks_like_mcp,
+    runner_of,
+    tokens,
+)
+from mcp_tether.scan.model import (
+    HOST_GONE,
+    PARENT_GONE,
+    STDIN_NO_WRITER,
+    STDOUT_NO_READER,
+    WRITER_HELD,
+    Channel,
+    Member,
+    ScanResult,
+    Server,
+)
+
+__all__ = ["scan", "MAX_PRIVATE_FDS"]
+
+# A process with more descriptors than this is not searched for private channel copies
+# (an SDK server has a handful; a desktop application has hundreds).
+MAX_PRIVATE_FDS = 256
+
+_ARGV_NAMES = (RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp", "electron",
+                                   "claude-desktop"}
+               | {k.split(" ")[0] for k in HOST_NAMES})
+
+
+def _adopter(p: ProcRecord | None, ppid: int) -> bool:
+    """Is this parent one that takes in orphans (init, a known subreaper)?
+
+    ppid 0 is no claim: that is a namespace's own init, or a parent outside our pid
+    namespace, which we cannot see.
+    """
+    if ppid == 1:
+        return True
+    return p is not None and ppid > 1 and p.comm in SUBREAPERS
+
+
+def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
+         servers: Iterable[Any] | None = None, users: set[int] | None = None) -> ScanResult:
+    """Find stdio server trees, their evidence and what they are. Sends nothing.
+
+    `servers` replaces config discovery with the given entries (tests, `--config`
+    callers that already read them); `users` limits the result to those uids.
+    """
+    t0 = time.monotonic()
+    matchers, config_errors = load_config(home, cwd, config, servers)
+    want = table.name_filter(_ARGV_NAMES | {m.cmd for m in matchers},
+                             prefixes=("python", "pypy"), contains=("mcp",))
+    procs = table.table(want)
+    procs.pop(os.getpid(), None)
+    diag = table.UnixDiag()
+    try:
+        return _scan(procs, matchers, config_errors, diag, users, t0)
+    finally:
+        diag.close()
+
+
+def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
+          diag: table.UnixDiag, users: set[int] | None, t0: float) -> ScanResult:
+    kids: dict[int, list[int]] = {}
+    hosts: dict[int, str] = {}
+    for p in procs.values():
+        kids.setdefault(p.ppid, []).append(p.pid)
+        h = classify_host(p.argv, p.comm) if p.argv_read else None
+        if h is not None:
+            hosts[p.pid] = h
+
+    links: dict[int, dict[int, str] | None] = {}
+
+    def fds(pid: int) -> dict[int, str] | None:
+        """fd 0 and fd 1 only: all that wrapper and client checks need."""
+        if pid not in links:
+            links[pid] = table.fd_links(pid, only=(0, 1))
+        return links[pid]
+
+    chans: dict[int, tuple[str, list[Channel], bool]] = {}
+
+    def channels(pid: int) -> tuple[str, list[Channel], bool]:
+        if pid not in chans:
+            head = fds(pid)
+            if head is None:
+                chans[pid] = ("unknown", [], False)
+            elif head.get(0, "").startswith(("pipe:[", "socket:[")):
+                chans[pid] = evidence.read_channels(pid, diag, head)
+            else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
+                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS)
+                chans[pid] = (evidence.read_channels(pid, diag, full) if full is not None
+                              else (evidence.stdin_kind(head.get(0)), [], False))
+        return chans[pid]
+
+    full: dict[int, dict[int, str] | None] = {}
+
+    def all_fds(pid: int) -> dict[int, str] | None:
+        """Every fd of a would-be client or adopter (read once per scan: init is asked
+        about every leak, and may hold thousands)."""
+        if pid not in full:
+            full[pid] = table.fd_links(pid, limit=evidence.HOLDER_FD_LIMIT)
+        return full[pid]
+
+    clients: set[int] = set()
+
+    def is_client(pid: int) -> bool:
+        """Holds the client side of a child's channel: a host, whatever its name."""
+        for k in kids.get(pid, ()):
+            klinks = fds(k) or {}
+            if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)):
+                continue  # cheap: a child without a stdio channel needs no closer look
+            if evidence.holds_peer(pid, channels(k)[1], diag, all_fds(pid) or {}):
+                clients.add(pid)
+                return True
+        return False
+
+    # 1. Candidates and how they were found.
+    found: dict[int, list[str]] = {}
+    matched: dict[int, list[Matcher]] = {}
+    cmd_names = {m.cmd for m in matchers} | ({"npm"} if any(m.cmd == "npx" for m in matchers)
+                                             else set())
+    for p in procs.values():
+        if not p.argv_read or not p.argv or p.pid in hosts:
+            continue
+        how: list[str] = []
+        if matchers:
+            toks = tokens(p.argv)
+            bases = {base(t) for t in toks[:8]}
+            if bases & cmd_names or os.path.basename(toks[0]) in SHELLS:
+                bases |= {base(t) for t in toks}
+                hits = [m for m in matchers if m.matches(toks, bases)]
+                if hits:
+                    matched[p.pid] = hits
+                    how.append("config")
+        if p.ppid in hosts and (runner_of(p.argv) or is_guard(p.argv)):
+            how.append("host")
+        if looks_like_mcp(p.argv):
+            how.append("guess")
+        if how:
+            found[p.pid] = how
+    # By evidence: adopted processes whose channel lost its client side. Never init
+    # itself, and never one of our own ancestors (the shell that runs us, adopted).
+    ours, cur = set(), procs.get(os.getppid())
+    while cur is not None and cur.pid not in ours:
+        ours.add(cur.pid)
+        cur = procs.get(cur.ppid)
+    for p in procs.values():
+        if p.pid in hosts or p.pid <= 1 or p.pid in ours \
+                or not _adopter(procs.get(p.ppid), p.ppid):
+            continue
+        _, ch, _ = channels(p.pid)
+        if any(c.peer == "no" for c in ch) and not is_client(p.pid):
+            found.setdefault(p.pid, []).insert(0, "evidence")
+    for pid in [pid for pid in found if pid in ours or (kids.get(pid) and is_client(pid))]:
+        del found[pid]  # a client of its own children is a host, never a server
+
+    # 2. Group each candidate with the wrappers above it; the outermost is the root.
+    def same_stdin(a: int, b: int) -> bool:
+        la, lb = fds(a), fds(b)
+        return bool(la and lb and 0 in la and la.get(0) == lb.get(0))
+
+    def is_wrapper(parent: ProcRecord, child: ProcRecord) -> bool:
+        if parent.pid in hosts or parent.pid in clients or _adopter(parent, parent.pid):
+            return False
+        if parent.pid in found:
+            return True
+        pargv = parent.argv
+        b = os.path.basename(pargv[0]) if pargv else ""
+        wrapperish = (b in RUNNERS or is_guard(pargv) or INTERPRETERS_RE.match(b)
+                      or (b in SHELLS and "-c" in pargv[1:3]) or runner_of(pargv))
+        # A wrapper passes its own stdin through; a client (an inspector, a test
+        # harness) gives the server a fresh pipe. Same fd 0 = same conversation.
+        return bool(wrapperish) and same_stdin(parent.pid, child.pid)
+
+    roots: set[int] = set()
+    for pid in found:
+        cur = procs[pid]
+        for _ in range(64):
+            par = procs.get(cur.ppid)
+            if par is None or not is_wrapper(par, cur):
+                break
+            cur = par
+        roots.add(cur.pid)
+
+    def tree(root: int) -> list[int]:
+        """root and its descendants, not descending into another server's root."""
+        out, stack = [root], [root]
+        while stack:
+            for c in kids.get(stack.pop(), ()):
+                if c in roots:
+                    continue
+                out.append(c)
+                stack.append(c)
+        return out
+
+    running_hosts = sorted(set(hosts.values()))
+    ident = Identifier()
+    out: list[Server] = []
+    for r in roots:
+        uid = table.owner(r)
+        if users is not None and uid not in users:
+            continue
+        s = _server(procs[r], tree(r), procs, hosts, found, matched, matchers, channels,
+                    all_fds, diag, ident, running_hosts)
+        s.uid, s.user = uid, table.username(uid)
+        out.append(s)
+    out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
+    return ScanResult(out, len(procs), procs.unreadable, running_hosts, config_errors,
+                      time.monotonic() - t0)
+
+
+def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
+            hosts: dict[int, str], found: dict[int, list[str]],
+            matched: dict[int, list[Matcher]], matchers: list[Matcher],
+            channels: Any, all_fds: Any, diag: table.UnixDiag, ident: Identifier,
+            running_hosts: list[str]) -> Server:
+    members = [procs[m] for m in member_pids if m in procs]
+    ticks = table.clock_ticks()
+    how = sorted({h for m in member_pids for h in found.get(m, ())},
+                 key=("evidence", "config", "host", "guess").index)
+    what = identify([(m.argv, m.cwd, m.exe) for m in members if not is_guard(m.argv)], ident)
+    cfg = {(x.host, x.name, x.path): x for m in member_pids for x in matched.get(m, ())}
+    for x in matchers:
+        if x.matches_package(what):
+            cfg.setdefault((x.host, x.name, x.path), x)
+    if cfg and "config" not in how:
+        how.append("config")
+    if what.mcp:
+        how.append("sdk")
+    elif what.package:
+        how.append("package")
+    # Which live host is it under (any ancestor)?
+    host = None
+    a = procs.get(root.ppid)
+    for _ in range(64):
+        if a is None:
+            break
+        if a.pid in hosts:
+            host = hosts[a.pid]
+            break
+        a = procs.get(a.ppid)
+    stdin_kind, chans, private = channels(root.pid)
+    par = procs.get(root.ppid)
+    role = "launcher"
+    if root.ppid in hosts:
+        role = "host"
+    elif _adopter(par, root.ppid):
+        if par is not None and classify_host(par.argv, par.comm):
+            role = "host"  # in a container, pid 1 may be the host itself
+        elif chans and evidence.holds_peer(root.ppid, chans, diag, all_fds(root.ppid) or {}):
+            role = "launcher"
+        else:
+            role = "adopter"
+    parent = {"pid": root.ppid, "name": par.comm if par else None, "role": role,
+              "host": hosts.get(root.ppid)}
+    ev: list[str] = []
+    if role == "adopter":
+        ev.append(PARENT_GONE)
+    ins = [c for c in chans if c.side in ("in", "both")]
+    outs = [c for c in chans if c.side in ("out", "both")]
+    if ins and all(c.peer == "no" for c in ins):
+        ev.append(STDIN_NO_WRITER)
+    if outs and all(c.peer == "no" for c in outs):
+        ev.append(STDOUT_NO_READER)
+    leaked = PARENT_GONE in ev and (STDIN_NO_WRITER in ev or STDOUT_NO_READER in ev)
+    writers: list[dict[str, Any]] = []
+    if PARENT_GONE in ev:
+        skip = set(member_pids)
+        for c in ins:
+            if c.kind == "pipe" and c.peer == "yes":
+                for w in table.pipe_holders(c.inode, skip, "w"):
+                    wp = procs.get(w)
+                    writers.append({"pid": w, "name": wp.comm if wp else None, "fd": c.fd})
+        if writers and leaked:
+            ev.append(WRITER_HELD)
+            c0 = next(c for c in ins if c.peer == "yes")
+            c0.detail = "write end held by " + ", ".join(
+                f"{w['pid']} ({w['name']})" for w in writers)
+    cfg_hosts = {c[0] for c in cfg if c[0]}
+    if leaked and host is None and cfg_hosts and not (cfg_hosts & set(running_hosts)):
+        ev.append(HOST_GONE)
+    argv = root.argv
+    shown = split_title(argv)  # `npm exec X` padded with spaces by a rewritten title
+    for m in members:
+        inner = guarded_argv(m.argv)
+        if inner:
+            shown = inner
+            break
+    return Server(
+        ident=root.ident, uid=None, user="?", age_seconds=table.age_seconds(root),
+        command=argv, shown=shown, found_by=how,
+        config=[{"host": h, "name": n, "path": pth} for (h, n, pth) in cfg],
+        host=host, parent=parent, channels=chans, private_channels=private,
+        stdin_kind=stdin_kind, evidence=ev,
+        members=[Member(m.ident, m.ppid, m.pgid, m.comm, m.argv, m.rss_bytes,
+                        m.cpu_ticks / ticks) for m in members],
+        what=what, writers=writers,
+    )

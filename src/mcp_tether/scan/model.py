@@ -1,0 +1,227 @@
+"""The scan's result types: a server tree, its channels, what it is, and the totals.
+
+Guarantees:
+- One vocabulary for evidence (the constants below) used by `ps`, `reap` and the JSON.
+- The JSON never contradicts itself: `parent.role` says whether the parent is the
+  launcher, a host, or an adopter (init or a subreaper that took the process in), and
+  `parent-gone` appears exactly when the role is "adopter"; `host-gone` never appears on
+  a server whose state is "live"; a host is never a server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_tether.proc import ProcessId
+
+__all__ = [
+    "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",
+    "CHANNEL_GONE", "Channel", "What", "Member", "Server", "ScanResult",
+]
+
+PARENT_GONE = "parent-gone"  # its launcher is gone: adopted by init or a subreaper
+STDIN_NO_WRITER = "stdin-no-writer"  # every read side of its protocol input: no writer
+STDOUT_NO_READER = "stdout-no-reader"  # every write side of its protocol output: no reader
+WRITER_HELD = "writer-held"  # leaked, yet another process still holds its input open
+HOST_GONE = "host-gone"  # leaked, and every config it matches belongs to a stopped host
+CHANNEL_GONE = (STDIN_NO_WRITER, STDOUT_NO_READER)
+
+
+@dataclass(slots=True)
+class Channel:
+    """One descriptor of the protocol channel and whether its other side is still there."""
+
+    fd: int
+    kind: str  # pipe | socket
+    side: str  # in | out | both
+    inode: int
+    peer: str  # yes | no | unknown: a writer (in) / a reader (out) / a peer (socket)
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fd": self.fd, "kind": self.kind, "side": self.side, "inode": self.inode,
+                "peer": self.peer, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class What:
+    """What a server is, each claim with the file that shows it."""
+
+    runtime: str | None = None  # node | python | None
+    package: str | None = None
+    version: str | None = None
+    sdk: str | None = None  # @modelcontextprotocol/sdk, @modelcontextprotocol/server, mcp...
+    sdk_version: str | None = None
+    script: str | None = None  # the script or module it runs
+    source: list[str] = field(default_factory=list)  # how each claim was made
+
+    @property
+    def mcp(self) -> bool:
+        return self.sdk is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runtime": self.runtime, "package": self.package, "version": self.version,
+                "sdk": self.sdk, "sdk_version": self.sdk_version, "script": self.script,
+                "source": list(self.source)}
+
+
+@dataclass(slots=True)
+class Member:
+    ident: ProcessId
+    ppid: int
+    pgid: int
+    comm: str
+    argv: list[str]
+    rss_bytes: int
+    cpu_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.ident.pid, "start": self.ident.start, "ppid": self.ppid,
+                "pgid": self.pgid, "name": self.comm, "command": self.argv,
+                "rss_bytes": self.rss_bytes, "cpu_seconds": round(self.cpu_seconds, 2)}
+
+
+@dataclass
+class Server:
+    """One stdio server process tree: the root (outermost wrapper) and its descendants."""
+
+    ident: ProcessId
+    uid: int | None
+    user: str
+    age_seconds: float
+    command: list[str]  # the root's argv
+    shown: list[str]  # the command worth showing (the guarded server, not the guard)
+    found_by: list[str]  # evidence | config | host | package | sdk | guess
+    config: list[dict[str, str]]  # matching config entries: host, name, path
+    host: str | None  # the live host it runs under, if any
+    parent: dict[str, Any]  # pid, name, role: launcher | host | adopter
+    channels: list[Channel]
+    private_channels: bool  # found past fd 0/1 (an SDK's private copies)
+    stdin_kind: str  # what fd 0 is: pipe | socket | null | tty | file | closed | unknown
+    evidence: list[str]
+    members: list[Member]
+    what: What = field(default_factory=What)
+    writers: list[dict[str, Any]] = field(default_factory=list)  # holders of its input
+
+    @property
+    def pid(self) -> int:
+        return self.ident.pid
+
+    @property
+    def leaked(self) -> bool:
+        return PARENT_GONE in self.evidence and bool(set(self.evidence) & set(CHANNEL_GONE))
+
+    @property
+    def state(self) -> str:
+        return "leaked" if self.leaked else "live"
+
+    @property
+    def identified(self) -> bool:
+        """Identified as an MCP server by config, host, package or SDK (not by name)."""
+        return bool(set(self.found_by) & {"config", "host", "sdk"}) or self.what.mcp
+
+    @property
+    def guess(self) -> bool:
+        return not self.identified and "guess" in self.found_by
+
+    @property
+    def live_writer(self) -> bool:
+        return any(c.side in ("in", "both") and c.peer == "yes" for c in self.channels)
+
+    @property
+    def rss_bytes(self) -> int:
+        return sum(m.rss_bytes for m in self.members)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(m.cpu_seconds for m in self.members)
+
+    @property
+    def cpu_percent(self) -> float:
+        """Average over its lifetime (no sampling interval: the scan never waits)."""
+        return 100.0 * self.cpu_seconds / self.age_seconds if self.age_seconds > 0 else 0.0
+
+    def stdin_writer(self) -> str:
+        ins = [c for c in self.channels if c.side in ("in", "both")]
+        if not ins:
+            return "n/a"
+        if any(c.peer == "yes" for c in ins):
+            return "yes"
+        return "no" if all(c.peer == "no" for c in ins) else "unknown"
+
+    def to_dict(self) -> dict[str, Any]:
+        ins = [c for c in self.channels if c.side in ("in", "both")]
+        return {
+            "pid": self.pid,
+            "start": self.ident.start,
+            "state": self.state,
+            "evidence": list(self.evidence),
+            "mcp": self.identified,
+            "guess": self.guess,
+            "found_by": list(self.found_by),
+            "what": self.what.to_dict(),
+            "user": self.user,
+            "uid": self.uid,
+            "age_seconds": round(self.age_seconds, 1),
+            "rss_bytes": self.rss_bytes,
+            "cpu_seconds": round(self.cpu_seconds, 2),
+            "cpu_percent": round(self.cpu_percent, 2),
+            "command": self.command,
+            "shown_command": self.shown,
+            "config": self.config,
+            "host": self.host,
+            "parent": self.parent,
+            "stdin": {"kind": self.stdin_kind, "writer": self.stdin_writer(),
+                      "inode": ins[0].inode if ins else None,
+                      "private": self.private_channels},
+            "channels": [c.to_dict() for c in self.channels],
+            "stdin_writers": self.writers,
+            "members": [m.to_dict() for m in self.members],
+        }
+
+
+@dataclass
+class ScanResult:
+    servers: list[Server]  # leaked first, then live; larger first within each
+    scanned: int
+    unreadable: int
+    hosts_running: list[str]
+    config_errors: list[str]
+    elapsed: float
+
+    @property
+    def leaked(self) -> list[Server]:
+        return [s for s in self.servers if s.leaked]
+
+    orphans = leaked  # the name before issue 10
+
+    @property
+    def live(self) -> list[Server]:
+        return [s for s in self.servers if not s.leaked]
+
+    def totals(self) -> dict[str, int]:
+        leaked = self.leaked
+        mcp = [s for s in leaked if s.identified]
+        held = sum(s.rss_bytes for s in leaked)
+        return {
+            "servers": len(self.servers),
+            "leaked": len(leaked),
+            "leaked_mcp": len(mcp),
+            "live": len(self.servers) - len(leaked),
+            "leaked_rss_bytes": held,
+            "live_rss_bytes": sum(s.rss_bytes for s in self.servers if not s.leaked),
+            "orphans": len(leaked),  # same numbers under the names before issue 10
+            "orphan_rss_bytes": held,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "servers": [s.to_dict() for s in self.servers],
+            "totals": self.totals(),
+            "hosts_running": self.hosts_running,
+            "config_errors": self.config_errors,
+            "scanned": self.scanned,
+            "unreadable": self.unreadable,
+            "elapsed_seconds": round(self.elapsed, 4),
+        }

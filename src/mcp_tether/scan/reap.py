@@ -1,0 +1,290 @@
+"""Ending leaked servers: which to end (by strength of evidence) and ending them safely.
+
+Guarantees:
+- `plan()` proposes only leaked stdio processes (launcher gone AND the channel's client
+  side gone). By default only those identified as MCP servers (config, host, package
+  SDK); `include={"guess"}` adds MCP-looking names, `include={"stdio"}` every leaked stdio
+  process. Never proposed, whatever `include`: a host, a process whose input still has a
+  live writer, one younger than `min_age`, one matching an `allow` pattern. Every leaked
+  process left out comes back with the reason.
+- Each chosen process is pinned (`proc.pin`: a pidfd held from identification to the
+  last signal) and re-identified right after pinning: same start time, same parent, and
+  the same channel descriptor still open. A pid reused within one clock tick therefore
+  fails the check and is never signalled.
+- Each tree climbs the ladder (`ladder.run_ladder`; no stdin to close, its client is
+  gone): SIGTERM, grace, SIGKILL. A group signal is sent only when every process in the
+  group is one of the tree's own identified members; otherwise member by member.
+- A process that exits between the scan and the signal is `gone`, not an error.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_tether import ladder
+from mcp_tether.proc import ExitWaiter, Pinned, ProcessId, pin, signal_group, snapshot, table
+from mcp_tether.proc.signals import DENIED, GONE, SENT
+from mcp_tether.proc.tree import children_map
+from mcp_tether.scan.model import ScanResult, Server
+
+__all__ = ["INCLUDE_CHOICES", "Skipped", "Plan", "plan", "ReapOutcome", "reap_servers", "Pins",
+           "check_duration"]
+
+INCLUDE_CHOICES = ("guess", "stdio")
+
+
+def check_duration(value: float, name: str) -> float:
+    """A finite, non-negative number of seconds, else ValueError with a one-line reason."""
+    if value - value != 0 or value < 0:  # NaN and +-inf fail the first test
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, not {value!r}")
+    return value
+
+
+@dataclass
+class Skipped:
+    server: Server
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.server.pid, "start": self.server.ident.start,
+                "command": self.server.shown, "evidence": self.server.evidence,
+                "reason": self.reason}
+
+
+@dataclass
+class Plan:
+    chosen: list[Server]
+    skipped: list[Skipped]
+
+
+def _allowed(s: Server, allow: list[str]) -> str | None:
+    names = [" ".join(s.shown), " ".join(s.command)]
+    names += [n for n in (s.what.package, s.what.script) if n]
+    names += [c["name"] for c in s.config]
+    for pat in allow:
+        if any(fnmatch.fnmatchcase(n, pat) or fnmatch.fnmatchcase(n, f"*{pat}*")
+               for n in names):
+            return pat
+    return None
+
+
+def plan(result: ScanResult, include: set[str] | frozenset[str] = frozenset(),
+         min_age: float = 0.0, allow: list[str] | None = None) -> Plan:
+    """Which leaked processes `reap` would end, and why each other leaked one is left."""
+    chosen: list[Server] = []
+    skipped: list[Skipped] = []
+    for s in result.leaked:
+        why = _why_not(s, include, min_age, allow or [])
+        if why is None:
+            chosen.append(s)
+        else:
+            skipped.append(Skipped(s, why))
+    return Plan(chosen, skipped)
+
+
+def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
+             allow: list[str]) -> str | None:
+    if s.parent.get("role") != "adopter":
+        return "its launcher is alive"
+    if s.live_writer:
+        held = ", ".join(f"{w['pid']} ({w['name']})" for w in s.writers) or "a process"
+        return f"its input still has a live writer: {held}"
+    pat = _allowed(s, allow)
+    if pat is not None:
+        return f"allowed by --allow {pat!r}"
+    if s.age_seconds < min_age:
+        return f"younger than --min-age ({s.age_seconds:.0f}s < {min_age:g}s)"
+    if s.identified or "stdio" in include or (s.guess and "guess" in include):
+        return None
+    if s.guess:
+        return "named like an MCP server only: --include guess to end it"
+    return "not identified as an MCP server (no config, host, package or SDK): " \
+           "--include stdio to end it"
+
+
+@dataclass
+class ReapOutcome:
+    server: Server
+    outcome: str  # ended | gone (exited before we signalled) | denied | survived
+    ended_by: str | None  # sigterm | sigkill | None
+    reclaimed_bytes: int
+    signals: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.server.pid, "start": self.server.ident.start,
+                "command": self.server.shown, "evidence": self.server.evidence,
+                "what": self.server.what.to_dict(), "outcome": self.outcome,
+                "ended_by": self.ended_by, "reclaimed_bytes": self.reclaimed_bytes,
+                "signals": self.signals}
+
+
+def _still_it(s: Server, ident: ProcessId, ppid: int, pinned: Pinned | None) -> bool:
+    """After pinning: same parent, and the root still holds the scanned channel."""
+    rec = table.record(ident.pid)
+    if pinned is None or rec is None or rec.start != ident.start or rec.ppid != ppid:
+        return False
+    if ident != s.ident or not s.channels:
+        return True
+    links = table.fd_links(ident.pid)
+    if links is None:
+        return table.CHANNEL_DETAIL is False
+    held = set(links.values())
+    return any(f"{c.kind}:[{c.inode}]" in held for c in s.channels)
+
+
+class _TreeTarget:
+    """A server tree as a ladder target: pinned members, group signal when safe."""
+
+    def __init__(self, server: Server) -> None:
+        self.pgid = server.members[0].pgid if server.members else -1
+        self.members: dict[ProcessId, int] = {}
+        self.pins: dict[ProcessId, Pinned] = {}
+        for m in server.members:
+            p = pin(m.ident)
+            if p is not None and _still_it(server, m.ident, m.ppid, p):
+                self.members[m.ident] = m.rss_bytes
+                self.pins[m.ident] = p
+            elif p is not None:
+                p.close()
+        self.waiter = ExitWaiter()
+        self.signalled: set[ProcessId] = set()
+        self.log: list[dict[str, Any]] = []
+
+    def close_stdin(self) -> None:  # its client is gone: nobody holds a stdin to close
+        pass
+
+    def close(self) -> None:
+        self.waiter.close()
+        for p in self.pins.values():
+            p.close()
+
+    def _live(self) -> tuple[dict[int, Any], list[ProcessId]]:
+        snap = snapshot()
+
+        def same(i: ProcessId) -> bool:
+            p = snap.get(i.pid)
+            return p is not None and not p.exited and p.start == i.start
+
+        live = [i for i in self.pins if same(i)]
+        # Children forked since the scan by a member we still hold are the tree's too:
+        # pinned as soon as they are seen, by the same identity check.
+        kids = children_map(snap)
+        stack = [i.pid for i in live]
+        while stack:
+            for c in kids.get(stack.pop(), ()):
+                if not c.exited and c.ident not in self.pins:
+                    p = pin(c.ident)
+                    if p is None:
+                        continue
+                    self.members[c.ident] = 0
+                    self.pins[c.ident] = p
+                    live.append(c.ident)
+                    stack.append(c.pid)
+        return snap, live
+
+    def signal(self, sig: int) -> str:
+        snap, live = self._live()
+        if not live:
+            return GONE
+        sent = denied = False
+        done: set[ProcessId] = set()
+        in_group = [i for i in live if snap[i.pid].pgid == self.pgid]
+        group = {p.pid for p in snap.values() if p.pgid == self.pgid and not p.exited}
+        # A group signal only when every process in the group is one of ours: a leaked server
+        # may still sit in its dead client's group next to processes we must not touch.
+        if in_group and group <= {i.pid for i in live}:
+            r = signal_group(self.pgid, sig, in_group)
+            self.log.append({"signal": sig, "group": self.pgid, "result": r})
+            if r == SENT:
+                sent = True
+                done.update(in_group)
+            denied |= r == DENIED
+        for ident in live:
+            if ident in done:
+                continue
+            r = self.pins[ident].signal(sig)
+            self.log.append({"signal": sig, "pid": ident.pid, "start": ident.start, "result": r})
+            if r == SENT:
+                sent = True
+                done.add(ident)
+            denied |= r == DENIED
+        for ident in done:  # only what we really signalled counts as ended by us
+            self.signalled.add(ident)
+            self.waiter.add(ident)
+        if sent:
+            return SENT
+        return DENIED if denied else GONE
+
+    def wait(self, timeout: float) -> float | None:
+        deadline = time.monotonic() + timeout
+        while self.waiter.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.waiter.wait(remaining)
+        if not self.signalled:  # nothing was live to signal: check now
+            _, live = self._live()
+            if live:
+                return None
+        exits = self.waiter.exited.values()
+        return max(exits) if exits else time.monotonic()
+
+    def reclaimed(self) -> int:
+        gone = self.waiter.exited
+        return sum(self.members.get(i, 0) for i in self.signalled if i in gone)
+
+
+class Pins:
+    """The chosen trees pinned right after the scan, held until the last signal.
+
+    Made before a prompt (which may take minutes), so what is signalled after "yes" is
+    exactly what was identified, not whatever holds those pids by then.
+    """
+
+    def __init__(self, servers: list[Server]) -> None:
+        self.targets = [(s, _TreeTarget(s)) for s in servers]
+
+    def close(self) -> None:
+        for _, target in self.targets:
+            target.close()
+
+    def __enter__(self) -> Pins:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def reap_servers(servers: list[Server], grace: float = ladder.TERM_GRACE,
+                 pins: Pins | None = None) -> list[ReapOutcome]:
+    """End each server tree: SIGTERM, `grace`, SIGKILL; identity pinned throughout.
+
+    `pins`: the trees as pinned by the caller right after the scan (else pinned now).
+    """
+    check_duration(grace, "--grace")
+    own = pins is None
+    held = Pins(servers) if pins is None else pins
+    out = []
+    try:
+        for s, target in held.targets:
+            if not target.pins:
+                out.append(ReapOutcome(s, "gone", None, 0, target.log))
+                continue
+            res = ladder.run_ladder(target, close_stdin=False, grace=0.0, term_grace=grace)
+            first = res.rungs[0].outcome if res.rungs else None
+            if res.ended_by == "self" or (first == GONE and not target.signalled):
+                outcome, by = "gone", None
+            elif res.rungs and res.rungs[-1].outcome == DENIED:
+                outcome, by = "denied", None
+            elif res.survived:
+                outcome, by = "survived", None
+            else:
+                outcome, by = "ended", res.ended_by
+            out.append(ReapOutcome(s, outcome, by, target.reclaimed(), target.log))
+    finally:
+        if own:
+            held.close()
+    return out

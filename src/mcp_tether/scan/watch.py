@@ -1,0 +1,146 @@
+"""`reap --watch`: keep the machine clean, and the service files that run it.
+
+Guarantees:
+- Each round is a fresh scan, a `plan()` with the caller's `min_age` (60 s by default
+  here: a server that was just started by a host that is still setting it up is left
+  alone) and `allow` patterns, then `reap_servers()`; one line per action: what, the
+  evidence, the memory reclaimed. A leaked process left alone is reported once, with the
+  reason, not every round.
+- `should_stop` is polled between rounds and during the wait, so SIGTERM (systemd,
+  launchd) or Ctrl-C ends the loop between actions, never in the middle of a ladder.
+- The service files run `reap --watch --yes` as the user, never as root.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcp_tether import ladder
+from mcp_tether.proc import ProcessId
+from mcp_tether.scan.find import scan
+from mcp_tether.scan.reap import ReapOutcome, plan, reap_servers
+
+__all__ = ["watch", "WATCH_MIN_AGE", "WATCH_INTERVAL", "render_unit", "describe"]
+
+WATCH_MIN_AGE = 60.0  # seconds: the reaper scripts people write skip the first minute
+WATCH_INTERVAL = 30.0
+
+
+def _size(n: int) -> str:
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if v < 1024 or unit == "GiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} GiB"
+
+
+def describe(o: ReapOutcome) -> str:
+    """One line for one action: what, evidence, memory reclaimed."""
+    s = o.server
+    w = s.what
+    name = w.package or (s.config[0]["name"] if s.config else None) or " ".join(s.shown)[:60]
+    if w.version:
+        name += f"@{w.version}"
+    sdk = f" sdk {w.sdk} {w.sdk_version or ''}".rstrip() if w.sdk else ""
+    how = f" by {o.ended_by}" if o.ended_by else ""
+    return (f"{o.outcome}{how}: pid {s.pid} {name}{sdk} [{', '.join(s.evidence)}] "
+            f"reclaimed {_size(o.reclaimed_bytes)}")
+
+
+def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
+          allow: list[str] | None = None, include: set[str] | None = None,
+          grace: float = ladder.TERM_GRACE, scan_kwargs: dict[str, Any] | None = None,
+          emit: Callable[[str], None] = print,
+          should_stop: Callable[[], bool] = lambda: False,
+          rounds: int | None = None) -> list[ReapOutcome]:
+    """Scan, end leaks, wait `interval`; until `should_stop()` (or `rounds` rounds)."""
+    told: set[tuple[ProcessId, str]] = set()
+    done: list[ReapOutcome] = []
+    n = 0
+    while not should_stop():
+        result = scan(**(scan_kwargs or {}))
+        p = plan(result, include or set(), min_age, allow)
+        for sk in p.skipped:
+            key = (sk.server.ident, sk.reason.split(" (")[0])
+            if key not in told:
+                told.add(key)
+                emit(f"left: pid {sk.server.pid} {' '.join(sk.server.shown)[:60]}: {sk.reason}")
+        for o in reap_servers(p.chosen, grace):
+            emit(describe(o))
+            done.append(o)
+        n += 1
+        if rounds is not None and n >= rounds:
+            break
+        end = time.monotonic() + interval
+        while not should_stop():  # short slices: a stop request is seen within 0.2 s
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(0.2, left))
+    return done
+
+
+def _program(opts: list[str]) -> list[str]:
+    exe = shutil.which("mcp-tether") or shutil.which(
+        "mcp-tether", path=os.path.dirname(sys.executable))
+    head = [os.path.abspath(exe)] if exe else [sys.executable, "-m", "mcp_tether"]
+    return [*head, "reap", "--watch", "--yes", *opts]
+
+
+def render_unit(kind: str, opts: list[str]) -> str:
+    """A ready user service running `reap --watch --yes` with `opts`."""
+    argv = _program(opts)
+    if kind == "systemd":
+        return "\n".join([
+            "# ~/.config/systemd/user/mcp-tether-reap.service",
+            "# then: systemctl --user daemon-reload && "
+            "systemctl --user enable --now mcp-tether-reap",
+            "[Unit]",
+            "Description=mcp-tether: end leaked MCP stdio servers as they appear",
+            "",
+            "[Service]",
+            "Type=simple",
+            "ExecStart=" + " ".join(shlex.quote(a) for a in argv),
+            "Restart=on-failure",
+            "RestartSec=10",
+            "NoNewPrivileges=yes",
+            "",
+            "[Install]",
+            "WantedBy=default.target",
+            "",
+        ])
+    if kind == "launchd":
+        from xml.sax.saxutils import escape
+
+        args = "\n".join(f"    <string>{escape(a)}</string>" for a in argv)
+        return f"""<?xml version="1.0" encoding="UTF-8"?>
+<!-- ~/Library/LaunchAgents/dev.mcp-tether.reap.plist
+     then: launchctl load -w ~/Library/LaunchAgents/dev.mcp-tether.reap.plist -->
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+  <key>Label</key>
+  <string>dev.mcp-tether.reap</string>
+  <key>ProgramArguments</key>
+  <array>
+{args}
+  </array>
+  <key>RunAtLoad</key>
+  <true/>
+  <key>KeepAlive</key>
+  <true/>
+  <key>StandardErrorPath</key>
+  <string>/tmp/mcp-tether-reap.log</string>
+  <key>StandardOutPath</key>
+  <string>/tmp/mcp-tether-reap.log</string>
+</dict>
+</plist>
+"""
+    raise ValueError(f"unknown unit kind {kind!r} (systemd or launchd)")

@@ -1,0 +1,290 @@
+"""Test helpers for the scan tests: real clients, real servers, real leaks.
+
+A client process starts a server (pipes, or a socketpair as Node hosts do), proves it
+serves (an MCP `initialize` round trip, or a "ready" line), prints its pid and waits.
+SIGKILL of the client leaks the server: in the suite's pid namespace it is adopted by
+the test init (pid 1). `Lab.cleanup` SIGKILLs every process it started, by identity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mcp_tether.proc import ProcessId, descendants, identify, signal_process, wait_gone
+
+DEADLINE = 15.0
+T = TypeVar("T")
+
+FAKE_SERVER = """\
+import sys, threading, time
+{imports}
+def tick():  # a non-daemon thread: EOF alone would never end this server
+    while True:
+        time.sleep(0.05)
+threading.Thread(target=tick).start()
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+"""
+
+PY_SDK_SERVER = """\
+import threading, time
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("nameless")
+
+@app.tool()
+def echo(text: str) -> str:
+    return text
+
+def tick():  # non-daemon: the process outlives EOF (python-sdk issue 2231)
+    while True:
+        time.sleep(0.05)
+
+threading.Thread(target=tick).start()
+app.run()
+"""
+
+NODE_SDK_SERVER = """\
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+const server = new McpServer({ name: "nameless", version: "1.2.3" });
+await server.connect(new StdioServerTransport());
+setInterval(() => {}, 1000); // keeps the event loop alive after EOF: it leaks
+"""
+
+# An `npm exec X`-shaped wrapper: node rewrites its title, then runs X's bin with the
+# same stdio, as npx does.
+NPM_EXEC = """\
+import {{ spawn }} from "node:child_process";
+process.title = "npm exec {spec}";
+const child = spawn(process.execPath, [{bin!r}], {{ stdio: "inherit" }});
+child.on("exit", (code) => process.exit(code ?? 1));
+"""
+
+CLIENT = """\
+import json, signal, socket, subprocess, sys
+spec = json.loads(sys.argv[1])
+kw = dict(stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+          start_new_session=spec["new_session"], cwd=spec["cwd"])
+if spec["socket"]:
+    mine, theirs = socket.socketpair()
+    p = subprocess.Popen(spec["argv"], stdin=theirs, **kw)
+    theirs.close()
+    send, wfd = mine.sendall, mine.fileno()
+else:
+    p = subprocess.Popen(spec["argv"], stdin=subprocess.PIPE, **kw)
+    def send(b):
+        p.stdin.write(b); p.stdin.flush()
+    wfd = p.stdin.fileno()
+if spec["hello"]:
+    send((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}) + "\\n").encode())
+line = p.stdout.readline()
+assert line, "the server said nothing"
+extra = []
+if spec["leak_writer"]:  # a helper that inherited the write end of the server's input
+    h = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"],
+                         pass_fds=[wfd], stdin=subprocess.DEVNULL, start_new_session=True)
+    extra.append(h.pid)
+print(p.pid, *extra, flush=True)
+signal.pause()
+"""
+
+
+def poll(cond: Callable[[], T], what: str, deadline: float = DEADLINE) -> T:
+    end = time.monotonic() + deadline
+    delay = 0.005
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(delay)  # polling for a state with a deadline
+        delay = min(delay * 2, 0.1)
+
+
+def kids(pid: int) -> list[ProcessId]:
+    return [p.ident for p in descendants(pid)]
+
+
+def _node_sdk_modules() -> Path | None:
+    for d in sorted(Path.home().glob(".cache/mcp-tether/node-fixtures-*/node_modules")):
+        if (d / "@modelcontextprotocol" / "sdk" / "package.json").exists():
+            return d
+    return None
+
+
+# Found at import, before a test points HOME at an empty directory.
+NODE_MODULES = _node_sdk_modules()
+
+
+@dataclasses.dataclass
+class Pair:
+    client: subprocess.Popen[bytes]
+    server: ProcessId  # the root the client started (the wrapper if there is one)
+    argv: list[str]
+    helpers: list[ProcessId]
+
+    def orphan(self) -> ProcessId:
+        """SIGKILL the client; wait until its server has been adopted."""
+        self.client.kill()
+        self.client.wait()
+
+        def adopted() -> bool:
+            try:
+                return Path(f"/proc/{self.server.pid}/stat").read_text().rsplit(")", 1)[1] \
+                    .split()[1] != str(self.client.pid)
+            except OSError:
+                return False
+
+        poll(adopted, "the server to be reparented")
+        return self.server
+
+
+class Lab:
+    """Starts clients and servers; kills every one of them at the end, by identity."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.started: list[ProcessId] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.n = 0
+
+    def script(self, name: str, text: str) -> Path:
+        path = self.tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def fake_server(self, name: str = "mcp-server-fake.py", *, sdk_import: bool = False) -> Path:
+        # The SDK import is seen by identification (it reads the script), never executed:
+        # a fake server stays small and quick to start.
+        imports = "if False:\n    import mcp" if sdk_import else ""
+        return self.script(name, FAKE_SERVER.format(imports=imports))
+
+    def pair(self, argv: list[str] | None = None, *, new_session: bool = False,
+             socket: bool = False, wrapper: bool = False, hello: bool = False,
+             leak_writer: bool = False, cwd: str | None = None) -> Pair:
+        if argv is None:
+            argv = [sys.executable, str(self.fake_server())]
+        if wrapper:  # `sh -c` that stays around (not exec): a wrapper with the same stdin
+            argv = ["/bin/sh", "-c", " ".join(f"'{a}'" for a in argv) + "; true"]
+        self.n += 1
+        client_py = self.script(f"client{self.n}.py", CLIENT)  # names no server
+        spec = {"argv": argv, "socket": socket, "new_session": new_session, "hello": hello,
+                "leak_writer": leak_writer, "cwd": cwd}
+        c = subprocess.Popen([sys.executable, str(client_py), json.dumps(spec)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        self.procs.append(c)
+        assert c.stdout is not None
+        line = c.stdout.readline().split()
+        assert line, "the client failed to start its server"
+        ident = identify(int(line[0]))
+        assert ident is not None
+        self.started.append(ident)
+        self.started += kids(ident.pid)
+        helpers = [i for i in map(identify, map(int, line[1:])) if i is not None]
+        self.started += helpers
+        return Pair(c, ident, argv, helpers)
+
+    def popen(self, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        p = subprocess.Popen(argv, **kw)
+        self.procs.append(p)
+        ident = identify(p.pid)
+        if ident is not None:
+            self.started.append(ident)
+        return p
+
+    def cleanup(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for ident in self.started:
+            signal_process(ident, signal.SIGKILL)
+        for ident in self.started:
+            wait_gone(ident, DEADLINE)
+
+
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def _is_subreaper() -> bool:
+    import ctypes
+
+    from mcp_tether import platform
+
+    flag = ctypes.c_int(0)
+    platform.prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(flag))
+    return bool(flag.value)
+
+
+def lab_fixture(tmp_path: Path, monkeypatch: Any) -> Any:
+    """The body of each scan test file's `lab` fixture (a generator)."""
+    from mcp_tether import platform
+
+    # No real host configs: an empty home and a project directory of our own.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    # Leaks must go to init, as on a user's machine: if code run in-process by an
+    # earlier test (guard, probe) made pytest a subreaper, they would come to us instead.
+    was_subreaper = _is_subreaper()
+    if was_subreaper:
+        platform.prctl(PR_SET_CHILD_SUBREAPER, 0)
+    lab = Lab(tmp_path)
+    try:
+        yield lab
+    finally:
+        lab.cleanup()
+        if was_subreaper:
+            platform.set_subreaper()
+
+
+def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    from mcp_tether import cli
+
+    rc = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def entry(doc: dict[str, Any], pid: int) -> dict[str, Any] | None:
+    return next((s for s in doc["servers"] if s["pid"] == pid), None)
+
+
+def assert_consistent(doc: dict[str, Any]) -> None:
+    """The JSON never contradicts itself (issue 10): checked on every document."""
+    for s in doc["servers"]:
+        ev = set(s["evidence"])
+        assert ("parent-gone" in ev) == (s["parent"]["role"] == "adopter"), s
+        channel_gone = bool(ev & {"stdin-no-writer", "stdout-no-reader"})
+        assert (s["state"] == "leaked") == ("parent-gone" in ev and channel_gone), s
+        if s["state"] == "live":
+            assert not ev & {"host-gone", "writer-held"}, s
+        assert not (s["mcp"] and s["guess"]), s
+        if "stdin-no-writer" in ev:
+            assert s["stdin"]["writer"] == "no", s
+    t = doc["totals"]
+    assert t["leaked"] == sum(s["state"] == "leaked" for s in doc["servers"])
+    assert t["leaked_rss_bytes"] == sum(s["rss_bytes"] for s in doc["servers"]
+                                        if s["state"] == "leaked")
+
+
+def ps_json(capsys: Any) -> dict[str, Any]:
+    """`ps --json`, checked for consistency."""
+    rc, out, _ = run_cli(capsys, "ps", "--json")
+    assert rc == 0
+    doc: dict[str, Any] = json.loads(out)
+    assert_consistent(doc)
+    return doc

@@ -1,0 +1,111 @@
+"""Recognising container-run commands and rewriting them (pure: no engine needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_tether.container import maybe_container_run
+from mcp_tether.container.command import parse_run
+
+EXTRA = ["--cidfile", "/t/cid", "--label", "io.mcp-tether.run=x"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "image"),
+    [
+        (["docker", "run", "-i", "--rm", "ghcr.io/github/github-mcp-server"],
+         "ghcr.io/github/github-mcp-server"),
+        (["/usr/bin/docker", "run", "-i", "--rm", "-e", "TOKEN", "img", "stdio"], "img"),
+        (["docker", "-H", "unix:///x.sock", "run", "-it", "--name", "n", "img"], "img"),
+        (["docker", "container", "run", "-ieA=1", "img"], "img"),
+        (["podman", "run", "--interactive", "--env=A=1", "--rm", "img", "--flag"], "img"),
+        (["env", "A=1", "docker", "run", "-i", "img"], "img"),
+        (["docker", "run", "-i", "--sig-proxy", "--", "img"], "img"),
+    ],
+)
+def test_a_foreground_container_run_is_recognised_with_its_image(
+    argv: list[str], image: str
+) -> None:
+    cmd = parse_run(argv)
+    assert cmd is not None
+    assert cmd.image == image
+    assert maybe_container_run(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["docker", "run", "-d", "img"],  # detached: not a stdio server
+        ["docker", "run", "-di", "img"],
+        ["docker", "ps"],
+        ["docker", "run", "--help"],
+        ["docker", "run", "-i"],  # no image
+        ["npx", "-y", "@modelcontextprotocol/server-memory"],
+        ["sh", "-c", "docker run -i img | tee log"],  # a pipeline: which run is it?
+        ["sh", "-c", "docker pull img; docker run -i img"],
+        ["python", "-m", "server"],
+    ],
+)
+def test_anything_else_is_not_a_container_run(argv: list[str]) -> None:
+    assert parse_run(argv) is None
+
+
+def test_the_rewrite_puts_our_options_right_after_run_and_keeps_the_rest() -> None:
+    argv = ["docker", "-H", "x", "run", "-i", "--rm", "img", "--port", "1"]
+    cmd = parse_run(argv)
+    assert cmd is not None
+    assert cmd.global_args == ["-H", "x"]
+    assert cmd.rewrite(EXTRA) == ["docker", "-H", "x", "run", *EXTRA, "-i", "--rm", "img",
+                                  "--port", "1"]
+
+
+def test_a_simple_sh_c_wrapper_is_followed_by_editing_its_string_in_place() -> None:
+    argv = ["sh", "-c", 'exec docker run -i --rm -e "A=$HOME" img']
+    cmd = parse_run(argv)
+    assert cmd is not None
+    assert cmd.image == "img"
+    out = cmd.rewrite(EXTRA)
+    assert out[:2] == ["sh", "-c"]
+    assert out[2] == ('exec docker run --cidfile /t/cid --label io.mcp-tether.run=x'
+                      ' -i --rm -e "A=$HOME" img')
+
+
+def test_flags_are_read_from_option_clusters_but_not_from_values() -> None:
+    cmd = parse_run(["docker", "run", "-it", "-e", "-d=1", "--rm", "img"])
+    assert cmd is not None
+    assert cmd.interactive and cmd.remove and not cmd.detached
+    cmd = parse_run(["docker", "run", "-eXd=1", "img"])
+    assert cmd is not None and not cmd.detached and not cmd.interactive
+
+
+def test_a_user_cidfile_is_kept() -> None:
+    cmd = parse_run(["docker", "run", "-i", "--cidfile", "/run/me.cid", "img"])
+    assert cmd is not None and cmd.cidfile == "/run/me.cid"
+
+
+@pytest.mark.parametrize("how", ["no-engine-on-path", "daemon-down"])
+def test_ps_says_container_support_is_off_in_one_line_and_lists_processes_anyway(
+    how: str, tmp_path: object
+) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    if how == "no-engine-on-path":
+        env["PATH"] = str(tmp_path)
+    else:
+        env["DOCKER_HOST"] = f"unix://{tmp_path}/dead.sock"
+    for args in (["ps"], ["ps", "--json"]):
+        p = subprocess.run([sys.executable, "-m", "mcp_tether", *args], env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr
+        if args == ["ps"]:
+            off = [ln for ln in p.stderr.splitlines() if "container support is off" in ln]
+            assert len(off) == 1, p.stderr
+        else:
+            doc = json.loads(p.stdout)
+            assert doc["containers"] == []
+            assert doc["container_support"].startswith("container support is off")

@@ -1,0 +1,95 @@
+"""The one process table (`proc.table`): the Linux and psutil backends agree, argv is
+lazy, the name filter does what it says, and channel checks never disturb a process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from mcp_tether.proc import _linux_table, _psutil_table, table
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+
+
+def test_linux_and_psutil_backends_agree_on_a_live_child() -> None:
+    pytest.importorskip("psutil")
+    p = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "x y"],
+                         stdin=subprocess.PIPE)
+    try:
+        a = _linux_table.read_record(p.pid, None)
+        b = _psutil_table.read_record(p.pid, None)
+        assert a is not None and b is not None
+        assert (a.pid, a.ppid, a.pgid, a.sid) == (b.pid, b.ppid, b.pgid, b.sid)
+        assert a.argv == b.argv == [sys.executable, "-c", "import sys; sys.stdin.read()", "x y"]
+        assert a.rss_bytes > 0 and b.rss_bytes > 0
+    finally:
+        assert p.stdin is not None
+        p.stdin.close()
+        p.wait()
+
+
+def test_argv_is_read_only_for_names_the_filter_accepts_and_lazily_otherwise() -> None:
+    t = table.table(table.name_filter(["nothing-like-this"]))
+    me = t[os.getpid()]
+    assert not me.argv_read  # skipped by the filter...
+    assert me.argv == table.record(os.getpid()).argv  # type: ignore[union-attr]
+    assert me.argv_read  # ...and read on first use
+    t = table.table(table.name_filter([], prefixes=["python"]))
+    assert t[os.getpid()].argv_read
+
+
+def test_the_name_filter_matches_names_prefixes_and_substrings_case_blind() -> None:
+    want = table.name_filter(["npx", "Claude"], prefixes=["python"], contains=["mcp"])
+    assert want("npx") and want("claude") and want("python3.12") and want("x-MCP-y")
+    assert not want("bash") and not want("pypy")
+
+
+def test_pipe_peer_sees_a_missing_writer_and_reader_without_touching_the_pipe() -> None:
+    r, w = os.pipe()
+    me = os.getpid()
+    ino = os.fstat(r).st_ino
+    os.write(w, b"data")
+    try:
+        assert table.pipe_peer(me, r, ino, "r") == "yes"
+        assert table.pipe_peer(me, w, ino, "w") == "yes"
+        os.close(w)
+        assert table.pipe_peer(me, r, ino, "r") == "no"
+        assert os.read(r, 10) == b"data"  # nothing was consumed by the check
+    finally:
+        os.close(r)
+    r2, w2 = os.pipe()
+    os.close(r2)
+    try:
+        assert table.pipe_peer(me, w2, os.fstat(w2).st_ino, "w") == "no"
+    finally:
+        os.close(w2)
+
+
+def test_unix_diag_reports_a_closed_peer() -> None:
+    a, b = socket.socketpair()
+    diag = table.UnixDiag()
+    try:
+        ino = os.fstat(a.fileno()).st_ino
+        peer = diag.peer(ino)
+        assert peer is not None and peer[0] == os.fstat(b.fileno()).st_ino
+        b.close()
+        peer = diag.peer(ino)
+        assert peer is not None and peer[0] == 0
+    finally:
+        a.close()
+        diag.close()
+
+
+def test_fd_modes_tell_the_read_end_from_the_write_end() -> None:
+    r, w = os.pipe()
+    try:
+        assert table.fd_mode(os.getpid(), r) == "r"
+        assert table.fd_mode(os.getpid(), w) == "w"
+        assert table.fd_links(os.getpid())[r] == f"pipe:[{os.fstat(r).st_ino}]"  # type: ignore[index]
+    finally:
+        os.close(r)
+        os.close(w)
