@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 from mcp_tether import hosts
@@ -139,7 +139,8 @@ def test_goose_yaml_wrap_edits_block_and_flow_lists_in_place(machine: Path) -> N
     hosts.wrap(path, "goose", TETHER, force=True)
     ext = yaml.safe_load(path.read_text())["extensions"]
     assert ext["github"]["cmd"] == TETHER
-    assert ext["github"]["args"] == ["run", "--", "npx", "-y", "@modelcontextprotocol/server-github"]
+    github = ["run", "--", "npx", "-y", "@modelcontextprotocol/server-github"]
+    assert ext["github"]["args"] == github
     assert ext["time"]["args"] == ["run", "--", "uvx", "mcp-server-time", "--local-timezone=UTC"]
     assert ext["bare"]["args"] == ["run", "--", "/usr/local/bin/my-mcp"]
     assert ext["developer"] == {"bundled": True, "display_name": "Developer", "enabled": True,

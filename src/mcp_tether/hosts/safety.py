@@ -52,15 +52,15 @@ def runnable_problem(entry: ServerEntry, machine: Machine) -> str | None:
         return "launches through cmd /c, which does not exist here"
     if "/" in cmd or (machine.platform == "win32" and "\\" in cmd):
         where = Path(cmd) if os.path.isabs(cmd) or entry.cwd is None else Path(entry.cwd) / cmd
-        if not where.exists():
-            return f"{cmd}: not found here (wrapping would turn it into exit 127)"
+        found = where.exists()
+    else:
+        found = shutil.which(cmd, path=path_var) is not None
+    if found:
         return None
-    if shutil.which(cmd, path=path_var) is None:
-        if " " in cmd.strip():
-            return (f"command {cmd!r} has spaces and names no program: hosts do not split "
-                    "it; put the words in args")
-        return f"{cmd}: command not found here (wrapping would turn it into exit 127)"
-    return None
+    if " " in cmd.strip():
+        return (f"command {cmd!r} has spaces and names no program: hosts do not split it; "
+                "put the words in args")
+    return f"{cmd}: command not found here (wrapping would turn it into exit 127)"
 
 
 def hazard(entry: ServerEntry, host: Host | None, machine: Machine) -> str | None:
