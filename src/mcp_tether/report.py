@@ -25,6 +25,7 @@ VERDICT_STYLE = {
     "early-exit": "magenta",
     "error": "bold magenta",
     "skipped": "dim",
+    "disabled": "dim",
 }
 
 
@@ -125,7 +126,8 @@ def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]]) -> None:
     """One <testsuite> per server (or lab block), one <testcase> per scenario."""
     root = ET.Element("testsuites", name="mcp-tether")
     for name, results in suites.items():
-        failures = sum(1 for r in results if not r.passed and r.verdict != "error")
+        failures = sum(1 for r in results if not r.passed
+                       and r.verdict not in ("error", "skipped", "disabled"))
         errors = sum(1 for r in results if r.verdict == "error")
         suite = ET.SubElement(
             root, "testsuite", name=name, tests=str(len(results)),
@@ -140,6 +142,8 @@ def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]]) -> None:
             )
             if r.verdict == "error":
                 ET.SubElement(case, "error", message=r.detail or "error")
+            elif r.verdict in ("skipped", "disabled"):  # not run: neither passed nor failed
+                ET.SubElement(case, "skipped", message=r.detail or r.verdict)
             elif not r.passed:
                 el = ET.SubElement(case, "failure", message=f"{r.verdict}: {note(r)}")
                 el.text = r.stderr_tail[-1000:] if r.stderr_tail else None

@@ -33,6 +33,7 @@ from mcp_tether.hosts.locations import (
     config_locations,
     discover,
     format_of,
+    guess_host,
     host_of,
     searched,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "config_locations",
     "discover",
     "searched",
+    "guess_host",
     "read_servers",
     "configured_servers",
     "wrap",

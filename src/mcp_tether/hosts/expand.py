@@ -152,9 +152,12 @@ def workspace_of(config: Path, scope: str, cwd: Path) -> Path:
     """
     if scope == "user":
         return cwd
-    root = Path(os.path.abspath(config)).parent
+    folder = Path(os.path.abspath(config)).parent
+    root = folder
     while root.parent != root and (root.name.startswith(".") or root.parent.name.startswith(".")):
         root = root.parent
+    if root == folder and scope == "config" and not config.name.startswith("."):
+        return folder  # a plain file named with --config: its own folder
     return root
 
 

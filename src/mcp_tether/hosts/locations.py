@@ -34,7 +34,7 @@ from mcp_tether.hosts.base import Host, Shape
 from mcp_tether.hosts.model import ConfigFile, Machine
 
 __all__ = ["REGISTRY", "HOSTS", "ANY_SHAPE", "config_locations", "discover", "searched",
-           "host_of", "format_of"]
+           "host_of", "format_of", "guess_host"]
 
 REGISTRY: dict[str, Host] = {
     h.HOST.name: h.HOST
@@ -63,6 +63,39 @@ def format_of(path: Path, host: str | None = None) -> str:
     if suffix in (".yaml", ".yml"):
         return "yaml"
     return "json"
+
+
+# (how a path ends, host): which host a `--config FILE` given without `--host` belongs to.
+_GUESSES: tuple[tuple[tuple[str, ...], str], ...] = (
+    ((".vscode", "mcp.json"), "vscode"),
+    ((".vscode", "settings.json"), "vscode"),
+    ((".cursor", "mcp.json"), "cursor"),
+    ((".zed", "settings.json"), "zed"),
+    (("zed", "settings.json"), "zed"),
+    ((".gemini", "settings.json"), "gemini-cli"),
+    ((".kiro", "settings", "mcp.json"), "kiro"),
+    ((".copilot", "mcp-config.json"), "copilot-cli"),
+    ((".mcp.json",), "claude-code"),
+    ((".claude.json",), "claude-code"),
+    (("claude_desktop_config.json",), "claude-desktop"),
+    (("mcp_config.json",), "windsurf"),
+    (("cline_mcp_settings.json",), "cline"),
+    (("opencode.json",), "opencode"),
+    (("opencode.jsonc",), "opencode"),
+    ((".codex", "config.toml"), "codex"),
+    (("goose", "config.yaml"), "goose"),
+)
+
+
+def guess_host(path: Path) -> str | None:
+    """The host whose file this is, by its name and folder (None: unknown)."""
+    parts = Path(path).parts
+    if Path(path).suffix == ".code-workspace":
+        return "vscode"
+    for tail, host in _GUESSES:
+        if tuple(parts[-len(tail):]) == tail:
+            return host
+    return None
 
 
 def _machine(platform: str, home: Path, env: Mapping[str, str], cwd: Path | None) -> Machine:
