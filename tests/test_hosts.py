@@ -681,3 +681,29 @@ def test_a_large_claude_json_is_wrapped_quickly(tmp_path: Path) -> None:
     assert len(res.changed) == 1500 and res.diff.count("\n@@ ") == 1500
     hosts.unwrap(p, "claude-code")
     assert p.read_bytes() == original
+
+
+def test_hosts_with_nothing_found_lists_every_path_it_searched(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An empty machine: exit 0, and stderr names the places looked at, per host."""
+    assert main(["hosts"]) == 0
+    err = capfd.readouterr().err
+    assert "no host config files found; searched:" in err
+    assert str(fake_home / ".cursor" / "mcp.json") in err
+    assert str(fake_home / ".codex" / "config.toml") in err
+    assert str(Path.cwd() / ".vscode" / "mcp.json") in err
+    assert main(["hosts", "--host", "goose"]) == 0
+    err = capfd.readouterr().err
+    assert "goose" in err and "cursor" not in err
+
+
+def test_a_config_given_without_host_is_read_with_its_hosts_shape(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`--config opencode.json` alone: OpenCode's `mcp` table and command arrays."""
+    write(Path.cwd() / "opencode.json",
+          '{"mcp": {"j": {"type": "local", "command": ["bun", "x", "jira-mcp"]}}}')
+    assert main(["hosts", "--config", "opencode.json", "--json"]) == 0
+    (f,) = json.loads(capfd.readouterr().out)["files"]
+    assert f["host"] == "opencode" and f["servers"][0]["command"] == "bun"

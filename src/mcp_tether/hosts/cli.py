@@ -113,7 +113,8 @@ def _selected(args: argparse.Namespace) -> list[hosts.ConfigFile]:
         host = args.host[0] if args.host and len(args.host) == 1 else ""
         if args.host and len(args.host) > 1:
             raise UsageError("with --config, give at most one --host (the file's shape)")
-        return [hosts.ConfigFile(host, "config", p) for p in args.config]
+        return [hosts.ConfigFile(host or hosts.guess_host(p) or "", "config", p)
+                for p in args.config]
     files: list[hosts.ConfigFile] = []
     for host in args.host or [None]:
         files += hosts.discover(host)
