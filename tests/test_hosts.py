@@ -707,3 +707,22 @@ def test_a_config_given_without_host_is_read_with_its_hosts_shape(
     assert main(["hosts", "--config", "opencode.json", "--json"]) == 0
     (f,) = json.loads(capfd.readouterr().out)["files"]
     assert f["host"] == "opencode" and f["servers"][0]["command"] == "bun"
+
+
+def test_locations_moved_by_environment_variables_and_packaging(tmp_path: Path) -> None:
+    """CLAUDE_CONFIG_DIR, COPILOT_HOME, CODEX_HOME; Claude Desktop's MSIX copy on Windows."""
+    home = tmp_path / "h"
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "COPILOT_HOME": str(tmp_path / "co"),
+           "CODEX_HOME": str(tmp_path / "cx")}
+    got = places("linux", home, env)
+    assert got["claude-code", "user"] == [tmp_path / "cc/.claude.json"]
+    assert got["copilot-cli", "user"] == [tmp_path / "co/mcp-config.json"]
+    assert got["codex", "user"] == [tmp_path / "cx/config.toml"]
+    local = tmp_path / "Local"
+    pkg = local / "Packages/Claude_pzs8sxrjxfjjc"
+    pkg.mkdir(parents=True)
+    win = places("win32", home, {"APPDATA": str(tmp_path / "Roaming"), "LOCALAPPDATA": str(local)})
+    assert win["claude-desktop", "user"] == [
+        pkg / "LocalCache/Roaming/Claude/claude_desktop_config.json",
+        tmp_path / "Roaming/Claude/claude_desktop_config.json",
+    ]
