@@ -7,6 +7,10 @@ The servers are small stdlib scripts written into tmp_path (one file, a mode eac
   daemonize  double-fork a daemon (setsid: out of the group), then behave like `eof`
   report     on SIGTERM/SIGINT/SIGHUP write the signal's name to a file and exit 0
   deaf       ignore EOF, SIGTERM and SIGINT; append each SIGINT to a file
+  hopper     start a pid-hopper (forks and exits in a loop, stdio on /dev/null), then
+             behave like `eof`; `hopper-setsid`: each hop also calls setsid
+  launcher   fork the real server (setsid, keeps stdio, writes <pidfile>.daemon, behaves
+             like `eof`) and exit 0 at once; `launcher-ignore`: the real one ignores EOF
 Every process writes its pid to a file first, so the test can check identities later.
 Clients: the test itself (pipes like Python hosts, a socketpair like Node hosts), or
 `client.py`, which can die (exit, SIGKILL) or close stdin at a chosen moment.
@@ -28,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tether.proc import SAME, ProcessId, compare, identify, wait_gone
+from mcp_tether.proc import SAME, ProcessId, cmdline, compare, identify, snapshot, wait_gone
 from mcp_tether.proc.signals import signal_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux guard")
@@ -87,9 +91,26 @@ if mode == "report":
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_stop)
 note(pidfile, str(os.getpid()))
+if mode in ("hopper", "hopper-setsid") and os.fork() == 0:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    while True:  # the pid changes every hop: no snapshot of the tree can pin it down
+        if os.fork():
+            os._exit(0)
+        if mode == "hopper-setsid":
+            os.setsid()
+if mode in ("launcher", "launcher-ignore"):
+    if os.fork():
+        os._exit(0)  # the launcher leaves at once; the real server keeps its stdio
+    os.setsid()
+    note(pidfile + ".daemon", str(os.getpid()))
+    if mode == "launcher-ignore":
+        threading.Thread(target=forever).start()
 if mode in ("ignore-eof", "stubborn", "deaf", "report"):
     threading.Thread(target=forever).start()  # non-daemon: EOF cannot end the process
-read_to_eof(echo=mode in ("eof", "daemonize"))
+read_to_eof(echo=mode in ("eof", "daemonize", "hopper", "hopper-setsid", "launcher",
+                          "launcher-ignore"))
 sys.exit(code)
 '''
 
@@ -253,6 +274,8 @@ def guards() -> Iterator[list[Guarded]]:
     yield started
     for g in started:
         g.kill()
+        if g.proc.stdin is not None and not g.proc.stdin.closed:
+            g.proc.stdin.close()  # what a guard left behind sees EOF
         for fh in (g.out, g.err):
             if not fh.closed:
                 fh.close()
@@ -441,6 +464,100 @@ def test_a_second_sigint_kills_at_once(lab: Lab, guards: list[Guarded]) -> None:
     assert_gone(server)
 
 
+def carrying(text: str) -> list[ProcessId]:
+    """Live processes whose argv mentions `text` (a pid file path is unique to a test,
+    and every process of a fixture tree carries it, hops and daemons included)."""
+    out = []
+    for info in snapshot().values():
+        if not info.exited and info.pid != os.getpid() and text in " ".join(cmdline(info.pid)):
+            out.append(info.ident)
+    return out
+
+
+def launcher_gone(pf: str) -> None:
+    """Wait until the launcher that wrote `pf` has exited and been reaped."""
+    pid = int(until(lambda: os.path.exists(pf) and Path(pf).read_text(), pf))
+    until(lambda: identify(pid) is None, "the launcher's exit")
+
+
+@pytest.mark.parametrize("mode", ["hopper", "hopper-setsid"])
+def test_pid_hopping_descendants_are_ended_however_fast_they_fork(
+    lab: Lab, guards: list[Guarded], mode: str
+) -> None:
+    """1. eight guarded servers, each with a descendant that forks and exits in a loop
+    (without and with setsid); 2. every client closes stdin; 3. once the guards have
+    exited, no process of any of those trees is left anywhere."""
+    started = []
+    for _ in range(8):
+        pf = lab.pidfile()
+        started.append((start(guards, lab, lab.server_cmd(mode, pf)), pf))
+    for _g, pf in started:
+        ident_from(pf)
+    for g, _pf in started:
+        g.close_stdin()
+    for g, _pf in started:
+        rc, _out, err = g.finish()
+        assert rc == 0, err
+    left = [i for _g, pf in started for i in carrying(pf)]
+    assert not left, f"hoppers outlived their guard: {left}"
+
+
+def test_a_daemonizing_launcher_hands_over_and_the_guard_keeps_guarding(
+    lab: Lab, guards: list[Guarded]
+) -> None:
+    """1. a launcher forks the real server (setsid, same stdio) and exits 0 at once;
+    2. the guard stays: the real server still answers through it; 3. on EOF the real
+    server exits 3 by itself and the guard mirrors 3."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("launcher", pf, 3))
+    daemon = ident_from(pf + ".daemon")
+    launcher_gone(pf)
+    assert g.proc.stdin is not None
+    g.proc.stdin.write(b"ping\n")
+    g.proc.stdin.flush()
+    until(lambda: Path(g.out.name).read_bytes() == b"ping\n", "the real server's answer")
+    assert g.proc.poll() is None and compare(daemon) == SAME
+    g.close_stdin()
+    rc, out, err = g.finish()
+    assert rc == 3, err
+    assert "leaving 1 process on its stdio" in err
+    assert_gone(daemon)
+
+
+def test_a_launchers_server_that_ignores_eof_gets_the_ladder_when_the_client_goes(
+    lab: Lab, guards: list[Guarded]
+) -> None:
+    """1. a launcher whose real server ignores EOF; 2. the launcher exits, the guard
+    guards on; 3. the client closes stdin: SIGTERM after the grace, status 143."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("launcher-ignore", pf))
+    daemon = ident_from(pf + ".daemon")
+    launcher_gone(pf)
+    assert compare(daemon) == SAME and g.proc.poll() is None
+    g.close_stdin()
+    rc, _out, err = g.finish()
+    assert rc == 128 + signal.SIGTERM, err
+    assert "by SIGTERM" in err
+    assert_gone(daemon)
+
+
+@pytest.mark.parametrize("opts", [["--grace", "nan"], ["--grace", "inf"],
+                                  ["--term-grace", "-1"], ["--term-grace=inf"]])
+def test_a_non_finite_or_negative_duration_is_a_usage_error_before_anything_runs(
+    tmp_path: Path, opts: list[str]
+) -> None:
+    """exit 2, one line naming the option, no traceback, the command never started."""
+    flag = tmp_path / "started"
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_tether", "run", *opts, "--", "touch", str(flag)],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE,
+    )
+    assert p.returncode == 2 and p.stdout == b""
+    err = p.stderr.decode()
+    assert "Traceback" not in err and opts[0].split("=")[0] in err
+    assert not flag.exists()
+
+
 @pytest.mark.parametrize(
     ("cmd", "rc", "words"),
     [
@@ -511,7 +628,8 @@ def test_run_imports_nothing_heavy() -> None:
 
 
 # -- randomized: the client dies at a random moment ------------------------------------
-FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof"]
+FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof", "hopper",
+            "hopper-setsid", "launcher", "launcher-ignore"]
 ACTIONS = ["exit", "kill", "close"]
 ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
 
@@ -564,6 +682,7 @@ def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
                 assert wait_gone(guard, DEADLINE) is not None, f"{where}: guard still running"
             left = [ident_if_any(pf), ident_if_any(pf + ".daemon")]
             alive = [i for i in left if i is not None and compare(i) == SAME]
+            alive += [i for i in carrying(pf) if i not in alive]  # hops, helpers
             assert not alive, f"{where}: survivors {alive}; guard said {err_path.read_text()!r}"
         finally:
             if client.poll() is None:

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
+from pathlib import Path
+
+import pytest
 
 from mcp_tether import platform
+from mcp_tether.errors import CommandNotExecutable, CommandNotFound, WorkingDirectoryError
 from mcp_tether.proc import (
     DIFFERENT,
     SAME,
     ExitWaiter,
     ProcessId,
+    cmdline,
     compare,
     descendants,
     identify,
@@ -21,6 +28,9 @@ from mcp_tether.proc import (
     signal_process,
     wait_gone,
 )
+from mcp_tether.proc.reap import exit_status, reap_children
+from mcp_tether.proc.signals import pin
+from mcp_tether.proc.spawn import spawn
 
 SLEEPER = [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"]
 
@@ -119,3 +129,226 @@ def test_capabilities_are_probed_once_and_consistent() -> None:
     if platform.IS_LINUX:
         assert platform.has_proc()
     assert platform.has_pidfd() in (True, False)
+
+
+# -- the core API: reaping, the signal inbox, spawn, ending a tree, pinned handles -------
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux primitives")
+
+
+def _in_fresh_process(code: str, timeout: float = 30.0) -> dict[str, object]:
+    """Run `code` in a new Python process (no other children, its own signal state);
+    it prints one JSON object as its last line, which is returned."""
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_exit_status_is_the_code_or_128_plus_the_signal() -> None:
+    """1. a child exiting 3 gives 3; 2. a child killed by SIGTERM gives 143."""
+    out = _in_fresh_process("""
+        import json, signal, sys
+        from mcp_tether.proc.reap import exit_status, wait_child
+        from mcp_tether.proc.spawn import spawn
+        a = spawn([sys.executable, "-c", "raise SystemExit(3)"])
+        b = spawn([sys.executable, "-c", "import signal; signal.raise_signal(15)"])
+        print(json.dumps([exit_status(wait_child(a.pid)), exit_status(wait_child(b.pid))]))
+    """)
+    assert out == [3, 143]
+
+
+def test_has_children_is_false_exactly_when_no_child_is_left_to_reap() -> None:
+    """1. no child: False; 2. a running child: True; 3. its zombie: still True (nothing
+    reaped by looking); 4. after reap_children took its status: False."""
+    out = _in_fresh_process("""
+        import json, os, sys, time
+        from mcp_tether.proc.reap import has_children, reap_children, exit_status
+        from mcp_tether.proc.spawn import spawn
+        from mcp_tether.proc import wait_gone
+        seen = [has_children()]
+        r, w = os.pipe()
+        child = spawn([sys.executable, "-c", "import sys; sys.stdin.read(); raise SystemExit(5)"],
+                      stdin=r)
+        os.close(r)
+        seen.append(has_children())
+        os.close(w)
+        wait_gone(child.ident, 10)
+        seen.append(has_children())
+        seen.append(has_children())
+        reaped = reap_children()
+        seen.append(has_children())
+        print(json.dumps({"seen": seen, "reaped": [[p, exit_status(s)] for p, s in reaped],
+                          "pid": child.pid}))
+    """)
+    assert out["seen"] == [False, True, True, True, False]
+    assert out["reaped"] == [[out["pid"], 5]]
+
+
+def test_the_signal_inbox_records_and_restores_and_refuses_other_threads() -> None:
+    """1. SIGUSR1 raised twice is recorded twice and wakes fileno(); 2. restore() puts
+    the previous handler back; 3. from a non-main thread: RuntimeError, nothing set."""
+    out = _in_fresh_process("""
+        import json, select, signal, threading
+        from mcp_tether.proc.inbox import SignalInbox
+        def mine(*a): pass
+        signal.signal(signal.SIGUSR1, mine)
+        with SignalInbox([signal.SIGUSR1, signal.SIGUSR2]) as inbox:
+            before = select.select([inbox], [], [], 0)[0] != []
+            signal.raise_signal(signal.SIGUSR1)
+            signal.raise_signal(signal.SIGUSR1)
+            woke = select.select([inbox], [], [], 5)[0] != []
+            got = inbox.drain()
+            again = inbox.drain()
+        restored = signal.getsignal(signal.SIGUSR1) is mine
+        errors = []
+        def other():
+            try:
+                SignalInbox([signal.SIGUSR2])
+            except RuntimeError as exc:
+                errors.append(str(exc))
+        t = threading.Thread(target=other); t.start(); t.join()
+        print(json.dumps({"before": before, "woke": woke, "got": got, "again": again,
+                          "restored": restored, "errors": errors,
+                          "usr2": signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL}))
+    """)
+    assert out["before"] is False and out["woke"] is True
+    assert out["got"] == [signal.SIGUSR1, signal.SIGUSR1] and out["again"] == []
+    assert out["restored"] is True and out["usr2"] is True
+    assert len(out["errors"]) == 1 and "main thread" in out["errors"][0]  # type: ignore[index]
+
+
+@linux
+def test_spawn_starts_a_new_session_and_knows_its_child_by_identity() -> None:
+    """1. spawn a sleeper; 2. its ident is what /proc says, it leads its own session,
+    its pidfd pins it; 3. SIGKILL through pin(), reap: status 137."""
+    child = spawn(SLEEPER)
+    try:
+        assert identify(child.pid) == child.ident
+        assert os.getsid(child.pid) == child.pid and os.getpgid(child.pid) == child.pid
+        assert (child.pidfd is not None) == platform.has_pidfd()
+        pinned = pin(child.ident)
+        assert pinned is not None
+        with pinned:
+            assert pinned.signal(signal.SIGKILL) == "sent"
+    finally:
+        _, st = os.waitpid(child.pid, 0)
+        child.close()
+    assert exit_status(st) == 128 + signal.SIGKILL
+    assert pin(child.ident) is None
+
+
+def test_spawn_errors_say_what_failed_before_anything_runs(tmp_path: Path) -> None:
+    """Missing command 127, directory 126, no #! line 126 (exec format), missing cwd:
+    its own error naming the directory; no child is left to reap."""
+    noshebang = tmp_path / "noshebang"
+    noshebang.write_text("echo hi\n")
+    noshebang.chmod(0o755)
+    with pytest.raises(CommandNotFound) as nf:
+        spawn(["no-such-command-xyz"])
+    assert nf.value.exit_code == 127
+    with pytest.raises(CommandNotExecutable) as ne:
+        spawn([str(tmp_path)])
+    assert ne.value.exit_code == 126
+    with pytest.raises(CommandNotExecutable) as fmt:
+        spawn([str(noshebang)])
+    assert fmt.value.exit_code == 126 and "format" in fmt.value.msg
+    with pytest.raises(WorkingDirectoryError) as wd:
+        spawn(["true"], cwd=str(tmp_path / "gone"))
+    assert wd.value.exit_code == 2 and "gone" in wd.value.msg and "command" not in wd.value.msg
+    assert reap_children() == []
+
+
+@linux
+def test_a_spawned_child_with_pdeathsig_dies_with_its_parent() -> None:
+    """1. a middle process spawns a sleeper with pdeathsig=SIGKILL and exits;
+    2. the sleeper is gone (by the kernel's signal, not ours)."""
+    out = _in_fresh_process(f"""
+        import json, signal
+        from mcp_tether.proc.spawn import spawn
+        c = spawn({SLEEPER!r}, pdeathsig=signal.SIGKILL)
+        print(json.dumps([c.ident.pid, c.ident.start]))
+    """)
+    ident = ProcessId(int(out[0]), float(out[1]))  # type: ignore[index]
+    assert wait_gone(ident, 10) is not None
+
+
+@linux
+def test_subreaper_is_on_inside_and_as_before_after() -> None:
+    out = _in_fresh_process("""
+        import json
+        from mcp_tether import platform
+        seen = [platform.is_subreaper()]
+        with platform.subreaper() as on:
+            seen += [on, platform.is_subreaper()]
+            with platform.subreaper():
+                pass
+            seen.append(platform.is_subreaper())
+        seen.append(platform.is_subreaper())
+        print(json.dumps(seen))
+    """)
+    assert out == [False, True, True, True, False]
+
+
+HOPPER = r"""
+import os, sys, time
+marker, use_setsid = sys.argv[1], sys.argv[2] == "1"
+open(marker, "w").close()
+while True:  # fork, and the parent exits at once: the pid changes every hop
+    if os.fork():
+        os._exit(0)
+    if use_setsid:
+        os.setsid()
+"""
+
+
+@linux
+@pytest.mark.parametrize("use_setsid", ["0", "1"])
+def test_end_tree_outlasts_a_pid_hopper_until_no_child_is_left(
+    tmp_path: Path, use_setsid: str
+) -> None:
+    """1. a subreaper starts a hopper (forks and exits in a loop); 2. end_tree();
+    3. no child left, and no process with the hopper's marker anywhere."""
+    marker = str(tmp_path / "hopping")
+    (tmp_path / "hopper.py").write_text(HOPPER)
+    out = _in_fresh_process(f"""
+        import json, os, sys, time
+        from mcp_tether import platform
+        from mcp_tether.proc.end import Tree, end_tree
+        from mcp_tether.proc.reap import has_children
+        from mcp_tether.proc.spawn import spawn
+        with platform.subreaper():
+            c = spawn([sys.executable, {str(tmp_path / 'hopper.py')!r}, {marker!r},
+                       {use_setsid!r}])
+            deadline = time.monotonic() + 10
+            while not os.path.exists({marker!r}) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)  # let it hop a few hundred times first
+            tree = Tree(group=c.pid)
+            result = end_tree(tree, term_grace=0.2, kill_wait=10)
+            print(json.dumps({{"survived": result.survived, "left": has_children(),
+                              "seen": len(tree.seen)}}))
+    """)
+    assert out["survived"] is False and out["left"] is False
+    assert out["seen"] >= 1
+    hoppers = [p for p in snapshot_pids() if marker in " ".join(cmdline(p))]
+    assert hoppers == []
+
+
+def snapshot_pids() -> list[int]:
+    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+
+
+def test_pin_refuses_a_different_process_and_signals_only_its_own() -> None:
+    p = subprocess.Popen(SLEEPER)
+    try:
+        real = identify(p.pid)
+        assert real is not None
+        assert pin(ProcessId(p.pid, real.start + 1)) is None
+        pinned = pin(real)
+        assert pinned is not None
+        pinned.close()
+        assert pinned.signal(signal.SIGKILL) == "gone"  # closed: sends nothing
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()

@@ -14,6 +14,7 @@ __all__ = [
     "CommandNotFound",
     "CommandNotExecutable",
     "ConfigError",
+    "WorkingDirectoryError",
     "ProcessGone",
     "EXIT_OK",
     "EXIT_FAILED",
@@ -67,6 +68,18 @@ class CommandNotExecutable(TetherError):
     def __init__(self, name: str, reason: str = "permission denied") -> None:
         super().__init__(f"{name}: cannot execute: {reason}")
         self.name = name
+
+
+class WorkingDirectoryError(TetherError):
+    """The working directory given for a server does not exist or cannot be entered.
+
+    Its own error (exit 2, a set-up error) so it is never reported as the command
+    missing, which is what a failed chdir before exec looked like.
+    """
+
+    def __init__(self, path: str, reason: str = "no such directory") -> None:
+        super().__init__(f"working directory {path}: {reason}")
+        self.path = path
 
 
 class ConfigError(TetherError):

@@ -1,8 +1,10 @@
 """Capability probes for the OS primitives mcp-tether uses, each computed once.
 
 This is the one place that asks what the platform is. Callers ask for a capability
-(`has_pidfd()`, `set_subreaper()`), never `sys.platform`. Linux is first class; macOS
-(kqueue NOTE_EXIT, no subreaper) and Windows (Job Objects) slot in behind the same names.
+(`has_pidfd()`, `subreaper()`), never `sys.platform`. The OS-bound primitives live in
+one module per platform under `mcp_tether._plat` (Linux now, `generic` for other POSIX
+systems), chosen once below; macOS (kqueue NOTE_EXIT, no subreaper) and Windows (Job
+Objects) slot in as new modules behind the same names.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ __all__ = [
     "has_proc",
     "prctl",
     "set_subreaper",
+    "is_subreaper",
+    "subreaper",
     "set_pdeathsig",
+    "load_prctl",
     "clock_ticks",
 ]
 
@@ -64,6 +69,12 @@ def _once(fn: Callable[[], _T]) -> _Cached[_T]:
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
+# The platform choice, made once: every OS-bound primitive below goes through `_impl`.
+if IS_LINUX:
+    from mcp_tether._plat import linux as _impl
+else:
+    from mcp_tether._plat import generic as _impl  # type: ignore[no-redef]  # same API
+
 
 @_once
 def has_proc() -> bool:
@@ -84,43 +95,59 @@ def has_pidfd() -> bool:
     return True
 
 
-@_once
-def _libc_prctl() -> Any:  # a ctypes foreign function
-    import ctypes  # deferred: only Linux callers pay for it
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    fn = libc.prctl
-    fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    fn.restype = ctypes.c_int
-    return fn
+def load_prctl() -> None:
+    """Load what `set_pdeathsig` needs *before* a fork (no library loading in a child)."""
+    _impl.load()
 
 
 def prctl(option: int, arg: int) -> bool:
     """Call prctl(2); False where it is missing or refused."""
-    if not IS_LINUX:
-        return False
-    try:
-        return bool(_libc_prctl()(option, arg, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
+    return _impl.prctl(option, arg)
 
 
 def set_subreaper(on: bool = True) -> bool:
     """Make orphaned descendants reparent to this process instead of init (Linux).
 
     `on=False` turns it off again: a library call that made its caller a subreaper for
-    a while (the probe run from pytest) must not leave it so.
+    a while (the probe run from pytest) must not leave it so. Prefer `subreaper()`.
     """
-    return prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0)
+    return _impl.set_subreaper(on)
+
+
+def is_subreaper() -> bool:
+    """Whether this process is a child subreaper now (False where there is none)."""
+    return _impl.is_subreaper()
+
+
+class subreaper:  # noqa: N801  # used like a function: `with platform.subreaper() as ok:`
+    """Context manager: a child subreaper inside, the previous setting again after.
+
+    `__enter__` returns whether the flag is on (False where the OS has no subreaper:
+    callers then fall back to group + scan). Nesting is safe: the outermost exit restores
+    what was there before it. (A class, not contextlib: contextlib costs start-up time.)
+    """
+
+    def __init__(self) -> None:
+        self.was = False
+        self.on = False
+
+    def __enter__(self) -> bool:
+        self.was = is_subreaper()
+        self.on = self.was or set_subreaper(True)
+        return self.on
+
+    def __exit__(self, *exc: object) -> None:
+        if self.on and not self.was:
+            set_subreaper(False)
 
 
 def set_pdeathsig(sig: int) -> bool:
     """Ask the kernel to send `sig` to this process when its parent *thread* dies (Linux).
 
     Call it in the child (e.g. in preexec_fn) and re-check getppid() afterwards: the
-    parent may have died before the call.
+    parent may have died before the call. `proc.spawn.prepare_child` does both.
     """
-    return prctl(PR_SET_PDEATHSIG, sig)
+    return _impl.set_pdeathsig(sig)
 
 
 @_once

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_tether.hosts.guardargv import parse_guard_argv
+from mcp_tether.hosts.guardargv import guard_prefix
 from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
 
 __all__ = ["Shape", "Host", "Check", "Launch", "read_entry", "STANDARD"]
@@ -129,8 +129,8 @@ def read_entry(
             return entry, None, "args is not a list"
         entry.command, entry.args = command, _strs(args)
         launch = Launch("pair", obj_path, cmd_key, shape.args_key)
-    guard = parse_guard_argv([entry.command, *entry.args])
-    if guard is not None:
+    prefix = guard_prefix([entry.command, *entry.args])
+    if prefix is not None:
         entry.wrapped = True
-        entry.guard_prefix = guard.prefix - 1  # counted in args, not argv
+        entry.guard_prefix = prefix - 1  # counted in args, not argv
     return entry, launch, ""

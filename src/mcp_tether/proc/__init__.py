@@ -7,6 +7,9 @@ Guarantees:
   sends through a descriptor verified to be that process (no pid-reuse race after the
   check). ESRCH means gone; EPERM means we may not, never "gone".
 - A zombie counts as exited: `kill(pid, 0)` succeeds on a zombie, so it is never trusted.
+- `reap` (exit statuses, reaping, "no child left"), `inbox` (SignalInbox), `spawn`
+  (fork + exec + the child's set-up) and `end` (Tree, end_tree for a subreaper) are
+  imported from their modules, not re-exported here: the guard loads only what it uses.
 - Only stdlib is imported here: the guard and the probe's clients import this.
 """
 
@@ -23,7 +26,7 @@ from mcp_tether.proc.identity import (
     is_running,
     read_info,
 )
-from mcp_tether.proc.signals import signal_group, signal_process
+from mcp_tether.proc.signals import Pinned, pin, signal_group, signal_process
 from mcp_tether.proc.tree import cmdline, descendants, snapshot
 from mcp_tether.proc.wait import ExitWaiter, wait_gone
 
@@ -37,6 +40,8 @@ __all__ = [
     "identify",
     "is_running",
     "read_info",
+    "Pinned",
+    "pin",
     "signal_process",
     "signal_group",
     "snapshot",

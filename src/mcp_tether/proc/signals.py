@@ -19,43 +19,96 @@ TYPE_CHECKING = False  # typing/collections.abc stay off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["signal_process", "signal_group", "SENT", "GONE", "DENIED"]
+__all__ = ["Pinned", "pin", "signal_process", "signal_group", "SENT", "GONE", "DENIED"]
 
 SENT = "sent"
 GONE = "gone"
 DENIED = "denied"
 
 
-def signal_process(ident: ProcessId, sig: int) -> str:
-    """Send `sig` to exactly the process `ident`, if it is still that process."""
-    if platform.has_pidfd():
-        try:
-            fd = os.pidfd_open(ident.pid)
-        except ProcessLookupError:
+class Pinned:
+    """A process held from identification to signal (`pin()` makes one).
+
+    With pidfds (Linux >= 5.3) `fd` is a pidfd opened *before* the identity was checked:
+    it refers to that process for as long as it is open, so a pid reused after the check
+    cannot be hit, however quickly (the start time has a 10 ms granularity; the fd has
+    none). Without pidfds `fd` is None and `signal()` re-checks (pid, start) right before
+    kill(2), leaving the tiny window psutil also accepts.
+    Close it (or use `with`) when done; signalling after `close()` sends nothing ("gone").
+    """
+
+    __slots__ = ("ident", "fd", "_closed")
+
+    def __init__(self, ident: ProcessId, fd: int | None) -> None:
+        self.ident = ident
+        self.fd = fd
+        self._closed = False
+
+    def signal(self, sig: int) -> str:
+        """SENT, GONE (exited, reaped, or pid reused: nothing sent) or DENIED (EPERM)."""
+        if self._closed:
             return GONE
-        except PermissionError:
-            return DENIED
-        try:
-            if compare(ident) != SAME:  # checked after the fd pins the process
+        if self.fd is None:
+            if compare(self.ident) != SAME:
                 return GONE
             try:
-                _signal.pidfd_send_signal(fd, sig)
+                os.kill(self.ident.pid, sig)
             except ProcessLookupError:
                 return GONE
             except PermissionError:
                 return DENIED
             return SENT
-        finally:
-            os.close(fd)
+        try:
+            _signal.pidfd_send_signal(self.fd, sig)
+        except ProcessLookupError:
+            return GONE
+        except PermissionError:
+            return DENIED
+        return SENT
+
+    def close(self) -> None:
+        if not self._closed and self.fd is not None:
+            os.close(self.fd)
+        self._closed = True
+
+    def __enter__(self) -> Pinned:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Pinned({self.ident!r}, fd={self.fd})"
+
+
+def pin(ident: ProcessId) -> Pinned | None:
+    """Hold `ident` for signalling: None if it is not running as that process now.
+
+    The pidfd is opened first and the identity checked after, so the check is about the
+    very process the fd refers to. A zombie counts as gone.
+    """
+    fd: int | None = None
+    if platform.has_pidfd():
+        try:
+            fd = os.pidfd_open(ident.pid)
+        except ProcessLookupError:
+            return None
+        except OSError:  # EPERM or EMFILE: fall back to the re-check before kill
+            fd = None
     if compare(ident) != SAME:
+        if fd is not None:
+            os.close(fd)
+        return None
+    return Pinned(ident, fd)
+
+
+def signal_process(ident: ProcessId, sig: int) -> str:
+    """Send `sig` to exactly the process `ident`, if it is still that process."""
+    pinned = pin(ident)
+    if pinned is None:
         return GONE
-    try:
-        os.kill(ident.pid, sig)
-    except ProcessLookupError:
-        return GONE
-    except PermissionError:
-        return DENIED
-    return SENT
+    with pinned:
+        return pinned.signal(sig)
 
 
 def signal_group(pgid: int, sig: int, members: Iterable[ProcessId] = ()) -> str:

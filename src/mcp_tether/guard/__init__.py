@@ -1,0 +1,64 @@
+"""`mcp-tether run -- CMD...`: a guard that makes any stdio server die with its client.
+
+Guarantees:
+- Zero copy. The server inherits the guard's fds 0, 1, 2 (and anything else the host
+  passed); the guard never reads or writes them and never writes a byte to stdout. Its
+  own fds (signal pipe, pidfds) are close-on-exec.
+- The server runs in a session (and so a process group) of its own, with
+  PR_SET_PDEATHSIG(SIGKILL) set in the child before exec, and the guard is a child
+  subreaper: descendants that escape the group (setsid + double fork) reparent to it.
+- The client is gone when any of these happens, seen by one poll(2) loop:
+  1. stdin hangs up (POLLHUP on a pipe; POLLRDHUP on a socket, so a half-close counts),
+     seen without reading: the server shares that stdin and sees EOF by itself;
+  2. the guard's parent dies (pidfd on the parent, getppid() as the fallback);
+  3. SIGTERM, SIGINT or SIGHUP reach the guard (handlers only wake the loop).
+- Then the shutdown ladder (`mcp_tether.ladder.run_ladder`) runs on the server's group
+  plus every escaped descendant: after a hang-up, `--grace` for the server to exit on
+  its own; after a parent death with stdin still open, no grace (no EOF will come);
+  after a signal, the signal is forwarded to the group first and `--grace` follows; then
+  SIGTERM, `--term-grace`, SIGKILL. A second SIGINT sends SIGKILL at once.
+- A tree is empty when the guard has no child left to reap (it is their subreaper), not
+  when a snapshot finds nothing: every rung's signal reaches processes forked while the
+  rung lasts, so a pid-hopper cannot slip out (`proc.end`).
+- When the server exits by itself while descendants still hold the guard's stdin or
+  stdout (a daemonizing launcher handing over to the real server), the guard keeps
+  guarding them as it guarded the server; the ladder starts when the client goes, and
+  the exit status is then the status of the last of them the guard reaped (or the
+  launcher's, if that was not 0). When nothing holds the stdio, what is left of the
+  tree gets the same ladder from SIGTERM on.
+- The guard exits with the server's status (its code, 128+N after signal N) and never
+  returns before the server is reaped; every child of the guard is reaped.
+- Missing command: exit 127; not executable: 126 (one line on stderr, nothing started).
+
+Trade-off of PR_SET_PDEATHSIG on the server: if the guard itself is SIGKILLed (or
+crashes), the kernel SIGKILLs the server at once, with no grace and no chance to flush.
+Only the server process is covered: its own children (in its group or escaped from it,
+e.g. the real server behind an `sh -c` or `npx` wrapper) lose their subreaper with the
+guard, are reparented to init and survive unless they notice by themselves (EOF on the
+shared stdin). Without it, a SIGKILLed guard would leave the whole server behind, which
+is the bug this command exists to fix. The guard does not set PDEATHSIG on itself: the
+kernel would kill it before it could run the ladder (and the signal fires when the
+parent *thread* exits, which hosts that spawn from a worker thread do all the time). It
+watches the parent process instead.
+
+Cost of the session: with CONFIG_SCHED_AUTOGROUP (most desktop kernels) a new session is
+also a new scheduling group; on a loaded machine that measured as slower client<->server
+ping-pong, exactly as when a client starts the server with start_new_session itself (the
+Python SDK does). The guard itself is idle in poll(2) while bytes flow (0 CPU ticks in
+bench/bench_guard.py, which prints the new-session baseline beside the guarded figure).
+
+Layout: `session` (the loop, on the core: proc.spawn, proc.inbox, proc.end), `result`
+(GuardResult and its summary line), `cli` (the `run` command), `argv` (recognising a
+guard command line, for `hosts` and `probe`).
+Import-light on purpose (it is on every guarded server's launch path): stdlib and
+mcp_tether.{errors,log,platform,proc,ladder,watch} only, and the ladder only after the
+fork, while the server starts. Not thread-safe: call `run_guarded` from the main thread
+(signal handlers and the wakeup fd live there).
+"""
+
+from __future__ import annotations
+
+from mcp_tether.guard.result import GuardResult
+from mcp_tether.guard.session import run_guarded
+
+__all__ = ["GuardResult", "run_guarded"]

@@ -1,0 +1,284 @@
+"""One guarded run: spawn the server, watch for the client's end, climb the ladder.
+
+Everything process-level goes through the core: `proc.spawn` (session, PDEATHSIG,
+127/126 before anything runs), `proc.inbox.SignalInbox` (handlers record, this loop
+acts), `proc.end.Tree` (the whole tree, ended until no child is left to reap) and
+`proc.reap`. See the package docstring for the guarantees of `run_guarded`.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+
+from mcp_tether import log, platform
+from mcp_tether.errors import UsageError
+from mcp_tether.guard.result import (
+    PARENT_DEATH,
+    SERVER_EXIT,
+    SIGNALLED,
+    STDIN_HANGUP,
+    GuardResult,
+)
+from mcp_tether.proc import ProcessId, read_info
+from mcp_tether.proc.end import Tree
+from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.proc.reap import exit_status, wait_child
+from mcp_tether.proc.spawn import Spawned, spawn
+from mcp_tether.watch import HANGUP_MASK, ParentWatch, hangup_events
+
+__all__ = ["run_guarded", "STOP_SIGNALS"]
+
+# Signals that mean "stop" when sent to the guard; forwarded to the server's group.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Without a pidfd on the parent, how often the loop re-checks getppid().
+PPID_POLL = 0.1
+
+
+class _Session:
+    """The state of one run; also the hooks the Tree calls (on_reap, on_signal)."""
+
+    def __init__(self, argv: list[str], inbox: SignalInbox) -> None:
+        self.argv = argv
+        self.inbox = inbox
+        self.server: Spawned | None = None
+        self.status: int | None = None  # the server's raw wait status, once reaped
+        self.exited_at: float | None = None
+        self.pending: list[int] = []  # stop signals seen while watching
+        self.sigints = 0
+        self.hurried = False
+        self.stopping = False
+        self.tree: Tree | None = None
+        self.holders: dict[int, ProcessId] = {}  # pid -> ident, holding our stdio
+        self.handed_over: set[ProcessId] = set()  # every holder ever seen
+        self.holder_status: int | None = None  # raw status of the last holder we reaped
+
+    # -- hooks -------------------------------------------------------------------------
+    def on_reap(self, pid: int, status: int) -> None:
+        if self.server is not None and pid == self.server.pid and self.status is None:
+            self.status = status
+            self.exited_at = time.monotonic()
+            log.debug(f"server {pid} exited, status {exit_status(status)}")
+            return
+        if pid in self.holders:
+            self.holder_status = status
+        log.debug(f"reaped {pid} ({exit_status(status)})")
+
+    def on_signal(self, sig: int) -> None:
+        """A signal that reached the guard while the ladder runs."""
+        if sig not in STOP_SIGNALS:
+            return
+        assert self.tree is not None
+        if sig == signal.SIGINT:
+            self.sigints += 1
+        if sig == signal.SIGINT and self.sigints >= 2 and not self.hurried:
+            log.debug("second SIGINT: SIGKILL at once")
+            self.hurried = True
+            self.tree.signal(signal.SIGKILL)
+        elif not self.hurried:
+            log.debug(f"forwarding {signal.Signals(sig).name}")
+            self.tree.signal(sig)
+
+    def drain(self) -> None:
+        """Take recorded signals; reap (SIGCHLD or not: reaping is cheap and exact)."""
+        for sig in self.inbox.drain():
+            if sig in STOP_SIGNALS:
+                self.pending.append(sig)
+        assert self.tree is not None
+        self.tree.reap()
+
+    # -- the launcher case -------------------------------------------------------------
+    def stdio_holders(self, keys: set[tuple[int, int]]) -> dict[int, ProcessId]:
+        """Live descendants that hold the guard's stdin or stdout (pipes/sockets only)."""
+        if not keys:
+            return {}
+        from mcp_tether.proc.fds import holds  # only after a server exit: rare
+
+        assert self.tree is not None
+        out: dict[int, ProcessId] = {}
+        for info in self.tree.members_now():
+            if holds(info.pid, keys):
+                out[info.pid] = info.ident
+        return out
+
+    # -- watching ----------------------------------------------------------------------
+    def watch(self, parent: ParentWatch, stdin_fd: int) -> tuple[str, bool]:
+        """Block until the client is gone, a stop signal comes, or the server (and every
+        descendant still holding our stdio) has exited."""
+        poller = select.poll()
+        poller.register(self.inbox.fileno(), select.POLLIN)
+        hup_events = hangup_events(stdin_fd)
+        if hup_events is not None:
+            poller.register(stdin_fd, hup_events)
+        if parent.fd is not None:
+            poller.register(parent.fd, select.POLLIN)
+        timeout_ms = None if parent.fd is not None else int(PPID_POLL * 1000)
+        keys: set[tuple[int, int]] | None = None
+        watched: list[int] = []  # pidfds of holders
+        try:
+            while True:
+                if parent.gone():
+                    return PARENT_DEATH, _hung_up(stdin_fd, hup_events)
+                events = dict(poller.poll(timeout_ms))
+                self.drain()
+                if hup_events is not None and events.get(stdin_fd, 0) & HANGUP_MASK:
+                    return STDIN_HANGUP, True
+                if self.pending:
+                    return SIGNALLED, _hung_up(stdin_fd, hup_events)
+                if parent.fd is not None and parent.fd in events:
+                    return PARENT_DEATH, _hung_up(stdin_fd, hup_events)
+                if self.status is None:
+                    continue
+                if keys is None:
+                    from mcp_tether.proc.fds import stdio_key
+
+                    keys = {k for k in (stdio_key(stdin_fd), stdio_key(1)) if k is not None}
+                self.holders = self.stdio_holders(keys)
+                if not self.holders:
+                    return SERVER_EXIT, _hung_up(stdin_fd, hup_events)
+                if not self.handed_over:
+                    log.info(f"server exited ({exit_status(self.status)}); guarding "
+                             f"{len(self.holders)} process(es) still on its stdio")
+                self.handed_over.update(self.holders.values())
+                for fd in watched:
+                    poller.unregister(fd)
+                    os.close(fd)
+                watched = _pidfds(list(self.holders))
+                for fd in watched:
+                    poller.register(fd, select.POLLIN)
+                if not watched:  # no pidfds: look again now and then
+                    timeout_ms = int(PPID_POLL * 1000)
+        finally:
+            for fd in watched:
+                os.close(fd)
+
+
+def _pidfds(pids: list[int]) -> list[int]:
+    """pidfds that turn readable when a holder exits (not every holder is our child,
+    so SIGCHLD alone would not say so)."""
+    fds: list[int] = []
+    if not platform.has_pidfd():
+        return fds
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except OSError:
+            continue
+    return fds
+
+
+def _hung_up(fd: int, events: int | None) -> bool:
+    if events is None:
+        return False
+    p = select.poll()
+    p.register(fd, events)
+    return any(ev & HANGUP_MASK for _fd, ev in p.poll(0))
+
+
+def run_guarded(
+    argv: list[str],
+    grace: float | None = None,
+    term_grace: float | None = None,
+    *,
+    kill_wait: float | None = None,
+    stdin_fd: int = 0,
+) -> GuardResult:
+    """Run argv as a guarded server until it or its client is gone; see the package doc.
+
+    grace / term_grace / kill_wait default to the ladder's constants (2 s, 2 s, 5 s).
+    Raises CommandNotFound / CommandNotExecutable before anything runs. The calling
+    process is a child subreaper while this runs and must be the main thread; signal
+    handlers are restored on return.
+    """
+    if not argv:
+        raise UsageError("no command to run")
+    parent = ParentWatch()  # first: the earlier we pin the parent, the less we miss
+    try:
+        with platform.subreaper(), SignalInbox((*STOP_SIGNALS, signal.SIGCHLD)) as inbox:
+            return _run(list(argv), inbox, parent, grace, term_grace, kill_wait, stdin_fd)
+    finally:
+        parent.close()
+
+
+def _run(
+    argv: list[str],
+    inbox: SignalInbox,
+    parent: ParentWatch,
+    grace: float | None,
+    term_grace: float | None,
+    kill_wait: float | None,
+    stdin_fd: int,
+) -> GuardResult:
+    s = _Session(argv, inbox)
+    started = time.monotonic()
+    server = s.server = spawn(argv, new_session=True, pdeathsig=signal.SIGKILL)
+    log.debug(f"server {server.pid} started: {' '.join(argv)}")
+    tree = s.tree = Tree(group=server.pid, inbox=inbox, on_reap=s.on_reap,
+                         on_signal=s.on_signal)
+    info = read_info(server.pid)
+    if info is not None:
+        tree.note(info)
+    # Imported only now, while the server starts up in parallel: the ladder module is
+    # the heaviest import on this path and nothing before the fork needs it.
+    from mcp_tether import ladder as _ladder
+
+    grace = _ladder.GRACE_AFTER_EOF if grace is None else grace
+    term_grace = _ladder.TERM_GRACE if term_grace is None else term_grace
+    kill_wait = _ladder.KILL_WAIT if kill_wait is None else kill_wait
+    try:
+        reason, hung_up = s.watch(parent, stdin_fd)
+        triggered = None if reason == SERVER_EXIT else time.monotonic()
+        trigger_sig = s.pending[0] if reason == SIGNALLED else None
+        log.debug(f"stopping: {reason}, stdin {'hung up' if hung_up else 'open'}")
+        s.stopping = True
+        for sig in s.pending:  # forward to the group (and escapees) first
+            s.on_signal(sig)
+        s.pending.clear()
+        if reason == SERVER_EXIT:
+            grace_now, close_stdin = 0.0, False
+        elif hung_up:
+            # Whatever the trigger, the server has (or will) read EOF: let it leave.
+            grace_now, close_stdin = grace, True
+        else:
+            grace_now, close_stdin = (grace if reason == SIGNALLED else 0.0), False
+        ladder = _ladder.run_ladder(tree, close_stdin=close_stdin, grace=grace_now,
+                                    term_grace=term_grace, kill_wait=kill_wait)
+        if s.status is None:
+            # Never return before the server is reaped: it was SIGKILLed (or is leaving).
+            if any(r.outcome == "denied" for r in ladder.rungs):
+                log.warning(f"server {server.pid} could not be signalled (permission)")
+            else:
+                s.on_reap(server.pid, wait_child(server.pid))
+        tree.reap()
+        survivors = [p.ident for p in tree.members_now()] if ladder.survived else []
+    finally:
+        server.close()
+    own = None if s.status is None else exit_status(s.status)
+    status = 1 if own is None else own
+    if s.handed_over and own == 0 and s.holder_status is not None:
+        status = exit_status(s.holder_status)  # the real server's, behind the launcher
+    return GuardResult(
+        argv=argv,
+        exit_status=status,
+        reason=reason,
+        server_pid=server.pid,
+        started_at=started,
+        ended_at=time.monotonic(),
+        triggered_at=triggered,
+        server_exited_at=s.exited_at,
+        signal=trigger_sig,
+        stdin_open=not hung_up,
+        rungs=ladder.rungs,
+        others=sorted(i for i in tree.seen if i != server.ident),
+        escapees=sorted(tree.escapees),
+        survivors=survivors,
+        hurried=s.hurried,
+        server_signal=(
+            os.WTERMSIG(s.status) if s.status is not None and os.WIFSIGNALED(s.status)
+            else None
+        ),
+        holders=sorted(s.handed_over),
+        server_status=own,
+    )

@@ -1,0 +1,286 @@
+"""Ending a whole process tree, for a caller that is its child subreaper.
+
+Guarantees (Linux, caller a child subreaper, and the only one reaping its children):
+- "Tree empty" means `has_children()` is False: no child of ours is left, running or
+  zombie. Every orphan of the tree reparents to us before its parent turns zombie, so
+  nothing of the tree can be alive anywhere else. A snapshot of the tree is never taken
+  as proof: a pid-hopper (forks, exits, in a loop, with or without setsid) slips
+  between two snapshots, it cannot slip out of "we still have a child".
+- `Tree.signal(sig)` sends `sig` to the server's process group (proven ours by a known
+  live member) and then to every live descendant outside it, each through a pidfd
+  opened before its identity is checked (`proc.signals.pin`). Our own unreaped
+  children are signalled by pid without a check: a pid cannot be reused before its
+  parent reaps it, and we are that parent.
+- While a SIGTERM or SIGKILL rung lasts, `Tree.wait()` keeps looking for processes it
+  has not signalled yet and sends them the rung's signal at once, as each is read,
+  until the tree is empty or the timeout passes. Otherwise (before any rung, or after a
+  forwarded SIGINT/SIGHUP) it scans nothing: it sleeps on the SIGCHLD inbox (every
+  change that can empty the tree is the exit of one of our own children).
+- Every reaped child is handed to `on_reap(pid, raw_status)`, so the caller learns its
+  server's status; nothing else reaps.
+- `end_tree()` climbs the ladder (`mcp_tether.ladder.run_ladder`) on such a tree.
+Without a subreaper (other platforms) the same calls fall back to group + scan, which is
+exact for the group and best effort for what escaped it; `Tree.exact` says which.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+
+from mcp_tether import platform
+from mcp_tether.proc.identity import ProcessId, ProcInfo, read_info
+from mcp_tether.proc.reap import has_children, reap_children
+from mcp_tether.proc.signals import DENIED, GONE, SENT, pin, signal_group
+from mcp_tether.proc.tree import descendants
+
+TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mcp_tether.ladder import LadderResult
+    from mcp_tether.proc.inbox import SignalInbox
+
+__all__ = ["Tree", "end_tree"]
+
+# While signalling, how often to look for processes forked since the last look.
+RESCAN_MIN = 0.002
+RESCAN_MAX = 0.1
+# Rungs whose signal must reach processes forked while the rung lasts. A forwarded
+# SIGINT/SIGHUP goes to what is there (a shell's Ctrl-C does no more).
+CHASED = (signal.SIGTERM, signal.SIGKILL)
+
+
+class Tree:
+    """The descendants of this process (its child subreaper), and how to end them.
+
+    group:   the server's process group (its pid, as `spawn(new_session=True)` makes it),
+             signalled as one first; None if there is none.
+    inbox:   a `SignalInbox` recording SIGCHLD (and whatever else the caller wants);
+             `wait()` sleeps on it and hands non-SIGCHLD signals to `on_signal`.
+    on_reap: called with (pid, raw wait status) for every child reaped here.
+    """
+
+    def __init__(
+        self,
+        *,
+        group: int | None = None,
+        inbox: SignalInbox | None = None,
+        on_reap: Callable[[int, int], None] | None = None,
+        on_signal: Callable[[int], None] | None = None,
+        close_stdin: Callable[[], None] | None = None,
+    ) -> None:
+        self.me = os.getpid()
+        self.group = group
+        self.inbox = inbox
+        self.on_reap = on_reap
+        self.on_signal = on_signal
+        self._close_stdin = close_stdin
+        self.exact = platform.is_subreaper()
+        self.seen: dict[ProcessId, ProcInfo] = {}  # every process ever met in the tree
+        self.escapees: set[ProcessId] = set()  # of those, outside `group`
+        self.sig: int | None = None  # the current rung's signal, once one was sent
+        self._sent: set[ProcessId] = set()  # got `sig` already
+        self.reaped: list[tuple[int, int]] = []
+
+    # -- reaping ---------------------------------------------------------------------
+    def reap(self) -> None:
+        for pid, status in reap_children():
+            self.reaped.append((pid, status))
+            if self.on_reap is not None:
+                self.on_reap(pid, status)
+
+    def empty(self) -> bool:
+        """Reap what has exited; True when no child is left (see the module doc)."""
+        self.reap()
+        if self.exact:
+            return not has_children()
+        return not self.scan(signal_new=False)
+
+    # -- finding members ---------------------------------------------------------------
+    def note(self, info: ProcInfo) -> None:
+        """Count `info` as a member (the server, known before any scan)."""
+        if info.ident not in self.seen:
+            self.seen[info.ident] = info
+            if self.group is not None and info.pgid != self.group:
+                self.escapees.add(info.ident)
+
+    def _send(self, info: ProcInfo) -> str:
+        """`self.sig` to one member now, unless it already had it."""
+        assert self.sig is not None
+        ident = info.ident
+        if ident in self._sent:
+            return GONE
+        self._sent.add(ident)
+        if info.ppid == self.me:
+            # Our own child: its pid stays its own until *we* reap it (not done yet).
+            try:
+                os.kill(info.pid, self.sig)
+            except ProcessLookupError:
+                return GONE
+            except PermissionError:
+                return DENIED
+            return SENT
+        pinned = pin(ident)
+        if pinned is None:
+            return GONE
+        with pinned:
+            return pinned.signal(self.sig)
+
+    def scan(self, *, signal_new: bool = True) -> list[ProcInfo]:
+        """Live descendants now. While signalling, each newcomer gets the signal as soon
+        as it is read: our children and children of known members at once, the rest
+        when the scan has resolved their ancestry."""
+        if not platform.has_proc():
+            members = descendants(self.me)
+            for info in members:
+                self.note(info)
+                if signal_new and self.sig in CHASED:
+                    self._send(info)
+            return members
+        # Parents proven ours in this very scan: us, and members read (so far) with an
+        # identity we have met before or just proved. A pid of a dead member reused by a
+        # stranger is not in it: its start time differs.
+        ours = {self.me}
+        snap: dict[int, ProcInfo] = {}
+        hurry = signal_new and self.sig in CHASED
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            read = read_info(int(name))
+            if read is None:
+                continue
+            info = snap[read.pid] = read
+            if info.exited:
+                continue
+            if info.ppid in ours or info.ident in self.seen:
+                ours.add(info.pid)
+                if hurry:
+                    self.note(info)
+                    self._send(info)
+        members = descendants(self.me, snap)
+        for info in members:
+            self.note(info)
+            if hurry:
+                self._send(info)
+        return members
+
+    def members_now(self) -> list[ProcInfo]:
+        """Live descendants now, signalling nobody."""
+        return self.scan(signal_new=False)
+
+    # -- the LadderTarget interface ------------------------------------------------------
+    def close_stdin(self) -> None:
+        if self._close_stdin is not None:
+            self._close_stdin()
+
+    def signal(self, sig: int) -> str:
+        """`sig` to the group, then to every live descendant; see the module doc."""
+        if sig != self.sig:
+            self.sig = sig
+            self._sent = set()
+        outcomes: list[str] = []
+        group_sent = False
+        if self.group is not None:
+            # The group first, in one atomic kill(2), proven ours by a known member.
+            known = [i for i, p in self.seen.items() if p.pgid == self.group]
+            group_sent = signal_group(self.group, sig, known) == SENT
+        members = self.scan(signal_new=False)
+        if self.group is not None and not group_sent:
+            fresh = [p.ident for p in members if p.pgid == self.group]
+            group_sent = bool(fresh) and signal_group(self.group, sig, fresh) == SENT
+        if group_sent:
+            outcomes.append(SENT)
+        for info in members:
+            if group_sent and info.pgid == self.group:
+                self._sent.add(info.ident)  # had it through the group: not twice
+            else:
+                outcomes.append(self._send(info))
+        if SENT in outcomes:
+            return SENT
+        return DENIED if DENIED in outcomes else GONE
+
+    def wait(self, timeout: float) -> float | None:
+        """Until the tree is empty (its monotonic instant) or `timeout` passed (None)."""
+        deadline = time.monotonic() + timeout
+        pause = RESCAN_MIN
+        while True:
+            if self.empty():
+                return time.monotonic()
+            fds: list[int] = []
+            if self.sig in CHASED or not self.exact or self.inbox is None:
+                members = self.scan()
+                fds = _pidfds(members)
+                nap = pause
+                pause = min(pause * 2, RESCAN_MAX)
+            else:
+                nap = timeout  # SIGCHLD wakes us: nothing else can empty the tree
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                _close_all(fds)
+                return None
+            try:
+                self._sleep(min(nap, remaining), fds)
+            finally:
+                _close_all(fds)
+
+    def _sleep(self, seconds: float, fds: list[int]) -> None:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        if self.inbox is not None:
+            poller.register(self.inbox.fileno(), select.POLLIN)
+        poller.poll(max(0, int(seconds * 1000 + 0.999)))
+        if self.inbox is not None:
+            for sig in self.inbox.drain():
+                if sig != signal.SIGCHLD and self.on_signal is not None:
+                    self.on_signal(sig)
+
+
+def _pidfds(members: list[ProcInfo]) -> list[int]:
+    """pidfds of up to 64 members: readable when one exits (a change worth a look)."""
+    fds: list[int] = []
+    if not platform.has_pidfd():
+        return fds
+    for info in members[:64]:
+        try:
+            fds.append(os.pidfd_open(info.pid))
+        except OSError:
+            continue
+    return fds
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+    fds.clear()
+
+
+def end_tree(
+    tree: Tree,
+    *,
+    close_stdin: bool = False,
+    grace: float = 0.0,
+    term_grace: float | None = None,
+    kill_wait: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> LadderResult:
+    """Climb the ladder on `tree` until it is empty: [close stdin, grace,] SIGTERM,
+    `term_grace`, SIGKILL, up to `kill_wait` to see it gone (ladder defaults: 2 s, 5 s).
+
+    Every rung's signal also reaches processes forked while the rung lasts. The result
+    says which rung emptied the tree; `survived` is True only if something is left
+    after `kill_wait` (a process in uninterruptible sleep, or one we may not signal).
+    """
+    from mcp_tether import ladder  # deferred: not on the guard's pre-fork path
+
+    return ladder.run_ladder(
+        tree,
+        close_stdin=close_stdin,
+        grace=grace,
+        term_grace=ladder.TERM_GRACE if term_grace is None else term_grace,
+        kill_wait=ladder.KILL_WAIT if kill_wait is None else kill_wait,
+        clock=clock,
+    )

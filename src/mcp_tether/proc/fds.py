@@ -1,0 +1,51 @@
+"""Who holds a given pipe or socket: the open-file check behind "still holds our stdio".
+
+Guarantees:
+- `stdio_key(fd)` names the open pipe or socket on `fd` as (st_dev, st_ino), the same
+  for every process that holds it; None for anything else (a tty, /dev/null, a regular
+  file): those are shared by unrelated processes all the time and prove nothing.
+- `holds(pid, keys)` is True when process `pid` has one of them open on any fd, read
+  from /proc/<pid>/fd (Linux; readable for our own descendants), False when it has
+  none, None when it cannot be told (not Linux, no permission, gone).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from mcp_tether import platform
+
+__all__ = ["stdio_key", "holds"]
+
+
+def stdio_key(fd: int) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the pipe or socket open on `fd`, else None."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        return (st.st_dev, st.st_ino)
+    return None
+
+
+def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
+    """Whether `pid` has any of `keys` open now (see the module doc)."""
+    if not keys:
+        return False
+    if not platform.has_proc():
+        return None
+    base = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            st = os.stat(f"{base}/{name}")  # follows the magic link to the open file
+        except OSError:
+            continue  # closed meanwhile
+        if (st.st_dev, st.st_ino) in keys:
+            return True
+    return False
