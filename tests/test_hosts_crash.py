@@ -34,7 +34,8 @@ def debris(folder: Path) -> list[str]:
 def test_a_wrap_killed_at_random_moments_leaves_no_debris_and_no_half_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """1. a real `mcp-tether wrap` with slowed writes, SIGKILLed after a random delay;
+    """1. a real `mcp-tether wrap` with slowed writes, SIGKILLed after a random delay
+    (from its start, or from the moment its first temp file exists);
     2. poll until its janitor is done; 3. the config is the original or the fully
     wrapped file, every backup is the whole original, and no temp file is left."""
     state = tmp_path / "state"
@@ -61,13 +62,18 @@ def test_a_wrap_killed_at_random_moments_leaves_no_debris_and_no_half_file(
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        delay = rng.uniform(0.05, 0.9)
+        backups = atomic.backup_dir(cfg.resolve())
+        if i % 2:  # odd runs: from the moment the first temp file exists (mid-write)
+            deadline = time.monotonic() + 30.0
+            while (not debris(folder) and not debris(backups) and proc.poll() is None
+                   and time.monotonic() < deadline):
+                time.sleep(0.002)  # polling for a state, with a deadline
+        delay = rng.uniform(0.0, 1.5) if i % 2 else rng.uniform(0.05, 0.9)
         try:
             proc.wait(timeout=delay)
         except subprocess.TimeoutExpired:
             proc.kill()  # our own child, still unreaped: the pid is still its own
             proc.wait()
-        backups = atomic.backup_dir(cfg.resolve())
         deadline = time.monotonic() + 5.0
         while (debris(folder) or debris(backups)) and time.monotonic() < deadline:
             time.sleep(0.01)  # polling for the janitor's sweep, with a deadline
