@@ -726,3 +726,18 @@ def test_locations_moved_by_environment_variables_and_packaging(tmp_path: Path) 
         pkg / "LocalCache/Roaming/Claude/claude_desktop_config.json",
         tmp_path / "Roaming/Claude/claude_desktop_config.json",
     ]
+
+
+def test_an_editor_settings_file_without_servers_is_not_listed(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Every VS Code user has a settings.json: listed only when it holds MCP servers,
+    and a broken one (VS Code's own business) is not an error of ours."""
+    settings = write(fake_home / ".config/Code/User/settings.json", '{"editor.fontSize": 14}')
+    write(Path.cwd() / ".vscode/settings.json", "{broken")
+    assert main(["hosts", "--json"]) == 0
+    assert json.loads(capfd.readouterr().out)["files"] == []
+    write(settings, '{"mcp": {"servers": {"g": {"command": "uvx", "args": ["mcp-server-git"]}}}}')
+    assert main(["hosts", "--json"]) == 0
+    (f,) = json.loads(capfd.readouterr().out)["files"]
+    assert f["host"] == "vscode" and f["servers"][0]["name"] == "g"

@@ -153,8 +153,11 @@ def _change(args: argparse.Namespace, name: str) -> int:
                 force=getattr(args, "force", False), project=args.project, scope=cf.scope,
             )
         except ConfigError as exc:
-            errors.append(exc)
+            if not cf.general:  # a broken editor settings.json is the editor's business
+                errors.append(exc)
             continue
+        if cf.general and not res.changed and not res.skipped:
+            continue  # an editor's settings.json without MCP servers
         results.append(res)
         if not args.json:
             sys.stdout.write(res.diff)
@@ -208,9 +211,13 @@ def _hosts(args: argparse.Namespace) -> int:
     errors: list[ConfigError] = []
     for cf in files:
         try:
-            listing.append((cf, hosts.read_servers(cf.path, cf.host or None)))
+            entries = hosts.read_servers(cf.path, cf.host or None)
         except ConfigError as exc:
-            errors.append(exc)
+            if not cf.general:
+                errors.append(exc)
+            continue
+        if entries or not cf.general:  # an editor's settings.json without servers: noise
+            listing.append((cf, entries))
     if args.json:
         doc = {
             "files": [

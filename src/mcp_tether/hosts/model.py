@@ -77,6 +77,7 @@ class ConfigFile:
     path: Path
     format: str = "json"  # "json" (JSONC) | "toml" | "yaml"
     source: str = ""  # where the host documents this location
+    general: bool = False  # an editor's general settings file: listed only with servers
 
 
 @dataclass

@@ -45,16 +45,18 @@ def files(m: Machine) -> list[ConfigFile]:
     for user in user_dirs(m):
         for folder in (user, *_profiles(user)):
             out.append(ConfigFile(NAME, "user", folder / "mcp.json", source=DOC))
-            out.append(ConfigFile(NAME, "user", folder / "settings.json", source=DOC))
+            out.append(ConfigFile(NAME, "user", folder / "settings.json", source=DOC,
+                                  general=True))
     if m.cwd is not None:
         out.append(ConfigFile(NAME, "project", m.cwd / ".vscode" / "mcp.json", source=DOC))
-        out.append(ConfigFile(NAME, "project", m.cwd / ".vscode" / "settings.json", source=DOC))
+        out.append(ConfigFile(NAME, "project", m.cwd / ".vscode" / "settings.json", source=DOC,
+                              general=True))
         out.append(ConfigFile(NAME, "project", m.cwd / ".mcp.json", source=DOC))
         try:
             workspaces = sorted(m.cwd.glob("*.code-workspace"))
         except OSError:
             workspaces = []
-        out += [ConfigFile(NAME, "project", w, source=DOC) for w in workspaces]
+        out += [ConfigFile(NAME, "project", w, source=DOC, general=True) for w in workspaces]
     return out
 
 
