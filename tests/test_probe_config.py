@@ -165,3 +165,18 @@ def test_an_entry_behind_the_guard_is_probed_as_its_inner_server(
                  "--window", "0.5", "--grace", "0.3", "--term-grace", "0.3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] is True
+
+
+def test_a_server_name_with_a_lone_surrogate_is_probed_and_reported_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`"\\ud800x"` is a valid JSON name: the row carries it escaped, text and JSON alike."""
+    cfg = tmp_path / "m.json"
+    cfg.write_text('{"mcpServers": {"\\ud800x": {"command": ' + json.dumps(sys.executable)
+                   + ', "args": ["-S", ' + json.dumps(MINI) + "]}}}")
+    for fmt in (["--json"], []):
+        assert main(["probe", "--config", str(cfg), "--yes", *fmt, "-s", "close",
+                     "--window", "0.5", "--grace", "0.3", "--term-grace", "0.3"]) == 0
+        out, err = capsys.readouterr()
+        assert "\\udc" in out or "\\ud800" in out
+        assert "Traceback" not in err
