@@ -10,11 +10,20 @@ from typing import Any
 
 import pytest
 
-from mcp_tether import hosts, jsonc
+from mcp_tether import hosts
 from mcp_tether.cli import main
 from mcp_tether.errors import ConfigError
+from mcp_tether.hosts import atomic, jsonc
 
 TETHER = "/opt/tether/bin/mcp-tether"
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Backups go to a state folder under tmp_path, never the real one."""
+    folder = tmp_path / "state"
+    monkeypatch.setenv("MCP_TETHER_STATE_DIR", str(folder))
+    return folder
 CURSOR_WITH_REMOTE = '{"mcpServers": {"a": {"command": "x"}, "r": {"url": "u"}}}'
 
 
@@ -45,17 +54,25 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # --- where the files are -------------------------------------------------------------
 
 
+def places(platform: str, home: Path, env: dict[str, str], cwd: Path | None = None
+           ) -> dict[tuple[str, str], list[Path]]:
+    out: dict[tuple[str, str], list[Path]] = {}
+    for c in hosts.config_locations(platform, home, env, cwd):
+        out.setdefault((c.host, c.scope), []).append(c.path)
+    return out
+
+
 def test_platform_paths_follow_each_os_convention(tmp_path: Path) -> None:
     """One function maps (platform, home, env) to every host's files."""
     home = tmp_path
-    linux = {(c.host, c.scope): c.path for c in hosts.config_locations("linux", home, {})}
-    assert linux["cursor", "user"] == home / ".cursor/mcp.json"
-    assert linux["zed", "user"] == home / ".config/zed/settings.json"
+    linux = places("linux", home, {})
+    assert home / ".cursor/mcp.json" in linux["cursor", "user"]
+    assert home / ".config/zed/settings.json" in linux["zed", "user"]
     linux_paths = [c.path for c in hosts.config_locations("linux", home, {})]
     assert home / ".config/Code/User/mcp.json" in linux_paths
     assert home / ".config/Code - Insiders/User/mcp.json" in linux_paths
-    assert linux["windsurf", "user"] == home / ".codeium/windsurf/mcp_config.json"
-    assert linux["claude-code", "user"] == home / ".claude.json"
+    assert home / ".codeium/windsurf/mcp_config.json" in linux["windsurf", "user"]
+    assert linux["claude-code", "user"] == [home / ".claude.json"]
 
     mac = [c.path for c in hosts.config_locations("darwin", home, {})]
     support = home / "Library/Application Support"
@@ -73,11 +90,11 @@ def test_platform_paths_follow_each_os_convention(tmp_path: Path) -> None:
     assert Path("/x/zed/settings.json") in xdg
 
     proj = tmp_path / "p"
-    project = {(c.host, c.scope): c.path for c in hosts.config_locations("linux", home, {}, proj)}
-    assert project["claude-code", "project"] == proj / ".mcp.json"
-    assert project["cursor", "project"] == proj / ".cursor/mcp.json"
-    assert project["vscode", "project"] == proj / ".vscode/mcp.json"
-    assert project["zed", "project"] == proj / ".zed/settings.json"
+    project = places("linux", home, {}, proj)
+    assert project["claude-code", "project"] == [proj / ".mcp.json"]
+    assert project["cursor", "project"] == [proj / ".cursor/mcp.json"]
+    assert proj / ".vscode/mcp.json" in project["vscode", "project"]
+    assert project["zed", "project"] == [proj / ".zed/settings.json"]
 
 
 def test_discover_returns_only_files_that_exist_filtered_by_host(tmp_path: Path) -> None:
@@ -334,7 +351,7 @@ def test_unwrap_after_wrap_gives_back_the_file_byte_for_byte(tmp_path: Path, cas
     p = write(tmp_path / "cfg.json", text, newline)
     original = p.read_bytes()
 
-    wrapped = hosts.wrap(p, host, TETHER)
+    wrapped = hosts.wrap(p, host, TETHER, force=True)
     assert wrapped.written and wrapped.changed
     assert p.read_bytes() != original
     hosts.jsonc.parse(p.read_bytes().decode().lstrip("\ufeff"))  # still valid JSONC
@@ -353,7 +370,7 @@ def test_wrap_puts_the_guard_in_front_and_keeps_everything_else(
     p = write(tmp_path / "cfg.json", text, newline)
     before = {e.key_path: e for e in hosts.read_servers(p, host)}
     before_values = values(p)
-    hosts.wrap(p, host, TETHER)
+    hosts.wrap(p, host, TETHER, force=True)
     after = {e.key_path: e for e in hosts.read_servers(p, host)}
     assert after.keys() == before.keys()
     for key, old in before.items():
@@ -375,7 +392,7 @@ def test_wrapped_file_reads_cleanly_with_json_when_it_was_strict_json(tmp_path: 
     """Strict JSON stays strict JSON (Claude Desktop parses with JSON.parse)."""
     host, text, _ = REALISTIC["claude-desktop-pretty"]
     p = write(tmp_path / "cfg.json", text)
-    hosts.wrap(p, host, TETHER)
+    hosts.wrap(p, host, TETHER, force=True)
     cfg = json.loads(p.read_text())
     assert cfg["mcpServers"]["noargs"] == {
         "command": TETHER,
@@ -389,9 +406,9 @@ def test_wrapping_twice_is_the_same_as_wrapping_once(tmp_path: Path) -> None:
     """The second wrap skips every entry as already wrapped and writes nothing."""
     host, text, _ = REALISTIC["zed-jsonc-crlf-tabs"]
     p = write(tmp_path / "settings.json", text, "\r\n")
-    hosts.wrap(p, host, TETHER)
+    hosts.wrap(p, host, TETHER, force=True)
     once = p.read_bytes()
-    again = hosts.wrap(p, host, TETHER)
+    again = hosts.wrap(p, host, TETHER, force=True)
     assert p.read_bytes() == once
     assert not again.written and not again.changed and again.diff == ""
     assert {reason for _, reason in again.skipped} == {"already wrapped"}
@@ -418,49 +435,53 @@ def test_dry_run_shows_the_diff_and_leaves_the_file_and_folder_alone(tmp_path: P
     """No write, no backup, no temp file: only the diff text comes back."""
     p = write(tmp_path / "m.json", '{\n  "mcpServers": {"a": {"command": "x"}}\n}\n')
     before = p.read_bytes()
-    res = hosts.wrap(p, "cursor", TETHER, dry_run=True)
+    res = hosts.wrap(p, "cursor", TETHER, dry_run=True, force=True)
     assert p.read_bytes() == before
-    assert sorted(os.listdir(tmp_path)) == ["m.json"]
+    assert sorted(os.listdir(tmp_path)) == ["m.json"]  # not even the state folder
     assert not res.written and res.changed == ["a"] and res.backup is None
     assert f'+  "mcpServers": {{"a": {{"command": "{TETHER}", "args": [ "run"' in res.diff
     assert res.diff.startswith(f"--- {p}\n+++ {p} (wrapped)\n")
 
 
 def test_a_backup_is_written_first_and_never_overwritten(tmp_path: Path) -> None:
-    """1. wrap: .bak holds the original; 2. unwrap: .bak.1 holds the wrapped file;
-    3. wrap again: the file differs from the newest backup, so .bak.2."""
+    """1. wrap: .bak (in the state folder) holds the original; 2. unwrap: .bak.1 holds
+    the wrapped file; 3. wrap again: the file differs from the newest backup, so .bak.2."""
     p = write(tmp_path / "m.json", '{"mcpServers": {"a": {"command": "x"}}}')
     original = p.read_bytes()
-    first = hosts.wrap(p, "cursor", TETHER)
-    assert first.backup == tmp_path / "m.json.mcp-tether.bak"
+    first = hosts.wrap(p, "cursor", TETHER, force=True)
+    folder = atomic.backup_dir(p.resolve())
+    assert first.backup == folder / "m.json.bak"
     assert first.backup.read_bytes() == original
     wrapped = p.read_bytes()
     second = hosts.unwrap(p, "cursor")
-    assert second.backup == tmp_path / "m.json.mcp-tether.bak.1"
+    assert second.backup == folder / "m.json.bak.1"
     assert second.backup.read_bytes() == wrapped
     assert first.backup.read_bytes() == original  # untouched
-    third = hosts.wrap(p, "cursor", TETHER)
-    assert third.backup == tmp_path / "m.json.mcp-tether.bak.2"
+    third = hosts.wrap(p, "cursor", TETHER, force=True)
+    assert third.backup == folder / "m.json.bak.2"
+    assert sorted(os.listdir(tmp_path)) == ["m.json", "state"]  # nothing beside the file
 
 
 def test_no_second_backup_when_the_newest_one_already_holds_these_bytes(tmp_path: Path) -> None:
     """A write that fails after the backup, then a retry, does not pile up copies."""
     p = write(tmp_path / "m.json", '{"mcpServers": {"a": {"command": "x"}}}')
     original = p.read_bytes()
-    backup = tmp_path / "m.json.mcp-tether.bak"
-    backup.write_bytes(original)
-    res = hosts.wrap(p, "cursor", TETHER)
+    folder = atomic.backup_dir(p.resolve())
+    folder.mkdir(parents=True)
+    (folder / "m.json.bak").write_bytes(original)
+    res = hosts.wrap(p, "cursor", TETHER, force=True)
     assert res.written and res.backup is None
-    assert sorted(os.listdir(tmp_path)) == ["m.json", "m.json.mcp-tether.bak"]
+    assert sorted(os.listdir(folder)) == ["m.json.bak"]
 
 
 def test_file_mode_is_kept_and_the_backup_is_no_more_readable(tmp_path: Path) -> None:
     """A 0600 config (it holds API keys) stays 0600, and so is its backup."""
     p = write(tmp_path / "m.json", '{"mcpServers": {"a": {"command": "x"}}}')
     p.chmod(0o600)
-    res = hosts.wrap(p, "cursor", TETHER)
+    res = hosts.wrap(p, "cursor", TETHER, force=True)
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
     assert res.backup is not None and stat.S_IMODE(res.backup.stat().st_mode) == 0o600
+    assert stat.S_IMODE(res.backup.parent.stat().st_mode) == 0o700
 
 
 def test_a_symlinked_config_is_edited_at_its_target(tmp_path: Path) -> None:
@@ -468,7 +489,7 @@ def test_a_symlinked_config_is_edited_at_its_target(tmp_path: Path) -> None:
     target = write(tmp_path / "dotfiles/mcp.json", '{"mcpServers": {"a": {"command": "x"}}}')
     link = tmp_path / "mcp.json"
     link.symlink_to(target)
-    hosts.wrap(link, "cursor", TETHER)
+    hosts.wrap(link, "cursor", TETHER, force=True)
     assert link.is_symlink()
     assert values(target)["mcpServers"]["a"]["command"] == TETHER
 
@@ -483,11 +504,12 @@ def test_a_failed_replace_leaves_the_old_file_whole_and_no_temp_behind(
     def boom(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(hosts.os, "replace", boom)
+    monkeypatch.setattr(atomic.os, "replace", boom)
     with pytest.raises(ConfigError, match="cannot write: No space left on device"):
-        hosts.wrap(p, "cursor", TETHER)
+        hosts.wrap(p, "cursor", TETHER, force=True)
     assert p.read_bytes() == before
-    assert sorted(os.listdir(tmp_path)) == ["m.json", "m.json.mcp-tether.bak"]
+    assert sorted(os.listdir(tmp_path)) == ["m.json", "state"]
+    assert sorted(os.listdir(atomic.backup_dir(p.resolve()))) == ["m.json.bak"]
 
 
 def test_a_config_rewritten_by_its_host_meanwhile_is_not_clobbered(
@@ -496,17 +518,15 @@ def test_a_config_rewritten_by_its_host_meanwhile_is_not_clobbered(
     """If the file changes between our read and our replace, we refuse and keep theirs."""
     p = write(tmp_path / "m.json", '{"mcpServers": {"a": {"command": "x"}}}')
     theirs = b'{"mcpServers": {}, "numStartups": 4}'
-    real_mkstemp = hosts.tempfile.mkstemp
 
-    def host_writes_meanwhile(**kw: Any) -> tuple[int, str]:
+    def host_writes_meanwhile() -> None:
         p.write_bytes(theirs)
-        return real_mkstemp(**kw)
 
-    monkeypatch.setattr(hosts.tempfile, "mkstemp", host_writes_meanwhile)
+    monkeypatch.setattr(atomic, "_before_replace", host_writes_meanwhile)
     with pytest.raises(ConfigError, match="changed while being edited"):
-        hosts.wrap(p, "cursor", TETHER)
+        hosts.wrap(p, "cursor", TETHER, force=True)
     assert p.read_bytes() == theirs
-    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    assert sorted(os.listdir(tmp_path)) == ["m.json", "state"]
 
 
 def test_a_malformed_config_is_reported_with_line_and_column_and_left_untouched(
@@ -516,7 +536,7 @@ def test_a_malformed_config_is_reported_with_line_and_column_and_left_untouched(
     p = write(tmp_path / "m.json", '{\n  "mcpServers": {\n    "a": {"command": "x"}\n    "b": {}\n')
     before = p.read_bytes()
     with pytest.raises(ConfigError) as info:
-        hosts.wrap(p, "cursor", TETHER)
+        hosts.wrap(p, "cursor", TETHER, force=True)
     assert str(info.value).startswith(f"{p}:4:5: expected ','")
     assert p.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["m.json"]
@@ -543,7 +563,7 @@ def test_cli_wrap_dry_run_prints_the_diff_on_stdout_and_status_on_stderr(
     """--dry-run: diff to stdout, a status line per file to stderr, file unchanged."""
     cfg = write(fake_home / ".cursor/mcp.json", '{"mcpServers": {"a": {"command": "x"}}}\n')
     before = cfg.read_bytes()
-    assert main(["wrap", "--host", "cursor", "--dry-run", "--tether", TETHER]) == 0
+    assert main(["wrap", "--host", "cursor", "--dry-run", "--tether", TETHER, "--force"]) == 0
     out, err = capfd.readouterr()
     assert out.startswith(f"--- {cfg}\n") and TETHER in out
     assert "wrap (dry run) 1 server: a" in err
@@ -556,7 +576,7 @@ def test_cli_wrap_then_unwrap_round_trips_and_reports_the_backup(
     """1. wrap --config; 2. hosts shows it wrapped; 3. unwrap; 4. original bytes."""
     cfg = write(Path.cwd() / "any.json", '{"mcpServers": {"a": {"command": "x", "args": ["1"]}}}')
     before = cfg.read_bytes()
-    assert main(["wrap", "--config", str(cfg), "--tether", TETHER]) == 0
+    assert main(["wrap", "--config", str(cfg), "--tether", TETHER, "--force"]) == 0
     err = capfd.readouterr().err
     assert "wrapped 1 server: a" in err and "backup:" in err
     assert main(["hosts", "--config", str(cfg)]) == 0
@@ -587,7 +607,7 @@ def test_cli_wrap_json_reports_changes_and_skips(
 ) -> None:
     """`wrap --json`: one document with changed and skipped entries per file."""
     write(fake_home / ".cursor/mcp.json", CURSOR_WITH_REMOTE)
-    assert main(["wrap", "--host", "cursor", "--json", "--tether", TETHER]) == 0
+    assert main(["wrap", "--host", "cursor", "--json", "--tether", TETHER, "--force"]) == 0
     doc = json.loads(capfd.readouterr().out)
     (res,) = doc["results"]
     assert res["changed"] == ["a"] and res["written"]
@@ -598,7 +618,7 @@ def test_cli_wrap_of_a_host_with_no_config_is_a_usage_error(
     fake_home: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """Asking for a host that has no file here says so instead of succeeding silently."""
-    assert main(["wrap", "--host", "windsurf", "--tether", TETHER]) == 2
+    assert main(["wrap", "--host", "windsurf", "--tether", TETHER, "--force"]) == 2
     assert "no config file found for windsurf" in capfd.readouterr().err
 
 
@@ -638,7 +658,7 @@ def test_the_diff_turns_the_old_file_into_the_new_one(tmp_path: Path, case: str)
     host, text, newline = REALISTIC[case]
     p = write(tmp_path / "cfg.json", text, newline)
     old = p.read_bytes().decode().lstrip("\ufeff")
-    res = hosts.wrap(p, host, TETHER)
+    res = hosts.wrap(p, host, TETHER, force=True)
     new = p.read_bytes().decode().lstrip("\ufeff")
     if new.endswith("\n"):
         assert apply_unified_diff(old, res.diff) == new
@@ -657,7 +677,67 @@ def test_a_large_claude_json_is_wrapped_quickly(tmp_path: Path) -> None:
     }
     p = write(tmp_path / ".claude.json", json.dumps({"projects": projects}, indent=2))
     original = p.read_bytes()
-    res = hosts.wrap(p, "claude-code", TETHER)
+    res = hosts.wrap(p, "claude-code", TETHER, force=True)
     assert len(res.changed) == 1500 and res.diff.count("\n@@ ") == 1500
     hosts.unwrap(p, "claude-code")
     assert p.read_bytes() == original
+
+
+def test_hosts_with_nothing_found_lists_every_path_it_searched(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An empty machine: exit 0, and stderr names the places looked at, per host."""
+    assert main(["hosts"]) == 0
+    err = capfd.readouterr().err
+    assert "no host config files found; searched:" in err
+    assert str(fake_home / ".cursor" / "mcp.json") in err
+    assert str(fake_home / ".codex" / "config.toml") in err
+    assert str(Path.cwd() / ".vscode" / "mcp.json") in err
+    assert main(["hosts", "--host", "goose"]) == 0
+    err = capfd.readouterr().err
+    assert "goose" in err and "cursor" not in err
+
+
+def test_a_config_given_without_host_is_read_with_its_hosts_shape(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`--config opencode.json` alone: OpenCode's `mcp` table and command arrays."""
+    write(Path.cwd() / "opencode.json",
+          '{"mcp": {"j": {"type": "local", "command": ["bun", "x", "jira-mcp"]}}}')
+    assert main(["hosts", "--config", "opencode.json", "--json"]) == 0
+    (f,) = json.loads(capfd.readouterr().out)["files"]
+    assert f["host"] == "opencode" and f["servers"][0]["command"] == "bun"
+
+
+def test_locations_moved_by_environment_variables_and_packaging(tmp_path: Path) -> None:
+    """CLAUDE_CONFIG_DIR, COPILOT_HOME, CODEX_HOME; Claude Desktop's MSIX copy on Windows."""
+    home = tmp_path / "h"
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "COPILOT_HOME": str(tmp_path / "co"),
+           "CODEX_HOME": str(tmp_path / "cx")}
+    got = places("linux", home, env)
+    assert got["claude-code", "user"] == [tmp_path / "cc/.claude.json"]
+    assert got["copilot-cli", "user"] == [tmp_path / "co/mcp-config.json"]
+    assert got["codex", "user"] == [tmp_path / "cx/config.toml"]
+    local = tmp_path / "Local"
+    pkg = local / "Packages/Claude_pzs8sxrjxfjjc"
+    pkg.mkdir(parents=True)
+    win = places("win32", home, {"APPDATA": str(tmp_path / "Roaming"), "LOCALAPPDATA": str(local)})
+    assert win["claude-desktop", "user"] == [
+        pkg / "LocalCache/Roaming/Claude/claude_desktop_config.json",
+        tmp_path / "Roaming/Claude/claude_desktop_config.json",
+    ]
+
+
+def test_an_editor_settings_file_without_servers_is_not_listed(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Every VS Code user has a settings.json: listed only when it holds MCP servers,
+    and a broken one (VS Code's own business) is not an error of ours."""
+    settings = write(fake_home / ".config/Code/User/settings.json", '{"editor.fontSize": 14}')
+    write(Path.cwd() / ".vscode/settings.json", "{broken")
+    assert main(["hosts", "--json"]) == 0
+    assert json.loads(capfd.readouterr().out)["files"] == []
+    write(settings, '{"mcp": {"servers": {"g": {"command": "uvx", "args": ["mcp-server-git"]}}}}')
+    assert main(["hosts", "--json"]) == 0
+    (f,) = json.loads(capfd.readouterr().out)["files"]
+    assert f["host"] == "vscode" and f["servers"][0]["name"] == "g"

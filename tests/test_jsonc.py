@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mcp_tether import jsonc
 from mcp_tether.errors import ConfigError
+from mcp_tether.hosts import jsonc
 
 STRICT_DOCS = [
     "{}",

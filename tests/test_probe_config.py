@@ -64,3 +64,124 @@ def test_a_malformed_config_is_a_one_line_error_with_its_position(
     assert main(["probe", "--config", str(bad), "--yes"]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:" in err and "Traceback" not in err
+
+
+# --- starting each server the way its host would --------------------------------------
+
+CHECKER = '''\
+import os, sys
+# Started the VS Code way: envFile loaded, env expanded, cwd resolved, or exit 3.
+want = {"FROM_ENV_FILE": "yes", "HOME_SEEN": os.path.expanduser("~"), "QUOTED": "a b"}
+got = {k: os.environ.get(k) for k in want}
+if got != want or os.getcwd() != sys.argv[2]:
+    sys.stderr.write(f"wrong start: {got} cwd={os.getcwd()}\\n")
+    sys.exit(3)
+os.execv(sys.executable, [sys.executable, "-S", sys.argv[1]])
+'''
+
+
+def _vscode_project(tmp_path: Path) -> tuple[Path, Path]:
+    project = tmp_path / "project"
+    (project / "tools").mkdir(parents=True)
+    (project / "tools" / "check.py").write_text(CHECKER)
+    (project / ".env").write_text('# dotenv\nexport FROM_ENV_FILE=yes\nQUOTED="a b"\n')
+    cfg = project / ".vscode" / "mcp.json"
+    cfg.parent.mkdir()
+    cfg.write_text(
+        "{\n  // workspace servers\n  \"servers\": {\n"
+        '    "tools": {"type": "stdio", "command": ' + json.dumps(sys.executable) + ",\n"
+        '      "args": ["${workspaceFolder}/tools/check.py", ' + json.dumps(MINI)
+        + ', "${workspaceFolder}${/}tools"],\n'
+        '      "cwd": "${workspaceFolder}/tools",\n'
+        '      "envFile": "${workspaceFolder}/.env",\n'
+        '      "env": {"HOME_SEEN": "${userHome}"}},\n'
+        '    "secret": {"type": "stdio", "command": "node", "args": ["s.js"],\n'
+        '      "env": {"KEY": "${input:api-key}"}},\n'
+        '    "off": {"type": "stdio", "command": "node", "disabled": true},\n'
+        '    "gh": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"}\n'
+        "  }\n}\n"
+    )
+    return project, cfg
+
+
+def test_a_vscode_server_with_workspace_folder_and_env_file_probes_as_vscode_starts_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1. `.vscode/mcp.json` using ${workspaceFolder}, ${/}, ${userHome}, envFile and cwd;
+    2. the server (which exits 3 unless started exactly so) passes close and exit;
+    3. ${input:...} is an error row naming the variable; disabled and remote entries are
+       listed, not started, and not counted as passed."""
+    _, cfg = _vscode_project(tmp_path)
+    code = main(["probe", "--config", str(cfg), "--yes", "--json", "-s", "close,exit",
+                 "--window", "1", "--grace", "2", "--term-grace", "1"])
+    out = json.loads(capsys.readouterr().out)
+    by = {s["name"]: {r["scenario"]: r for r in s["results"]} for s in out["servers"]}
+    # Started wrongly, the checker exits 3 at once: error / early-exit. Started right,
+    # mini.py answers and exits on EOF (how fast is the server's business, not ours).
+    assert set(by["tools"]) == {"close", "exit"}
+    for r in by["tools"].values():
+        assert r["verdict"] not in ("error", "early-exit"), r
+    assert by["secret"]["*"]["verdict"] == "error"
+    assert "${input:api-key}" in by["secret"]["*"]["detail"]
+    assert by["off"]["*"]["verdict"] == "disabled" and not by["off"]["*"]["passed"]
+    assert by["gh"]["*"]["verdict"] == "skipped" and not by["gh"]["*"]["passed"]
+    assert code == 1 and out["passed"] is False  # the ${input} row is a real problem
+
+
+def test_disabled_and_remote_entries_alone_do_not_make_a_run_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With nothing runnable there is nothing to pass: a usage error, not success."""
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text('{"mcpServers": {"off": {"command": "x", "disabled": true},'
+                   ' "r": {"url": "https://x"}}}')
+    assert main(["probe", "--config", str(cfg), "--yes"]) == 2
+    assert "nothing to probe" in capsys.readouterr().err
+
+
+def test_claude_code_defaults_expand_and_a_missing_variable_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`${VAR:-default}` takes the default; `${VAR}` unset is an error row naming it."""
+    monkeypatch.delenv("MCP_TETHER_UNSET_VAR", raising=False)
+    cfg = tmp_path / ".mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {
+        "ok": {"command": "${MCP_TETHER_PY:-" + sys.executable + "}", "args": ["-S", MINI]},
+        "bad": {"command": sys.executable, "args": ["${MCP_TETHER_UNSET_VAR}"]}}}))
+    code = main(["probe", "--config", str(cfg), "--yes", "--json", "-s", "close",
+                 "--window", "1", "--grace", "2", "--term-grace", "1"])
+    out = json.loads(capsys.readouterr().out)
+    by = {s["name"]: s["results"] for s in out["servers"]}
+    assert by["ok"][0]["verdict"] not in ("error", "early-exit")
+    assert by["bad"][0]["verdict"] == "error"
+    assert "${MCP_TETHER_UNSET_VAR}" in by["bad"][0]["detail"] and code == 1
+
+
+def test_an_entry_behind_the_guard_is_probed_as_its_inner_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`mcp-tether run --grace 1 -- python mini.py`: the probe runs mini.py itself."""
+    cfg = tmp_path / "m.json"
+    cfg.write_text(json.dumps({"mcpServers": {"g": {"command": "/nowhere/mcp-tether", "args": [
+        "run", "--grace", "1", "--", sys.executable, "-S", MINI]}}}))
+    main(["probe", "--config", str(cfg), "--yes", "--json", "-s", "close",
+          "--window", "1", "--grace", "2", "--term-grace", "1"])
+    out, err = capsys.readouterr()
+    assert f"g: {sys.executable} -S {MINI}" in err  # the plan shown: no guard in front
+    (result,) = json.loads(out)["servers"][0]["results"]
+    assert result["verdict"] not in ("error", "early-exit"), result  # /nowhere not run
+
+
+def test_a_server_name_with_a_lone_surrogate_is_probed_and_reported_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`"\\ud800x"` is a valid JSON name: the row carries it escaped, text and JSON alike."""
+    cfg = tmp_path / "m.json"
+    cfg.write_text('{"mcpServers": {"\\ud800x": {"command": ' + json.dumps(sys.executable)
+                   + ', "args": ["-S", ' + json.dumps(MINI) + "]}}}")
+    for fmt in (["--json"], []):
+        main(["probe", "--config", str(cfg), "--yes", *fmt, "-s", "close",
+              "--window", "1", "--grace", "2", "--term-grace", "1"])
+        out, err = capsys.readouterr()
+        assert "\\udc" in out or "\\ud800" in out
+        assert "Traceback" not in err

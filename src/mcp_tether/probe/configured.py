@@ -1,20 +1,37 @@
 """`mcp-tether probe --host NAME | --config FILE`: every configured stdio server, at once.
 
-All scenarios of all servers run in parallel (so 8 servers take about as long as the
-slowest one, not the sum). A server that cannot start is an `error` row; the others go
-on. Remote entries are listed as skipped. Probing starts the servers for real, so the
-list is shown and confirmed first, unless --yes.
+Guarantees:
+- Each server starts exactly as its host would start it: variables expanded with the
+  host's own syntax, `envFile` loaded, `cwd` resolved against the workspace (see
+  `hosts.expand`).
+- A configuration problem is an `error` row naming it (an unresolvable variable such as
+  `${input:api-key}`, an unreadable envFile, a missing cwd, a command not found): never
+  a verdict on the server. Disabled entries are `disabled` rows and remote entries
+  `skipped` rows: both are listed, neither is started nor counted as passed; the run
+  passes when every server that was probed passed.
+- An entry behind our guard is probed with the guard in front, as the host runs it, and
+  judged by the guard's promise (the probe widens the window to the guard's ladder).
+- Each server's row says which level it meets (none / spec / robust); the run passes
+  when every probed server passes at `--level` (spec by default).
+- All scenarios of all servers run in parallel (8 servers take about as long as the
+  slowest one). Probing starts the servers for real, so the list is shown and
+  confirmed first, unless --yes.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
+from pathlib import Path
+from typing import Any
 
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError, UsageError
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, TetherError, UsageError
 from mcp_tether.probe import ProbeOptions, ScenarioResult, build_specs, resolve_command
 from mcp_tether.probe.spec import SPEC, Spec
+
+NOT_RUN = ("skipped", "disabled")
 
 
 def _confirm(lines: list[str], yes: bool) -> bool:
@@ -29,76 +46,162 @@ def _confirm(lines: list[str], yes: bool) -> bool:
     return answer in ("y", "yes")
 
 
+@dataclasses.dataclass
+class _Planned:
+    """One configured server, resolved the host's way (or the reason it is not run)."""
+
+    label: str
+    argv: list[str]
+    opts: ProbeOptions
+    path: Path
+    verdict: str = ""  # "" = probe it; else error / disabled / skipped
+    detail: str = ""
+
+
+def _entries(args: argparse.Namespace) -> tuple[list[tuple[Any, Any]], list[ConfigError]]:
+    """(config file, entry) pairs of --config or of --host's files, and read errors."""
+    from mcp_tether import hosts
+
+    if args.host and args.host not in hosts.HOSTS:
+        raise UsageError(f"unknown host {args.host!r} (known: {', '.join(hosts.HOSTS)})")
+    if args.config:
+        path = Path(args.config)
+        files = [hosts.ConfigFile(args.host or hosts.guess_host(path) or "", "config", path)]
+    else:
+        files = hosts.discover(args.host)
+    pairs: list[tuple[Any, Any]] = []
+    errors: list[ConfigError] = []
+    for cf in files:
+        try:
+            pairs += [(cf, e) for e in hosts.read_servers(cf.path, cf.host or None)]
+        except ConfigError as exc:
+            errors.append(exc)
+    return pairs, errors
+
+
+def _valid_text(words: list[str]) -> str | None:
+    """Why these words cannot be an argv or environment (a NUL, a lone surrogate)."""
+    for word in words:
+        if "\0" in word:
+            return f"{word!r} contains a NUL byte"
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{word.encode('utf-8', 'backslashreplace').decode()!r} is not valid Unicode"
+    return None
+
+
+def _plan(cf: Any, e: Any, opts: ProbeOptions) -> _Planned:
+    """How the host would start entry `e` of file `cf`, as probe options."""
+    from mcp_tether.hosts import REGISTRY
+    from mcp_tether.hosts.expand import Unresolvable, resolve, workspace_of
+
+    p = _Planned(e.label, [], opts, e.path)
+    if e.transport != "stdio" or not e.command:
+        p.verdict, p.detail = "skipped", "remote (not a stdio server): not probed"
+        return p
+    if e.disabled:
+        p.verdict, p.detail = "disabled", "disabled in the config: not started"
+        return p
+    host = REGISTRY.get(e.host or "")
+    style = host.variables if host else "none"
+    base_env = {**os.environ, **(opts.env or {})}
+    here = Path(opts.cwd or os.getcwd())
+    try:
+        got = resolve(e, style, env=base_env, home=Path.home(),
+                      workspace=workspace_of(e.path, cf.scope, here))
+    except Unresolvable as exc:
+        p.verdict, p.detail = "error", f"config: {exc} (not started; not the server's fault)"
+        return p
+    bad = _valid_text([*got.argv, *got.env, *got.env.values(), got.cwd or ""])
+    if bad:
+        p.verdict, p.detail = "error", f"config: {bad}"
+        return p
+    if got.cwd is not None and not os.path.isdir(got.cwd):
+        p.verdict, p.detail = "error", f"config: cwd {got.cwd} is not a folder"
+        return p
+    env = {**(opts.env or {}), **got.env}
+    p.argv = got.argv
+    p.opts = dataclasses.replace(opts, env=env or None, cwd=got.cwd or opts.cwd)
+    try:
+        resolve_command(p.argv, p.opts.env, p.opts.cwd)
+    except TetherError as exc:
+        p.verdict, p.detail = "error", exc.msg
+    return p
+
+
+def _row(p: _Planned, style: str) -> ScenarioResult:
+    return ScenarioResult("*", style, p.verdict, False, None, None, None,
+                          detail=p.detail, label=p.label)
+
+
 def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
-    from mcp_tether.hosts import configured_servers
     from mcp_tether.probe.runner import StopSignals, run_specs
 
-    entries, errors = configured_servers(host=args.host, config=args.config)
+    pairs, errors = _entries(args)
     for err in errors:
         print(f"mcp-tether probe: {err.msg}", file=sys.stderr)
     if args.server:
-        entries = [e for e in entries if e.name in args.server or e.label in args.server]
-    if not entries:
+        pairs = [(cf, e) for cf, e in pairs if e.name in args.server or e.label in args.server]
+    if not pairs:
         if errors:
             raise TetherError("no readable config with servers")
         raise UsageError("no MCP servers found in that config" + (
             f" (host {args.host})" if args.host else ""))
-    stdio = [e for e in entries if e.transport == "stdio" and e.command and not e.disabled]
-    skipped = [e for e in entries if e not in stdio]
-    plan = [f"{e.label}: {' '.join([e.command or '', *e.args])}  ({e.path})" for e in stdio]
-    if not stdio:
+    planned = [_plan(cf, e, opts) for cf, e in pairs]
+    runnable = [p for p in planned if not p.verdict]
+    if not runnable and all(p.verdict in NOT_RUN for p in planned):
         raise UsageError("only remote or disabled servers there: nothing to probe")
-    if not _confirm(plan, args.yes):
+    lines = [f"{p.label}: {' '.join(p.argv)}  ({p.path})" for p in runnable]
+    if runnable and not _confirm(lines, args.yes):
         print("mcp-tether probe: nothing started", file=sys.stderr)
         return EXIT_OK
 
     specs: list[Spec] = []
     owners: list[str] = []
-    rows: list[ScenarioResult] = []
-    for e in stdio:
-        argv = [e.command or "", *e.args]
-        o = dataclasses.replace(opts, env={**(opts.env or {}), **e.env} or None,
-                                cwd=e.cwd or opts.cwd)
-        try:
-            resolve_command(argv, o.env, o.cwd)
-        except TetherError as exc:
-            rows.append(ScenarioResult("*", o.host_style, "error", False, None, None, None,
-                                       detail=exc.msg, label=e.label))
-            continue
-        for spec in build_specs(argv, o):
+    for p in runnable:
+        for spec in build_specs(p.argv, p.opts):
             specs.append(spec)
-            owners.append(e.label)
-    with StopSignals("probe") as stop:
-        raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
-    if stop.signum:
-        return 128 + stop.signum
-    for label, r in zip(owners, raw, strict=False):
-        res = ScenarioResult.from_dict(r)
-        res.label = label
-        rows.append(res)
-    for e in skipped:
-        why = "remote (no command)" if e.transport != "stdio" else "disabled"
-        rows.append(ScenarioResult("*", opts.host_style, "skipped", True, None, None, None,
-                                   detail=why, label=e.label))
+            owners.append(p.label)
+    rows = [_row(p, opts.host_style) for p in planned if p.verdict == "error"]
+    if specs:
+        with StopSignals("probe") as stop:
+            raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
+        if stop.signum:
+            return 128 + stop.signum
+        for label, r in zip(owners, raw, strict=False):
+            res = ScenarioResult.from_dict(r)
+            res.label = label
+            rows.append(res)
+    rows += [_row(p, opts.host_style) for p in planned if p.verdict in NOT_RUN]
     level = getattr(args, "level", SPEC)
     code = _emit(rows, args, level)
     if code is not None:
         return code
-    return EXIT_OK if all(r.passed for r in rows if r.counts_at(level)) else EXIT_FAILED
+    probed = [r for r in rows if r.verdict not in NOT_RUN]
+    ok = probed and all(r.passed for r in probed if r.counts_at(level))
+    return EXIT_OK if ok else EXIT_FAILED
 
 
 def _emit(rows: list[ScenarioResult], args: argparse.Namespace, level: str) -> int | None:
+    """Print the matrix (or JSON); --junit last. An exit code when the file failed."""
     from mcp_tether.probe import level_met, render
     from mcp_tether.probe.cli import write_junit_or_say
 
     servers = list(dict.fromkeys(r.label for r in rows))
     suites = {s: [r for r in rows if r.label == s] for s in servers}
+    probed = [s for s in servers if all(r.verdict not in NOT_RUN for r in suites[s])]
+
+    def passes(s: str) -> bool:
+        return all(r.passed for r in suites[s] if r.counts_at(level))
+
     if args.json:
         render.render_json({
             "level": level,
-            "passed": all(r.passed for r in rows if r.counts_at(level)),
+            "passed": bool(probed) and all(passes(s) for s in probed),
             "servers": [
-                {"name": s, "meets": level_met(suites[s]),
+                {"name": s,
+                 "meets": level_met(suites[s]) if s in probed else suites[s][0].verdict,
                  "guarded": any(r.guarded for r in suites[s]),
                  "results": [r.to_dict() for r in suites[s]]}
                 for s in servers
@@ -107,9 +210,17 @@ def _emit(rows: list[ScenarioResult], args: argparse.Namespace, level: str) -> i
     else:
         render.render_matrix(rows, servers)
         if getattr(args, "detail", False):
-            for s in servers:
+            for s in probed:
                 render.render_table(suites[s], title=s, level=level)
-        bad = sum(1 for s in servers if not all(r.passed for r in suites[s] if r.counts_at(level)))
-        print(f"{len(servers) - bad}/{len(servers)} servers passed at level {level}",
+        for s in probed:
+            guarded = " (guarded)" if any(r.guarded for r in suites[s]) else ""
+            print(f"  {s}: meets {level_met(suites[s])}{guarded}", file=sys.stderr)
+        bad = sum(1 for s in probed if not passes(s))
+        not_run = len(servers) - len(probed)
+        tail = f" ({not_run} disabled or remote: not probed)" if not_run else ""
+        print(f"{len(probed) - bad}/{len(probed)} servers passed at level {level}{tail}",
               file=sys.stderr)
+        if bad and not all(any(r.guarded for r in suites[s]) for s in probed if not passes(s)):
+            print("servers you cannot change: `mcp-tether wrap` puts the guard in front of "
+                  "them", file=sys.stderr)
     return write_junit_or_say(args.junit, suites, level)

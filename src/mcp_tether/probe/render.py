@@ -29,6 +29,7 @@ VERDICT_STYLE = {
     "early-exit": "magenta",
     "error": "bold magenta",
     "skipped": "dim",
+    "disabled": "dim",
 }
 
 
@@ -153,10 +154,13 @@ def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]],
         def warn(r: ScenarioResult) -> bool:
             return r.warning_only and level != ROBUST
 
-        failures = sum(1 for r in results
-                       if not r.passed and r.verdict != "error" and not warn(r))
+        def not_run(r: ScenarioResult) -> bool:  # a skipped or disabled config entry
+            return r.verdict in ("skipped", "disabled")
+
+        failures = sum(1 for r in results if not r.passed and r.verdict != "error"
+                       and not warn(r) and not not_run(r))
         errors = sum(1 for r in results if r.verdict == "error")
-        skipped = sum(1 for r in results if warn(r) and r.verdict != "error")
+        skipped = sum(1 for r in results if (warn(r) or not_run(r)) and r.verdict != "error")
         suite = ET.SubElement(
             root, "testsuite", name=name, tests=str(len(results)),
             failures=str(failures), errors=str(errors), skipped=str(skipped),
@@ -175,6 +179,8 @@ def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]],
                 ET.SubElement(props, "property", name="guard_rung", value=r.guard_rung or "")
             if r.verdict == "error":
                 ET.SubElement(case, "error", message=r.detail or "error")
+            elif not_run(r):  # not run: neither passed nor failed
+                ET.SubElement(case, "skipped", message=r.detail or r.verdict)
             elif warn(r):
                 ET.SubElement(case, "skipped",
                               message=f"robust level (warning at --level spec): "

@@ -1,10 +1,12 @@
 """`mcp-tether wrap | unwrap | hosts`: the CLI face of `mcp_tether.hosts`.
 
 Guarantees: wrap/unwrap never touch a file the user did not name, by `--host` or
-`--config` (no selection is a usage error, not "every host"); the diff goes to stdout
-(so it can be piped to a pager or saved), status lines to stderr; `--json` replaces
-the text rendering with one JSON document on stdout. One module serves the three
-commands, branching on the command name `cli` passes to `configure`.
+`--config` (no selection is a usage error, not "every host"); a project file in a
+version-controlled tree only with `--project`; an entry wrapping would break only with
+`--force`. The diff goes to stdout (so it can be piped to a pager or saved), status
+lines to stderr; `--json` replaces the text rendering with one JSON document on
+stdout. `hosts` that finds nothing lists every path it searched. One module serves the
+three commands, branching on the command name `cli` passes to `configure`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from mcp_tether import hosts
 from mcp_tether.errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
+from mcp_tether.hosts.model import printable
 from mcp_tether.log import say
 
 EXAMPLES = {
@@ -29,10 +32,14 @@ examples:
   mcp-tether wrap --config ./mcp.json               # any file in a known shape
 
 Each stdio entry {"command": C, "args": A} becomes
-  {"command": "/abs/path/to/mcp-tether", "args": ["run", "--", C, *A]}.
-Remote (url) and already-wrapped entries are left alone. Only those two values change:
-comments, key order and indentation stay as they were. The first backup is
-<file>.mcp-tether.bak (never overwritten; later ones are .bak.1, .bak.2, ...).
+  {"command": "/abs/path/to/mcp-tether", "args": ["run", "--", C, *A]}
+(in a shared project file: "command": "mcp-tether", found on PATH).
+Remote and already-wrapped entries are left alone, and so is an entry wrapping would
+break (a managed allowlist, VS Code dev.debug, Zed "remote": true, a command that
+cannot run here) unless --force. Project files in a git (hg, svn, jj) tree only with
+--project. Only those two values change: comments, key order and indentation stay.
+Backups go to the state folder (~/.local/state/mcp-tether/backups/...), never beside
+the file: the first is the pre-tether original and is never overwritten.
 Restart the host afterwards so that it launches the servers again.
 """,
     "unwrap": """\
@@ -66,13 +73,24 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         type=Path,
         metavar="FILE",
         help="a config file to use (repeatable); its shape is detected "
-        "(mcpServers, servers, context_servers) unless --host says it",
+        "(mcpServers, servers, context_servers; .toml: Codex, .yaml: Goose) "
+        "unless --host says it",
     )
     if name in ("wrap", "unwrap"):
         parser.add_argument(
             "--dry-run", action="store_true", help="print the diff, write nothing"
         )
+        parser.add_argument(
+            "--project",
+            action="store_true",
+            help="also edit project files inside a version-controlled tree",
+        )
     if name == "wrap":
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="wrap entries even where wrapping would break a host feature",
+        )
         parser.add_argument(
             "--tether",
             metavar="PATH",
@@ -95,7 +113,8 @@ def _selected(args: argparse.Namespace) -> list[hosts.ConfigFile]:
         host = args.host[0] if args.host and len(args.host) == 1 else ""
         if args.host and len(args.host) > 1:
             raise UsageError("with --config, give at most one --host (the file's shape)")
-        return [hosts.ConfigFile(host, "config", p) for p in args.config]
+        return [hosts.ConfigFile(host or hosts.guess_host(p) or "", "config", p)
+                for p in args.config]
     files: list[hosts.ConfigFile] = []
     for host in args.host or [None]:
         files += hosts.discover(host)
@@ -129,14 +148,16 @@ def _change(args: argparse.Namespace, name: str) -> int:
     errors: list[ConfigError] = []
     for cf in files:
         try:
-            if name == "wrap":
-                assert argv0 is not None
-                res = hosts.wrap(cf.path, cf.host or None, argv0, dry_run=args.dry_run)
-            else:
-                res = hosts.unwrap(cf.path, cf.host or None, dry_run=args.dry_run)
+            res = hosts.change(
+                cf.path, cf.host or None, name, tether_argv0=argv0, dry_run=args.dry_run,
+                force=getattr(args, "force", False), project=args.project, scope=cf.scope,
+            )
         except ConfigError as exc:
-            errors.append(exc)
+            if not cf.general:  # a broken editor settings.json is the editor's business
+                errors.append(exc)
             continue
+        if cf.general and not res.changed and not res.skipped:
+            continue  # an editor's settings.json without MCP servers
         results.append(res)
         if not args.json:
             sys.stdout.write(res.diff)
@@ -155,6 +176,9 @@ def _change(args: argparse.Namespace, name: str) -> int:
 
 
 def _status(res: hosts.ChangeResult) -> None:
+    if res.refused:
+        say(f"{res.path}: {res.refused}")
+        return
     verb = res.action + ("ped" if not res.dry_run else " (dry run)")
     n = len(res.changed)
     head = f"{res.path}: {verb} {n} server{'s' if n != 1 else ''}"
@@ -171,15 +195,29 @@ def _error_json(exc: ConfigError) -> dict[str, Any]:
     return {"path": exc.path, "line": exc.line, "column": exc.column, "message": exc.msg}
 
 
+def _nothing_found(args: argparse.Namespace) -> None:
+    machine = hosts.Machine.here()
+    places = []
+    for host in args.host or [None]:
+        places += hosts.searched(host, machine)
+    say("no host config files found; searched:")
+    for cf in places:
+        say(f"  {cf.host:<14} {cf.scope:<8} {cf.path}")
+
+
 def _hosts(args: argparse.Namespace) -> int:
     files = _selected(args)
     listing: list[tuple[hosts.ConfigFile, list[hosts.ServerEntry]]] = []
     errors: list[ConfigError] = []
     for cf in files:
         try:
-            listing.append((cf, hosts.read_servers(cf.path, cf.host or None)))
+            entries = hosts.read_servers(cf.path, cf.host or None)
         except ConfigError as exc:
-            errors.append(exc)
+            if not cf.general:
+                errors.append(exc)
+            continue
+        if entries or not cf.general:  # an editor's settings.json without servers: noise
+            listing.append((cf, entries))
     if args.json:
         doc = {
             "files": [
@@ -196,7 +234,7 @@ def _hosts(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         if not listing and not errors:
-            say("no host config files found (known hosts: " + ", ".join(hosts.HOSTS) + ")")
+            _nothing_found(args)
         for cf, entries in listing:
             print(f"{cf.host or '-'} ({cf.scope}) {cf.path}")
             if not entries:
@@ -209,7 +247,7 @@ def _hosts(args: argparse.Namespace) -> int:
                 if e.disabled:
                     state += ",disabled"
                 what = " ".join([e.command, *e.args]) if e.command else "(remote)"
-                print(f"  {e.label.ljust(width)}  {state:<16} {what}")
+                print(printable(f"  {e.label.ljust(width)}  {state:<16} {what}"))
     for err in errors:
         say(f"mcp-tether hosts: {err.msg}")
     return EXIT_USAGE if errors else EXIT_OK

@@ -50,6 +50,7 @@ class Node:
     members: list[Member] = field(default_factory=list)
     items: list[Node] = field(default_factory=list)
     commas: list[int] = field(default_factory=list)
+    style: str = ""  # "" JSON; YAML: "block" or "flow" collections, quote char of scalars
 
     def get(self, key: str) -> Member | None:
         """The (last, like json) member named `key` of an object node, or None."""
@@ -140,7 +141,10 @@ class _Parser:
         m = _NUMBER.match(text, pos)
         if m and m.end() > pos:
             raw = m.group()
-            num: int | float = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            try:
+                num: int | float = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            except ValueError:  # Python refuses int() of more than 4300 digits
+                raise self.fail(pos, f"number of {len(raw)} digits is too long") from None
             return Node("number", pos, m.end(), num)
         for word, val in _LITERALS.items():
             if text.startswith(word, pos):

@@ -1,0 +1,132 @@
+"""Host config files: where every host keeps its servers, reading them, and wrapping them.
+
+The rooms (one job each):
+- `model`: the records handed out (`ConfigFile`, `ServerEntry`, `ChangeResult`, `Machine`);
+- `base`: what a host is (files, entry shape, variables, wrap hazards) and entry reading;
+- one module per host (`claude_desktop`, `claude_code`, `cursor`, `vscode`, `windsurf`,
+  `zed`, `copilot_cli`, `gemini_cli`, `cline`, `kiro`, `codex`, `opencode`, `goose`),
+  gathered by `locations` (the host table, discovery);
+- `jsonc`, `yamlspan`, `toml`: the three formats, read with exact spans (JSONC, YAML) or
+  a round-trip library (TOML); `read`: safe reading of one file into entries;
+- `spans`, `edit`, `diff`, `atomic`: the byte-exact edits, the wrap/unwrap decision and
+  its verification, the diff, the crash-safe write with backups in the state folder;
+- `safety`: what wrapping would break, version-controlled trees; `expand`: variables,
+  `envFile` and `cwd` as each host resolves them; `cli`: the commands.
+
+Public names kept from the single-module `mcp_tether.hosts` of before are re-exported
+here; heavy parts (YAML, TOML) are imported only when such a file is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from mcp_tether.errors import ConfigError
+from mcp_tether.hosts import jsonc
+from mcp_tether.hosts.edit import change, unwrap, wrap
+from mcp_tether.hosts.guardargv import TETHER_NAMES, is_tether_name, parse_guard_argv
+from mcp_tether.hosts.locations import (
+    ANY_SHAPE,
+    HOSTS,
+    REGISTRY,
+    config_locations,
+    discover,
+    format_of,
+    guess_host,
+    host_of,
+    searched,
+)
+from mcp_tether.hosts.model import ChangeResult, ConfigFile, Machine, ServerEntry
+
+__all__ = [
+    "HOSTS",
+    "REGISTRY",
+    "ConfigFile",
+    "ServerEntry",
+    "ChangeResult",
+    "Machine",
+    "config_locations",
+    "discover",
+    "searched",
+    "guess_host",
+    "read_servers",
+    "configured_servers",
+    "wrap",
+    "unwrap",
+    "change",
+    "is_tether_command",
+    "parse_guard_argv",
+    "backup_path",
+    "jsonc",
+    "TETHER_NAMES",
+]
+
+
+def is_tether_command(command: str, tether_argv0: str | None = None) -> bool:
+    """Is `command` the mcp-tether executable (by name, or the given path)?"""
+    import os
+
+    if tether_argv0 and os.path.abspath(command) == os.path.abspath(tether_argv0):
+        return True
+    return is_tether_name(command)
+
+
+def backup_path(path: Path) -> Path:
+    """Where the next backup of `path` goes (in the per-user state folder)."""
+    from mcp_tether.hosts import atomic
+
+    real = Path(path).resolve()
+    existing = atomic.backups_of(real)
+    folder = atomic.backup_dir(real)
+    n = len(existing)
+    return folder / (f"{real.name}.bak" if n == 0 else f"{real.name}.bak.{n}")
+
+
+def read_servers(path: Path | str, host: str | None = None) -> list[ServerEntry]:
+    """Every server entry of one config file (stdio and remote), in file order.
+
+    `host` picks the entry shape and tables; None accepts any known JSON shape (and
+    the Codex/Goose shapes for .toml/.yaml files).
+    """
+    from mcp_tether.hosts.read import load
+
+    path = Path(path)
+    fmt = format_of(path, host)
+    h = host_of(host)
+    if h is not None:
+        shape = h.shape
+    elif fmt == "toml":
+        shape = REGISTRY["codex"].shape
+    elif fmt == "yaml":
+        shape = REGISTRY["goose"].shape
+    else:
+        shape = ANY_SHAPE
+    return [s.entry for s in load(path, fmt, shape, host).spots]
+
+
+def configured_servers(
+    host: str | None = None,
+    config: Path | str | None = None,
+    *,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> tuple[list[ServerEntry], list[ConfigError]]:
+    """All entries of `config` (if given) or of the discovered files of `host` (or all).
+
+    A malformed file does not hide the others: its error comes back in the second list.
+    """
+    if config is not None:
+        files = [ConfigFile(host or "", "config", Path(config))]
+    else:
+        files = discover(host, home=home, cwd=cwd, env=env, platform=platform)
+    entries: list[ServerEntry] = []
+    errors: list[ConfigError] = []
+    for cf in files:
+        try:
+            entries += read_servers(cf.path, cf.host or None)
+        except ConfigError as exc:
+            errors.append(exc)
+    return entries, errors
