@@ -236,3 +236,44 @@ def test_a_leaked_non_mcp_stdio_process_is_listed_but_ended_only_with_include_st
     got = _reap_json(capsys, "--include", "stdio")
     assert [(r["pid"], r["outcome"]) for r in got["reaped"]] == [(leaked.pid, "ended")]
     assert wait_gone(leaked, DEADLINE) is not None
+
+
+DAEMON_LAUNCHER = """\
+import subprocess, sys
+fds = [int(a) for a in sys.argv[1:]]
+p = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"], pass_fds=fds,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     start_new_session=True)
+print(p.pid, flush=True)
+"""  # ...and exits: the daemon is adopted by pid 1
+
+
+def test_an_adopted_daemon_with_one_closed_connection_among_live_ones_is_not_listed(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A daemon (fd 0 /dev/null) adopted by init whose one socket lost its peer while
+    another is alive is not a leaked stdio process: every channel must be gone."""
+    import socket
+
+    dead_mine, dead_theirs = socket.socketpair()
+    live_mine, live_theirs = socket.socketpair()
+    launcher = lab.script("launch_daemon.py", DAEMON_LAUNCHER)
+    try:
+        out = subprocess.run(
+            [sys.executable, str(launcher), str(dead_theirs.fileno()), str(live_theirs.fileno())],
+            stdout=subprocess.PIPE, check=True, pass_fds=[dead_theirs.fileno(),
+                                                           live_theirs.fileno()]).stdout
+        daemon = identify(int(out))
+        assert daemon is not None
+        lab.started.append(daemon)
+        dead_theirs.close()
+        live_theirs.close()
+        dead_mine.close()  # one peer gone, the other (live_mine) still here
+        doc = ps_json(capsys)
+        assert entry(doc, daemon.pid) is None
+        live_mine.close()  # now every channel lost its other side: a leak
+        e = entry(ps_json(capsys), daemon.pid)
+        assert e is not None and e["state"] == "leaked" and e["stdin"]["private"] is True
+    finally:
+        for s in (dead_mine, dead_theirs, live_mine, live_theirs):
+            s.close()

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from mcp_tether.proc import _linux_table, _psutil_table, table
+from scan_lab import poll
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 
@@ -19,12 +20,18 @@ def test_linux_and_psutil_backends_agree_on_a_live_child() -> None:
     pytest.importorskip("psutil")
     p = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "x y"],
                          stdin=subprocess.PIPE)
-    try:
+    want = [sys.executable, "-c", "import sys; sys.stdin.read()", "x y"]
+
+    def both() -> tuple[object, object] | None:
         a = _linux_table.read_record(p.pid, None)
         b = _psutil_table.read_record(p.pid, None)
-        assert a is not None and b is not None
-        assert (a.pid, a.ppid, a.pgid, a.sid) == (b.pid, b.ppid, b.pgid, b.sid)
-        assert a.argv == b.argv == [sys.executable, "-c", "import sys; sys.stdin.read()", "x y"]
+        return (a, b) if a is not None and b is not None and a.argv == want else None
+
+    try:
+        a, b = poll(both, "the child to be readable by both backends")  # type: ignore[misc]
+        assert isinstance(a, table.ProcRecord) and isinstance(b, table.ProcRecord)
+        assert (a.pid, a.ppid, a.pgid, a.sid) == (b.pid, b.ppid, b.pgid, b.sid), (a, b)
+        assert a.argv == b.argv == want
         assert a.rss_bytes > 0 and b.rss_bytes > 0
     finally:
         assert p.stdin is not None

@@ -18,7 +18,7 @@ from __future__ import annotations
 from mcp_tether.proc import table
 from mcp_tether.scan.model import Channel
 
-__all__ = ["read_channels", "stdin_kind", "holds_peer", "RCV_SHUTDOWN"]
+__all__ = ["read_channels", "stdin_kind", "holds_peer", "client_side_gone", "RCV_SHUTDOWN"]
 
 RCV_SHUTDOWN = 1
 # A would-be client with more open fds than this is not searched (a host that big is
@@ -118,6 +118,14 @@ def _private(pid: int, links: dict[int, str], diag: table.UnixDiag) -> list[Chan
         if ch is not None and ch.peer != "unknown":
             out.append(ch)
     return sorted(out, key=lambda c: c.fd)
+
+
+def client_side_gone(channels: list[Channel]) -> bool:
+    """Every input has no writer left, or every output no reader left."""
+    ins = [c for c in channels if c.side in ("in", "both")]
+    outs = [c for c in channels if c.side in ("out", "both")]
+    return (bool(ins) and all(c.peer == "no" for c in ins)) or (
+        bool(outs) and all(c.peer == "no" for c in outs))
 
 
 def holds_peer(pid: int, channels: list[Channel], diag: table.UnixDiag,

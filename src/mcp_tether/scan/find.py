@@ -188,7 +188,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
                 or not _adopter(procs.get(p.ppid), p.ppid):
             continue
         _, ch, _ = channels(p.pid)
-        if any(c.peer == "no" for c in ch) and not is_client(p.pid):
+        if evidence.client_side_gone(ch) and not is_client(p.pid):
             found.setdefault(p.pid, []).insert(0, "evidence")
     for pid in [pid for pid in found if pid in ours or (kids.get(pid) and is_client(pid))]:
         del found[pid]  # a client of its own children is a host, never a server
