@@ -1,9 +1,7 @@
 """`probe` on a container server: the container is part of the server's tree.
 
-Needs the probe's keeper to create `container.follow_for(argv)` and to count the
-container in its verdicts, survivors and clean-up; until that wiring lands (branch
-`probe` is restructuring the keeper), this test is an expected failure, strict so that
-it reports the moment the wiring makes it pass.
+The probe's keeper creates `container.follow_for(argv)` and counts the container in its
+verdicts, survivors and clean-up.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ pytestmark = [
 ]
 
 
-@pytest.mark.xfail(reason="keeper wiring pending", strict=True)
 def test_a_container_that_ignores_eof_is_orphaned_on_exit_named_and_never_left_behind(
     docker_engine: Engine, docker_image: str
 ) -> None:

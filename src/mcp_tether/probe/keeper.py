@@ -37,6 +37,9 @@ from mcp_tether.proc.end import Tree
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import prepare_child
 
+# The container of a `docker run -i` server, as one member of the tree: never a real pid.
+CONTAINER = ProcessId(0, -1.0)
+
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,6 +86,7 @@ class Keeper(KeeperBase):
         self.events: list[tuple[float, str, int | None, dict[str, Any]]] = []
         self.t0 = time.monotonic()
         self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
+        self.follow: Any = None  # a container-run server: its ContainerFollow
 
     # -- events ---------------------------------------------------------------------
     def _on_event(self, ev: dict[str, Any]) -> None:
@@ -234,6 +238,8 @@ class Keeper(KeeperBase):
             live = after(self, live)
         if not live:
             exits = [t for p, t in self.waiter.exited.items() if p in self.seen]
+            if self.follow is not None and self.follow.stopped_at is not None:
+                exits.append(self.follow.stopped_at)
             f.gone_at = max(exits) if exits else f.trigger
             return
         # Phase 3: the horizon. Gone within it: lingered (and of what); else orphaned.
@@ -244,7 +250,9 @@ class Keeper(KeeperBase):
         self._watch_until(lambda: window_closed + self.spec.horizon_s)
         exited = self.waiter.exited
         for s, p in zip(f.survivors, live, strict=True):
-            if p in exited and exited[p] < self.cleanup_at:
+            if p == CONTAINER and self.follow.stopped_at is not None:
+                s["gone_at"], s["status"] = self.follow.stopped_at, self.follow.exit_code
+            elif p in exited and exited[p] < self.cleanup_at:
                 s["gone_at"] = exited[p]
                 s["status"] = self.reaped.get(p.pid)
 
@@ -253,11 +261,15 @@ class Keeper(KeeperBase):
             live = self._members(force=False)
             if not live:
                 live = self._members()  # confirm with a fresh scan
-            if not live:
+            # A container's processes are no descendants of ours: ask its engine.
+            boxed = self.follow is not None and not live and self.follow.running()
+            if not live and not boxed:
                 self._settle()
                 return []
             remaining = end() - time.monotonic()
             if remaining <= 0:
+                if self.follow is not None and (boxed or self.follow.running()):
+                    live = [*live, CONTAINER]
                 return live
             self._step(min(SCAN_TICK, remaining))
 
@@ -288,6 +300,12 @@ class Keeper(KeeperBase):
         from mcp_tether.probe.evidence import collect
         from mcp_tether.proc import read_info
 
+        if p == CONTAINER:  # the container of a `docker run -i` server
+            inside = self.follow.survivors()
+            what = "; ".join(f"`{d['cmdline']}`" for d in inside)[:300]
+            return {"pid": 0, "ppid": None, "ppid_is_probe": False,
+                    "cmdline": f"container {self.follow.short_id}: {what}",
+                    "container": self.follow.short_id}
         info = read_info(p.pid)
         return {
             "pid": p.pid,
@@ -306,6 +324,8 @@ class Keeper(KeeperBase):
         """
         self._reap()
         self.cleanup_at = time.monotonic()
+        if self.follow is not None:
+            self.follow.end()  # removes it if it still runs (rm -f), or if --rm / ours
         tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
         for _attempt in range(3):
             if tree.empty():
@@ -324,6 +344,7 @@ class Keeper(KeeperBase):
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
         me = os.getpid()
+        self.follow = _container_follow(self.spec)
         self.t0 = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the client
@@ -359,6 +380,21 @@ class Keeper(KeeperBase):
         finally:
             self.cleanup()
         return result(self, interrupted)
+
+
+def _container_follow(spec: Spec) -> Any:
+    """A `docker|podman run` server: follow its container (the command gets a cidfile and
+    labels naming this keeper), else None. Other commands import nothing more."""
+    from mcp_tether.container import maybe_container_run
+
+    if not maybe_container_run(spec.argv):
+        return None
+    from mcp_tether.container import follow_for
+
+    follow = follow_for(spec.argv)
+    if follow is not None:
+        spec.argv = follow.argv
+    return follow
 
 
 def _tell_runner_ready(startup: float | None) -> None:

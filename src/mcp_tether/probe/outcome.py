@@ -55,6 +55,7 @@ def guard_rung(stderr: str) -> str | None:
 
 def _who(survivors: list[dict[str, Any]]) -> str:
     return ", ".join(
+        s["cmdline"] if s.get("container") else  # "container 5a74…: `sleep`"
         f"pid {s['pid']} (ppid {s['ppid']}{' = probe' if s.get('ppid_is_probe') else ''})"
         f" {s['cmdline']}"
         for s in survivors
@@ -118,7 +119,7 @@ def result(k: Keeper, interrupted: bool) -> dict[str, Any]:
         "exit_status": status,
         "survivors": [
             {"pid": s["pid"], "ppid": s["ppid"], "cmdline": s["cmdline"],
-             "evidence": s.get("evidence"),
+             "evidence": s.get("evidence"), "container": s.get("container"),
              "lingered_ms": None if s.get("gone_at") is None or f.trigger is None
              else round((s["gone_at"] - f.trigger) * 1000, 1),
              "cause": None if s.get("gone_at") is None else cause(s.get("status"), stderr)}
