@@ -6,12 +6,14 @@ verdicts, survivors and clean-up.
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from containers import dockertest
-from containers.dockertest import box_cmd, session_containers
+from containers.dockertest import DEADLINE, box_cmd, session_containers, until
 from mcp_tether.container.engine import Engine
 
 docker_engine = dockertest.docker_engine
@@ -45,3 +47,56 @@ def test_a_container_that_ignores_eof_is_orphaned_on_exit_named_and_never_left_b
         assert r.verdict == "orphaned", r
         assert any("container" in s.cmdline for s in r.survivors), r.survivors
     assert not left, f"the probe left containers running: {left}"
+
+
+def test_close_names_the_rung_that_really_ended_the_container(
+    docker_engine: Engine, docker_image: str
+) -> None:
+    """1. probe `close` (node host style: the client's SIGTERM goes to the `docker`
+    client, which relays it); 2. the container ignores EOF and ends at SIGTERM, so the
+    verdict is `terminated` at the `sigterm` rung, not the docker client's exit; 3. none
+    of our containers runs afterwards."""
+    from mcp_tether.probe import ProbeOptions, probe
+
+    try:
+        report = probe(box_cmd(docker_image, "ignore-eof"),
+                       ProbeOptions(scenarios=("close",), jobs=1, window=3.0))
+        left = session_containers(docker_engine, running_only=True)
+    finally:
+        for cid in session_containers(docker_engine):
+            docker_engine.call(["rm", "-f", cid])
+    (r,) = report.results
+    assert (r.verdict, r.rung) == ("terminated", "sigterm"), r
+    assert not left, f"the probe left containers running: {left}"
+
+
+def test_a_sigkilled_probe_leaves_no_container_running(
+    docker_engine: Engine, docker_image: str, tmp_path: Path
+) -> None:
+    """1. `mcp-tether probe -s exit` on a container that ignores EOF; 2. once its
+    container runs, SIGKILL the probe itself; 3. its keeper notices and removes the
+    container: none of ours is left running."""
+    import signal
+
+    from mcp_tether.proc import identify
+    from mcp_tether.proc.signals import signal_process
+
+    exe = [sys.executable, "-m", "mcp_tether", "probe", "-s", "exit", "--window", "30",
+           "--", *box_cmd(docker_image, "ignore-eof")]
+    with open(tmp_path / "probe.log", "wb") as log:
+        proc = subprocess.Popen(exe, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    try:
+        until(lambda: session_containers(docker_engine, running_only=True),
+              "the probe's container to run")
+        ident = identify(proc.pid)
+        assert ident is not None
+        signal_process(ident, signal.SIGKILL)
+        proc.wait(timeout=DEADLINE)
+        until(lambda: not session_containers(docker_engine, running_only=True),
+              "no container of ours left running")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for cid in session_containers(docker_engine):
+            docker_engine.call(["rm", "-f", cid])
