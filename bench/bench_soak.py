@@ -112,9 +112,10 @@ def carrying(marker: str) -> list[ProcessId]:
 
 
 def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: str,
-              lock: threading.Lock) -> tuple[str, str, list[tuple[ProcessId, str]]]:
+              lock: threading.Lock, shapes: list[str], deaths: list[str]
+              ) -> tuple[str, str, list[tuple[ProcessId, str]]]:
     with lock:
-        shape, death = rng.choice(SHAPES), rng.choice(DEATHS)
+        shape, death = rng.choice(shapes), rng.choice(deaths)
         kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.3)
     marker = os.path.join(tmp, f"round-{n}")
     mode = {"direct-eof": "eof", "direct-ignore": "ignore", "direct-stubborn": "stubborn"}
@@ -157,9 +158,17 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--shapes", default=",".join(SHAPES),
+                    help="comma list of shapes to draw from (default: all)")
+    ap.add_argument("--deaths", default=",".join(DEATHS),
+                    help="comma list of client deaths to draw from (default: all)")
     ap.add_argument("--minutes", type=float, default=None,
                     help="start no new round after this long (the summary says how many ran)")
     a = ap.parse_args()
+    shapes = [x for x in a.shapes.split(",") if x]
+    deaths = [x for x in a.deaths.split(",") if x]
+    if not shapes or not deaths or set(shapes) - set(SHAPES) or set(deaths) - set(DEATHS):
+        ap.error(f"shapes from {SHAPES}, deaths from {DEATHS}")
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     lock = threading.Lock()
@@ -181,7 +190,8 @@ def main() -> int:
                     n = None if late else next(next_round, None)
                 if n is None:
                     return
-                shape, death, survivors = one_round(n, rng, tmp, server_py, client_py, lock)
+                shape, death, survivors = one_round(n, rng, tmp, server_py, client_py, lock,
+                                                    shapes, deaths)
                 with lock:
                     counts[(shape, death)] += 1
                     if survivors:

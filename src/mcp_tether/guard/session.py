@@ -92,13 +92,14 @@ class _Session:
     # -- the launcher case -------------------------------------------------------------
     def stdio_holders(self, stdin_fd: int) -> dict[int, ProcessId]:
         """Live descendants that hold the guard's stdin or stdout (pipes/sockets only)."""
+        assert self.tree is not None
+        if self.tree.empty():  # no child left: no descendant at all, nothing to scan
+            return {}
         from mcp_tether.proc.fds import holds, stdio_key  # only after a server exit
 
         keys = {k for k in (stdio_key(stdin_fd), stdio_key(1)) if k is not None}
         if not keys:
             return {}
-
-        assert self.tree is not None
         out: dict[int, ProcessId] = {}
         for info in self.tree.members_now():
             if holds(info.pid, keys):
