@@ -27,10 +27,16 @@ from typing import Any
 
 import pytest
 
+import tether_venvs
 from mcp_tether import tether as helper
 from mcp_tether.tether import hooks as hook_registry
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX process semantics")
+
+
+@pytest.fixture(scope="session")
+def interpreters() -> dict[str, str | None]:
+    return tether_venvs.interpreters_by_sdk()
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PROTOCOL = "2025-11-25"
@@ -157,47 +163,10 @@ LOWLEVEL = textwrap.dedent(
 
 # -- interpreters for each SDK line ----------------------------------------------------------
 
-SIDE_VENVS = {
-    # name: (pip requirement, module that must import, env var naming a ready interpreter)
-    "mcp1": ("mcp>=1.10,<2", "mcp.server.fastmcp", "MCP_TETHER_MCP1_PYTHON"),
-    "fastmcp": ("fastmcp>=2.10", "fastmcp", "MCP_TETHER_FASTMCP_PYTHON"),
-}
-
-
-def _side_python(name: str) -> str | None:
-    """An interpreter with `name`'s SDK: from the env var, or a venv made once under /tmp."""
-    requirement, module, var = SIDE_VENVS[name]
-    if os.environ.get(var):
-        return os.environ[var]
-    venv = Path(os.environ.get("MCP_TETHER_VENVS", "/tmp")) / f"mcp-tether-test-{name}"
-    py = venv / "bin" / "python"
-    ok = [str(py), "-c", f"import {module}, anyio"]
-    if py.exists() and subprocess.run(ok, capture_output=True).returncode == 0:
-        return str(py)
-    if os.environ.get("MCP_TETHER_NO_INSTALL"):
-        return None
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run(
-            [str(py), "-m", "pip", "install", "-q", requirement],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return str(py) if subprocess.run(ok, capture_output=True).returncode == 0 else None
-
-
-@pytest.fixture(scope="session")
-def interpreters() -> dict[str, str | None]:
-    return {"mcp2": sys.executable, **{name: _side_python(name) for name in SIDE_VENVS}}
-
-
 def _python_for(interpreters: dict[str, str | None], sdk: str) -> str:
     py = interpreters[sdk]
     if py is None:
-        requirement, _, var = SIDE_VENVS[sdk]
+        requirement, _, var = tether_venvs.SIDE_VENVS[sdk]
         pytest.skip(f"{sdk}: could not install {requirement!r}; set {var} to an interpreter")
     return py
 
@@ -225,7 +194,7 @@ class Served:
             self.stdin.write(data)
             self.stdin.flush()
 
-    def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+    def receive(self, timeout: float = 60.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buffered:
             remaining = deadline - time.monotonic()
@@ -353,7 +322,7 @@ def server_script(tmp_path: Path) -> Path:
     return path
 
 
-def _wait_for_file_line(path: Path, line: str, timeout: float = 10.0) -> None:
+def _wait_for_file_line(path: Path, line: str, timeout: float = 60.0) -> None:
     """Poll a file for a line with a deadline (the server's own 'ready' note)."""
     deadline = time.monotonic() + timeout
     delay = 0.005
@@ -762,25 +731,67 @@ def test_a_tty_on_stdin_triggers_nothing(tmp_path: Path, server_script: Path) ->
         os.close(master)
 
 
-def test_drain_lets_an_in_flight_call_finish_after_sigterm(spawn: Any, server_script: Path) -> None:
-    """drain=2: a 0.3 s call in flight at SIGTERM is answered before the hooks run."""
-    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"], env={"DRAIN": "2"})
-    s.handshake()
-    s.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 9,
-            "method": "tools/call",
-            "params": {"name": "nap", "arguments": {"seconds": 0.3}},
-        }
+NAP = {"name": "nap", "arguments": {"seconds": 0.3}}
+
+
+@pytest.mark.parametrize("sdk", ["mcp2", "mcp1", "fastmcp"])
+@pytest.mark.parametrize("trigger", ["sigterm", "eof"])
+def test_drain_lets_a_call_in_flight_answer(
+    spawn: Any, server_script: Path, interpreters: dict[str, str | None], sdk: str, trigger: str
+) -> None:
+    """drain=1: a 0.3 s call in flight at SIGTERM or at stdin EOF is answered, then hooks run.
+
+    Without the drain both mcp lines cancel it the moment the read stream ends (mcp 2.x
+    answers "Connection closed").
+    """
+    py = _python_for(interpreters, sdk)
+    s = spawn(
+        [py, str(server_script), sdk, "{hooks}"],
+        env={"DRAIN": "1", "DEADLINE": "0.5", "FASTMCP_SHOW_SERVER_BANNER": "0"},
     )
+    s.handshake()
+    s.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": NAP})
     _wait_for_file_line(s.hook_log, "nap-start")
-    s.proc.send_signal(signal.SIGTERM)
+    if trigger == "sigterm":
+        s.proc.send_signal(signal.SIGTERM)
+    else:  # stdin closed, stdout still read: the answer can still come back
+        s.stdin.close()
     answer = s.receive()
     assert answer["id"] == 9 and "result" in answer, answer
+    assert not answer["result"].get("isError"), answer
+    status, _ = s.wait()
+    assert status == (128 + signal.SIGTERM if trigger == "sigterm" else 0), s.stderr()
+    assert s.hooks() == ["ready", "nap-start", "nap-end", "last", "first"], s.stderr()
+
+
+@pytest.mark.parametrize("sdk", ["mcp2", "mcp1", "fastmcp"])
+def test_drain_ends_at_once_when_nothing_is_in_flight(
+    spawn: Any, server_script: Path, interpreters: dict[str, str | None], sdk: str
+) -> None:
+    """drain=1.5 with nothing in flight: SIGTERM ends the server without waiting the drain."""
+    py = _python_for(interpreters, sdk)
+    s = spawn(
+        [py, str(server_script), sdk, "{hooks}"],
+        env={"DRAIN": "1.5", "DEADLINE": "0.5", "FASTMCP_SHOW_SERVER_BANNER": "0"},
+    )
+    s.handshake()
+    s.proc.send_signal(signal.SIGTERM)
     status, took = s.wait()
-    assert status == 128 + signal.SIGTERM
-    assert s.hooks() == ["ready", "nap-start", "nap-end", "last", "first"]
+    assert status == 128 + signal.SIGTERM, s.stderr()
+    assert took < 1.5, f"took {took:.3f} s: the idle drain waited"
+    assert "drain clamped" not in s.stderr()
+    assert s.hooks() == ["ready", "last", "first"]
+
+
+def test_a_drain_longer_than_the_host_allows_is_clamped_and_said(
+    spawn: Any, server_script: Path
+) -> None:
+    """drain=5 with deadline 1: clamped to the 2 s host window minus the deadline, said once."""
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"], env={"DRAIN": "5"})
+    s.handshake()
+    s.close_stdin()
+    assert s.wait()[0] == 0
+    assert "drain clamped to 1 s" in s.stderr(), s.stderr()
 
 
 # -- in process: the shutdown itself, with a recording exit -------------------------------------

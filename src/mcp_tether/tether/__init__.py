@@ -115,6 +115,11 @@ def run(
         )
     coordinator = ShutdownCoordinator(deadline=deadline, drain=drain, stdio=transport == "stdio")
     entry = _stdio_entry(server, run_kwargs) if transport == "stdio" else None
+    if entry is not None:  # bound before arming: a trigger at once must find it
+        binding = coordinator._binding = coordinator._new_binding()
+        lowlevel = _find_lowlevel(server)
+        if lowlevel is not None:
+            binding.install(lowlevel)
     coordinator.start()
     try:
         if entry is None:
@@ -122,10 +127,6 @@ def run(
         else:
             import anyio  # the server's SDK imported it already
 
-            binding = coordinator._binding = coordinator._new_binding()
-            lowlevel = _find_lowlevel(server)
-            if lowlevel is not None:
-                binding.install(lowlevel)
             anyio.run(coordinator.serve, entry)
     except BaseException as exc:  # noqa: BLE001 - every way out goes through the one exit
         coordinator.transport_ended(exc)
