@@ -129,14 +129,14 @@ SERVER = textwrap.dedent(
 # A low-level program (mcp 2.x `Server` + `stdio_server`) inside `tethered()`.
 LOWLEVEL = textwrap.dedent(
     """
-    import sys, threading
+    import contextlib, sys, threading
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
     import mcp_tether
 
-    hook_log = sys.argv[1]
+    hook_log, *opts = sys.argv[1:]
 
     def note(what):
         with open(hook_log, "a") as fh:
@@ -145,7 +145,15 @@ LOWLEVEL = textwrap.dedent(
     async def list_tools(ctx, params):
         return types.ListToolsResult(tools=[])
 
-    server = Server("lowlevel", on_list_tools=list_tools)
+    @contextlib.asynccontextmanager
+    async def lifespan(_server):
+        try:
+            yield {}
+        finally:
+            await anyio.sleep(0.01)  # an await that a cancelled unwind would cut
+            note("lifespan-finally")
+
+    server = Server("lowlevel", on_list_tools=list_tools, lifespan=lifespan)
 
     async def main():
         async with stdio_server() as (read, write):
@@ -153,6 +161,8 @@ LOWLEVEL = textwrap.dedent(
 
     with mcp_tether.tethered(deadline=1.0) as t:
         t.add_cleanup(lambda: note("cleanup"))
+        if "bind" in opts:
+            t.bind(server)
         threading.Thread(target=threading.Event().wait, daemon=False).start()
         note("ready")
         anyio.run(main)
@@ -683,7 +693,10 @@ def test_tethered_ends_a_low_level_program_on_eof_and_skips_code_after_the_block
 
 
 def test_tethered_low_level_program_exits_143_on_sigterm(spawn: Any, tmp_path: Path) -> None:
-    """SIGTERM while the main thread is inside anyio.run: the watcher thread ends it."""
+    """SIGTERM while the main thread is inside anyio.run: the watcher thread ends it.
+
+    Unbound, the program's own serving cannot be ended: its lifespan never unwinds.
+    """
     script = tmp_path / "lowlevel.py"
     script.write_text(LOWLEVEL)
     s = spawn([sys.executable, str(script), "{hooks}"])
@@ -692,6 +705,25 @@ def test_tethered_low_level_program_exits_143_on_sigterm(spawn: Any, tmp_path: P
     status, _ = s.wait()
     assert status == 128 + signal.SIGTERM, s.stderr()
     assert s.hooks() == ["ready", "cleanup"]
+
+
+@pytest.mark.parametrize("trigger", ["sigterm", "eof"])
+def test_a_bound_low_level_server_unwinds_its_lifespan_before_the_hooks(
+    spawn: Any, tmp_path: Path, trigger: str
+) -> None:
+    """`t.bind(server)`: SIGTERM or EOF ends the server its own way, lifespan first."""
+    script = tmp_path / "lowlevel.py"
+    script.write_text(LOWLEVEL)
+    s = spawn([sys.executable, str(script), "{hooks}", "bind"])
+    s.handshake()
+    if trigger == "sigterm":
+        s.proc.send_signal(signal.SIGTERM)
+    else:
+        s.close_stdin()
+    status, took = s.wait()
+    assert status == (128 + signal.SIGTERM if trigger == "sigterm" else 0), s.stderr()
+    assert took < PROMPT, f"took {took:.3f} s"
+    assert s.hooks() == ["ready", "lifespan-finally", "cleanup"], s.stderr()
 
 
 def test_a_connected_idle_server_stays_alive(spawn: Any, server_script: Path) -> None:
@@ -868,7 +900,7 @@ def test_importing_mcp_tether_stays_cheap() -> None:
     """`import mcp_tether` loads no psutil, rich, mcp, nor even the helper itself."""
     code = (
         "import sys, mcp_tether; "
-        "print(sorted(m for m in ('psutil', 'rich', 'mcp', 'typing', 'mcp_tether.server')"
+        "print(sorted(m for m in ('psutil', 'rich', 'mcp', 'typing', 'mcp_tether.tether')"
         " if m in sys.modules))"
     )
     out = subprocess.run(
