@@ -6,8 +6,8 @@ The library helper calls `use_logging()` when armed: from then on every line goe
 through `logging.getLogger("mcp_tether")`. Unless that logger already has a handler
 (configure it before arming to route our lines elsewhere), it gets one that writes the
 bare message to stderr and does not propagate: the SDKs install rich handlers on the
-root logger, and the one line must stay one plain line. An unknown MCP_TETHER_LOG value is reported once, then treated as
-`warning`.
+root logger, and the one line must stay one plain line. An unknown MCP_TETHER_LOG
+value is reported once, then treated as `warning`.
 """
 
 from __future__ import annotations
