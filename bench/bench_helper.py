@@ -1,6 +1,9 @@
 """Benchmark: from stdin EOF to process gone, for a Python MCP server on mcp 2.x.
 
-Three servers, measured side by side in one run (not a test; prints figures):
+Four servers, measured side by side in one run (not a test; prints figures):
+  lifespan    tethered, plus a lifespan whose `finally` awaits (a checkpoint) and writes a
+              marker, and an async hook awaiting a task on the server's loop: the run
+              counts only if the marker and the hook's mark are there (cleanup unwound)
   tethered    MCPServer + a non-daemon thread, served with `mcp_tether.run(mcp)`
   untethered  the same server with `mcp.run()`: the thread holds it open forever
   plain       MCPServer with no thread, `mcp.run()`: exits via interpreter finalisation
@@ -41,7 +44,40 @@ COMMON = textwrap.dedent(
         return text
     """
 )
+LIFESPAN = textwrap.dedent(
+    """
+    import asyncio, os, sys, threading
+    from contextlib import asynccontextmanager
+    from mcp.server.mcpserver import MCPServer
+    import mcp_tether
+
+    marker = os.environ["BENCH_MARKER"]
+    task = None
+
+    @asynccontextmanager
+    async def lifespan(_server):
+        global task
+        task = asyncio.create_task(asyncio.sleep(3600))
+        try:
+            yield {}
+        finally:
+            await asyncio.sleep(0)
+            open(marker, "a").write("lifespan\\n")
+
+    mcp = MCPServer("bench", lifespan=lifespan)
+
+    @mcp_tether.on_shutdown
+    async def close_pool():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        open(marker, "a").write("hook\\n")
+
+    threading.Thread(target=threading.Event().wait, daemon=False).start()
+    mcp_tether.run(mcp)
+    """
+)
 SERVERS = {
+    "lifespan": LIFESPAN,
     "tethered": COMMON
     + textwrap.dedent(
         """
@@ -70,8 +106,19 @@ def _line(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> bytes:
 
 
 def one_run(script: Path, timeout: float) -> float | None:
-    """Seconds from closing stdin to the process gone; None if it outlived `timeout`."""
-    env = {**os.environ, "PYTHONPATH": str(SRC), "MCP_TETHER_LOG": "quiet"}
+    """Seconds from closing stdin to the process gone; None if it outlived `timeout`.
+
+    With a marker file (the lifespan server), a run whose cleanup did not complete
+    counts as not exited.
+    """
+    marker = script.with_suffix(".marker")
+    marker.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SRC),
+        "MCP_TETHER_LOG": "quiet",
+        "BENCH_MARKER": str(marker),
+    }
     proc = subprocess.Popen(
         [sys.executable, str(script)],
         stdin=subprocess.PIPE,
@@ -108,6 +155,10 @@ def one_run(script: Path, timeout: float) -> float | None:
         proc.stdin.close()
         ready, _, _ = select.select([pidfd], [], [], timeout)
         t1 = time.monotonic()
+        if "BENCH_MARKER" in script.read_text() and (
+            not marker.exists() or marker.read_text().split() != ["lifespan", "hook"]
+        ):
+            return None  # gone, but its cleanup was lost
         return (t1 - t0) if ready else None
     finally:
         os.close(pidfd)

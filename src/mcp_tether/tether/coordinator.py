@@ -414,7 +414,7 @@ class ShutdownCoordinator:
             if self._wait(served, min(until, time.monotonic() + CANCEL_GRACE)):
                 self.unwound = f"cancelled after its {share:.2f} s share"
             elif b.lowlevel_done.is_set():
-                self.unwound = "session and lifespan ended; its stdio transport was still busy"
+                self.unwound = "session ended; its stdio transport still waits on stdin"
             else:
                 self.unwound = f"cut off: still unwinding after its {share:.2f} s share"
         return until
