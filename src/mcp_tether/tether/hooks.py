@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -93,7 +93,7 @@ def _warn_if_unarmed(after: float = 0.0) -> None:
             f" will not run")
 
 
-def registered(extra: list[Hook] = ()) -> list[Hook]:  # type: ignore[assignment]
+def registered(extra: Sequence[Hook] = ()) -> list[Hook]:
     """Global and `extra` hooks, newest first."""
     with _lock:
         hooks = sorted([*_global, *extra], key=lambda h: h.seq)
