@@ -13,8 +13,9 @@ The one shutdown, whichever triggers race, all on the watcher thread:
    after `bind()`): its read stream ends as at EOF, after the in-flight requests are
    answered (`drain`), so the SDK's session stops and its lifespan unwinds normally.
    After a stdin hang-up the SDK is first given `EOF_GRACE` to read what is left and
-   see the EOF itself. Still unwinding after its share of the deadline: the serving
-   scope is cancelled (awaits in the lifespan then raise), last resort.
+   see the EOF itself. Still unwinding after its share of the deadline (an equal share
+   with each hook, at most half): the serving scope is cancelled (awaits in the
+   lifespan then raise), last resort.
 2. Cleanup hooks, newest first, each in its share of the rest of the deadline; async
    ones on the server's loop while it is alive (see `hooks`).
 3. Flush stdout/stderr (bounded), one line on stderr naming the trigger, the time, and
@@ -405,7 +406,9 @@ class ShutdownCoordinator:
         # The drain: over as soon as nothing is in flight (the tapped stream ends then).
         self._wait(lambda: served() or b.ended.is_set(), max(drain_until, since + 0.0))
         until = time.monotonic() + self.deadline
-        share = (until - time.monotonic()) / steps
+        # Its share, but never more than half: the hooks (the author's explicit cleanup)
+        # keep at least half of the deadline, and a stuck lifespan costs at most that.
+        share = min(self.deadline / steps, self.deadline / 2)
         t0 = time.monotonic()
         if self._wait(served, t0 + share):
             self.unwound = "through its own path"
