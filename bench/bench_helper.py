@@ -194,14 +194,18 @@ def main(argv: list[str] | None = None) -> int:
         f"python {sys.version.split()[0]}, mcp {_version('mcp')}, "
         f"{args.runs} runs (untethered: {args.untethered_runs})"
     )
-    rows = []
     with tempfile.TemporaryDirectory(prefix="bench-helper-") as tmp:
+        scripts = {}
         for name, text in SERVERS.items():
-            script = Path(tmp) / f"{name}.py"
-            script.write_text(text)
-            runs = args.untethered_runs if name == "untethered" else args.runs
-            times = [one_run(script, args.timeout) for _ in range(runs)]
-            rows.append((name, times))
+            scripts[name] = Path(tmp) / f"{name}.py"
+            scripts[name].write_text(text)
+        # Round-robin, so that a change in the machine's load hits every server alike.
+        by_server: dict[str, list[float | None]] = {name: [] for name in SERVERS}
+        for i in range(args.runs):
+            for name, script in scripts.items():
+                if name != "untethered" or i < args.untethered_runs:
+                    by_server[name].append(one_run(script, args.timeout))
+        rows = list(by_server.items())
     print(f"{'server':<12} {'median':>12} {'min':>9} {'max':>9}  exited")
     for name, times in rows:
         done = [t for t in times if t is not None]
@@ -215,6 +219,17 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:<12} {statistics.median(ms):>9.1f} ms {min(ms):>6.1f} ms {max(ms):>6.1f} ms"
             f"  {len(done)}/{len(times)}"
+        )
+    medians = {
+        name: statistics.median(t * 1000 for t in ts if t is not None)
+        for name, ts in rows
+        if any(t is not None for t in ts)
+    }
+    if "lifespan" in medians and "tethered" in medians:
+        base = medians["tethered"]
+        print(
+            f"lifespan unwound + loop-bound hook vs tethered without either: "
+            f"{medians['lifespan'] / base:.2f}x ({medians['lifespan'] - base:+.1f} ms)"
         )
     return 0
 
