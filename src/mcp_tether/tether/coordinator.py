@@ -404,7 +404,7 @@ class ShutdownCoordinator:
         if not (served() or b.eof_seen.is_set()):
             b.request_end(drain_until)
         # The drain: over as soon as nothing is in flight (the tapped stream ends then).
-        self._wait(lambda: served() or b.ended.is_set(), max(drain_until, since + 0.0))
+        self._wait(lambda: served() or b.ended.is_set(), drain_until)
         until = time.monotonic() + self.deadline
         # Its share, but never more than half: the hooks (the author's explicit cleanup)
         # keep at least half of the deadline, and a stuck lifespan costs at most that.
