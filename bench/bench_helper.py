@@ -97,7 +97,7 @@ SERVERS = {
 }
 
 
-def _line(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> bytes:
+def _line(proc: subprocess.Popen[bytes], timeout: float = 180.0) -> bytes:
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     if not ready:
