@@ -1,6 +1,9 @@
 """Benchmark: from stdin EOF to process gone, for a Python MCP server on mcp 2.x.
 
-Three servers, measured side by side in one run (not a test; prints figures):
+Four servers, measured side by side in one run (not a test; prints figures):
+  lifespan    tethered, plus a lifespan whose `finally` awaits (a checkpoint) and writes a
+              marker, and an async hook awaiting a task on the server's loop: the run
+              counts only if the marker and the hook's mark are there (cleanup unwound)
   tethered    MCPServer + a non-daemon thread, served with `mcp_tether.run(mcp)`
   untethered  the same server with `mcp.run()`: the thread holds it open forever
   plain       MCPServer with no thread, `mcp.run()`: exits via interpreter finalisation
@@ -41,7 +44,40 @@ COMMON = textwrap.dedent(
         return text
     """
 )
+LIFESPAN = textwrap.dedent(
+    """
+    import asyncio, os, sys, threading
+    from contextlib import asynccontextmanager
+    from mcp.server.mcpserver import MCPServer
+    import mcp_tether
+
+    marker = os.environ["BENCH_MARKER"]
+    task = None
+
+    @asynccontextmanager
+    async def lifespan(_server):
+        global task
+        task = asyncio.create_task(asyncio.sleep(3600))
+        try:
+            yield {}
+        finally:
+            await asyncio.sleep(0)
+            open(marker, "a").write("lifespan\\n")
+
+    mcp = MCPServer("bench", lifespan=lifespan)
+
+    @mcp_tether.on_shutdown
+    async def close_pool():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        open(marker, "a").write("hook\\n")
+
+    threading.Thread(target=threading.Event().wait, daemon=False).start()
+    mcp_tether.run(mcp)
+    """
+)
 SERVERS = {
+    "lifespan": LIFESPAN,
     "tethered": COMMON
     + textwrap.dedent(
         """
@@ -61,7 +97,7 @@ SERVERS = {
 }
 
 
-def _line(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> bytes:
+def _line(proc: subprocess.Popen[bytes], timeout: float = 180.0) -> bytes:
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     if not ready:
@@ -70,8 +106,19 @@ def _line(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> bytes:
 
 
 def one_run(script: Path, timeout: float) -> float | None:
-    """Seconds from closing stdin to the process gone; None if it outlived `timeout`."""
-    env = {**os.environ, "PYTHONPATH": str(SRC), "MCP_TETHER_LOG": "quiet"}
+    """Seconds from closing stdin to the process gone; None if it outlived `timeout`.
+
+    With a marker file (the lifespan server), a run whose cleanup did not complete
+    counts as not exited.
+    """
+    marker = script.with_suffix(".marker")
+    marker.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SRC),
+        "MCP_TETHER_LOG": "quiet",
+        "BENCH_MARKER": str(marker),
+    }
     proc = subprocess.Popen(
         [sys.executable, str(script)],
         stdin=subprocess.PIPE,
@@ -108,6 +155,10 @@ def one_run(script: Path, timeout: float) -> float | None:
         proc.stdin.close()
         ready, _, _ = select.select([pidfd], [], [], timeout)
         t1 = time.monotonic()
+        if "BENCH_MARKER" in script.read_text() and (
+            not marker.exists() or marker.read_text().split() != ["lifespan", "hook"]
+        ):
+            return None  # gone, but its cleanup was lost
         return (t1 - t0) if ready else None
     finally:
         os.close(pidfd)
@@ -143,14 +194,18 @@ def main(argv: list[str] | None = None) -> int:
         f"python {sys.version.split()[0]}, mcp {_version('mcp')}, "
         f"{args.runs} runs (untethered: {args.untethered_runs})"
     )
-    rows = []
     with tempfile.TemporaryDirectory(prefix="bench-helper-") as tmp:
+        scripts = {}
         for name, text in SERVERS.items():
-            script = Path(tmp) / f"{name}.py"
-            script.write_text(text)
-            runs = args.untethered_runs if name == "untethered" else args.runs
-            times = [one_run(script, args.timeout) for _ in range(runs)]
-            rows.append((name, times))
+            scripts[name] = Path(tmp) / f"{name}.py"
+            scripts[name].write_text(text)
+        # Round-robin, so that a change in the machine's load hits every server alike.
+        by_server: dict[str, list[float | None]] = {name: [] for name in SERVERS}
+        for i in range(args.runs):
+            for name, script in scripts.items():
+                if name != "untethered" or i < args.untethered_runs:
+                    by_server[name].append(one_run(script, args.timeout))
+        rows = list(by_server.items())
     print(f"{'server':<12} {'median':>12} {'min':>9} {'max':>9}  exited")
     for name, times in rows:
         done = [t for t in times if t is not None]
@@ -164,6 +219,17 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:<12} {statistics.median(ms):>9.1f} ms {min(ms):>6.1f} ms {max(ms):>6.1f} ms"
             f"  {len(done)}/{len(times)}"
+        )
+    medians = {
+        name: statistics.median(t * 1000 for t in ts if t is not None)
+        for name, ts in rows
+        if any(t is not None for t in ts)
+    }
+    if "lifespan" in medians and "tethered" in medians:
+        base = medians["tethered"]
+        print(
+            f"lifespan unwound + loop-bound hook vs tethered without either: "
+            f"{medians['lifespan'] / base:.2f}x ({medians['lifespan'] - base:+.1f} ms)"
         )
     return 0
 

@@ -2,7 +2,7 @@
 
 Importing this package is cheap on purpose (stdlib only, and nothing beyond this file
 until a name is used): the library helper sits on every Python server's launch path.
-The helper's names load `mcp_tether.server` on first access; heavier parts (probe, lab,
+The helper's names load `mcp_tether.tether` on first access; heavier parts (probe, lab,
 scan) load on first use of their own modules.
 
     import mcp_tether
@@ -26,18 +26,19 @@ __version__ = "0.1.0"
 # is still importing its SDK (hundreds of ms) must not go unnoticed by the helper later.
 _STARTED_UNDER = (_os.getpid(), _os.getppid())
 
-__all__ = ["__version__", "on_shutdown", "run", "tethered", "Tether"]
+__all__ = ["__version__", "on_shutdown", "run", "tethered", "ShutdownCoordinator", "Tether"]
 
 # Public name -> module that defines it, imported on first attribute access (PEP 562).
 _LAZY = {
-    "on_shutdown": "mcp_tether.server",
-    "run": "mcp_tether.server",
-    "tethered": "mcp_tether.server",
-    "Tether": "mcp_tether.server",
+    "on_shutdown": "mcp_tether.tether",
+    "run": "mcp_tether.tether",
+    "tethered": "mcp_tether.tether",
+    "ShutdownCoordinator": "mcp_tether.tether",
+    "Tether": "mcp_tether.tether",  # the former name of ShutdownCoordinator
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mcp_tether.server import Tether, on_shutdown, run, tethered
+    from mcp_tether.tether import ShutdownCoordinator, Tether, on_shutdown, run, tethered
 
 
 def __getattr__(name: str) -> object:

@@ -1,7 +1,13 @@
 """Diagnostics on stderr only, tagged with the pid; level from MCP_TETHER_LOG.
 
 Never stdout: on the guard's and the helper's path stdout carries protocol bytes.
-Deliberately not `logging`: importing it costs start-up time on the guard's path.
+The guard writes with os.write (importing `logging` costs start-up time on its path).
+The library helper calls `use_logging()` when armed: from then on every line goes
+through `logging.getLogger("mcp_tether")`. Unless that logger already has a handler
+(configure it before arming to route our lines elsewhere), it gets one that writes the
+bare message to stderr and does not propagate: the SDKs install rich handlers on the
+root logger, and the one line must stay one plain line. An unknown MCP_TETHER_LOG
+value is reported once, then treated as `warning`.
 """
 
 from __future__ import annotations
@@ -9,31 +15,79 @@ from __future__ import annotations
 import os
 
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "quiet": 100}
-_threshold = _LEVELS.get(os.environ.get("MCP_TETHER_LOG", "warning").lower(), 30)
+LOGGER_NAME = "mcp_tether"
+_raw = os.environ.get("MCP_TETHER_LOG", "warning")
+_threshold = _LEVELS.get(_raw.strip().lower(), 30)
+_unknown: str | None = None if _raw.strip().lower() in _LEVELS else _raw
+_logger: object | None = None  # a logging.Logger once use_logging() ran
 
 
 def enabled(level: str) -> bool:
     return _LEVELS[level] >= _threshold
 
 
-def log(level: str, msg: str) -> None:
-    """Write one tagged line to stderr if `level` passes MCP_TETHER_LOG."""
-    if _LEVELS[level] < _threshold:
-        return
+def _write(line: str) -> None:
     try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
-        os.write(2, f"mcp-tether[{os.getpid()}] {level}: {msg}\n".encode(errors="replace"))
+        os.write(2, f"{line}\n".encode(errors="replace"))
     except OSError:
         pass  # stderr closed: nothing else to tell anyone
 
 
+def _report_unknown() -> None:
+    global _unknown
+    if _unknown is not None:
+        value, _unknown = _unknown, None
+        _emit(30, f"mcp-tether: unknown MCP_TETHER_LOG value {value!r}"
+              f" (expected {'|'.join(_LEVELS)}); using warning")
+
+
+def _emit(level: int, line: str) -> None:
+    logger = _logger
+    if logger is not None:
+        logger.log(level, line)  # type: ignore[attr-defined]  # a logging.Logger
+    else:
+        _write(line)
+
+
+def use_logging() -> None:
+    """Route every later line through `logging.getLogger("mcp_tether")`.
+
+    Its level comes from MCP_TETHER_LOG. Without a handler of its own, it gets a stderr
+    handler printing the bare message (and stops propagating to the root's handlers).
+    """
+    global _logger
+    if _logger is None:
+        import logging  # deferred: only the helper pays for it (its SDK imported it already)
+
+        logger = logging.getLogger(LOGGER_NAME)
+        logger.setLevel(_threshold if _threshold < 100 else logging.CRITICAL + 1)
+        if not logger.handlers:
+            handler = logging.StreamHandler()  # sys.stderr at emit time
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            logger.addHandler(handler)
+            logger.propagate = False
+        _logger = logger
+    _report_unknown()
+
+
+def log(level: str, msg: str) -> None:
+    """Write one tagged line to stderr if `level` passes MCP_TETHER_LOG."""
+    _report_unknown()
+    if _LEVELS[level] < _threshold:
+        return
+    _emit(_LEVELS[level], f"mcp-tether[{os.getpid()}] {level}: {msg}")
+
+
 def say(msg: str) -> None:
-    """One line for the user on stderr, whatever the level (unless `quiet`)."""
+    """One line for the user on stderr, whatever the level (unless `quiet`).
+
+    Through `logging` it goes at WARNING (or the threshold, if higher), so that the
+    configured level never hides it.
+    """
+    _report_unknown()
     if _threshold >= 100:
         return
-    try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
-        os.write(2, f"{msg}\n".encode(errors="replace"))
-    except OSError:
-        pass
+    _emit(max(30, _threshold), msg)
 
 
 def debug(msg: str) -> None:
@@ -46,5 +100,3 @@ def info(msg: str) -> None:
 
 def warning(msg: str) -> None:
     log("warning", msg)
-
-
