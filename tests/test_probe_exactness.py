@@ -191,3 +191,14 @@ def test_devnull_waits_while_the_server_is_still_starting(tmp_path: Path) -> Non
     spec = Spec([*PY, str(script)], "devnull", window=0.3, ready_timeout=8.0, startup=0.0)
     (r,) = run_specs([spec])
     assert r["verdict"] == "exited", r["detail"]
+
+
+def test_our_options_after_a_command_without_dashes_are_refused_with_a_hint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`probe node server.mjs -s close` would run the server with `-s close`: exit 2, hint."""
+    from mcp_tether.cli import main
+
+    assert main(["probe", sys.executable, "server.py", "-s", "close"]) == 2
+    err = capsys.readouterr().err
+    assert "-s" in err and "`--`" in err

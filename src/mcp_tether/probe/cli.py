@@ -157,6 +157,8 @@ def command(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
+    elif cmd:
+        _refuse_our_options_without_dashes(cmd)
     opts = _options(args)
     if args.host or args.config:
         if cmd:
@@ -178,6 +180,21 @@ def command(args: argparse.Namespace) -> int:
     if report.start_error in (126, 127):
         return int(report.start_error)
     return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _refuse_our_options_without_dashes(cmd: list[str]) -> None:
+    """`probe node server.mjs -s close` would pass `-s close` to the server: refuse it."""
+    ours = ("-s", "--scenario", "--level", "--window", "--horizon", "--json", "--junit",
+            "--html", "--markdown", "--host-style", "--call", "--env", "--cwd", "--idle",
+            "--ready-timeout", "--grace", "--term-grace", "--jobs")
+    mine = [w for w in cmd[1:] if w.split("=", 1)[0] in ours]
+    if mine:
+        import shlex
+
+        raise UsageError(
+            f"{' '.join(mine)} after the server command would go to the server; put `--` "
+            f"between the probe's options and the command: mcp-tether probe [OPTIONS] -- "
+            f"{shlex.join([w for w in cmd if w not in mine][:2])} ...")
 
 
 def emit(report: Any, args: argparse.Namespace) -> int | None:

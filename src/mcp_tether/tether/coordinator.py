@@ -35,8 +35,6 @@ import math
 import os
 import select
 import signal
-import stat
-import sys
 import threading
 import time
 import traceback
@@ -48,6 +46,7 @@ from mcp_tether import log
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 from mcp_tether.tether import hooks as _hooks
 from mcp_tether.tether.binding import Binding, find_lowlevel, wake_stdin_reader
+from mcp_tether.tether.stdio import flush_std_streams, is_null_device
 from mcp_tether.watch import ParentWatch, hangup_events
 
 __all__ = ["ShutdownCoordinator", "DEFAULT_DEADLINE", "EOF_GRACE", "PARENT_POLL_INTERVAL"]
@@ -79,23 +78,6 @@ def _after_fork_in_child() -> None:
         with contextlib.suppress(Exception):
             if coordinator._inbox is not None:
                 coordinator._inbox.restore()
-
-
-def _is_null_device(fd: int) -> bool:
-    try:
-        st, null = os.fstat(fd), os.stat(os.devnull)
-    except OSError:
-        return False
-    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
-
-
-def _flush_std_streams() -> None:
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (ValueError, OSError, AttributeError):
-            pass  # closed (mcp 1.x closes sys.stdout after run()) or broken: nothing to save
 
 
 class ShutdownCoordinator:
@@ -246,7 +228,7 @@ class ShutdownCoordinator:
                 self._stdin_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
                 self._stdin_events = events
             else:
-                self._stdin_null = _is_null_device(0)
+                self._stdin_null = is_null_device(0)
         if threading.current_thread() is threading.main_thread():
             from mcp_tether.proc.inbox import SignalInbox
 
@@ -441,7 +423,7 @@ class ShutdownCoordinator:
         on_loop = b.run_on_loop if b is not None and b.loop is not None else None
         self.outcomes = _hooks.run_hooks(hooks, until, on_loop)
         self.cleanup_ms = (time.monotonic() - t0) * 1000
-        flusher = threading.Thread(target=_flush_std_streams, name="mcp-tether-flush", daemon=True)
+        flusher = threading.Thread(target=flush_std_streams, name="mcp-tether-flush", daemon=True)
         flusher.start()
         flusher.join(FLUSH_TIMEOUT)
         log.say(self._line())
