@@ -157,19 +157,22 @@ def test_claude_code_defaults_expand_and_a_missing_variable_is_named(
     assert "${MCP_TETHER_UNSET_VAR}" in by["bad"][0]["detail"] and code == 1
 
 
-def test_an_entry_behind_the_guard_is_probed_as_its_inner_server(
+def test_an_entry_behind_the_guard_is_probed_with_the_guard_in_front(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`mcp-tether run --grace 1 -- python mini.py`: the probe runs mini.py itself."""
+    """`python -m mcp_tether run --grace 1 -- python mini.py` runs as the host runs it,
+    guard included, and the result says it is guarded (issue 14)."""
     cfg = tmp_path / "m.json"
-    cfg.write_text(json.dumps({"mcpServers": {"g": {"command": "/nowhere/mcp-tether", "args": [
-        "run", "--grace", "1", "--", sys.executable, "-S", MINI]}}}))
+    cfg.write_text(json.dumps({"mcpServers": {"g": {"command": sys.executable, "args": [
+        "-m", "mcp_tether", "run", "--grace", "1", "--", sys.executable, "-S", MINI]}}}))
     main(["probe", "--config", str(cfg), "--yes", "--json", "-s", "close",
           "--window", "1", "--grace", "2", "--term-grace", "1"])
     out, err = capsys.readouterr()
-    assert f"g: {sys.executable} -S {MINI}" in err  # the plan shown: no guard in front
-    (result,) = json.loads(out)["servers"][0]["results"]
-    assert result["verdict"] not in ("error", "early-exit"), result  # /nowhere not run
+    assert "-m mcp_tether run --grace 1 --" in err  # the plan shown: the guard in front
+    (server,) = json.loads(out)["servers"]
+    (result,) = server["results"]
+    assert server["guarded"] is True and result["guarded"] is True, result
+    assert result["verdict"] not in ("error", "early-exit"), result
 
 
 def test_a_server_name_with_a_lone_surrogate_is_probed_and_reported_without_a_traceback(
