@@ -56,7 +56,8 @@ def test_the_python_recipe_without_the_helper_leaks(tmp_path: Path) -> None:
     text = PY_SERVER.read_text()
     assert "mcp_tether.run(mcp)" in text
     broken.write_text(text.replace("mcp_tether.run(mcp)", "mcp.run()"))
-    report = probe([sys.executable, str(broken)], ProbeOptions(scenarios=("exit",)))
+    report = probe([sys.executable, str(broken)],
+                   ProbeOptions(scenarios=("exit",), ready_timeout=60))
     assert [r.verdict for r in report.results] in (["orphaned"], ["lingered"]), report.results
 
 
@@ -76,7 +77,7 @@ def _node_copy(tmp_path: Path, text: str) -> Path:
 def test_the_node_recipe_passes_every_scenario(tmp_path: Path) -> None:
     """The Node recipe ends on every trigger, the parent-death one included."""
     script = _node_copy(tmp_path, NODE_SERVER.read_text())
-    report = probe(["node", str(script)], ProbeOptions())
+    report = probe(["node", str(script)], ProbeOptions(ready_timeout=60))
     assert all(r.passed for r in report.results), [(r.scenario, r.verdict) for r in report.results]
 
 
@@ -87,7 +88,8 @@ def test_the_node_recipe_without_its_listeners_leaks(tmp_path: Path) -> None:
     stripped = "\n".join(ln for ln in text.splitlines() if "process.stdin.on(" not in ln)
     assert stripped != text
     script = _node_copy(tmp_path, stripped + "\n")
-    report = probe(["node", str(script)], ProbeOptions(scenarios=("close",)))
+    report = probe(["node", str(script)],
+                   ProbeOptions(scenarios=("close",), ready_timeout=60))
     assert [r.verdict for r in report.results] == ["terminated"], report.results
 
 
