@@ -20,11 +20,11 @@ def parse_duration(text: str) -> float:
     try:
         value = float(text)
     except (TypeError, ValueError):
-        raise ValueError(f"{text!r} is not a number of seconds") from None
+        raise ValueError(f"{text!r} is not a number of seconds (must be finite and >= 0)") from None
     if value - value != 0:  # NaN and +-inf (math.isfinite, minus an import)
-        raise ValueError(f"{text!r} is not a finite number of seconds")
+        raise ValueError(f"{text!r} seconds: must be finite and >= 0")
     if value < 0:
-        raise ValueError(f"{text!r} is negative: a duration is >= 0 seconds")
+        raise ValueError(f"{text!r} seconds is negative: must be finite and >= 0")
     return value
 
 

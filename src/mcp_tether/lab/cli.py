@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from mcp_tether.cliutil import positive_duration as duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
-from mcp_tether.probe.cli import duration, write_junit_or_say
+from mcp_tether.probe.cli import write_junit_or_say
 
 EPILOG = """\
 blocks: reference (rows A-J: Node plain/timer/fixed x close/exit/crash, stubborn close),

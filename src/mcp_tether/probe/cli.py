@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
+from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, all_scenarios
 from mcp_tether.probe.spec import IDLE, LEVELS, READY_TIMEOUT, ROBUST, SPEC, WINDOW
@@ -44,15 +44,8 @@ exit code: 0 every scenario of the level passed, 1 some failed, 2 usage or set-u
 """
 
 
-def duration(text: str) -> float:
-    """An argparse type: finite seconds >= 0 (nan used to hang the probe)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if math.isnan(value) or math.isinf(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be finite and >= 0, got {text!r}")
-    return value
+# Every command's seconds are checked alike (NaN used to hang the probe): the shared type.
+duration = positive_duration
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
