@@ -54,7 +54,9 @@ def test_a_python_thread_server_is_told_which_thread_keeps_it_alive() -> None:
 def test_a_wrapper_that_does_not_forward_sigterm_is_told_to_exec() -> None:
     import shlex
 
-    r = run(["sh", "-c", f"{shlex.join(MINI)}; true"], "sigterm", "node")
+    # The python host style: a Node host closes the stdio once sh is gone, and the server
+    # then exits on EOF, which hides the wrapper (issue 9).
+    r = run(["sh", "-c", f"{shlex.join(MINI)}; true"], "sigterm", "python")
     assert r["verdict"] in ("orphaned", "killed")
     assert "wrapper" in r["diagnosis"] and "did not pass it on" in r["diagnosis"]
     assert "exec" in r["remedy"]

