@@ -14,6 +14,9 @@ Once the guard has exited, every process still carrying the round's unique marke
 its argv (every process of the tree does: argv survives fork) is a survivor. Printed:
 rounds per shape and death, survivors (must be 0), wall time. Survivors are then
 SIGKILLed, identity checked (they carry our marker: we started them).
+The soak re-executes itself inside a pid namespace of its own (bench/_pidns.py): a
+survivor it cannot end (a hopper outruns one SIGKILL per snapshot), or every process of
+an interrupted soak, dies with the namespace and never stays on the machine.
 Linux only (reads /proc).
 """
 
@@ -30,6 +33,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
+
+import _pidns  # bench/, beside this script
 
 from mcp_tether.proc import SAME, ProcessId, cmdline, compare, identify, snapshot, wait_gone
 from mcp_tether.proc.signals import signal_process
@@ -164,7 +169,11 @@ def main() -> int:
                     help="comma list of client deaths to draw from (default: all)")
     ap.add_argument("--minutes", type=float, default=None,
                     help="start no new round after this long (the summary says how many ran)")
+    ap.add_argument("--host-namespace", action="store_true",
+                    help="run even where no pid namespace of its own can be made (a hopper "
+                    "that outlives a killed soak would then stay on the machine)")
     a = ap.parse_args()
+    _pidns.enter(allow_host=a.host_namespace)
     shapes = [x for x in a.shapes.split(",") if x]
     deaths = [x for x in a.deaths.split(",") if x]
     if not shapes or not deaths or set(shapes) - set(SHAPES) or set(deaths) - set(DEATHS):
