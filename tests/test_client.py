@@ -192,7 +192,7 @@ def test_leaving_the_block_returns_once_an_eof_honouring_server_is_gone(tmp_path
                     tree.extend(_tree_of_me())
 
     anyio.run(main)
-    assert len(tree) == 2
+    assert len(tree) == 3  # the guard's front, its supervisor, the server
     assert [i for i in tree if is_running(i)] == []
     assert "server exited by itself" in errlog.read_text()  # no SIGTERM rung was needed
 
@@ -262,7 +262,8 @@ def test_spawn_gives_raw_pipes_and_close_ends_the_whole_tree() -> None:
         reply = json.loads(server.stdout.readline())
         assert reply["id"] == 1 and "serverInfo" in reply["result"]
         tree = _tree_of_me()
-        assert len(tree) == 3 and tree[0].pid == server.pid
+        # the guard's front (the pid the host knows), its supervisor, sh, the server
+        assert len(tree) == 4 and tree[0].pid == server.pid
     assert server.settled is not None and server.settled.how == "exited"
     assert [i for i in tree if is_running(i)] == []
     assert server.returncode == 128 + signal.SIGTERM  # mirrored: sh died of the group SIGTERM

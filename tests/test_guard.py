@@ -429,6 +429,29 @@ def test_a_sigkilled_guard_takes_its_server_along(lab: Lab, guards: list[Guarded
     assert wait_gone(server, DEADLINE) is not None
 
 
+@pytest.mark.parametrize("shape", ["sh", "daemonize"])
+def test_a_sigkilled_guard_pid_still_ends_the_servers_whole_tree(
+    lab: Lab, guards: list[Guarded], shape: str
+) -> None:
+    """1. a server behind `sh -c` that ignores EOF, or one with a daemon outside its group;
+    2. the host SIGKILLs the guard's pid while it still holds stdin open (no EOF comes);
+    3. every process of the tree is gone: the pid the host knows is a thin front, and the
+    supervisor behind it takes the front's death as its parent's death (the ladder).
+    Before the front, the kernel's PDEATHSIG ended the direct child only."""
+    pf = lab.pidfile()
+    if shape == "sh":
+        inner = " ".join(lab.server_cmd("ignore-eof", pf))
+        g = start(guards, lab, ["sh", "-c", f"{inner}; true"])
+        tree = [ident_from(pf)]
+    else:
+        g = start(guards, lab, lab.server_cmd("daemonize", pf))
+        tree = [ident_from(pf), ident_from(pf + ".daemon")]
+    g.proc.kill()  # our own unreaped child: the pid the host knows
+    g.proc.wait()
+    for ident in tree:
+        assert wait_gone(ident, DEADLINE) is not None, f"{ident} outlived the guard's SIGKILL"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_stop_signal_to_the_guard_is_forwarded_to_the_server(
     lab: Lab, guards: list[Guarded], sig: signal.Signals

@@ -335,10 +335,11 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     e = entry(doc, pair.server.pid)
     assert e is not None, [s["command"] for s in doc["servers"]]
     assert e["command"][1:4] == ["-m", "mcp_tether", "run"]
-    assert e["shown_command"] == server and len(e["members"]) == 2
+    # the guard's front (the pid the host knows), its supervisor, the server
+    assert e["shown_command"] == server and len(e["members"]) == 3
     rc, out, _ = run_cli(capsys, "ps")
     row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
-    assert "mcp-server-fake.py [+1]" in row and "mcp_tether run" not in row
+    assert "mcp-server-fake.py [+2]" in row and "mcp_tether run" not in row
 
 
 def _pidfds_held() -> set[int]:

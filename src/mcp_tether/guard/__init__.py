@@ -30,16 +30,23 @@ Guarantees:
   returns before the server is reaped; every child of the guard is reaped.
 - Missing command: exit 127; not executable: 126 (one line on stderr, nothing started).
 
-Trade-off of PR_SET_PDEATHSIG on the server: if the guard itself is SIGKILLed (or
-crashes), the kernel SIGKILLs the server at once, with no grace and no chance to flush.
-Only the server process is covered: its own children (in its group or escaped from it,
-e.g. the real server behind an `sh -c` or `npx` wrapper) lose their subreaper with the
-guard, are reparented to init and survive unless they notice by themselves (EOF on the
-shared stdin). Without it, a SIGKILLed guard would leave the whole server behind, which
-is the bug this command exists to fix. The guard does not set PDEATHSIG on itself: the
-kernel would kill it before it could run the ladder (and the signal fires when the
-parent *thread* exits, which hosts that spawn from a worker thread do all the time). It
-watches the parent process instead.
+The pid the host knows is a thin front (`proc.front`, Linux): the `run` command forks
+once before anything else; the front keeps the host's pid, forwards SIGTERM, SIGINT and
+SIGHUP to the supervisor behind it and exits with its status; the supervisor (in a
+process group of its own) does everything above. A host that SIGKILLs the guard's pid
+kills the front only: the supervisor sees its parent die (a pidfd) and ends the whole
+tree with the ladder, descendants behind `sh -c`/`npx`, daemons and escapees included.
+It watches the host too (a pidfd inherited from before the fork), so the host's own
+death is seen as before. Where the front cannot be made (no pidfds), the guard runs as
+one process.
+
+PR_SET_PDEATHSIG(SIGKILL) on the server covers what is left: if the supervisor itself
+is SIGKILLed (or crashes), the kernel SIGKILLs the server at once, with no grace. Only
+the server process is covered: its own children lose their subreaper and are
+reparented to init, and survive unless they notice by themselves (EOF on the shared
+stdin). The supervisor does not set PDEATHSIG on itself: the kernel would kill it
+before it could run the ladder (and the signal fires when the parent *thread* exits,
+which hosts that spawn from a worker thread do all the time). It watches instead.
 
 Cost of the session: with CONFIG_SCHED_AUTOGROUP (most desktop kernels) a new session is
 also a new scheduling group; on a loaded machine that measured as slower client<->server
@@ -47,7 +54,7 @@ ping-pong, exactly as when a client starts the server with start_new_session its
 Python SDK does). The guard itself is idle in poll(2) while bytes flow (0 CPU ticks in
 bench/bench_guard.py, which prints the new-session baseline beside the guarded figure).
 
-Layout: `session` (the loop, on the core: proc.spawn, proc.inbox, proc.end), `result`
+Layout: `session` (the loop, on the core: proc.front, proc.spawn, proc.inbox, proc.end), `result`
 (GuardResult and its summary line), `cli` (the `run` command), `argv` (recognising a
 guard command line, for `hosts` and `probe`).
 Import-light on purpose (it is on every guarded server's launch path): stdlib and

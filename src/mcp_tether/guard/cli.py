@@ -46,7 +46,7 @@ def command(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("no command given: mcp-tether run [--grace S] -- CMD [ARGS...]")
-    result = run_guarded(cmd, grace=args.grace, term_grace=args.term_grace)
+    result = run_guarded(cmd, grace=args.grace, term_grace=args.term_grace, front=EXIT_AT_ONCE)
     log.say(f"mcp-tether run: {result.summary()}")
     if EXIT_AT_ONCE:
         _exit_at_once(result.exit_status)

@@ -107,7 +107,7 @@ class _Session:
         return out
 
     # -- watching ----------------------------------------------------------------------
-    def watch(self, parent: ParentWatch, stdin_fd: int) -> tuple[str, bool]:
+    def watch(self, parents: list[ParentWatch], stdin_fd: int) -> tuple[str, bool]:
         """Block until the client is gone, a stop signal comes, or the server (and every
         descendant still holding our stdio) has exited."""
         poller = select.poll()
@@ -115,13 +115,15 @@ class _Session:
         hup_events = hangup_events(stdin_fd)
         if hup_events is not None:
             poller.register(stdin_fd, hup_events)
-        if parent.fd is not None:
-            poller.register(parent.fd, select.POLLIN)
-        timeout_ms = None if parent.fd is not None else int(PPID_POLL * 1000)
+        parent_fds = {p.fd for p in parents if p.fd is not None}
+        for fd in parent_fds:
+            poller.register(fd, select.POLLIN)
+        blind = any(p.fd is None and p.ppid_check for p in parents)
+        timeout_ms = int(PPID_POLL * 1000) if blind else None
         watched: list[int] = []  # pidfds of holders
         try:
             while True:
-                if parent.gone():
+                if any(p.gone() for p in parents):
                     return PARENT_DEATH, _hung_up(stdin_fd, hup_events)
                 events = dict(poller.poll(timeout_ms))
                 self.drain()
@@ -129,7 +131,7 @@ class _Session:
                     return STDIN_HANGUP, True
                 if self.pending:
                     return SIGNALLED, _hung_up(stdin_fd, hup_events)
-                if parent.fd is not None and parent.fd in events:
+                if parent_fds & events.keys():
                     return PARENT_DEATH, _hung_up(stdin_fd, hup_events)
                 if self.status is None:
                     continue
@@ -182,6 +184,7 @@ def run_guarded(
     *,
     kill_wait: float | None = None,
     stdin_fd: int = 0,
+    front: bool = False,
 ) -> GuardResult:
     """Run argv as a guarded server until it or its client is gone; see the package doc.
 
@@ -189,21 +192,34 @@ def run_guarded(
     Raises CommandNotFound / CommandNotExecutable before anything runs. The calling
     process is a child subreaper while this runs and must be the main thread; signal
     handlers are restored on return.
+    front=True (the `run` command): fork a thin front first (`proc.front`) that keeps
+    the caller's pid and mirrors our exit status, so that a SIGKILL of that pid is a
+    parent death this process survives and answers with the ladder. The calling
+    process then continues in the child; only for a process that exits after the run.
     """
     if not argv:
         raise UsageError("no command to run")
-    parent = ParentWatch()  # first: the earlier we pin the parent, the less we miss
+    host = ParentWatch()  # first: the earlier we pin the parent, the less we miss
+    parents = [host]
+    if front:
+        from mcp_tether.proc.front import split
+
+        me = split()
+        if me is not None:  # we are the supervisor now; our parent is the front
+            host.beyond()
+            parents.insert(0, ParentWatch(expected_ppid=me.pid))
     try:
         with platform.subreaper(), SignalInbox((*STOP_SIGNALS, signal.SIGCHLD)) as inbox:
-            return _run(list(argv), inbox, parent, grace, term_grace, kill_wait, stdin_fd)
+            return _run(list(argv), inbox, parents, grace, term_grace, kill_wait, stdin_fd)
     finally:
-        parent.close()
+        for p in parents:
+            p.close()
 
 
 def _run(
     argv: list[str],
     inbox: SignalInbox,
-    parent: ParentWatch,
+    parents: list[ParentWatch],
     grace: float | None,
     term_grace: float | None,
     kill_wait: float | None,
@@ -231,7 +247,7 @@ def _run(
     term_grace = _ladder.TERM_GRACE if term_grace is None else term_grace
     kill_wait = _ladder.KILL_WAIT if kill_wait is None else kill_wait
     try:
-        reason, hung_up = s.watch(parent, stdin_fd)
+        reason, hung_up = s.watch(parents, stdin_fd)
         triggered = None if reason == SERVER_EXIT else time.monotonic()
         trigger_sig = s.pending[0] if reason == SIGNALLED else None
         log.debug(f"stopping: {reason}, stdin {'hung up' if hung_up else 'open'}")

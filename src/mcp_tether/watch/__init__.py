@@ -46,6 +46,7 @@ class ParentWatch:
 
     def __init__(self, expected_ppid: int | None = None) -> None:
         self.ppid = os.getppid() if expected_ppid is None else expected_ppid
+        self.ppid_check = True
         self.fd: int | None = None
         if platform.has_pidfd() and self.ppid > 1:
             try:
@@ -58,8 +59,15 @@ class ParentWatch:
             os.close(self.fd)
             self.fd = None
 
+    def beyond(self) -> None:
+        """We are about to become a grandchild of the watched process (a front forks us):
+        from now on only the pidfd can tell; without one, watching is given up."""
+        self.ppid_check = False
+        if self.fd is None:
+            self.ppid = 0
+
     def gone(self) -> bool:
-        if os.getppid() != self.ppid:
+        if self.ppid_check and os.getppid() != self.ppid:
             return True
         if self.fd is not None:
             p = select.poll()
