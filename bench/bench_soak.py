@@ -4,7 +4,9 @@
 
 Each round: a fresh client starts `mcp-tether run --grace 0.2 --term-grace 0.2 -- SERVER`
 with a pipe or a socketpair as stdin, then dies after a random delay (0-0.3 s) by
-exiting, by SIGKILL, or by closing the guard's stdin. SERVER is one process shape:
+exiting, by SIGKILL, or by closing the guard's stdin; or (kill-guard) it SIGKILLs the
+guard's pid, as a host that gives up does, and lives on 1 s with stdin open (its
+survivors are counted once the tree had 10 s to end). SERVER is one process shape:
   direct    one process: exits on EOF / ignores EOF / ignores EOF and SIGTERM
   sh        `sh -c 'SERVER ignore-eof; true'` (the wrapper stays the parent)
   launcher  forks the real server (setsid, same stdio) and exits at once
@@ -98,6 +100,11 @@ with open(report, "w") as fh:
 time.sleep(float(delay))
 if action == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
+if action == "kill-guard":  # a host that gives up on its child: SIGKILL, stdin still open
+    guard.kill()  # our own unreaped child
+    guard.wait()
+    time.sleep(1.0)  # the client lives on a while, its end of stdin open (no EOF comes)
+    os._exit(0)
 if action == "close":
     mine.close() if kind == "socket" else os.close(w)
     sys.exit(guard.wait())
@@ -106,7 +113,8 @@ os._exit(0)
 
 SHAPES = ["direct-eof", "direct-ignore", "direct-stubborn", "sh", "launcher",
           "launcher-ignore", "hopper", "hopper-setsid", "escaped"]
-DEATHS = ["exit", "kill", "close"]
+DEATHS = ["exit", "kill", "close", "kill-guard"]
+SETTLE = 10.0  # kill-guard: the supervisor behind the guard's front still runs its ladder
 GUARD_DEADLINE = 30.0  # generous: the soak runs on loaded machines too
 
 
@@ -147,6 +155,10 @@ def one_round(n: int, rng: random.Random, tmp: str, server_py: str, client_py: s
     gident = identify(gpid) if gpid else None
     if gident is not None and wait_gone(gident, GUARD_DEADLINE) is None:
         found.append(gident)  # the guard itself did not finish in time
+    if death == "kill-guard":  # the guard's pid is gone at once; its supervisor is not
+        end = time.monotonic() + SETTLE
+        while carrying(marker) and time.monotonic() < end:
+            time.sleep(0.05)  # polling for a state, with a deadline
     found += [i for i in carrying(marker) if i not in found]
     survivors = []
     for ident in found:

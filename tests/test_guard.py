@@ -147,6 +147,11 @@ if action == "close":
     else:
         os.close(w)
     sys.exit(guard.wait())
+if action == "kill-guard":  # a host giving up on its child: SIGKILL, stdin still open
+    guard.kill()
+    guard.wait()
+    time.sleep(1.0)  # our end of stdin stays open a while: no EOF comes
+    os._exit(0)
 while True:  # "wait": until the test kills us
     time.sleep(3600)
 '''
@@ -655,7 +660,7 @@ def test_run_imports_nothing_heavy() -> None:
 # -- randomized: the client dies at a random moment ------------------------------------
 FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof", "hopper",
             "hopper-setsid", "launcher", "launcher-ignore"]
-ACTIONS = ["exit", "kill", "close"]
+ACTIONS = ["exit", "kill", "close", "kill-guard"]
 ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
 
 
@@ -705,6 +710,10 @@ def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
             client.wait(DEADLINE)
             if guard is not None:
                 assert wait_gone(guard, DEADLINE) is not None, f"{where}: guard still running"
+            if action == "kill-guard":  # the front is gone; its supervisor ends the tree
+                until(lambda: not carrying(pf) and not (
+                    (i := ident_if_any(pf)) is not None and compare(i) == SAME),
+                    f"{where}: the tree ended after the guard's pid was SIGKILLed")
             left = [ident_if_any(pf), ident_if_any(pf + ".daemon")]
             alive = [i for i in left if i is not None and compare(i) == SAME]
             alive += [i for i in carrying(pf) if i not in alive]  # hops, helpers
