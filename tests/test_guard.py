@@ -560,6 +560,23 @@ def test_a_non_finite_or_negative_duration_is_a_usage_error_before_anything_runs
     assert not flag.exists()
 
 
+@pytest.mark.parametrize("opts", [["--grace", "1"], ["--term-grace=1"]])
+def test_the_guards_options_after_the_server_command_are_refused_with_a_hint(
+    tmp_path: Path, opts: list[str]
+) -> None:
+    """`run touch F --grace 1` would pass `--grace 1` to the server: exit 2, one line
+    naming the option and showing `--`, the command never started."""
+    flag = tmp_path / "started"
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_tether", "run", "touch", str(flag), *opts],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE,
+    )
+    assert p.returncode == 2 and p.stdout == b""
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1 and opts[0].split("=")[0] in lines[0] and " -- touch" in lines[0]
+    assert not flag.exists()
+
+
 @pytest.mark.parametrize(
     ("cmd", "rc", "words"),
     [

@@ -8,9 +8,11 @@
 It returns a `GuardCommand` (the launcher prefix, `grace`, `term_grace` with the
 ladder's defaults, and the inner command), or None when the command is not a guard the
 real `run` would accept: another program, `-c`, `--help`, an unknown option, a bad
-duration (NaN, inf, negative) or no inner command. Options are read the way the
-guard's argparse reads them: up to the first non-option word or `--`, unique prefixes
-of the long options accepted (`--gr 1`).
+duration (NaN, inf, negative), no inner command, or the guard's own options after the
+inner command without `--` (`run srv --grace 1`, which the guard refuses: see
+`misplaced_options`). Options are read the way the guard's argparse reads them: up to
+the first non-option word or `--`, unique prefixes of the long options accepted
+(`--gr 1`).
 Pure and stdlib-only: `hosts` calls it to spot entries already wrapped, `probe` to judge
 a guarded server by the guard's own ladder.
 """
@@ -23,7 +25,7 @@ import re
 from mcp_tether.cliutil import parse_duration
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 
-__all__ = ["GuardCommand", "parse_guard_argv"]
+__all__ = ["GuardCommand", "misplaced_options", "parse_guard_argv"]
 
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[wtd]?$")
 _MODULES = ("mcp_tether", "mcp_tether.__main__")
@@ -115,6 +117,13 @@ def _option(word: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
+def misplaced_options(command: list[str]) -> list[str]:
+    """The guard's own option words (`--grace`, `--term-grace=2`) in a server command
+    given without `--`: `run srv --grace 1` would pass `--grace 1` to the server, so the
+    guard refuses it. Exact names only: a server's `--gr` is the server's."""
+    return [w for w in command[1:] if w.split("=", 1)[0] in _OPTIONS]
+
+
 def parse_guard_argv(argv: list[str]) -> GuardCommand | None:
     """The guard command `argv` spells, or None; see the module doc."""
     argv = list(argv)
@@ -123,10 +132,12 @@ def parse_guard_argv(argv: list[str]) -> GuardCommand | None:
         return None
     values = {"--grace": GRACE_AFTER_EOF, "--term-grace": TERM_GRACE}
     j = at + 1
+    dashes = False
     while j < len(argv):
         word = argv[j]
         if word == "--":
             j += 1
+            dashes = True
             break
         if not word.startswith("-") or word == "-":
             break
@@ -145,7 +156,7 @@ def parse_guard_argv(argv: list[str]) -> GuardCommand | None:
             return None
         j += 1
     command = argv[j:]
-    if not command:
+    if not command or (not dashes and misplaced_options(command)):
         return None
     options = [w for w in argv[at + 1 : j] if w != "--"]
     return GuardCommand(argv[: at + 1], options, values["--grace"],

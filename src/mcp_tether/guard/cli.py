@@ -1,7 +1,9 @@
 """The `mcp-tether run` command: parse options, run the guard, one summary line.
 
 Durations go through `cliutil.positive_duration`: NaN, inf or a negative number is a
-usage error (exit 2) before anything starts.
+usage error (exit 2) before anything starts. The guard's own options after the server
+command without `--` (`run node s.js --grace 1`) are refused with a hint (exit 2), not
+passed to the server.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from mcp_tether import log
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
+from mcp_tether.guard.argv import misplaced_options
 from mcp_tether.guard.session import run_guarded
 
 __all__ = ["configure", "command", "EXIT_AT_ONCE"]
@@ -44,6 +47,11 @@ def command(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
+    elif misplaced_options(cmd):
+        raise UsageError(
+            f"{' '.join(misplaced_options(cmd))} after the server command would go to the "
+            f"server; put the guard's options before `--`: mcp-tether run [--grace S] "
+            f"[--term-grace S] -- {cmd[0]} ...")
     if not cmd:
         raise UsageError("no command given: mcp-tether run [--grace S] -- CMD [ARGS...]")
     result = run_guarded(cmd, grace=args.grace, term_grace=args.term_grace)
