@@ -93,7 +93,8 @@ class LifecycleReport:
         return "\n".join(lines)
 
     def explain(self, level: str = "robust") -> str:
-        """What failed and why at `level`: each failed scenario, its verdict, survivors."""
+        """What failed and why at `level`: each failed scenario, its verdict, the probe's
+        diagnosis and remedy, the survivors and the server's last stderr lines."""
         cmd = " ".join(self.command)
         failed = self.failures_at(level)
         counted = [r for r in self.results if r.counts_at(level)]
@@ -116,6 +117,10 @@ class LifecycleReport:
                 out.append(f"  scenario: {sc.description}")
             if r.detail:
                 out.append(f"  {r.detail}")
+            if r.diagnosis:
+                out.append(f"  diagnosis: {r.diagnosis}")
+            if r.remedy:
+                out.append(f"  remedy: {r.remedy}")
             for s in r.survivors:
                 out.append(f"  survivor pid {s.pid} (ppid {s.ppid}): {s.cmdline}")
             for w in r.warnings:
