@@ -32,6 +32,10 @@ from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
          TERM_GRACE, ["srv"]),
         (["uvx", "mcp-tether@0.3", "run", "--", "srv"], GRACE_AFTER_EOF, TERM_GRACE,
          ["srv"]),
+        (["/opt/venv/bin/python3", "/opt/venv/bin/mcp-tether", "run", "--", "srv"],
+         GRACE_AFTER_EOF, TERM_GRACE, ["srv"]),
+        (["python3", "-I", "/x/bin/mcp-tether", "run", "--grace", "1", "srv"], 1.0,
+         TERM_GRACE, ["srv"]),
     ],
 )
 def test_every_spelling_of_the_guard_is_recognised_with_its_options(
@@ -60,6 +64,7 @@ def test_every_spelling_of_the_guard_is_recognised_with_its_options(
         ["mcp-tether", "run", "--bogus", "srv"],
         ["python", "-c", "import mcp_tether", "run", "srv"],
         ["python", "server.py", "-m", "mcp_tether", "run", "srv"],
+        ["python", "/x/bin/not-mcp-tether", "run", "srv"],
         ["python", "-m", "other", "run", "srv"],
         ["npx", "mcp-tether", "run", "srv"],
         ["mcp-tether", "run", "srv", "--grace", "1"],

@@ -4,6 +4,8 @@
   mcp-tether run [opts] [--] CMD...          (any path to the script: /x/bin/mcp-tether)
   python -m mcp_tether run ...               (any python: python3, /usr/bin/python3.12,
   python3 -I -X utf8 -m mcp_tether run ...    pypy3; interpreter flags before -m)
+  python3 /x/bin/mcp-tether run ...          (the console script as the kernel shows it:
+                                              its shebang's interpreter, then the script)
   uvx mcp-tether[@ver] run ...
 It returns a `GuardCommand` (the launcher prefix, `grace`, `term_grace` with the
 ladder's defaults, and the inner command), or None when the command is not a guard the
@@ -66,10 +68,13 @@ def _name(path: str) -> str:
 
 
 def _after_python(argv: list[str]) -> int | None:
-    """Index of "run" after `python [flags] -m mcp_tether`, or None."""
+    """Index of "run" after `python [flags] -m mcp_tether` or `python [flags]
+    /x/bin/mcp-tether`, or None."""
     i = 1
     while i < len(argv):
         word = argv[i]
+        if not word.startswith("-") and _name(word) == "mcp-tether":
+            return i + 1  # the console script run through its shebang's interpreter
         if word == "--check-hash-based-pycs":
             i += 2
             continue
