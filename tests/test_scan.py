@@ -345,7 +345,8 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     assert e["shown_command"] == server and len(e["members"]) == 2
     rc, out, _ = run_cli(capsys, "ps")
     row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
-    assert "mcp-server-fake.py [+1]" in row and "mcp_tether run" not in row
+    assert "guarded: " in row and "mcp-server-fake.py [+1]" in row
+    assert "mcp_tether run" not in row and "mcp-tether run" not in row
 
 
 def _pidfds_held() -> set[int]:
