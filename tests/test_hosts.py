@@ -762,3 +762,16 @@ def test_an_editor_settings_file_without_servers_is_not_listed(
     assert main(["hosts", "--json"]) == 0
     (f,) = json.loads(capfd.readouterr().out)["files"]
     assert f["host"] == "vscode" and f["servers"][0]["name"] == "g"
+
+
+def test_hosts_keeps_the_commands_in_one_column_whatever_the_state(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`not wrapped, disabled` is the longest state: the commands still line up."""
+    cfg = write(Path.cwd() / "d.json", '{"mcpServers": {'
+                '"off": {"command": "srv-off", "disabled": true},'
+                '"on": {"command": "srv-on"}}}')
+    assert main(["hosts", "--config", str(cfg)]) == 0
+    rows = [ln for ln in capfd.readouterr().out.splitlines() if "srv-" in ln]
+    assert "not wrapped, disabled" in rows[0]
+    assert len({ln.index("srv-") for ln in rows}) == 1, rows

@@ -269,9 +269,9 @@ def _hosts(args: argparse.Namespace) -> int:
                 if e.transport == "stdio":
                     state = "wrapped" if e.wrapped else "not wrapped"
                 if e.disabled:
-                    state += ",disabled"
+                    state += ", disabled"
                 what = " ".join([e.command, *e.args]) if e.command else "(remote)"
-                print(printable(f"  {e.label.ljust(width)}  {state:<16} {what}"))
+                print(printable(f"  {e.label.ljust(width)}  {state:<21} {what}"))
         _wrap_hint(listing)
     for err in errors:
         say(f"mcp-tether hosts: {err.msg}")
