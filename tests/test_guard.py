@@ -573,7 +573,9 @@ def test_the_guards_options_after_the_server_command_are_refused_with_a_hint(
     )
     assert p.returncode == 2 and p.stdout == b""
     lines = p.stderr.decode().splitlines()
-    assert len(lines) == 1 and opts[0].split("=")[0] in lines[0] and " -- touch" in lines[0]
+    assert len(lines) == 1 and opts[0].split("=")[0] in lines[0]
+    assert f"`mcp-tether run {' '.join(opts)} -- touch {flag}`" in lines[0]  # for the guard
+    assert f"`mcp-tether run -- touch {flag} {' '.join(opts)}`" in lines[0]  # for the server
     assert not flag.exists()
 
 

@@ -48,10 +48,7 @@ def command(args: argparse.Namespace) -> int:
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     elif misplaced_options(cmd):
-        raise UsageError(
-            f"{' '.join(misplaced_options(cmd))} after the server command would go to the "
-            f"server; put the guard's options before `--`: mcp-tether run [--grace S] "
-            f"[--term-grace S] -- {cmd[0]} ...")
+        raise UsageError(_misplaced_hint(cmd))
     if not cmd:
         raise UsageError("no command given: mcp-tether run [--grace S] -- CMD [ARGS...]")
     result = run_guarded(cmd, grace=args.grace, term_grace=args.term_grace)
@@ -59,6 +56,26 @@ def command(args: argparse.Namespace) -> int:
     if EXIT_AT_ONCE:
         _exit_at_once(result.exit_status)
     return result.exit_status
+
+
+def _misplaced_hint(cmd: list[str]) -> str:
+    """`run node s.js --grace 1`: both readings spelled out, for the guard or the server."""
+    import shlex  # only on this error path: the guard's start-up stays light
+
+    ours, rest, i = [], [cmd[0]], 1
+    while i < len(cmd):
+        word = cmd[i]
+        if word in misplaced_options([cmd[0], word]):
+            ours.append(word)
+            if "=" not in word and i + 1 < len(cmd):
+                ours.append(cmd[i + 1])
+                i += 1
+        else:
+            rest.append(word)
+        i += 1
+    return (f"{' '.join(misplaced_options(cmd))} after the server command would go to the "
+            f"server; for the guard: `mcp-tether run {shlex.join(ours)} -- {shlex.join(rest)}`"
+            f", for the server: `mcp-tether run -- {shlex.join(cmd)}`")
 
 
 def _exit_at_once(status: int) -> None:
