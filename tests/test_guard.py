@@ -588,6 +588,25 @@ def test_a_non_finite_or_negative_duration_is_a_usage_error_before_anything_runs
     assert not flag.exists()
 
 
+@pytest.mark.parametrize("opts", [["--grace", "1"], ["--term-grace=1"]])
+def test_the_guards_options_after_the_server_command_are_refused_with_a_hint(
+    tmp_path: Path, opts: list[str]
+) -> None:
+    """`run touch F --grace 1` would pass `--grace 1` to the server: exit 2, one line
+    naming the option and showing `--`, the command never started."""
+    flag = tmp_path / "started"
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_tether", "run", "touch", str(flag), *opts],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE,
+    )
+    assert p.returncode == 2 and p.stdout == b""
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1 and opts[0].split("=")[0] in lines[0]
+    assert f"`mcp-tether run {' '.join(opts)} -- touch {flag}`" in lines[0]  # for the guard
+    assert f"`mcp-tether run -- touch {flag} {' '.join(opts)}`" in lines[0]  # for the server
+    assert not flag.exists()
+
+
 @pytest.mark.parametrize(
     ("cmd", "rc", "words"),
     [
@@ -711,9 +730,11 @@ def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
             if guard is not None:
                 assert wait_gone(guard, DEADLINE) is not None, f"{where}: guard still running"
             if action == "kill-guard":  # the front is gone; its supervisor ends the tree
-                until(lambda: not carrying(pf) and not (
-                    (i := ident_if_any(pf)) is not None and compare(i) == SAME),
-                    f"{where}: the tree ended after the guard's pid was SIGKILLed")
+                def ended(pf: str = pf) -> bool:
+                    server = ident_if_any(pf)
+                    return not carrying(pf) and (server is None or compare(server) != SAME)
+
+                until(ended, f"{where}: the tree ended after the guard's pid was SIGKILLed")
             left = [ident_if_any(pf), ident_if_any(pf + ".daemon")]
             alive = [i for i in left if i is not None and compare(i) == SAME]
             alive += [i for i in carrying(pf) if i not in alive]  # hops, helpers

@@ -32,6 +32,10 @@ from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
          TERM_GRACE, ["srv"]),
         (["uvx", "mcp-tether@0.3", "run", "--", "srv"], GRACE_AFTER_EOF, TERM_GRACE,
          ["srv"]),
+        (["/opt/venv/bin/python3", "/opt/venv/bin/mcp-tether", "run", "--", "srv"],
+         GRACE_AFTER_EOF, TERM_GRACE, ["srv"]),
+        (["python3", "-I", "/x/bin/mcp-tether", "run", "--grace", "1", "srv"], 1.0,
+         TERM_GRACE, ["srv"]),
     ],
 )
 def test_every_spelling_of_the_guard_is_recognised_with_its_options(
@@ -60,8 +64,11 @@ def test_every_spelling_of_the_guard_is_recognised_with_its_options(
         ["mcp-tether", "run", "--bogus", "srv"],
         ["python", "-c", "import mcp_tether", "run", "srv"],
         ["python", "server.py", "-m", "mcp_tether", "run", "srv"],
+        ["python", "/x/bin/not-mcp-tether", "run", "srv"],
         ["python", "-m", "other", "run", "srv"],
         ["npx", "mcp-tether", "run", "srv"],
+        ["mcp-tether", "run", "srv", "--grace", "1"],
+        ["mcp-tether", "run", "--grace", "1", "srv", "--term-grace=3"],
     ],
 )
 def test_anything_that_is_not_a_working_guard_is_not_recognised(argv: list[str]) -> None:
@@ -78,3 +85,11 @@ def test_a_duration_must_be_a_finite_number_of_seconds_not_below_zero(text: str)
 
 def test_zero_and_fractions_are_durations() -> None:
     assert [positive_duration(t) for t in ("0", "0.25", "3", "1e1")] == [0.0, 0.25, 3.0, 10.0]
+
+
+def test_the_guards_options_after_the_command_are_the_commands_own_only_after_dashes() -> None:
+    """`run srv --grace 1` is refused by the guard, so it is no guard; with `--` the
+    server gets its own `--grace`."""
+    got = parse_guard_argv(["mcp-tether", "run", "--", "srv", "--grace", "1"])
+    assert got is not None and got.command == ["srv", "--grace", "1"]
+    assert got.grace == GRACE_AFTER_EOF

@@ -696,6 +696,27 @@ def test_hosts_with_nothing_found_lists_every_path_it_searched(
     assert main(["hosts", "--host", "goose"]) == 0
     err = capfd.readouterr().err
     assert "goose" in err and "cursor" not in err
+    assert main(["hosts", "--json"]) == 0
+    doc = json.loads(capfd.readouterr().out)
+    assert doc["files"] == [] and str(fake_home / ".cursor" / "mcp.json") in {
+        p["path"] for p in doc["searched"]}
+
+
+def test_hosts_says_which_servers_run_without_the_guard_and_how_to_wrap_them(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`not wrapped` (no jargon) per entry, then one stderr line with the wrap command;
+    nothing to suggest once every stdio server is wrapped."""
+    write(fake_home / ".cursor/mcp.json", CURSOR_WITH_REMOTE)
+    assert main(["hosts"]) == 0
+    out, err = capfd.readouterr()
+    assert "not wrapped" in out
+    assert "1 stdio server(s) not wrapped: `mcp-tether wrap --host cursor --dry-run`" in err
+    assert main(["wrap", "--host", "cursor", "--tether", TETHER, "--force"]) == 0
+    capfd.readouterr()
+    assert main(["hosts"]) == 0
+    out, err = capfd.readouterr()
+    assert "not wrapped" not in out + err and "wrapped" in out
 
 
 def test_a_config_given_without_host_is_read_with_its_hosts_shape(
@@ -741,3 +762,16 @@ def test_an_editor_settings_file_without_servers_is_not_listed(
     assert main(["hosts", "--json"]) == 0
     (f,) = json.loads(capfd.readouterr().out)["files"]
     assert f["host"] == "vscode" and f["servers"][0]["name"] == "g"
+
+
+def test_hosts_keeps_the_commands_in_one_column_whatever_the_state(
+    fake_home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`not wrapped, disabled` is the longest state: the commands still line up."""
+    cfg = write(Path.cwd() / "d.json", '{"mcpServers": {'
+                '"off": {"command": "srv-off", "disabled": true},'
+                '"on": {"command": "srv-on"}}}')
+    assert main(["hosts", "--config", str(cfg)]) == 0
+    rows = [ln for ln in capfd.readouterr().out.splitlines() if "srv-" in ln]
+    assert "not wrapped, disabled" in rows[0]
+    assert len({ln.index("srv-") for ln in rows}) == 1, rows

@@ -89,10 +89,11 @@ def test_a_tethered_server_passes_every_scenario_for_both_host_styles(
     assert report.passed
 
 
-def test_an_untethered_server_fails_with_scenario_verdict_and_survivors(
+def test_an_untethered_server_fails_with_verdict_diagnosis_remedy_and_survivors(
     mcp_lifecycle: Any, tmp_path: Path
 ) -> None:
-    """Without the helper the client's death orphans it; the failure says so readably."""
+    """Without the helper the client's death orphans it; the failure says so readably,
+    with the probe's diagnosis (what kept it alive) and its remedy (the two-line fix)."""
     argv = _script(tmp_path, "untethered.py", UNTETHERED)
     report = mcp_lifecycle(argv, scenarios=["crash"], window=1.0, env=_env())
     assert not report.passed
@@ -102,6 +103,8 @@ def test_an_untethered_server_fails_with_scenario_verdict_and_survivors(
     assert "1 of 1 lifecycle scenarios failed" in message
     assert "scenario 'crash' (node host): verdict 'orphaned'" in message
     assert "survivor pid" in message and "untethered.py" in message
+    assert "diagnosis: " in message and "non-daemon thread" in message
+    assert "remedy: " in message and "mcp_tether.run(mcp)" in message
     assert "FAIL crash (node host): orphaned" in message
 
 

@@ -123,3 +123,20 @@ def test_the_leaked_servers_recipe_commands_run_without_a_terminal(tmp_path: Pat
                               capture_output=True, text=True, timeout=120)
         assert "Traceback" not in proc.stderr, (argv, proc.stderr)
         assert proc.returncode in (0, 2), (argv, proc.returncode, proc.stderr)
+
+
+def test_the_readme_documents_every_fixture_option_with_its_default() -> None:
+    """Each `mcp_lifecycle` option (the ProbeOptions fields) is named in the Python
+    recipe, and the numeric defaults it states are the probe's own."""
+    import dataclasses
+
+    text = README.read_text()
+    recipe = text.split("### My Python server", 1)[1].split("\n### ", 1)[0]
+    defaults = ProbeOptions()
+    for field in dataclasses.fields(ProbeOptions):
+        assert f"`{field.name}" in recipe or f'"{field.name}' in recipe or (
+            field.name == "scenarios" and "scenarios=None" in recipe), field.name
+    for name in ("window", "idle", "ready_timeout"):
+        assert f"`{name}` ({getattr(defaults, name):g})" in recipe, name
+    assert defaults.grace == defaults.term_grace
+    assert f"`grace`, `term_grace` ({defaults.grace:g} each)" in recipe

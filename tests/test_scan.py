@@ -324,22 +324,30 @@ def test_only_reap_may_signal_and_only_through_the_core() -> None:
             assert not re.search(r"\b(signal_process|signal_group|\.signal\()", src), f
 
 
+@pytest.mark.parametrize("launcher", ["module", "script"])
 def test_ps_shows_the_inner_command_of_a_guarded_server(
-    lab: Lab, capsys: pytest.CaptureFixture[str]
+    lab: Lab, capsys: pytest.CaptureFixture[str], launcher: str
 ) -> None:
     """A server behind `mcp-tether run --` is one entry rooted at the guard, shown as
-    the server it guards (not `python -m mcp_tether run [+1]`)."""
+    the server it guards (not `python -m mcp_tether run [+1]`), also when the guard is
+    the console script a wrapped config names (the kernel shows it as `python3
+    /x/bin/mcp-tether run ...`, its shebang's interpreter first)."""
     server = [sys.executable, str(lab.fake_server())]
-    pair = lab.pair([sys.executable, "-m", "mcp_tether", "run", "--grace", "1", "--", *server])
+    script = Path(sys.executable).parent / "mcp-tether"
+    if launcher == "script" and not script.exists():
+        pytest.skip("no mcp-tether console script beside this python")
+    guard = ([sys.executable, "-m", "mcp_tether"] if launcher == "module" else [str(script)])
+    pair = lab.pair([*guard, "run", "--grace", "1", "--", *server])
     doc = ps_json(capsys)
     e = entry(doc, pair.server.pid)
     assert e is not None, [s["command"] for s in doc["servers"]]
-    assert e["command"][1:4] == ["-m", "mcp_tether", "run"]
+    assert e["command"][-len(server) - 4:-len(server)] == ["run", "--grace", "1", "--"]
     # the guard's front (the pid the host knows), its supervisor, the server
     assert e["shown_command"] == server and len(e["members"]) == 3
     rc, out, _ = run_cli(capsys, "ps")
     row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
-    assert "mcp-server-fake.py [+2]" in row and "mcp_tether run" not in row
+    assert "guarded: " in row and "mcp-server-fake.py [+2]" in row
+    assert "mcp_tether run" not in row and "mcp-tether run" not in row
 
 
 def _pidfds_held() -> set[int]:

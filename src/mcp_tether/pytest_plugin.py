@@ -93,7 +93,8 @@ class LifecycleReport:
         return "\n".join(lines)
 
     def explain(self, level: str = "robust") -> str:
-        """What failed and why at `level`: each failed scenario, its verdict, survivors."""
+        """What failed and why at `level`: each failed scenario, its verdict, the probe's
+        diagnosis and remedy, the survivors and the server's last stderr lines."""
         cmd = " ".join(self.command)
         failed = self.failures_at(level)
         counted = [r for r in self.results if r.counts_at(level)]
@@ -116,6 +117,10 @@ class LifecycleReport:
                 out.append(f"  scenario: {sc.description}")
             if r.detail:
                 out.append(f"  {r.detail}")
+            if r.diagnosis:
+                out.append(f"  diagnosis: {r.diagnosis}")
+            if r.remedy:
+                out.append(f"  remedy: {r.remedy}")
             for s in r.survivors:
                 out.append(f"  survivor pid {s.pid} (ppid {s.ppid}): {s.cmdline}")
             for w in r.warnings:
@@ -187,10 +192,14 @@ def run_lifecycle(
 def mcp_lifecycle() -> LifecycleRunner:
     """`mcp_lifecycle(argv, scenarios=None, **options)`: probe a server, get a report.
 
-    Options: host_style, window, idle, ready_timeout, horizon, grace, term_grace, call,
-    env, cwd, jobs (see the module docstring); any other name raises TypeError listing
-    these. Call `report.assert_passes()` (spec level) or
-    `report.assert_passes(level="robust")` to fail the test with every failed scenario,
-    its verdict and the processes that outlived their client.
+    scenarios: names to run (default: all that apply). Options (seconds unless said):
+    host_style "node" (default), "python" or both as a sequence; window (2) for the tree
+    to go after its client; horizon (grace + term_grace) to tell lingered from orphaned;
+    grace, term_grace (2 each) the client's ladder; idle (3); ready_timeout (10) per
+    handshake answer; call=(tool, arguments) a call in flight at EOF; env (added), cwd,
+    jobs. Any other name raises TypeError listing the valid ones. Call
+    `report.assert_passes()` (spec level) or `report.assert_passes(level="robust")` to
+    fail the test with every failed scenario, its verdict, the diagnosis, the remedy and
+    the processes that outlived their client.
     """
     return run_lifecycle

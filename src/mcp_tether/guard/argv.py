@@ -4,13 +4,17 @@
   mcp-tether run [opts] [--] CMD...          (any path to the script: /x/bin/mcp-tether)
   python -m mcp_tether run ...               (any python: python3, /usr/bin/python3.12,
   python3 -I -X utf8 -m mcp_tether run ...    pypy3; interpreter flags before -m)
+  python3 /x/bin/mcp-tether run ...          (the console script as the kernel shows it:
+                                              its shebang's interpreter, then the script)
   uvx mcp-tether[@ver] run ...
 It returns a `GuardCommand` (the launcher prefix, `grace`, `term_grace` with the
 ladder's defaults, and the inner command), or None when the command is not a guard the
 real `run` would accept: another program, `-c`, `--help`, an unknown option, a bad
-duration (NaN, inf, negative) or no inner command. Options are read the way the
-guard's argparse reads them: up to the first non-option word or `--`, unique prefixes
-of the long options accepted (`--gr 1`).
+duration (NaN, inf, negative), no inner command, or the guard's own options after the
+inner command without `--` (`run srv --grace 1`, which the guard refuses: see
+`misplaced_options`). Options are read the way the guard's argparse reads them: up to
+the first non-option word or `--`, unique prefixes of the long options accepted
+(`--gr 1`).
 Pure and stdlib-only: `hosts` calls it to spot entries already wrapped, `probe` to judge
 a guarded server by the guard's own ladder.
 """
@@ -23,7 +27,7 @@ import re
 from mcp_tether.cliutil import parse_duration
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 
-__all__ = ["GuardCommand", "parse_guard_argv"]
+__all__ = ["GuardCommand", "misplaced_options", "parse_guard_argv"]
 
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[wtd]?$")
 _MODULES = ("mcp_tether", "mcp_tether.__main__")
@@ -64,10 +68,13 @@ def _name(path: str) -> str:
 
 
 def _after_python(argv: list[str]) -> int | None:
-    """Index of "run" after `python [flags] -m mcp_tether`, or None."""
+    """Index of "run" after `python [flags] -m mcp_tether` or `python [flags]
+    /x/bin/mcp-tether`, or None."""
     i = 1
     while i < len(argv):
         word = argv[i]
+        if not word.startswith("-") and _name(word) == "mcp-tether":
+            return i + 1  # the console script run through its shebang's interpreter
         if word == "--check-hash-based-pycs":
             i += 2
             continue
@@ -115,6 +122,13 @@ def _option(word: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
+def misplaced_options(command: list[str]) -> list[str]:
+    """The guard's own option words (`--grace`, `--term-grace=2`) in a server command
+    given without `--`: `run srv --grace 1` would pass `--grace 1` to the server, so the
+    guard refuses it. Exact names only: a server's `--gr` is the server's."""
+    return [w for w in command[1:] if w.split("=", 1)[0] in _OPTIONS]
+
+
 def parse_guard_argv(argv: list[str]) -> GuardCommand | None:
     """The guard command `argv` spells, or None; see the module doc."""
     argv = list(argv)
@@ -123,10 +137,12 @@ def parse_guard_argv(argv: list[str]) -> GuardCommand | None:
         return None
     values = {"--grace": GRACE_AFTER_EOF, "--term-grace": TERM_GRACE}
     j = at + 1
+    dashes = False
     while j < len(argv):
         word = argv[j]
         if word == "--":
             j += 1
+            dashes = True
             break
         if not word.startswith("-") or word == "-":
             break
@@ -145,7 +161,7 @@ def parse_guard_argv(argv: list[str]) -> GuardCommand | None:
             return None
         j += 1
     command = argv[j:]
-    if not command:
+    if not command or (not dashes and misplaced_options(command)):
         return None
     options = [w for w in argv[at + 1 : j] if w != "--"]
     return GuardCommand(argv[: at + 1], options, values["--grace"],

@@ -1,7 +1,9 @@
 """The `mcp-tether run` command: parse options, run the guard, one summary line.
 
 Durations go through `cliutil.positive_duration`: NaN, inf or a negative number is a
-usage error (exit 2) before anything starts.
+usage error (exit 2) before anything starts. The guard's own options after the server
+command without `--` (`run node s.js --grace 1`) are refused with a hint (exit 2), not
+passed to the server.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from mcp_tether import log
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
+from mcp_tether.guard.argv import misplaced_options
 from mcp_tether.guard.session import run_guarded
 
 __all__ = ["configure", "command", "EXIT_AT_ONCE"]
@@ -44,6 +47,8 @@ def command(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
+    elif misplaced_options(cmd):
+        raise UsageError(_misplaced_hint(cmd))
     if not cmd:
         raise UsageError("no command given: mcp-tether run [--grace S] -- CMD [ARGS...]")
     result = run_guarded(cmd, grace=args.grace, term_grace=args.term_grace, front=EXIT_AT_ONCE)
@@ -51,6 +56,26 @@ def command(args: argparse.Namespace) -> int:
     if EXIT_AT_ONCE:
         _exit_at_once(result.exit_status)
     return result.exit_status
+
+
+def _misplaced_hint(cmd: list[str]) -> str:
+    """`run node s.js --grace 1`: both readings spelled out, for the guard or the server."""
+    import shlex  # only on this error path: the guard's start-up stays light
+
+    ours, rest, i = [], [cmd[0]], 1
+    while i < len(cmd):
+        word = cmd[i]
+        if word in misplaced_options([cmd[0], word]):
+            ours.append(word)
+            if "=" not in word and i + 1 < len(cmd):
+                ours.append(cmd[i + 1])
+                i += 1
+        else:
+            rest.append(word)
+        i += 1
+    return (f"{' '.join(misplaced_options(cmd))} after the server command would go to the "
+            f"server; for the guard: `mcp-tether run {shlex.join(ours)} -- {shlex.join(rest)}`"
+            f", for the server: `mcp-tether run -- {shlex.join(cmd)}`")
 
 
 def _exit_at_once(status: int) -> None:

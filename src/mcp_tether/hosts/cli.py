@@ -195,14 +195,35 @@ def _error_json(exc: ConfigError) -> dict[str, Any]:
     return {"path": exc.path, "line": exc.line, "column": exc.column, "message": exc.msg}
 
 
-def _nothing_found(args: argparse.Namespace) -> None:
+def _searched(args: argparse.Namespace) -> list[hosts.ConfigFile]:
     machine = hosts.Machine.here()
     places = []
     for host in args.host or [None]:
         places += hosts.searched(host, machine)
+    return places
+
+
+def _nothing_found(args: argparse.Namespace) -> None:
     say("no host config files found; searched:")
-    for cf in places:
+    for cf in _searched(args):
         say(f"  {cf.host:<14} {cf.scope:<8} {cf.path}")
+    say("a file elsewhere: `mcp-tether hosts --config FILE`")
+
+
+def _wrap_hint(listing: list[tuple[hosts.ConfigFile, list[hosts.ServerEntry]]]) -> None:
+    """After the listing: how to put the guard in front of the stdio servers without it."""
+    import shlex
+
+    n, targets = 0, []
+    for cf, entries in listing:
+        bare = [e for e in entries if e.transport == "stdio" and not e.wrapped and not e.disabled]
+        n += len(bare)
+        target = f"--host {cf.host}" if cf.host else f"--config {shlex.quote(str(cf.path))}"
+        if bare and target not in targets:
+            targets.append(target)
+    if n:
+        say(f"{n} stdio server(s) not wrapped: `mcp-tether wrap {' '.join(targets)} --dry-run` "
+            f"shows how the guard would go in front of them")
 
 
 def _hosts(args: argparse.Namespace) -> int:
@@ -231,6 +252,9 @@ def _hosts(args: argparse.Namespace) -> int:
             ],
             "errors": [_error_json(e) for e in errors],
         }
+        if not listing and not errors:
+            doc["searched"] = [{"host": cf.host, "scope": cf.scope, "path": str(cf.path)}
+                               for cf in _searched(args)]
         print(json.dumps(doc, indent=2))
     else:
         if not listing and not errors:
@@ -243,11 +267,12 @@ def _hosts(args: argparse.Namespace) -> int:
             for e in entries:
                 state = e.transport
                 if e.transport == "stdio":
-                    state = "wrapped" if e.wrapped else "bare"
+                    state = "wrapped" if e.wrapped else "not wrapped"
                 if e.disabled:
-                    state += ",disabled"
+                    state += ", disabled"
                 what = " ".join([e.command, *e.args]) if e.command else "(remote)"
-                print(printable(f"  {e.label.ljust(width)}  {state:<16} {what}"))
+                print(printable(f"  {e.label.ljust(width)}  {state:<21} {what}"))
+        _wrap_hint(listing)
     for err in errors:
         say(f"mcp-tether hosts: {err.msg}")
     return EXIT_USAGE if errors else EXIT_OK

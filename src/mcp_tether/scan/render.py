@@ -1,7 +1,8 @@
 """Text and OpenMetrics renderings of a `ScanResult` and of a reap plan.
 
 The JSON rendering is `ScanResult.to_dict()`; these carry the same facts for a human
-(a table, leaked first, with a total of the memory leaks hold) and for a node
+(a table, leaked first, with a total of the memory leaks hold; a server behind the
+guard is shown by its inner command, marked `guarded:`) and for a node
 exporter's textfile collector (gauges, ending `# EOF`).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import (
     HOST_GONE,
     PARENT_GONE,
@@ -66,11 +68,12 @@ def _rows(result: ScanResult) -> list[list[str]]:
     rows = []
     for s in result.servers:
         extra = f" [+{len(s.members) - 1}]" if len(s.members) > 1 else ""
+        guard = "guarded: " if s.shown != s.command and guarded_argv(s.command) else ""
         rows.append([s.state, str(s.pid), s.user, _age(s.age_seconds), _size(s.rss_bytes),
                      f"{s.cpu_percent:.1f}%", what_text(s), ",".join(s.found_by),
                      ",".join(s.evidence) or "-",
                      f"{s.parent['pid']} {s.parent['name'] or '?'} ({s.parent['role']})",
-                     _short(s.shown, 60) + extra])
+                     guard + _short(s.shown, 60) + extra])
     return rows
 
 
