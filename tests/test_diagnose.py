@@ -42,6 +42,17 @@ def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_four_listeners
     assert "mcp-tether run -- node" in r["remedy"]
 
 
+@needs_node
+def test_a_guarded_node_server_is_given_the_node_fix_not_the_python_helper() -> None:
+    """The guard is Python whatever it guards: the server's language is the inner one."""
+    node_dir = node_env.ensure(quiet=True)
+    argv = [sys.executable, "-m", "mcp_tether", "run", "--", "node", str(node_dir / "timer.mjs")]
+    r = run(argv, "devnull", "node")
+    assert r["verdict"] == "orphaned"
+    assert "stdin.on('end'" in r["remedy"] and "mcp_tether.run(" not in r["remedy"]
+    assert ";;" not in r["remedy"]
+
+
 def test_a_python_thread_server_is_told_which_thread_keeps_it_alive() -> None:
     r = run([sys.executable, str(SERVERS / "named_thread.py")], "exit")
     assert r["verdict"] == "orphaned"

@@ -65,12 +65,12 @@ def npx_package_dirs(package: str) -> list[Path]:
 
 
 def guarded_command(argv: list[str]) -> list[str] | None:
-    """The server behind `mcp-tether run [OPTIONS] -- CMD` (or `python -m mcp_tether run`)."""
-    words = [os.path.basename(a) for a in argv]
-    for i, w in enumerate(words[:4]):
-        if w in ("mcp-tether", "mcp_tether") and "run" in words[i + 1: i + 2] and "--" in argv:
-            return argv[argv.index("--") + 1:]
-    return None
+    """The server behind a guard command line (`mcp-tether run [OPTIONS] -- CMD`, however
+    spelled: see `guard.argv`), or None when argv is not one."""
+    from mcp_tether.guard.argv import parse_guard_argv
+
+    got = parse_guard_argv(list(argv))
+    return None if got is None else got.command
 
 
 def uvx_site_packages(package: str) -> list[Path]:

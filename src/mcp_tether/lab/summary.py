@@ -40,7 +40,9 @@ BLOCK_STORY: dict[str, tuple[str, str]] = {
     ),
     "guarded": (
         "every orphan row again, behind `mcp-tether run` (the guard)",
-        "the guard ends every one of them within its ladder, without changing the server",
+        "the guard ends them within its ladder once the client is gone, without changing "
+        "the server; a stdin at /dev/null never hangs up, so there (devnull) only a fix "
+        "inside the server helps",
     ),
     "tethered": (
         "the orphaning Python servers with `mcp_tether.run(mcp)` added",
@@ -74,9 +76,15 @@ def render_summary(
         if takeaway:
             w(f"  takeaway: {takeaway}\n")
         leaks = [r for r in rows if r.verdict in ("orphaned", "lingered")]
+        first: dict[str, str] = {}  # a fix already shown -> the row it was shown for
         for r in leaks:
             fix = _fix(r)
-            w(f"  {r.label} {r.scenario}: {r.verdict}" + (f"; fix: {fix}" if fix else "") + "\n")
+            if fix and fix in first:
+                fix_text = f"; fix: as for {first[fix]}"
+            else:
+                fix_text = f"; fix: {fix}" if fix else ""
+                first[fix] = f"{r.label.split()[0]} {r.scenario}" if r.label else r.scenario
+            w(f"  {r.label} {r.scenario}: {r.verdict}{fix_text}\n")
         skipped = [r for r in rows if r.verdict == "skipped"]
         if skipped:
             w(f"  skipped: {skipped[0].detail.removeprefix('skipped: ')}\n")

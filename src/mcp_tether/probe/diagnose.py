@@ -131,12 +131,14 @@ def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]])
     words: list[str] = []
     for s in r.get("survivors", []):
         ev = s.get("evidence") or {}
+        if _guarded(list(ev.get("cmdline") or [])) is not None:
+            continue  # the guard is Python whatever it guards: not the server's language
         words += [ev.get("exe") or "", *(ev.get("cmdline") or [])[:1]]
     procs = _procs(r)
     parents = {p.get("ppid") for p in procs.values()}
     # Leaves first: behind a wrapper or the guard, the process with no child is the server.
     for _pid, p in sorted(procs.items(), key=lambda kv: kv[0] in parents):
-        if p.get("role") != "client":
+        if p.get("role") != "client" and _guarded((p.get("cmd") or "").split()) is None:
             words += (p.get("cmd") or "").split()[:1]
     inner = _guarded(command)
     words += (inner or command)[:1]
@@ -311,9 +313,9 @@ def remedy(
                          "installed server's own command instead")
         if lang == "node":
             steps.append(f"in the Node server add the four listeners with a run-once "
-                         f"shutdown: {NODE_LISTENERS}")
+                         f"shutdown: `{NODE_LISTENERS}`")
             if guarantee_of(r["scenario"]) == "parent-death":
-                steps.append(f"and a parent watch: {NODE_PARENT_WATCH}")
+                steps.append(f"and a parent watch: `{NODE_PARENT_WATCH}`")
         elif lang == "python":
             steps.append(f"in the Python server {PYTHON_REMEDY}")
     if noise:

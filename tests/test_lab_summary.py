@@ -1,0 +1,34 @@
+"""The lab's default summary: one line per leak, each distinct fix printed once.
+
+Rendering only (no process involved), so the rows are made by hand."""
+
+from __future__ import annotations
+
+import io
+
+from mcp_tether.lab.summary import render_summary
+from mcp_tether.probe import ScenarioResult
+
+LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"
+
+
+def _row(label: str, scenario: str, verdict: str, remedy: str) -> ScenarioResult:
+    r = ScenarioResult(scenario=scenario, host_style="node", verdict=verdict,
+                       passed=verdict in ("exited", "terminated"), exit_ms=None, rung=None,
+                       exit_status=None, label=label, remedy=remedy)
+    r.block = "guarded"  # type: ignore[attr-defined]  # as run_lab sets it
+    return r
+
+
+def test_a_fix_shared_by_many_rows_is_printed_once_and_referred_to_after() -> None:
+    rows = [_row(f"G{i} run -- node timer", "exit", "orphaned", LONG_FIX) for i in (1, 2, 3)]
+    rows.append(_row("G4 run -- python thread", "exit", "orphaned", "Call `mcp_tether.run`"))
+    rows.append(_row("G5 run -- node stubborn", "close", "terminated", ""))
+    out = io.StringIO()
+    render_summary(rows, ("guarded",), {}, out=out)
+    text = out.getvalue()
+    assert text.count(LONG_FIX) == 1
+    assert "G2 run -- node timer exit: orphaned; fix: as for G1 exit" in text
+    assert "G4 run -- python thread exit: orphaned; fix: Call `mcp_tether.run`" in text
+    assert "G5" not in text  # not a leak: no line of its own
+    assert "devnull" in text  # the takeaway says where the guard cannot help
