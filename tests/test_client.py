@@ -226,7 +226,7 @@ def test_an_exception_in_the_block_runs_the_ladder_and_propagates_as_with_the_sd
         anyio.run(lambda: main(stdio_client, grace=0.2, term_grace=0.2))
     assert type(info.value) is type(sdk_info.value)
     assert [type(e) for e in _leaves(info.value)] == [LookupError]
-    assert len(tree) == 2
+    assert len(tree) == 3  # the guard's front, its supervisor, the server
     assert [i for i in tree if is_running(i)] == []
 
 

@@ -684,6 +684,7 @@ ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 200 rounds in CI; a kill-guard round lasts its client's 1 s
 def test_the_client_dying_at_random_moments_leaves_no_survivor(lab: Lab) -> None:
     """Each round: a fixture, a client death (exit, SIGKILL, stdin close) after a random
     delay, pipe or socket; afterwards the guard and every process of the tree are gone.

@@ -25,7 +25,9 @@ def test_linux_and_psutil_backends_agree_on_a_live_child() -> None:
     def both() -> tuple[object, object] | None:
         a = _linux_table.read_record(p.pid, None)
         b = _psutil_table.read_record(p.pid, None)
-        return (a, b) if a is not None and b is not None and a.argv == want else None
+        if a is None or b is None or a.argv != want or not (a.rss_bytes and b.rss_bytes):
+            return None  # not exec'd yet, or its memory not mapped yet: poll on
+        return a, b
 
     try:
         a, b = poll(both, "the child to be readable by both backends")  # type: ignore[misc]
