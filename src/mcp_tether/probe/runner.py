@@ -60,15 +60,26 @@ START_TIMEOUT_SHARE = 0.5  # ...or once it has been starting this long (seconds)
 
 
 def expected_duration(spec: Spec) -> float:
-    """Roughly how long a scenario takes after its handshake, for scheduling only."""
+    """How long a scenario may take after its handshake at worst, for scheduling only.
+
+    The worst case, not the compliant one: a scenario judged on a window whose tree
+    outlives it is then watched for the horizon too, and that (window + horizon) is the
+    longest wait of a whole run on a server that orphans. Starting those first keeps
+    the run's end at start-up + window + horizon instead of adding their start delay.
+    """
+    from mcp_tether.probe.scenarios import get
+
     sc = spec.scenario
     if sc == "close":
         return spec.grace + spec.term_grace + 0.5
     if sc == "idle":
         return spec.idle + 0.5
+    extra = 0.0
     if sc == "devnull":
-        return spec.effective_window + 1.0
-    return spec.effective_window
+        extra = 1.0  # its start-up allowance
+    if getattr(get(sc), "after_window", None) is not None:
+        return spec.effective_window + 0.5 + extra  # the probe ends it at the window's end
+    return spec.effective_window + spec.horizon_s + extra
 
 
 def run_specs(
@@ -81,8 +92,8 @@ def run_specs(
     """Run every spec in its own keeper, at most `jobs` at once; results in spec order."""
     jobs = max(1, jobs or len(specs) or 1)
     results: list[dict[str, Any] | None] = [None] * len(specs)
-    # Longest first: a scenario that must sit through the whole ladder (close) bounds
-    # the run, so it starts before the ones that end a window after their trigger.
+    # Longest worst case first: the scenarios that may sit through window + horizon, or
+    # the whole ladder (close), bound the run, so they start before the short ones.
     pending = sorted(range(len(specs)), key=lambda i: -expected_duration(specs[i]))
     starting: dict[int, float] = {}  # keepers still in their start-up, since when
     running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
