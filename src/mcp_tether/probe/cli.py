@@ -156,8 +156,6 @@ def command(args: argparse.Namespace) -> int:
     if args.host or args.config:
         if cmd:
             raise UsageError("give either a command or --host/--config, not both")
-        if args.html or args.markdown:  # the per-server matrix carries no timelines yet
-            raise UsageError("--html/--markdown work with a server command, not --host/--config")
         from mcp_tether.probe.configured import probe_configured
 
         return probe_configured(args, opts)

@@ -20,7 +20,7 @@ __all__ = ["render_html", "write_html", "VERDICT_COLOUR"]
 VERDICT_COLOUR = {
     "exited": "#2e7d32", "alive": "#2e7d32", "terminated": "#e69500", "killed": "#c62828",
     "orphaned": "#8e0000", "lingered": "#d84315", "early-exit": "#6a1b9a",
-    "error": "#6a1b9a", "skipped": "#78909c",
+    "error": "#6a1b9a", "skipped": "#78909c", "disabled": "#78909c",
 }
 # what -> (shape, colour, short label drawn above the mark)
 MARKS = {
@@ -263,7 +263,9 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
             body.append(f'<p class="sum">{passed}/{len(results)} passed</p>'
                         f'<ul class="sum">{items}</ul>')
         else:
-            body.append(f'<p class="sum">{passed}/{len(results)} passed — '
+            probed = any(r.get("scenario") != "*" for r in results)  # "*": not probed
+            count = f"{passed}/{len(results)} passed — " if probed else ""
+            body.append(f'<p class="sum">{count}'
                         f"{escape(payload.get('summary') or summary(results))}</p>")
         body += [_card(r, span) for r in results]
     return ("<!doctype html><html><head><meta charset=\"utf-8\">"
@@ -276,7 +278,7 @@ def write_html(path: str, sections: list[tuple[str, dict[str, Any]]], *, title: 
 
     page = render_html(sections, title=title or (sections[0][0] if sections else ""))
     try:
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(page)
     except OSError as exc:
         raise UsageError(f"--html {path}: {exc.strerror}") from None
