@@ -270,8 +270,12 @@ def _emit(rows: list[ScenarioResult], args: argparse.Namespace, level: str) -> i
     else:
         render.render_matrix(rows, servers)
         if getattr(args, "detail", False):
+            from mcp_tether.probe.timeline import print_timelines
+
             for s in probed:
                 render.render_table(suites[s], title=s, level=level)
+                print_timelines([dict(getattr(r, "raw", {}), **r.to_dict())
+                                 for r in suites[s]])
         for s in probed:
             guarded = " (guarded)" if any(r.guarded for r in suites[s]) else ""
             print(f"  {s}: meets {level_met(suites[s])}{guarded}", file=sys.stderr)
