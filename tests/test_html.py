@@ -28,7 +28,9 @@ class Marks(HTMLParser):
         if tag == "div" and a.get("data-scenario"):
             self.card = self.cards.setdefault(
                 str(a["data-scenario"]), {"verdict": a.get("data-verdict"), "marks": set(),
-                                          "spans": {}})
+                                          "spans": {}, "orphans": set()})
+        elif self.card is not None and tag == "g" and a.get("class") == "orphan":
+            self.card["orphans"].add(int(str(a["data-pid"])))
         elif self.card is not None and tag == "g" and a.get("class") == "mark":
             self.card["marks"].add((a["data-what"], int(str(a["data-pid"])),
                                     float(str(a["data-t-ms"]))))
@@ -71,6 +73,25 @@ def test_every_event_of_the_json_is_a_mark_at_the_same_instant(
         assert card["verdict"] == r["verdict"]
         span = {e["what"]: e["t_ms"] for e in r["events"] if e["pid"] is None}
         assert card["spans"]["window-start"] == (span["window-start"], span["window-end"])
+
+
+def test_a_survivor_alive_at_the_horizons_end_is_drawn_as_an_orphan_and_no_one_else(
+    probed: tuple[dict[str, Any], str, str],
+) -> None:
+    """The clean-up that ends an orphan comes after the timeline: its lane ends at the
+    horizon with the orphan cross, the horizon shaded; passing scenarios have none."""
+    payload, page, _ = probed
+    parser = Marks()
+    parser.feed(page)
+    for r in payload["results"]:
+        card = parser.cards[r["scenario"]]
+        if r["verdict"] == "orphaned":
+            assert card["orphans"] == {s["pid"] for s in r["survivors"]}
+            span = {e["what"]: e["t_ms"] for e in r["events"] if e["pid"] is None}
+            assert card["spans"]["horizon-start"] == (span["horizon-start"],
+                                                      span["horizon-end"])
+        else:
+            assert not card["orphans"], r["scenario"]
 
 
 def test_the_timeline_has_the_lanes_and_marks_of_the_scenario(

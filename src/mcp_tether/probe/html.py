@@ -152,23 +152,37 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                    f'stroke="#e3e3e3"/>')
         out.append(f'<text x="{X(t):.1f}" y="10" text-anchor="middle">{t // 1000} s</text>')
         t += step
-    window_end = marks.get("window-end")
+    window_end, horizon_end = marks.get("window-end"), marks.get("horizon-end")
+    # Survivors still alive at the horizon's end (orphaned): the clean-up that ends them
+    # comes after the timeline was taken, so their lane ends at the horizon with a cross.
+    orphans = {s.get("pid") for s in r.get("survivors") or [] if s.get("lingered_ms") is None
+               } if r.get("verdict") == "orphaned" and horizon_end is not None else set()
     for i, lane in enumerate(lanes):
         y = TOP + LANE_H * i + LANE_H // 2
         out.append(f'<text x="4" y="{y + 4}">{escape(_name(lane))}</text>')
         start = lane["start"] if lane["start"] is not None else 0.0
         end = lane["end"] if lane["end"] is not None else span
+        orphan = lane["end"] is None and lane["pid"] in orphans
+        if orphan:
+            end = horizon_end
         if lane["role"] == "client" and lane["end"] is None:
             ends = [e["t_ms"] for e in events if e.get("pid") == lane["pid"]
                     and e["what"] in ("client-exit", "client-killed")]
             end = ends[0] if ends else end
         alive_to = end
-        if lane["by"] == "probe-cleanup" and window_end is not None:
-            alive_to = min(end, window_end)
+        server_side = lane["role"] not in ("client", "helper")
+        if server_side and window_end is not None and end > window_end:
+            alive_to = max(start, window_end)  # alive after the window: red from there
             out.append(f'<line x1="{X(alive_to):.1f}" x2="{X(end):.1f}" y1="{y}" y2="{y}" '
                        f'stroke="#e53935" stroke-width="6"/>')
         out.append(f'<line x1="{X(start):.1f}" x2="{X(alive_to):.1f}" y1="{y}" y2="{y}" '
                    f'stroke="#b0bec5" stroke-width="6"/>')
+        if orphan:
+            out.append(f'<g class="orphan" data-pid="{lane["pid"]}"><title>pid {lane["pid"]} '
+                       f"still alive at the horizon's end ({end} ms): orphaned</title>"
+                       + _shape("cross", X(end), y, "#8e0000")
+                       + f'<text x="{X(end):.1f}" y="{y - 8}" text-anchor="middle" '
+                       f'class="lbl" fill="#8e0000">alive</text></g>')
     lane_y = {ln["pid"]: TOP + LANE_H * i + LANE_H // 2 for i, ln in enumerate(lanes)}
     for e in events:
         pid = e.get("pid")
@@ -240,9 +254,13 @@ def _legend() -> str:
         out.append(f'<svg width="14" height="16">{_shape(kind, 7, 9, colour)}</svg> {text}')
     out.append(f'<svg width="14" height="16">{_shape("cross", 7, 8, "#c62828")}</svg> '
                "killed by the probe's clean-up")
+    out.append(f'<svg width="14" height="16">{_shape("cross", 7, 8, "#8e0000")}</svg> '
+               "still alive at the horizon (orphaned)")
     out.append('<svg width="26" height="10"><rect width="26" height="10" fill="#fff1b8"/>'
-               '</svg> window <svg width="26" height="10"><line x1="0" x2="26" y1="5" y2="5" '
-               'stroke="#e53935" stroke-width="6"/></svg> alive after the window')
+               '</svg> window <svg width="26" height="10"><rect width="26" height="10" '
+               'fill="#fde3d3"/></svg> horizon <svg width="26" height="10"><line x1="0" '
+               'x2="26" y1="5" y2="5" stroke="#e53935" stroke-width="6"/></svg> '
+               "alive after the window")
     return '<div class="legend">' + " &nbsp; ".join(out) + "</div>"
 
 
