@@ -11,7 +11,10 @@ prints, all measured in this run:
   - the whole probe's wall time (median of N) and its ratio to the floor. Target: <= 1.25;
   - where the time beyond the floor went, for the median run: the scenario that ended
     last, how long after the run's start its keeper began (start delay) and how long it
-    took itself (its own start-up, any start-up allowance, window, horizon).
+    took itself (its own start-up, any start-up allowance, window, horizon);
+  - the probe's own CPU (keepers + clients, summed over the scenarios; median run).
+`--crowd N` first starts N idle processes (a busy desktop's process table), which the
+keepers' tree scans must not pay for; they are ended (our own children) at the end.
 Timing targets live here, never in the tests.
 """
 
@@ -58,18 +61,32 @@ def startup(argv: list[str]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
-    n = ap.parse_args().repeat
+    ap.add_argument("--crowd", type=int, default=0, help="idle processes to add first")
+    args = ap.parse_args()
+    n = args.repeat
+    crowd = [subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL)
+             for _ in range(args.crowd)]
+    try:
+        run(n, len(crowd))
+    finally:
+        for p in crowd:
+            p.kill()  # our own unreaped children
+            p.wait()
+
+
+def run(n: int, crowd: int) -> None:
     ladder = GRACE_AFTER_EOF + TERM_GRACE
     print(f"defaults: window {WINDOW:g} s, horizon {ladder:g} s, ladder {ladder:g} s, "
-          f"idle {IDLE:g} s; {n} runs each")
+          f"idle {IDLE:g} s; {n} runs each; {crowd} extra idle processes")
     for name, argv in SERVERS.items():
         base = statistics.median(startup(argv) for _ in range(n))
-        walls, floors, lasts = [], [], []
+        walls, floors, lasts, cpus = [], [], [], []
         for _ in range(n):
             t0 = time.monotonic()
             report = probe(argv, ProbeOptions())
             walls.append(time.monotonic() - t0)
             lasts.append(_last(report.results, t0))
+            cpus.append(sum(r.probe_cpu_ms or 0.0 for r in report.results))
             outlived = any(r.verdict in ("orphaned", "lingered") for r in report.results)
             wait = max(IDLE, ladder, WINDOW + ladder if outlived else WINDOW)
             floors.append(base + wait)
@@ -79,7 +96,7 @@ def main() -> None:
               f"ratio {wall / floor:.2f}")
         name_, delay, own = lasts[walls.index(sorted(walls)[len(walls) // 2])]
         print(f"  median run ended with {name_}: start delay {delay:.2f} s, "
-              f"its own {own:.2f} s")
+              f"its own {own:.2f} s; probe CPU {statistics.median(cpus):.0f} ms")
 
 
 def _last(results: list[Any], t0: float) -> tuple[str, float, float]:
