@@ -150,13 +150,16 @@ def run_specs(
                 chunk = os.read(key.fd, 65536)
                 if chunk:
                     buf += chunk
-                    if i in starting and b"\n" in buf:
+                    if b"\n" in buf:
                         starting.pop(i, None)
-                        measured = _ready_startup(bytes(buf))
+                        # Whenever its first line comes, even after its start-up share
+                        # ran out (a loaded machine): devnull keepers wait for it.
                         key = specs[i].server_key
-                        if measured is not None and key not in startup:
-                            startup[key] = measured
-                            tell_startup()
+                        if key not in startup:
+                            measured = _ready_startup(bytes(buf))
+                            if measured is not None:
+                                startup[key] = measured
+                                tell_startup()
                     continue
                 starting.pop(i, None)
                 sel.unregister(key.fileobj)
