@@ -108,7 +108,13 @@ def _last(results: list[Any], t0: float) -> tuple[str, float, float]:
         if raw.get("t0") is None or not events:
             continue
         delay = float(raw["t0"]) - t0
-        own = max(float(e["t_ms"]) for e in events) / 1000  # last event: window/horizon end
+        # Its end: the last process event, or the window's / horizon's end when the
+        # scenario sat through it (a survivor at the window's end).
+        own = max(float(e["t_ms"]) for e in events if e.get("pid") is not None)
+        marks = {e["what"]: float(e["t_ms"]) for e in events if e.get("pid") is None}
+        if raw.get("survivors") or raw.get("killed_at_window"):
+            own = max(own, marks.get("window-end", 0.0), marks.get("horizon-end", 0.0))
+        own /= 1000
         if r.scenario == "idle":
             own += IDLE  # its silence follows the handshake, with no event at its end
         if delay + own > best[1] + best[2]:

@@ -157,3 +157,24 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
     assert "<b>mini thread</b>: holds:" in html.read_text()
     assert "- **mini thread**: holds:" in md.read_text()
     assert "R1 mini thread" in md.read_text()
+
+
+def test_a_window_that_opens_after_the_tree_is_gone_does_not_stretch_the_time_axis() -> None:
+    """devnull on a server that exited at once, before any scenario measured its start-up:
+    its window still says --ready-timeout (10 s), which must not squeeze every other
+    card into the first fifth of the page."""
+    from mcp_tether.probe.html import render_html
+
+    def result(scenario: str, gone: float, window: tuple[float, float]) -> dict[str, Any]:
+        return {"scenario": scenario, "verdict": "exited", "passed": True, "events": [
+            {"t_ms": 0.0, "what": "spawn", "pid": 10, "role": "client", "cmd": "c"},
+            {"t_ms": 5.0, "what": "spawn", "pid": 11, "role": "server", "cmd": "s"},
+            {"t_ms": gone, "what": "exit", "pid": 11, "status": 0},
+            {"t_ms": window[0], "what": "window-start", "pid": None},
+            {"t_ms": window[1], "what": "window-end", "pid": None}]}
+
+    page = render_html([("t", {"results": [
+        result("close", 1500.0, (40.0, 2040.0)),
+        result("devnull", 27.0, (10027.0, 12027.0)),
+    ]})])
+    assert ">2 s</text>" in page and ">3 s</text>" not in page and ">10 s</text>" not in page

@@ -138,11 +138,12 @@ def _timeline(r: dict[str, Any], span: float) -> str:
     marks = {e["what"]: e["t_ms"] for e in events if e.get("pid") is None}
     for name, fill in (("horizon", "#fde3d3"), ("window", "#fff1b8")):
         a, b = marks.get(f"{name}-start"), marks.get(f"{name}-end")
-        if a is not None and b is not None:
-            out.append(f'<rect x="{X(a):.1f}" y="{TOP - 6}" width="{max(1.0, X(b) - X(a)):.1f}" '
+        if a is not None and b is not None and X(a) < PLOT_X + PLOT_W:
+            width = max(1.0, min(X(b), PLOT_X + PLOT_W) - X(a))  # clipped at the edge
+            out.append(f'<rect x="{X(a):.1f}" y="{TOP - 6}" width="{width:.1f}" '
                        f'height="{height - TOP + 4}" fill="{fill}" data-what="{name}-start" '
                        f'data-t-ms="{a}" data-end-ms="{b}"/>')
-            out.append(f'<text x="{X(b) - 3:.1f}" y="{height - 3}" text-anchor="end" '
+            out.append(f'<text x="{X(a) + width - 3:.1f}" y="{height - 3}" text-anchor="end" '
                        f'class="lbl" fill="#9a7b00">{name}</text>')
     # time axis: a tick per second (per 5 s past 12 s)
     step = 1000 if span <= 12000 else 5000
@@ -264,14 +265,27 @@ def _legend() -> str:
     return '<div class="legend">' + " &nbsp; ".join(out) + "</div>"
 
 
+def _needs(r: dict[str, Any]) -> float:
+    """How much time axis a result needs: its last process event, and its window and
+    horizon when a process was still there as the window opened. A window that opens
+    after the tree is gone (devnull's start-up allowance, still --ready-timeout when the
+    server exited before any scenario measured its start-up) does not stretch the page;
+    it is drawn clipped at the plot's edge."""
+    events = r.get("events") or []
+    last = max([float(e["t_ms"]) for e in events if e.get("pid") is not None] or [0.0])
+    marks = {e["what"]: float(e["t_ms"]) for e in events if e.get("pid") is None}
+    if marks.get("window-start", last + 1) <= last or marks.get("horizon-end") is not None:
+        last = max([last, *marks.values()])
+    return last or 1000.0
+
+
 def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> str:
     from mcp_tether.probe.diagnose import summary
 
     body = [f"<h1>{escape(title or 'mcp-tether probe')}</h1>", _legend()]
     for heading, payload in sections:
         results = payload.get("results", [])
-        span = max([float(e["t_ms"]) for r in results for e in (r.get("events") or [])]
-                   or [1000.0]) * 1.03
+        span = max([_needs(r) for r in results] or [1000.0]) * 1.03
         passed = sum(1 for r in results if r.get("passed"))
         body.append(f"<h2>{escape(heading)}</h2>")
         per_server = payload.get("server_summaries")
