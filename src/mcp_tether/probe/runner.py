@@ -27,7 +27,7 @@ from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
-from mcp_tether.probe.spec import Spec
+from mcp_tether.probe.spec import ROBUST, Spec
 from mcp_tether.proc import ExitWaiter, descendants, snapshot
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import reap_children
@@ -94,7 +94,10 @@ def run_specs(
     results: list[dict[str, Any] | None] = [None] * len(specs)
     # Longest worst case first: the scenarios that may sit through window + horizon, or
     # the whole ladder (close), bound the run, so they start before the short ones.
-    pending = sorted(range(len(specs)), key=lambda i: -expected_duration(specs[i]))
+    # Among equals, robust ones first: they ask more than the spec, so more servers
+    # fail them and sit through the horizon (inherited-writer: EOF never comes).
+    pending = sorted(range(len(specs)), key=lambda i: (-expected_duration(specs[i]),
+                                                       _level(specs[i]) != ROBUST))
     starting: dict[int, float] = {}  # keepers still in their start-up, since when
     running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
     sel = selectors.DefaultSelector()
@@ -183,6 +186,12 @@ def run_specs(
     finally:
         sel.close()
     return [r for r in results if r is not None]
+
+
+def _level(spec: Spec) -> str:
+    from mcp_tether.probe.scenarios import get
+
+    return get(spec.scenario).level
 
 
 def _ready_startup(out: bytes) -> float | None:
