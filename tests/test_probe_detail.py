@@ -52,3 +52,17 @@ def test_every_event_of_the_json_is_a_line_of_the_text_timeline_at_the_same_inst
                 continue
             stamp = f"{e['t_ms']:>9.1f} ms"
             assert any(line.startswith("  " + stamp) for line in lines), (e, lines)
+
+
+def test_the_timeline_says_how_eof_came_and_when_a_window_opened_on_a_gone_tree(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """devnull's EOF is /dev/null, not a client closing anything; a compliant server is
+    gone before its window opens, and the text says so."""
+    main(["probe", "--json", "-s", "devnull,close", *FAST, "--", sys.executable, "-S", MINI])
+    by = {r["scenario"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    devnull, close = "\n".join(timeline_lines(by["devnull"])), "\n".join(timeline_lines(
+        by["close"]))
+    assert "EOF on its stdin (it was started with stdin at /dev/null)" in devnull
+    assert "EOF on its stdin (the client closed it)" in close
+    assert "the tree was already gone" in devnull and "the tree was already gone" in close

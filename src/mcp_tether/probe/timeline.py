@@ -22,9 +22,15 @@ _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 13: "SIGPIPE",
             15: "SIGTERM"}
 
 # what -> the words after the process name ({} = nothing more to say)
+# how EOF came, per scenario
+_EOF_HOW = {
+    "close": " (the client closed it)", "call-in-flight": " (the client closed it)",
+    "half-close": " (the client half-closed the socket)",
+    "devnull": " (it was started with stdin at /dev/null)",
+}
 _SAY = {
     "handshake": "answered the handshake",
-    "eof": "EOF on its stdin (the client closed it)",
+    "eof": "EOF on its stdin",
     "client-exit": "the client exited (its end of the stdio closed with it)",
     "client-killed": "the client was SIGKILLed",
     "sigterm": "SIGTERM sent to it",
@@ -62,6 +68,10 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
                       else f"child {pid}")
     server = next((pid for pid, n in names.items() if n.startswith("server")), None)
     marks = {e["what"]: float(e["t_ms"]) for e in events if e.get("pid") is None}
+    # When every process of the server's tree had exited (None: some never did).
+    exits = {e.get("pid"): float(e["t_ms"]) for e in events if e["what"] == "exit"}
+    tree = [pid for pid, n in names.items() if not n.startswith("client")]
+    gone = max(exits[p] for p in tree) if tree and all(p in exits for p in tree) else None
     out: list[str] = []
     said: set[tuple[str, Any, float]] = set()
     for e in events:
@@ -91,10 +101,14 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
             span = f" until {end:.1f} ms ({(end - t) / 1000:g} s)" if end is not None else ""
             text = (f"{name}: the tree must be gone{span}" if name == "window"
                     else f"horizon: survivors watched{span}")
+            if gone is not None and gone <= t:
+                text += "; the tree was already gone"
         elif what in ("window-end", "horizon-end"):
             continue  # said with its start
         else:
             text = _SAY.get(what, what)
+            if what == "eof":
+                text += _EOF_HOW.get(str(r.get("scenario")), "")
         out.append(f"  {t:>9.1f} ms  {who:<22} {text}" if who else f"  {t:>9.1f} ms  {text}")
     horizon_end = marks.get("horizon-end")
     for s in r.get("survivors") or []:
