@@ -65,4 +65,10 @@ def test_the_timeline_says_how_eof_came_and_when_a_window_opened_on_a_gone_tree(
         by["close"]))
     assert "EOF on its stdin (it was started with stdin at /dev/null)" in devnull
     assert "EOF on its stdin (the client closed it)" in close
-    assert "the tree was already gone" in devnull and "the tree was already gone" in close
+    for r, text in ((by["devnull"], devnull), (by["close"], close)):
+        # the phrase follows the numbers: the server's exit before the window opened
+        t = {e["what"]: e["t_ms"] for e in r["events"] if e["pid"] is None}
+        exits = [e["t_ms"] for e in r["events"] if e["what"] == "exit"]
+        assert exits and r["verdict"] == "exited", r
+        said = "the tree was already gone" in text
+        assert said == (max(exits) <= t["window-start"]), (r["scenario"], text)
