@@ -28,7 +28,9 @@ class Marks(HTMLParser):
         if tag == "div" and a.get("data-scenario"):
             self.card = self.cards.setdefault(
                 str(a["data-scenario"]), {"verdict": a.get("data-verdict"), "marks": set(),
-                                          "spans": {}})
+                                          "spans": {}, "orphans": set()})
+        elif self.card is not None and tag == "g" and a.get("class") == "orphan":
+            self.card["orphans"].add(int(str(a["data-pid"])))
         elif self.card is not None and tag == "g" and a.get("class") == "mark":
             self.card["marks"].add((a["data-what"], int(str(a["data-pid"])),
                                     float(str(a["data-t-ms"]))))
@@ -71,6 +73,25 @@ def test_every_event_of_the_json_is_a_mark_at_the_same_instant(
         assert card["verdict"] == r["verdict"]
         span = {e["what"]: e["t_ms"] for e in r["events"] if e["pid"] is None}
         assert card["spans"]["window-start"] == (span["window-start"], span["window-end"])
+
+
+def test_a_survivor_alive_at_the_horizons_end_is_drawn_as_an_orphan_and_no_one_else(
+    probed: tuple[dict[str, Any], str, str],
+) -> None:
+    """The clean-up that ends an orphan comes after the timeline: its lane ends at the
+    horizon with the orphan cross, the horizon shaded; passing scenarios have none."""
+    payload, page, _ = probed
+    parser = Marks()
+    parser.feed(page)
+    for r in payload["results"]:
+        card = parser.cards[r["scenario"]]
+        if r["verdict"] == "orphaned":
+            assert card["orphans"] == {s["pid"] for s in r["survivors"]}
+            span = {e["what"]: e["t_ms"] for e in r["events"] if e["pid"] is None}
+            assert card["spans"]["horizon-start"] == (span["horizon-start"],
+                                                      span["horizon-end"])
+        else:
+            assert not card["orphans"], r["scenario"]
 
 
 def test_the_timeline_has_the_lanes_and_marks_of_the_scenario(
@@ -136,3 +157,24 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
     assert "<b>mini thread</b>: holds:" in html.read_text()
     assert "- **mini thread**: holds:" in md.read_text()
     assert "R1 mini thread" in md.read_text()
+
+
+def test_a_window_that_opens_after_the_tree_is_gone_does_not_stretch_the_time_axis() -> None:
+    """devnull on a server that exited at once, before any scenario measured its start-up:
+    its window still says --ready-timeout (10 s), which must not squeeze every other
+    card into the first fifth of the page."""
+    from mcp_tether.probe.html import render_html
+
+    def result(scenario: str, gone: float, window: tuple[float, float]) -> dict[str, Any]:
+        return {"scenario": scenario, "verdict": "exited", "passed": True, "events": [
+            {"t_ms": 0.0, "what": "spawn", "pid": 10, "role": "client", "cmd": "c"},
+            {"t_ms": 5.0, "what": "spawn", "pid": 11, "role": "server", "cmd": "s"},
+            {"t_ms": gone, "what": "exit", "pid": 11, "status": 0},
+            {"t_ms": window[0], "what": "window-start", "pid": None},
+            {"t_ms": window[1], "what": "window-end", "pid": None}]}
+
+    page = render_html([("t", {"results": [
+        result("close", 1500.0, (40.0, 2040.0)),
+        result("devnull", 27.0, (10027.0, 12027.0)),
+    ]})])
+    assert ">2 s</text>" in page and ">3 s</text>" not in page and ">10 s</text>" not in page

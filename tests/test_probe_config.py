@@ -188,3 +188,37 @@ def test_a_server_name_with_a_lone_surrogate_is_probed_and_reported_without_a_tr
         out, err = capsys.readouterr()
         assert "\\udc" in out or "\\ud800" in out
         assert "Traceback" not in err
+
+
+def test_html_and_markdown_of_a_config_have_one_section_per_server_and_never_pass_unprobed_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--html/--markdown with --config: each server its own section with its timelines;
+    a failed one carries its diagnosis; error, disabled and remote entries are shown as
+    such (not probed), never as passed."""
+    cfg = _config(tmp_path)
+    data = cfg.read_text().replace(
+        '"missing":', '"off": {"command": "x", "disabled": true},\n    "missing":')
+    cfg.write_text(data)
+    html, md = tmp_path / "p.html", tmp_path / "p.md"
+    code = main(["probe", "--config", str(cfg), "--yes", "-s", "close,exit",
+                 "--window", "0.5", "--grace", "0.3", "--term-grace", "0.3",
+                 "--html", str(html), "--markdown", str(md)])
+    capsys.readouterr()
+    assert code == 1
+    page, summary = html.read_text(), md.read_text()
+    for name in ("good", "lingering", "missing", "off", "remote"):
+        assert page.count(f"<h2>{name}") == 1, name
+        assert summary.count(f"### {name}") == 1, name
+    sections = {s.split("</h2>", 1)[0].split(":", 1)[0]: s for s in page.split("<h2>")[1:]}
+    assert 'data-verdict="orphaned"' in sections["lingering"]
+    assert "Does not exit on stdin EOF" in sections["lingering"]
+    assert "2/2 passed" in sections["good"] and 'data-what="handshake"' in sections["good"]
+    for name, verdict in (("missing", "error"), ("off", "disabled"), ("remote", "skipped")):
+        assert f'data-verdict="{verdict}"' in sections[name], name
+        assert "not probed" in sections[name] and "passed" not in sections[name].split(
+            "</p>", 1)[0], name
+    md_sections = {s.split("\n", 1)[0].split(":", 1)[0]: s for s in summary.split("### ")[1:]}
+    assert "**Diagnosis.** Does not exit on stdin EOF" in md_sections["lingering"]
+    assert "not probed (disabled)" in md_sections["off"]
+    assert "passed" not in md_sections["remote"].split("|", 1)[0]

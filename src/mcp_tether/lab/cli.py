@@ -70,7 +70,7 @@ def command(args: argparse.Namespace) -> int:
     if args.html or args.markdown:
         _pictures(args, sections)
     if args.json:
-        render.render_json([dict(r.to_dict(), block=getattr(r, "block", "")) for r in results])
+        render.render_json([_json_row(r) for r in results])
     elif args.table:
         render.render_table(
             results,
@@ -122,6 +122,15 @@ def _annotated(results: list[Any], blocks: tuple[str, ...]) -> list[tuple[str, d
             rows.append(d)
         sections.append((f"lab: {b}", {"results": rows, "server_summaries": _per_server(rows)}))
     return sections
+
+
+def _json_row(r: Any) -> dict[str, Any]:
+    """A row of `lab --json`: the typed result, its block, and (failed rows) the
+    diagnosis and remedy `_annotated` derived, as `probe --json` has them."""
+    raw = getattr(r, "raw", None) or {}
+    return dict(r.to_dict(), block=getattr(r, "block", ""),
+                diagnosis=raw.get("diagnosis") or r.diagnosis,
+                remedy=raw.get("remedy") or r.remedy)
 
 
 def _pictures(args: argparse.Namespace, sections: list[tuple[str, dict[str, Any]]]) -> None:

@@ -93,8 +93,12 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     src.add_argument("--config", metavar="FILE", help="probe every stdio server in FILE")
     src.add_argument("--server", action="append", metavar="NAME",
                      help="with --host/--config: only these servers")
-    src.add_argument("--detail", action="store_true",
-                     help="with --host/--config: also one table per server")
+    parser.add_argument("--detail", action="store_true",
+                        help="after the table, each scenario's timeline as text: the spawn "
+                        "of each process, handshake, trigger, EOF and signals sent, each "
+                        "exit with its cause, window and horizon (ms since the client was "
+                        "forked; what --html draws); with --host/--config: also one table "
+                        "and the timelines per server")
     src.add_argument("--yes", action="store_true",
                      help="do not ask before starting configured servers")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the server command")
@@ -156,8 +160,6 @@ def command(args: argparse.Namespace) -> int:
     if args.host or args.config:
         if cmd:
             raise UsageError("give either a command or --host/--config, not both")
-        if args.html or args.markdown:  # the per-server matrix carries no timelines yet
-            raise UsageError("--html/--markdown work with a server command, not --host/--config")
         from mcp_tether.probe.configured import probe_configured
 
         return probe_configured(args, opts)
@@ -222,6 +224,11 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
             print("a server you cannot change: put it behind the guard, "
                   f"`mcp-tether run -- {shlex.join(report.command)}` (or `mcp-tether wrap`)",
                   file=sys.stderr)
+        if getattr(args, "detail", False):
+            from mcp_tether.probe.timeline import print_timelines
+
+            sys.stdout.flush()
+            print_timelines(payload["results"])
     code = None
     for path, write in ((getattr(args, "html", None), "html"),
                         (getattr(args, "markdown", None), "markdown")):

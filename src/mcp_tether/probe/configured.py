@@ -136,6 +136,7 @@ def _row(p: _Planned, style: str) -> ScenarioResult:
 
 
 def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
+    from mcp_tether.probe.diagnose import annotate
     from mcp_tether.probe.runner import StopSignals, run_specs
 
     pairs, errors = _entries(args)
@@ -169,18 +170,77 @@ def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
             raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
         if stop.signum:
             return 128 + stop.signum
+        argv_of = {p.label: p.argv for p in runnable}
+        for label in argv_of:  # each server's failures explained from its own command
+            annotate([r for o, r in zip(owners, raw, strict=False) if o == label],
+                     argv_of[label])
         for label, r in zip(owners, raw, strict=False):
             res = ScenarioResult.from_dict(r)
             res.label = label
+            setattr(res, "raw", r)  # noqa: B010  # the timeline, for --html/--markdown
             rows.append(res)
     rows += [_row(p, opts.host_style) for p in planned if p.verdict in NOT_RUN]
     level = getattr(args, "level", SPEC)
     code = _emit(rows, args, level)
+    commands = {p.label: p.argv for p in planned}
+    for path, kind in ((args.html, "html"), (args.markdown, "markdown")):
+        if path:
+            code = _write_pictures(path, kind, rows, commands) or code
     if code is not None:
         return code
     probed = [r for r in rows if r.verdict not in NOT_RUN]
     ok = probed and all(r.passed for r in probed if r.counts_at(level))
     return EXIT_OK if ok else EXIT_FAILED
+
+
+def sections(
+    rows: list[ScenarioResult], commands: dict[str, list[str]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """One picture section per configured server, in the matrix's order.
+
+    A server that was not probed (disabled, remote, a config error) is a section with
+    its one row and the reason, never a pass: its summary says "not probed".
+    """
+    import shlex
+
+    from mcp_tether.probe.diagnose import summary
+
+    out = []
+    for label in dict.fromkeys(r.label for r in rows):
+        mine = [r for r in rows if r.label == label]
+        results = [dict(getattr(r, "raw", {}), **r.to_dict()) for r in mine]
+        for r, d in zip(mine, results, strict=True):
+            d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
+        argv = commands.get(label) or []
+        title = f"{label}: {shlex.join(argv)}" if argv else label
+        if all(r.scenario == "*" for r in mine):
+            line = f"not probed ({mine[0].verdict}): {mine[0].detail}"
+        else:
+            line = summary(results)
+        out.append((title, {"results": results, "summary": line}))
+    return out
+
+
+def _write_pictures(
+    path: str, kind: str, rows: list[ScenarioResult], commands: dict[str, list[str]]
+) -> int | None:
+    """--html / --markdown for a --host/--config run: one section per server."""
+    from mcp_tether.errors import EXIT_USAGE
+
+    title = "mcp-tether probe: configured servers"
+    try:
+        if kind == "html":
+            from mcp_tether.probe.html import write_html
+
+            write_html(path, sections(rows, commands), title=title)
+        else:
+            from mcp_tether.probe.markdown import write_markdown
+
+            write_markdown(path, sections(rows, commands))
+    except UsageError as exc:  # the writers' own one line, naming the option and file
+        print(f"mcp-tether: cannot write {exc.msg}", file=sys.stderr)
+        return EXIT_USAGE
+    return None
 
 
 def _emit(rows: list[ScenarioResult], args: argparse.Namespace, level: str) -> int | None:
@@ -210,8 +270,12 @@ def _emit(rows: list[ScenarioResult], args: argparse.Namespace, level: str) -> i
     else:
         render.render_matrix(rows, servers)
         if getattr(args, "detail", False):
+            from mcp_tether.probe.timeline import print_timelines
+
             for s in probed:
                 render.render_table(suites[s], title=s, level=level)
+                print_timelines([dict(getattr(r, "raw", {}), **r.to_dict())
+                                 for r in suites[s]])
         for s in probed:
             guarded = " (guarded)" if any(r.guarded for r in suites[s]) else ""
             print(f"  {s}: meets {level_met(suites[s])}{guarded}", file=sys.stderr)

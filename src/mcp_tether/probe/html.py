@@ -20,7 +20,7 @@ __all__ = ["render_html", "write_html", "VERDICT_COLOUR"]
 VERDICT_COLOUR = {
     "exited": "#2e7d32", "alive": "#2e7d32", "terminated": "#e69500", "killed": "#c62828",
     "orphaned": "#8e0000", "lingered": "#d84315", "early-exit": "#6a1b9a",
-    "error": "#6a1b9a", "skipped": "#78909c",
+    "error": "#6a1b9a", "skipped": "#78909c", "disabled": "#78909c",
 }
 # what -> (shape, colour, short label drawn above the mark)
 MARKS = {
@@ -138,11 +138,12 @@ def _timeline(r: dict[str, Any], span: float) -> str:
     marks = {e["what"]: e["t_ms"] for e in events if e.get("pid") is None}
     for name, fill in (("horizon", "#fde3d3"), ("window", "#fff1b8")):
         a, b = marks.get(f"{name}-start"), marks.get(f"{name}-end")
-        if a is not None and b is not None:
-            out.append(f'<rect x="{X(a):.1f}" y="{TOP - 6}" width="{max(1.0, X(b) - X(a)):.1f}" '
+        if a is not None and b is not None and X(a) < PLOT_X + PLOT_W:
+            width = max(1.0, min(X(b), PLOT_X + PLOT_W) - X(a))  # clipped at the edge
+            out.append(f'<rect x="{X(a):.1f}" y="{TOP - 6}" width="{width:.1f}" '
                        f'height="{height - TOP + 4}" fill="{fill}" data-what="{name}-start" '
                        f'data-t-ms="{a}" data-end-ms="{b}"/>')
-            out.append(f'<text x="{X(b) - 3:.1f}" y="{height - 3}" text-anchor="end" '
+            out.append(f'<text x="{X(a) + width - 3:.1f}" y="{height - 3}" text-anchor="end" '
                        f'class="lbl" fill="#9a7b00">{name}</text>')
     # time axis: a tick per second (per 5 s past 12 s)
     step = 1000 if span <= 12000 else 5000
@@ -152,23 +153,37 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                    f'stroke="#e3e3e3"/>')
         out.append(f'<text x="{X(t):.1f}" y="10" text-anchor="middle">{t // 1000} s</text>')
         t += step
-    window_end = marks.get("window-end")
+    window_end, horizon_end = marks.get("window-end"), marks.get("horizon-end")
+    # Survivors still alive at the horizon's end (orphaned): the clean-up that ends them
+    # comes after the timeline was taken, so their lane ends at the horizon with a cross.
+    orphans = {s.get("pid") for s in r.get("survivors") or [] if s.get("lingered_ms") is None
+               } if r.get("verdict") == "orphaned" and horizon_end is not None else set()
     for i, lane in enumerate(lanes):
         y = TOP + LANE_H * i + LANE_H // 2
         out.append(f'<text x="4" y="{y + 4}">{escape(_name(lane))}</text>')
         start = lane["start"] if lane["start"] is not None else 0.0
         end = lane["end"] if lane["end"] is not None else span
+        orphan = lane["end"] is None and lane["pid"] in orphans
+        if orphan:
+            end = horizon_end
         if lane["role"] == "client" and lane["end"] is None:
             ends = [e["t_ms"] for e in events if e.get("pid") == lane["pid"]
                     and e["what"] in ("client-exit", "client-killed")]
             end = ends[0] if ends else end
         alive_to = end
-        if lane["by"] == "probe-cleanup" and window_end is not None:
-            alive_to = min(end, window_end)
+        server_side = lane["role"] not in ("client", "helper")
+        if server_side and window_end is not None and end > window_end:
+            alive_to = max(start, window_end)  # alive after the window: red from there
             out.append(f'<line x1="{X(alive_to):.1f}" x2="{X(end):.1f}" y1="{y}" y2="{y}" '
                        f'stroke="#e53935" stroke-width="6"/>')
         out.append(f'<line x1="{X(start):.1f}" x2="{X(alive_to):.1f}" y1="{y}" y2="{y}" '
                    f'stroke="#b0bec5" stroke-width="6"/>')
+        if orphan:
+            out.append(f'<g class="orphan" data-pid="{lane["pid"]}"><title>pid {lane["pid"]} '
+                       f"still alive at the horizon's end ({end} ms): orphaned</title>"
+                       + _shape("cross", X(end), y, "#8e0000")
+                       + f'<text x="{X(end):.1f}" y="{y - 8}" text-anchor="middle" '
+                       f'class="lbl" fill="#8e0000">alive</text></g>')
     lane_y = {ln["pid"]: TOP + LANE_H * i + LANE_H // 2 for i, ln in enumerate(lanes)}
     for e in events:
         pid = e.get("pid")
@@ -240,10 +255,28 @@ def _legend() -> str:
         out.append(f'<svg width="14" height="16">{_shape(kind, 7, 9, colour)}</svg> {text}')
     out.append(f'<svg width="14" height="16">{_shape("cross", 7, 8, "#c62828")}</svg> '
                "killed by the probe's clean-up")
+    out.append(f'<svg width="14" height="16">{_shape("cross", 7, 8, "#8e0000")}</svg> '
+               "still alive at the horizon (orphaned)")
     out.append('<svg width="26" height="10"><rect width="26" height="10" fill="#fff1b8"/>'
-               '</svg> window <svg width="26" height="10"><line x1="0" x2="26" y1="5" y2="5" '
-               'stroke="#e53935" stroke-width="6"/></svg> alive after the window')
+               '</svg> window <svg width="26" height="10"><rect width="26" height="10" '
+               'fill="#fde3d3"/></svg> horizon <svg width="26" height="10"><line x1="0" '
+               'x2="26" y1="5" y2="5" stroke="#e53935" stroke-width="6"/></svg> '
+               "alive after the window")
     return '<div class="legend">' + " &nbsp; ".join(out) + "</div>"
+
+
+def _needs(r: dict[str, Any]) -> float:
+    """How much time axis a result needs: its last process event, and its window and
+    horizon when a process was still there as the window opened. A window that opens
+    after the tree is gone (devnull's start-up allowance, still --ready-timeout when the
+    server exited before any scenario measured its start-up) does not stretch the page;
+    it is drawn clipped at the plot's edge."""
+    events = r.get("events") or []
+    last = max([float(e["t_ms"]) for e in events if e.get("pid") is not None] or [0.0])
+    marks = {e["what"]: float(e["t_ms"]) for e in events if e.get("pid") is None}
+    if marks.get("window-start", last + 1) <= last or marks.get("horizon-end") is not None:
+        last = max([last, *marks.values()])
+    return last or 1000.0
 
 
 def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> str:
@@ -252,8 +285,7 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
     body = [f"<h1>{escape(title or 'mcp-tether probe')}</h1>", _legend()]
     for heading, payload in sections:
         results = payload.get("results", [])
-        span = max([float(e["t_ms"]) for r in results for e in (r.get("events") or [])]
-                   or [1000.0]) * 1.03
+        span = max([_needs(r) for r in results] or [1000.0]) * 1.03
         passed = sum(1 for r in results if r.get("passed"))
         body.append(f"<h2>{escape(heading)}</h2>")
         per_server = payload.get("server_summaries")
@@ -263,7 +295,9 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
             body.append(f'<p class="sum">{passed}/{len(results)} passed</p>'
                         f'<ul class="sum">{items}</ul>')
         else:
-            body.append(f'<p class="sum">{passed}/{len(results)} passed — '
+            probed = any(r.get("scenario") != "*" for r in results)  # "*": not probed
+            count = f"{passed}/{len(results)} passed — " if probed else ""
+            body.append(f'<p class="sum">{count}'
                         f"{escape(payload.get('summary') or summary(results))}</p>")
         body += [_card(r, span) for r in results]
     return ("<!doctype html><html><head><meta charset=\"utf-8\">"
@@ -276,7 +310,7 @@ def write_html(path: str, sections: list[tuple[str, dict[str, Any]]], *, title: 
 
     page = render_html(sections, title=title or (sections[0][0] if sections else ""))
     try:
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(page)
     except OSError as exc:
         raise UsageError(f"--html {path}: {exc.strerror}") from None

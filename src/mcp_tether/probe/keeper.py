@@ -268,6 +268,7 @@ class Keeper(KeeperBase):
                 return []
             remaining = end() - time.monotonic()
             if remaining <= 0:
+                live = self._members() or live  # the survivors, from a full scan
                 if self.follow is not None and (boxed or self.follow.running()):
                     live = [*live, CONTAINER]
                 return live

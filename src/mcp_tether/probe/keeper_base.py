@@ -13,7 +13,7 @@ import os
 import signal
 import time
 
-from mcp_tether.proc import ProcessId, cmdline, descendants, snapshot
+from mcp_tether.proc import ProcessId, cmdline, descendants, read_info, snapshot
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, reap_children
 
@@ -89,9 +89,12 @@ class KeeperBase:
     def _members(self, *, force: bool = True) -> list[ProcessId]:
         """Live processes of the server's tree: our descendants minus the client side.
 
-        A scan reads every /proc/<pid>/stat, the keeper's main cost. Between triggers
-        (force=False) it is done at most every SCAN_TICK, or at once after an exit
-        (an exited member's children have just reparented to us).
+        A full scan reads every /proc/<pid>/stat: its cost grows with the whole machine's
+        process table, nine keepers at a time. Between triggers (force=False) the scan
+        is done at most every SCAN_TICK, or at once after an exit (an exited member's
+        children have just reparented to us), and walks only our own tree
+        (`own_tree`) where the kernel lists children. A forced scan (confirming that
+        the tree is gone, listing the survivors at a deadline) always reads all of /proc.
         """
         now = time.monotonic()
         exits = len(self.waiter.exited)
@@ -99,7 +102,8 @@ class KeeperBase:
             return self._scan_live
         self._scan_at, self._scan_exits = now, exits
         out = []
-        for info in descendants(self.me, snapshot()):
+        tree = None if force else own_tree(self.me)
+        for info in tree if tree is not None else descendants(self.me, snapshot()):
             if info.pid in self.client_side:
                 continue
             ident = info.ident
@@ -185,3 +189,45 @@ class KeeperBase:
                     self.spec.startup = float(msg["startup"])
 
 
+
+
+_CHILDREN: list[bool] = []  # cached: does this kernel have /proc/<pid>/task/<tid>/children?
+
+
+def own_tree(root: int) -> list[Any] | None:
+    """Live descendants of `root` (ProcInfo, parents first), read from each member's
+    /proc/<pid>/task/*/children: the cost follows the tree, not the process table.
+
+    None when the kernel has no such files (CONFIG_PROC_CHILDREN); the caller then
+    scans /proc. The kernel's list is exact only for a frozen task: a child being born
+    during the read may appear on the next read only. Callers therefore confirm "gone"
+    and the final list of survivors with a full scan.
+    """
+    if not _CHILDREN:
+        _CHILDREN.append(os.path.exists(f"/proc/{root}/task/{root}/children"))
+    if not _CHILDREN[0]:
+        return None
+    out = []
+    stack, seen = [root], {root}
+    while stack:
+        pid = stack.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # gone meanwhile
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except (OSError, ValueError):
+                continue  # the thread ended meanwhile
+            for kid in kids:
+                if kid in seen:
+                    continue
+                seen.add(kid)
+                info = read_info(kid)
+                if info is None or info.exited:
+                    continue
+                out.append(info)
+                stack.append(kid)
+    return out

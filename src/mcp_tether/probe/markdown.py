@@ -13,7 +13,8 @@ from typing import Any
 __all__ = ["render_markdown", "write_markdown"]
 
 _ICON = {"exited": "✅", "alive": "✅", "terminated": "⚠️", "killed": "❌", "orphaned": "❌",
-         "lingered": "❌", "early-exit": "💥", "error": "💥", "skipped": "⏭️"}
+         "lingered": "❌", "early-exit": "💥", "error": "💥", "skipped": "⏭️",
+         "disabled": "⏭️"}
 
 
 def _cell(text: Any) -> str:
@@ -39,8 +40,9 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
             out.append("")
             out += [f"- **{_cell(name)}**: {_cell(text)}" for name, text in per_server]
         else:
-            out.append(f"**{passed}/{len(results)} passed** — "
-                       f"{payload.get('summary') or summary(results)}")
+            probed = any(r.get("scenario") != "*" for r in results)  # "*": not probed
+            count = f"**{passed}/{len(results)} passed** — " if probed else ""
+            out.append(f"{count}{payload.get('summary') or summary(results)}")
         out.append("")
         labelled = any(r.get("label") for r in results)
         head = (["row"] if labelled else []) + ["scenario", "style", "verdict", "exit ms",
@@ -75,7 +77,7 @@ def write_markdown(path: str, sections: list[tuple[str, dict[str, Any]]]) -> Non
     from mcp_tether.errors import UsageError
 
     try:
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(render_markdown(sections))
     except OSError as exc:
         raise UsageError(f"--markdown {path}: {exc.strerror}") from None

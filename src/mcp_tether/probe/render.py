@@ -208,7 +208,7 @@ def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],
         mine = [r for r in results if r.label == s]
         whole = [r for r in mine if r.scenario == "*"]
         if whole:
-            word = "—" if whole[0].verdict == "skipped" else "none"
+            word = "—" if whole[0].verdict in ("skipped", "disabled") else "none"
             table.add_row(s, word, *([f"[{VERDICT_STYLE[whole[0].verdict]}]{whole[0].verdict}[/]"]
                                      + [""] * (len(scenarios) - 1)), whole[0].detail)
             continue
@@ -220,6 +220,7 @@ def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],
                 continue
             ms = "" if r.exit_ms is None else f" {fmt_ms(r.exit_ms)}"
             cells.append(f"[{VERDICT_STYLE.get(r.verdict, '')}]{r.verdict}[/]{ms}")
-        notes = "; ".join(f"{r.scenario}: {note(r)}" for r in mine if not r.passed)[:200]
+        why = {r.scenario: note(r) or r.diagnosis.split(". ")[0] for r in mine if not r.passed}
+        notes = "; ".join(f"{sc}: {text}" for sc, text in why.items() if text)[:200]
         table.add_row(s, level_met(mine), *cells, notes)
     _console(out or sys.stdout).print(table)

@@ -27,7 +27,7 @@ from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
-from mcp_tether.probe.spec import Spec
+from mcp_tether.probe.spec import ROBUST, Spec
 from mcp_tether.proc import ExitWaiter, descendants, snapshot
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import reap_children
@@ -60,15 +60,26 @@ START_TIMEOUT_SHARE = 0.5  # ...or once it has been starting this long (seconds)
 
 
 def expected_duration(spec: Spec) -> float:
-    """Roughly how long a scenario takes after its handshake, for scheduling only."""
+    """How long a scenario may take after its handshake at worst, for scheduling only.
+
+    The worst case, not the compliant one: a scenario judged on a window whose tree
+    outlives it is then watched for the horizon too, and that (window + horizon) is the
+    longest wait of a whole run on a server that orphans. Starting those first keeps
+    the run's end at start-up + window + horizon instead of adding their start delay.
+    """
+    from mcp_tether.probe.scenarios import get
+
     sc = spec.scenario
     if sc == "close":
         return spec.grace + spec.term_grace + 0.5
     if sc == "idle":
         return spec.idle + 0.5
+    extra = 0.0
     if sc == "devnull":
-        return spec.effective_window + 1.0
-    return spec.effective_window
+        extra = 1.0  # its start-up allowance
+    if getattr(get(sc), "after_window", None) is not None:
+        return spec.effective_window + 0.5 + extra  # the probe ends it at the window's end
+    return spec.effective_window + spec.horizon_s + extra
 
 
 def run_specs(
@@ -81,9 +92,12 @@ def run_specs(
     """Run every spec in its own keeper, at most `jobs` at once; results in spec order."""
     jobs = max(1, jobs or len(specs) or 1)
     results: list[dict[str, Any] | None] = [None] * len(specs)
-    # Longest first: a scenario that must sit through the whole ladder (close) bounds
-    # the run, so it starts before the ones that end a window after their trigger.
-    pending = sorted(range(len(specs)), key=lambda i: -expected_duration(specs[i]))
+    # Longest worst case first: the scenarios that may sit through window + horizon, or
+    # the whole ladder (close), bound the run, so they start before the short ones.
+    # Among equals, robust ones first: they ask more than the spec, so more servers
+    # fail them and sit through the horizon (inherited-writer: EOF never comes).
+    pending = sorted(range(len(specs)), key=lambda i: (-expected_duration(specs[i]),
+                                                       _level(specs[i]) != ROBUST))
     starting: dict[int, float] = {}  # keepers still in their start-up, since when
     running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
     sel = selectors.DefaultSelector()
@@ -139,13 +153,16 @@ def run_specs(
                 chunk = os.read(key.fd, 65536)
                 if chunk:
                     buf += chunk
-                    if i in starting and b"\n" in buf:
+                    if b"\n" in buf:
                         starting.pop(i, None)
-                        measured = _ready_startup(bytes(buf))
+                        # Whenever its first line comes, even after its start-up share
+                        # ran out (a loaded machine): devnull keepers wait for it.
                         key = specs[i].server_key
-                        if measured is not None and key not in startup:
-                            startup[key] = measured
-                            tell_startup()
+                        if key not in startup:
+                            measured = _ready_startup(bytes(buf))
+                            if measured is not None:
+                                startup[key] = measured
+                                tell_startup()
                     continue
                 starting.pop(i, None)
                 sel.unregister(key.fileobj)
@@ -169,6 +186,12 @@ def run_specs(
     finally:
         sel.close()
     return [r for r in results if r is not None]
+
+
+def _level(spec: Spec) -> str:
+    from mcp_tether.probe.scenarios import get
+
+    return get(spec.scenario).level
 
 
 def _ready_startup(out: bytes) -> float | None:
