@@ -216,11 +216,14 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
             setattr(r, "explain", explain_line(d))  # noqa: B010  # shown under the row
         passed = sum(r.passed for r in report.results)
         render.render_table(report.results, title=title, level=report.level)
+        render.render_fixes(payload["results"])
         warn = [r.scenario for r in report.results if r.warning_only and report.level != ROBUST]
         extra = f"; robust warnings: {', '.join(warn)}" if warn else ""
         print(f"{passed}/{len(report.results)} scenarios passed; meets level: {report.meets}"
               f"{extra}; {payload['summary']}", file=sys.stderr)
-        if not report.passed and not any(r.guarded for r in report.results):
+        told = any("mcp-tether run --" in str(d.get("remedy") or "")
+                   for d in payload["results"])  # the fix above already says it
+        if not report.passed and not told and not any(r.guarded for r in report.results):
             print("a server you cannot change: put it behind the guard, "
                   f"`mcp-tether run -- {shlex.join(report.command)}` (or `mcp-tether wrap`)",
                   file=sys.stderr)

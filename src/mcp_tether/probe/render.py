@@ -9,7 +9,9 @@ warning (table), skipped-with-reason (JUnit): shown, never hidden, never failing
 from __future__ import annotations
 
 import json
+import os
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 from xml.etree import ElementTree as ET
@@ -42,7 +44,7 @@ def _console(out: IO[str]) -> Any:
         force_terminal=tty,
         no_color=not tty,
         highlight=False,
-        width=None if tty else 160,
+        width=None if tty or os.environ.get("COLUMNS") else 160,  # rich reads COLUMNS
         soft_wrap=False,
     )
 
@@ -133,6 +135,29 @@ def render_table(
         if heading:
             table.add_section()
     _console(out or sys.stdout).print(table)
+
+
+def render_fixes(results: Sequence[dict[str, Any]], out: IO[str] | None = None) -> None:
+    """Under the table: for each failed scenario, the whole diagnosis and the remedy;
+    scenarios that share a remedy are listed together, the remedy printed once."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for d in results:
+        if d.get("diagnosis") or d.get("remedy"):
+            groups.setdefault(str(d.get("remedy") or ""), []).append(d)
+    if not groups:
+        return
+    out = out or sys.stdout
+    width = min(int(os.environ.get("COLUMNS") or 100), 100)
+    out.write("\nwhy, and how to fix it:\n")
+    for remedy, rows in groups.items():
+        names = ", ".join(dict.fromkeys(str(d.get("scenario")) for d in rows))
+        diagnosis = str(rows[0].get("diagnosis") or "")
+        out.write(textwrap.fill(f"{names}: {diagnosis}", width, initial_indent="- ",
+                                subsequent_indent="  ") + "\n")
+        if remedy:
+            out.write(textwrap.fill(f"fix: {remedy}", width, initial_indent="  ",
+                                    subsequent_indent="    ", break_on_hyphens=False,
+                                    break_long_words=False) + "\n")
 
 
 def render_json(payload: Any, out: IO[str] | None = None) -> None:

@@ -1,0 +1,49 @@
+"""Under the probe's table: the whole diagnosis and the remedy of each failure, a remedy
+shared by several scenarios printed once."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from mcp_tether.cli import main
+from mcp_tether.probe.render import render_fixes
+
+
+def test_scenarios_sharing_a_remedy_are_listed_together_and_the_remedy_printed_once() -> None:
+    fix = "In the Python server call `mcp_tether.run(mcp)` instead of `mcp.run()`"
+    rows = [
+        {"scenario": "exit", "diagnosis": "Does not exit on stdin EOF. Thread flusher.",
+         "remedy": fix},
+        {"scenario": "crash", "diagnosis": "Does not exit on stdin EOF. Thread flusher.",
+         "remedy": fix},
+        {"scenario": "sigterm", "diagnosis": "", "remedy": ""},  # passed: nothing to say
+        {"scenario": "sigint", "diagnosis": "Does not exit on SIGINT.", "remedy": "Add a handler"},
+    ]
+    out = io.StringIO()
+    render_fixes(rows, out)
+    text = out.getvalue()
+    assert text.count("mcp_tether.run(mcp)") == 1
+    assert "- exit, crash: Does not exit on stdin EOF. Thread flusher." in text
+    assert "- sigint: Does not exit on SIGINT." in text and "fix: Add a handler" in text
+    assert "sigterm" not in text
+
+
+def test_nothing_is_printed_when_every_scenario_passed() -> None:
+    out = io.StringIO()
+    render_fixes([{"scenario": "close", "diagnosis": "", "remedy": ""}], out)
+    assert out.getvalue() == ""
+
+
+def test_the_probe_prints_the_whole_diagnosis_under_its_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["probe", "-s", "close", "--", sys.executable, "-c",
+                 "import sys; print('no token. Set TOKEN and retry', file=sys.stderr); sys.exit(4)"])
+    out = capsys.readouterr().out
+    assert code == 1
+    why = out.split("why, and how to fix it:", 1)[1]
+    assert "close: Exited during start-up (status 4)" in why
+    assert "Set TOKEN and retry" in why  # past the first sentence, which the table's line keeps
