@@ -47,3 +47,30 @@ def test_the_probe_prints_the_whole_diagnosis_under_its_table(
     why = out.split("why, and how to fix it:", 1)[1]
     assert "close: Exited during start-up (status 4)" in why
     assert "Set TOKEN and retry" in why  # past the first sentence, which the table's line keeps
+
+
+NO_TOOLS = r'''
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        out = {"result": {"protocolVersion": msg["params"]["protocolVersion"],
+                          "capabilities": {"prompts": {}},
+                          "serverInfo": {"name": "no-tools", "version": "0"}}}
+    elif msg["method"] == "ping":
+        out = {"result": {}}
+    else:
+        out = {"error": {"code": -32601, "message": "Method not found"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **out}), flush=True)
+'''
+
+
+def test_a_server_that_declares_no_tools_is_not_warned_about_tools_list() -> None:
+    from mcp_tether.probe import ProbeOptions, probe
+
+    report = probe([sys.executable, "-c", NO_TOOLS], ProbeOptions(scenarios=("close",)))
+    (r,) = report.results
+    assert r.verdict == "exited", r.detail
+    assert not [w for w in r.warnings if "answered with an error" in w], r.warnings

@@ -292,13 +292,18 @@ class Client:
             return False
         if not self.sess.stateless:
             self.send(Session.notification("notifications/initialized"))
-        rid, data = self.sess.request("tools/list")
+        # A first request proves the server serves. tools/list only where it declared
+        # tools: a server without them rightly answers "method not found"; ping is
+        # answered by every server (the spec's basic utilities).
+        caps = (msg.get("result") or {}).get("capabilities")
+        probe_method = "ping" if isinstance(caps, dict) and "tools" not in caps else "tools/list"
+        rid, data = self.sess.request(probe_method)
         self.send(data)
         msg, why = self.await_response(rid, t)
         if msg is None:
-            self.emit("handshake", ok=False, method="tools/list", why=why, error=None)
+            self.emit("handshake", ok=False, method=probe_method, why=why, error=None)
             return False
-        warn = None if "error" not in msg else "tools/list answered with an error"
+        warn = None if "error" not in msg else f"{probe_method} answered with an error"
         call = self.spec.call
         if call and send_call:
             _rid, data = self.sess.request(
