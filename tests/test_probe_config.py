@@ -222,3 +222,23 @@ def test_html_and_markdown_of_a_config_have_one_section_per_server_and_never_pas
     assert "**Diagnosis.** Does not exit on stdin EOF" in md_sections["lingering"]
     assert "not probed (disabled)" in md_sections["off"]
     assert "passed" not in md_sections["remote"].split("|", 1)[0]
+
+
+def test_a_host_without_a_config_file_is_told_so_with_the_paths_searched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["probe", "--host", "cursor", "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "no config file of cursor found; searched:" in err
+    assert str(tmp_path / ".cursor" / "mcp.json") in err
+
+
+def test_an_unknown_server_name_lists_the_names_there_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["probe", "--config", str(_config(tmp_path)), "--server", "godo",
+                 "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "no server named godo; there are: good, lingering" in err

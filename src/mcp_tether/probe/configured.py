@@ -142,11 +142,26 @@ def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
     pairs, errors = _entries(args)
     for err in errors:
         print(f"mcp-tether probe: {err.msg}", file=sys.stderr)
+    named = pairs
     if args.server:
         pairs = [(cf, e) for cf, e in pairs if e.name in args.server or e.label in args.server]
     if not pairs:
         if errors:
             raise TetherError("no readable config with servers")
+        if named:
+            raise UsageError(f"no server named {', '.join(args.server)}; there are: "
+                             + ", ".join(dict.fromkeys(e.label for _, e in named)))
+        if args.host:
+            from mcp_tether import hosts
+
+            places = hosts.searched(args.host, hosts.Machine.here())
+            if not any(cf.path.exists() for cf in places):
+                print(f"mcp-tether probe: no config file of {args.host} found; searched:",
+                      file=sys.stderr)
+                for cf in places:
+                    print(f"  {cf.scope:<8} {cf.path}", file=sys.stderr)
+                raise UsageError(f"nothing to probe for {args.host} (a file elsewhere: "
+                                 "`mcp-tether probe --config FILE`)")
         raise UsageError("no MCP servers found in that config" + (
             f" (host {args.host})" if args.host else ""))
     planned = [_plan(cf, e, opts) for cf, e in pairs]

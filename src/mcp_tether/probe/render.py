@@ -64,7 +64,13 @@ def short_cmd(cmdline: str, limit: int = 40) -> str:
 def note(r: ScenarioResult) -> str:
     parts = []
     if r.guarded:
-        parts.append(f"guarded (guard rung: {r.guard_rung or '?'})")
+        if r.guard_rung == "none":
+            parts.append("guarded (the guard could not end it)")
+        elif r.guard_rung:
+            parts.append(f"guarded (ended at the guard's {r.guard_rung} rung)"
+                         if r.guard_rung != "self" else "guarded (exited by itself)")
+        else:  # no summary line from the guard: still running, or MCP_TETHER_LOG=quiet
+            parts.append("guarded (no summary line from the guard)")
     if r.call_answered is not None:
         parts.append("answered before exiting" if r.call_answered else "answer dropped")
     if r.verdict == "lingered":
