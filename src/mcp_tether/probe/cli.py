@@ -38,9 +38,8 @@ verdicts: exited (by itself), terminated (needed SIGTERM), killed (needed SIGKIL
   error (could not run the scenario)
 a server behind `mcp-tether run` is judged by the guard's promise: its window covers
   the guard's grace + term-grace, and the report names the guard's rung.
-exit code: 0 every scenario of the level passed, 1 some failed, 2 usage or set-up error
-  (also: the --junit file could not be written, after the results were printed),
-  126/127 the server command is not executable / not found
+exit 1 here means: some scenario of the level failed (2 also when the --junit file
+  could not be written, after the results were printed)
 """
 
 
