@@ -47,7 +47,8 @@ def test_a_guarded_node_server_is_given_the_node_fix_not_the_python_helper() -> 
     """The guard is Python whatever it guards: the server's language is the inner one."""
     node_dir = node_env.ensure(quiet=True)
     argv = [sys.executable, "-m", "mcp_tether", "run", "--", "node", str(node_dir / "timer.mjs")]
-    r = run(argv, "devnull", "node")
+    # Alone, devnull waits out --ready-timeout (no other scenario measured the start-up).
+    r = run(argv, "devnull", "node", ready_timeout=3.0, horizon=0.5)
     assert r["verdict"] == "orphaned"
     assert "stdin.on('end'" in r["remedy"] and "mcp_tether.run(" not in r["remedy"]
     assert ";;" not in r["remedy"]

@@ -41,7 +41,8 @@ def test_the_probe_prints_the_whole_diagnosis_under_its_table(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code = main(["probe", "-s", "close", "--", sys.executable, "-c",
-                 "import sys; print('no token. Set TOKEN and retry', file=sys.stderr); sys.exit(4)"])
+                 "import sys; print('no token. Set TOKEN and retry', file=sys.stderr); "
+                 "sys.exit(4)"])
     out = capsys.readouterr().out
     assert code == 1
     why = out.split("why, and how to fix it:", 1)[1]
