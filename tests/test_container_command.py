@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcp_tether.container import maybe_container_run
@@ -109,3 +111,26 @@ def test_ps_says_container_support_is_off_in_one_line_and_lists_processes_anyway
             doc = json.loads(p.stdout)
             assert doc["containers"] == []
             assert doc["container_support"].startswith("container support is off")
+
+
+def test_no_docker_daemon_socket_means_engine_off_without_asking_docker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `docker` that can have no daemon (no DOCKER_HOST, no context, no default socket)
+    is reported off without spawning it; any of those makes it worth asking."""
+    from mcp_tether.container import engine as eng
+
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\ntouch {tmp_path}/asked\nexit 1\n")
+    fake.chmod(0o755)
+    for var in ("DOCKER_HOST", "DOCKER_CONTEXT", "XDG_RUNTIME_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "cfg"))
+    monkeypatch.setattr(eng, "DEFAULT_SOCKETS", (str(tmp_path / "none.sock"),))
+    got = eng.engine_for("docker", path=str(fake.parent))
+    assert got.off is not None and "no docker daemon socket" in got.off
+    assert not (tmp_path / "asked").exists()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
+    got = eng.engine_for("docker", path=str(fake.parent))
+    assert got.off is not None and (tmp_path / "asked").exists()

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from mcp_tether.errors import ConfigError
 from mcp_tether.hosts import jsonc
-from mcp_tether.hosts.edit import change, unwrap, wrap
 from mcp_tether.hosts.guardargv import TETHER_NAMES, is_tether_name, parse_guard_argv
 from mcp_tether.hosts.locations import (
     ANY_SHAPE,
@@ -61,6 +60,22 @@ __all__ = [
     "jsonc",
     "TETHER_NAMES",
 ]
+
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from mcp_tether.hosts.edit import change, unwrap, wrap
+
+
+def __getattr__(name: str) -> object:
+    """`wrap`, `unwrap`, `change` load the editing machinery (spans, diff, atomic
+    writes, safety checks) on first use only: `ps` and `probe --host` read configs and
+    never edit them."""
+    if name in ("change", "unwrap", "wrap"):
+        from mcp_tether.hosts import edit
+
+        return getattr(edit, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_tether_command(command: str, tether_argv0: str | None = None) -> bool:
