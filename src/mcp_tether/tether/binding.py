@@ -224,14 +224,31 @@ class Binding:
         self.notify()
         raise anyio.EndOfStream
 
-class _ReadTap:
-    """The SDK's receive stream, seen through the binding (all else passes through)."""
+class _Tap:
+    """A stream of the SDK's, seen through the binding: closing and everything not
+    overridden pass through to the inner stream."""
 
     def __init__(self, inner: Any, binding: Binding) -> None:
         self._inner, self._binding = inner, binding
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)  # last_context (mcp 2.x), statistics, ...
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _ReadTap(_Tap):
+    """The SDK's receive stream: each request coming in is tracked by the binding."""
 
     async def receive(self) -> Any:
         return await self._binding.receive(self._inner)
@@ -247,27 +264,9 @@ class _ReadTap:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    def close(self) -> None:
-        self._inner.close()
-
-    async def __aenter__(self) -> _ReadTap:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _WriteTap:
+class _WriteTap(_Tap):
     """The SDK's send stream: a response or error going out settles its request."""
-
-    def __init__(self, inner: Any, binding: Binding) -> None:
-        self._inner, self._binding = inner, binding
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def send(self, item: Any) -> None:
         await self._inner.send(item)
@@ -276,18 +275,6 @@ class _WriteTap:
     def send_nowait(self, item: Any) -> None:
         self._inner.send_nowait(item)
         self._binding.track_out(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def __aenter__(self) -> _WriteTap:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 def wake_stdin_reader(fd: int | None) -> None:
