@@ -35,7 +35,7 @@ from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify, signal_group, signal_process
 from mcp_tether.proc.reap import exit_status, wait_child
-from mcp_tether.proc.spawn import Spawned, spawn
+from mcp_tether.proc.spawn import Spawned, fork_call, spawn
 
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
@@ -358,18 +358,21 @@ class Client:
     def fork_writer_holder(self) -> None:
         """Fork a helper that keeps a copy of the server's stdin write end, nothing else."""
         assert self.stdin_fd is not None
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.closerange(3, self.stdin_fd)
-                os.closerange(self.stdin_fd + 1, 65536)
-                null = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1):
-                    os.dup2(null, fd)
-                while True:
-                    signal.pause()
-            finally:
-                os._exit(0)
+        keep = self.stdin_fd
+
+        def only_the_write_end() -> None:
+            os.closerange(3, keep)
+            os.closerange(keep + 1, 65536)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1):
+                os.dup2(null, fd)
+
+        def hold() -> None:
+            while True:
+                signal.pause()
+
+        pid = fork_call(hold, before=only_the_write_end, new_session=False, pdeathsig=None,
+                        reset_signals=False)
         ident = identify(pid)
         self.emit("helper", pid=pid, start=ident.start if ident else None)
 

@@ -35,7 +35,7 @@ from mcp_tether.probe.verdict import Facts
 from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, identify
 from mcp_tether.proc.end import Tree
 from mcp_tether.proc.signals import signal_process
-from mcp_tether.proc.spawn import prepare_child
+from mcp_tether.proc.spawn import fork_call
 
 # The container of a `docker run -i` server, as one member of the tree: never a real pid.
 CONTAINER = ProcessId(0, -1.0)
@@ -344,27 +344,24 @@ class Keeper(KeeperBase):
         self._setup_signals()
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
-        me = os.getpid()
         self.follow = _container_follow(self.spec)
         self.t0 = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # the client
-            try:
-                assert self.ctrl_r is not None and self.err_r is not None
-                os.close(self.ctrl_r)
-                os.close(self.err_r)
-                self.inbox.restore()
-                null = os.open(os.devnull, os.O_RDWR)
-                os.dup2(null, 0)
-                os.dup2(null, 1)
-                os.close(null)
-                # The core's child set-up: own session, default signals, and death
-                # with the keeper (re-checked: the keeper may already be gone).
-                prepare_child(new_session=True, pdeathsig=signal.SIGKILL,
-                              reset_signals=True, expected_parent=me)
-                client_main(self.spec, ctrl_w, err_w)
-            finally:
-                os._exit(70)
+
+        def drop_keeper_state() -> None:  # in the client, before the core's set-up
+            assert self.ctrl_r is not None and self.err_r is not None
+            os.close(self.ctrl_r)
+            os.close(self.err_r)
+            self.inbox.restore()
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.close(null)
+
+        # The core's child set-up: own session, default signals, and death with the
+        # keeper (re-checked: the keeper may already be gone).
+        pid = fork_call(lambda: client_main(self.spec, ctrl_w, err_w),
+                        before=drop_keeper_state, new_session=True,
+                        pdeathsig=signal.SIGKILL, reset_signals=True)
         os.close(ctrl_w)
         os.close(err_w)
         assert self.ctrl_r is not None and self.err_r is not None

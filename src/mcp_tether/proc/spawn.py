@@ -42,9 +42,9 @@ from mcp_tether.proc.identity import ProcessId, read_info
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["Spawned", "prepare_child", "spawn"]
+__all__ = ["Spawned", "fork_call", "prepare_child", "spawn"]
 
 # Which step failed in the child, as the first byte of the error report.
 _AT_CWD = b"c"
@@ -108,6 +108,35 @@ def prepare_child(
         # Re-check after setting it: the parent may have died before the call.
         if expected_parent is not None and os.getppid() != expected_parent:
             os._exit(128 + pdeathsig)
+
+
+def fork_call(
+    child_main: Callable[[], object],
+    *,
+    before: Callable[[], object] | None = None,
+    new_session: bool,
+    pdeathsig: int | None,
+    reset_signals: bool,
+) -> int:
+    """Fork; in the child, `before()` (dropping the parent's fds and handlers), then
+    `prepare_child` (against this process as the parent), then `child_main()`, then
+    `os._exit(70)` whether it returned or raised: a child never unwinds into the
+    parent's code. Returns the child's pid in the parent.
+
+    For a child that runs Python code of ours rather than exec'ing a program (the
+    probe's client)."""
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if before is not None:
+                before()
+            prepare_child(new_session=new_session, pdeathsig=pdeathsig,
+                          reset_signals=reset_signals, expected_parent=me)
+            child_main()
+        finally:
+            os._exit(70)
+    return pid
 
 
 def spawn(
