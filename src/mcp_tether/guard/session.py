@@ -204,10 +204,10 @@ def run_guarded(
     if front:
         from mcp_tether.proc.front import split
 
-        me = split()
-        if me is not None:  # we are the supervisor now; our parent is the front
+        front_pid = split()
+        if front_pid is not None:  # we are the supervisor now; our parent is the front
             host.beyond()
-            parents.insert(0, ParentWatch(expected_ppid=me.pid))
+            parents.insert(0, ParentWatch(expected_ppid=front_pid))
     try:
         with platform.subreaper(), SignalInbox((*STOP_SIGNALS, signal.SIGCHLD)) as inbox:
             return _run(list(argv), inbox, parents, grace, term_grace, kill_wait, stdin_fd)

@@ -153,7 +153,8 @@ def render_fixes(results: Sequence[dict[str, Any]], out: IO[str] | None = None) 
     if not groups:
         return
     out = out or sys.stdout
-    width = min(int(os.environ.get("COLUMNS") or 100), 100)
+    columns = os.environ.get("COLUMNS", "")
+    width = min(int(columns), 100) if columns.isdigit() and int(columns) > 20 else 100
     out.write("\nwhy, and how to fix it:\n")
     for remedy, rows in groups.items():
         names = ", ".join(dict.fromkeys(str(d.get("scenario")) for d in rows))

@@ -8,7 +8,7 @@ itself, its subreaper role dies with it and the server's descendants (behind `sh
 - the parent (the *front*) keeps the pid the host started and every fd it passed; it
   only forwards SIGTERM, SIGINT and SIGHUP to its one child, waits for it, and exits
   with its status (its code, 128+N after signal N). It never reads or writes a byte.
-- the child (the *supervisor*) returns from `split()` with the front's identity, in a
+- the child (the *supervisor*) returns from `split()` with the front's pid, in a
   process group of its own (a terminal's Ctrl-C reaches the front alone, which forwards
   it once, so "a second SIGINT" still means a second Ctrl-C). It is the one that must
   watch the front: the front's death, SIGKILL included, is its parent's death.
@@ -25,22 +25,20 @@ import signal
 import sys
 
 from mcp_tether import platform
-from mcp_tether.proc.identity import ProcessId, identify
 
 __all__ = ["split", "FORWARDED"]
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def split() -> ProcessId | None:
-    """Fork a front; return its identity in the child, never return in the front.
+def split() -> int | None:
+    """Fork a front; return its pid in the child (the supervisor's parent, which cannot
+    change while the front waits for it), never return in the front.
 
     None (and no fork) where the platform cannot keep the contract (no pidfds)."""
     if not (platform.IS_LINUX and platform.has_pidfd()):
         return None
-    front = identify(os.getpid())
-    if front is None:
-        return None
+    front = os.getpid()
     for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
         try:  # noqa: SIM105  # contextlib would cost the guard's start-up an import
             stream.flush()
