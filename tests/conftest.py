@@ -20,6 +20,13 @@ import pytest
 from mcp_tether.proc import ProcessId, cmdline, descendants, snapshot
 from mcp_tether.proc.signals import signal_process
 
+# A suite started from a background shell (`cmd &`, nohup, some CI runners) inherits
+# SIGINT ignored, and every Python server a test starts would inherit that too and never
+# install its KeyboardInterrupt handler: the sigint verdicts and signal masks would then
+# describe the launcher, not the server. Give the suite the interpreter's default back.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 COOKIE_VAR = "MCP_TETHER_TEST_SESSION"
 COOKIE = os.environ.setdefault(COOKIE_VAR, uuid.uuid4().hex)
 LEFTOVER_DEADLINE = 5.0
