@@ -7,7 +7,6 @@ tests check that a bystander, a live server and pytest itself are untouched.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -20,6 +19,7 @@ import pytest
 
 from mcp_tether import scan
 from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
+from mcp_tether.records import replace
 from mcp_tether.scan import find, reap
 from scan_lab import DEADLINE, Lab, assert_consistent, entry, kids, lab_fixture, ps_json, run_cli
 
@@ -227,8 +227,8 @@ def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None
     assert chosen
     s = chosen[0]
     fake = ProcessId(s.pid, s.ident.start + 7)
-    s = dataclasses.replace(s, ident=fake, members=[
-        dataclasses.replace(m, ident=ProcessId(m.ident.pid, m.ident.start + 7))
+    s = replace(s, ident=fake, members=[
+        replace(m, ident=ProcessId(m.ident.pid, m.ident.start + 7))
         for m in s.members])
     [outcome] = reap.reap_servers([s], grace=0.5)
     assert outcome.outcome == "gone" and outcome.reclaimed_bytes == 0
@@ -241,8 +241,8 @@ def test_a_pid_reused_within_the_same_clock_tick_is_not_signalled(lab: Lab) -> N
     channel, checked after the pidfd pins it (issue 9, item 13)."""
     orphan = lab.pair().orphan()
     [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
-    other = dataclasses.replace(s.members[0], ppid=s.members[0].ppid + 4242)
-    s = dataclasses.replace(s, members=[other])
+    other = replace(s.members[0], ppid=s.members[0].ppid + 4242)
+    s = replace(s, members=[other])
     [outcome] = reap.reap_servers([s], grace=0.5)
     assert outcome.outcome == "gone" and not outcome.signals
     assert compare(orphan) == SAME

@@ -10,12 +10,12 @@ reading of one entry from plain values lives here, once, for every host and form
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcp_tether.hosts.guardargv import guard_prefix
 from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
+from mcp_tether.records import field, record
 
 __all__ = ["Shape", "Host", "Check", "Launch", "read_entry", "STANDARD"]
 
@@ -23,7 +23,7 @@ __all__ = ["Shape", "Host", "Check", "Launch", "read_entry", "STANDARD"]
 Check = Callable[[ServerEntry, Machine], "str | None"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Shape:
     """Where a host keeps servers and how one entry names its launch command."""
 
@@ -39,7 +39,7 @@ class Shape:
 STANDARD = Shape(tables=(("mcpServers",),))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Host:
     """One supported host (see the module docstring)."""
 
@@ -52,7 +52,7 @@ class Host:
     notes: tuple[str, ...] = field(default_factory=tuple)  # documented, not detectable
 
 
-@dataclass
+@record
 class Launch:
     """Where an entry's launch command sits, for the editors.
 

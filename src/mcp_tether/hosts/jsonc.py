@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tether.errors import ConfigError
+from mcp_tether.records import field, record
 
 __all__ = ["Node", "Member", "parse", "loads", "line_col", "skip_space"]
 
@@ -35,7 +35,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
 
-@dataclass
+@record
 class Node:
     """One JSON value: its kind, Python value and `[start, end)` span in the text.
 
@@ -63,7 +63,7 @@ class Node:
         return source[self.start : self.end]
 
 
-@dataclass
+@record
 class Member:
     """`"key": value` inside an object; `key_start`/`key_end` span the quoted key."""
 

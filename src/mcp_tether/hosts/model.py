@@ -1,6 +1,7 @@
 """The records the hosts package hands out: files, server entries, change results, machines.
 
-Guarantees: plain dataclasses with `to_json()` (the CLI's JSON schema is these dicts);
+Guarantees: plain records (`mcp_tether.records`) with `to_json()` (the CLI's JSON schema
+is these dicts);
 a label never contains a lone surrogate (names come from JSON `\\ud800` escapes and
 must still print on any terminal).
 """
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from mcp_tether.records import field, record
 
 __all__ = ["ConfigFile", "ServerEntry", "ChangeResult", "Machine", "printable"]
 
@@ -25,7 +27,7 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Machine:
     """What discovery looks at: the OS, the home, the environment and the project folder.
 
@@ -68,7 +70,7 @@ class Machine:
         return Path(self.var("LOCALAPPDATA") or self.home / "AppData" / "Local")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConfigFile:
     """One host config file: who reads it, at which scope, and where it is."""
 
@@ -80,7 +82,7 @@ class ConfigFile:
     general: bool = False  # an editor's general settings file: listed only with servers
 
 
-@dataclass
+@record
 class ServerEntry:
     """One server of a config file, as the host would launch it."""
 
@@ -131,7 +133,7 @@ class ServerEntry:
         }
 
 
-@dataclass
+@record
 class ChangeResult:
     """What `wrap`/`unwrap` did (or would do, on a dry run) to one file."""
 

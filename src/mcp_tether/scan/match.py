@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from mcp_tether.records import record
 from mcp_tether.scan import hosts_adapter
 from mcp_tether.scan.identify import split_title
 from mcp_tether.scan.model import What
@@ -167,7 +167,7 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@dataclass(slots=True)
+@record
 class Matcher:
     host: str
     name: str

@@ -10,10 +10,10 @@ Guarantees:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tether.proc import ProcessId
+from mcp_tether.records import field, record
 
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",
@@ -28,7 +28,7 @@ HOST_GONE = "host-gone"  # leaked, and every config it matches belongs to a stop
 CHANNEL_GONE = (STDIN_NO_WRITER, STDOUT_NO_READER)
 
 
-@dataclass(slots=True)
+@record
 class Channel:
     """One descriptor of the protocol channel and whether its other side is still there."""
 
@@ -44,7 +44,7 @@ class Channel:
                 "peer": self.peer, "detail": self.detail}
 
 
-@dataclass(slots=True)
+@record
 class What:
     """What a server is, each claim with the file that shows it."""
 
@@ -66,7 +66,7 @@ class What:
                 "source": list(self.source)}
 
 
-@dataclass(slots=True)
+@record
 class Member:
     ident: ProcessId
     ppid: int
@@ -82,7 +82,7 @@ class Member:
                 "rss_bytes": self.rss_bytes, "cpu_seconds": round(self.cpu_seconds, 2)}
 
 
-@dataclass
+@record
 class Server:
     """One stdio server process tree: the root (outermost wrapper) and its descendants."""
 
@@ -181,7 +181,7 @@ class Server:
         }
 
 
-@dataclass
+@record
 class ScanResult:
     servers: list[Server]  # leaked first, then live; larger first within each
     scanned: int
