@@ -116,8 +116,10 @@ def test_ps_says_container_support_is_off_in_one_line_and_lists_processes_anyway
 def test_no_docker_daemon_socket_means_engine_off_without_asking_docker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A `docker` that can have no daemon (no DOCKER_HOST, no context, no default socket)
-    is reported off without spawning it; any of those makes it worth asking."""
+    """A plain local `docker` (no context, DOCKER_HOST unset or unix://) whose socket is
+    missing or dead is reported off without spawning the CLI (it would talk to the same
+    socket); a remote DOCKER_HOST is left to the CLI to judge."""
+    from mcp_tether.container import api
     from mcp_tether.container import engine as eng
 
     fake = tmp_path / "bin" / "docker"
@@ -127,10 +129,13 @@ def test_no_docker_daemon_socket_means_engine_off_without_asking_docker(
     for var in ("DOCKER_HOST", "DOCKER_CONTEXT", "XDG_RUNTIME_DIR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "cfg"))
-    monkeypatch.setattr(eng, "DEFAULT_SOCKETS", (str(tmp_path / "none.sock"),))
+    monkeypatch.setattr(api, "DEFAULT_SOCKETS", (str(tmp_path / "none.sock"),))
     got = eng.engine_for("docker", path=str(fake.parent))
-    assert got.off is not None and "no docker daemon socket" in got.off
-    assert not (tmp_path / "asked").exists()
+    assert got.off is not None and "no docker daemon answers" in got.off
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
+    got = eng.engine_for("docker", path=str(fake.parent))
+    assert got.off is not None and "dead.sock" in got.off
+    assert not (tmp_path / "asked").exists()
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
     got = eng.engine_for("docker", path=str(fake.parent))
     assert got.off is not None and (tmp_path / "asked").exists()

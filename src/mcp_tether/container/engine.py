@@ -2,9 +2,11 @@
 
 Guarantees:
 - `engine_for(name)` finds `docker` or `podman` on PATH (or the path given) and answers
-  whether its daemon is reachable (`<engine> version` within `PROBE_TIMEOUT`), cached
-  per (executable, DOCKER_HOST, CONTAINER_HOST). When it is not, `Engine.off` holds
-  the one line "container support is off: <why>" and nothing else is attempted.
+  whether its daemon is reachable, cached per (executable, DOCKER_HOST, PATH, options):
+  for a plain local docker by one GET on its socket (`container.api`; `Engine.socket`
+  is then set and reads may use it), else by `<engine> version` within `PROBE_TIMEOUT`.
+  When it is not, `Engine.off` holds the one line "container support is off: <why>" and
+  nothing else is attempted.
 - `Engine.call()` runs one engine command with a deadline and returns (code, stdout,
   stderr); an engine that is missing, hangs or dies is an `EngineError`, never a
   traceback for the user. Every call carries the global options of the user's own
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 __all__ = ["Engine", "EngineError", "engine_for", "ENGINES", "PROBE_TIMEOUT"]
 
@@ -43,6 +44,7 @@ class Engine:
         self.exe = exe  # absolute path, None when not installed
         self.global_args = list(global_args)  # e.g. ["-H", "unix:///x.sock"]
         self.off = off  # None when usable, else "container support is off: <why>"
+        self.socket: str | None = None  # the Engine API socket reads may use (docker)
 
     def __repr__(self) -> str:
         return f"Engine({self.name!r}, {self.exe!r}, off={self.off!r})"
@@ -55,6 +57,8 @@ class Engine:
         """Run `<engine> <global args> <args>`; (exit code, stdout, stderr)."""
         if self.exe is None:
             raise EngineError(f"{self.name}: not installed")
+        import subprocess  # here: `ps` on a machine with no daemon never pays for it
+
         try:
             done = subprocess.run(
                 [self.exe, *self.global_args, *args],
@@ -79,29 +83,6 @@ def _first_line(text: str) -> str:
     return "no output"
 
 
-DEFAULT_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
-
-
-def _docker_socket_plausible() -> bool:
-    """False only when the docker CLI can have no daemon to reach: no DOCKER_HOST or
-    DOCKER_CONTEXT, no current context in its config, and no default socket."""
-    if os.environ.get("DOCKER_HOST") or os.environ.get("DOCKER_CONTEXT"):
-        return True
-    cfg = os.path.join(os.environ.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker"),
-                       "config.json")
-    try:
-        with open(cfg, encoding="utf-8", errors="replace") as fh:
-            if "currentContext" in fh.read():
-                return True
-    except OSError:
-        pass
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    sockets = list(DEFAULT_SOCKETS)
-    if runtime:
-        sockets.append(os.path.join(runtime, "docker.sock"))
-    return any(os.path.exists(p) for p in sockets)
-
-
 def engine_for(name: str = "docker", global_args: list[str] | None = None,
                *, path: str | None = None) -> Engine:
     """The engine `name` (a basename or a path) and whether its daemon answers; cached."""
@@ -114,25 +95,42 @@ def engine_for(name: str = "docker", global_args: list[str] | None = None,
     if exe is None:
         engine = Engine(base, None, global_args or [],
                         off=f"container support is off: {base} not found on PATH")
-    elif base == "docker" and not global_args and not _docker_socket_plausible():
-        # No daemon to ask: skip a `docker version` that could only fail (~15 ms of CPU
-        # on every `ps`).
-        engine = Engine(base, exe, [], off="container support is off: no docker daemon "
-                        "socket (/var/run/docker.sock; DOCKER_HOST and contexts unset)")
-    else:
-        engine = Engine(base, exe, global_args or [])
+    elif base == "docker" and (sock := _api_socket(global_args)):
+        engine = Engine(base, exe, [])
+        from mcp_tether.container import api
+
         try:
-            code, out, err = engine.call(["version", "--format", "{{.Server.Version}}"]
-                                         if base == "docker" else ["version"],
-                                         timeout=PROBE_TIMEOUT)
-        except EngineError as e:
-            engine.off = f"container support is off: {e}"
-        else:
-            if code != 0 or not out.strip():
-                engine.off = (f"container support is off: {base} daemon not reachable "
-                              f"({_first_line(err or out)})")
+            api.get(sock, "/version", timeout=PROBE_TIMEOUT)
+            engine.socket = sock
+        except api.Unreachable as e:  # the CLI would talk to the same socket: no daemon
+            engine.off = f"container support is off: no docker daemon answers at {e}"
+        except api.ApiError:  # something else answers there: let the CLI judge
+            engine = _probe_cli(Engine(base, exe, []))
+    else:
+        engine = _probe_cli(Engine(base, exe, global_args or []))
     if path is None:
         _cache[key] = engine
+    return engine
+
+
+def _api_socket(global_args: list[str] | None) -> str | None:
+    from mcp_tether.container import api
+
+    return api.local_socket(global_args)
+
+
+def _probe_cli(engine: Engine) -> Engine:
+    """Ask `<engine> version` whether the daemon answers; sets `engine.off` if not."""
+    try:
+        code, out, err = engine.call(["version", "--format", "{{.Server.Version}}"]
+                                     if engine.name == "docker" else ["version"],
+                                     timeout=PROBE_TIMEOUT)
+    except EngineError as e:
+        engine.off = f"container support is off: {e}"
+    else:
+        if code != 0 or not out.strip():
+            engine.off = (f"container support is off: {engine.name} daemon not reachable "
+                          f"({_first_line(err or out)})")
     return engine
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal as _signal
-import tempfile
 import time
 
 from mcp_tether import log
@@ -222,6 +221,8 @@ class ContainerFollow(Box):
             self.cidfile = cmd.cidfile
             extra: list[str] = []
         else:
+            import tempfile  # here: only a guard that follows a container needs it
+
             self._dir = tempfile.mkdtemp(prefix="mcp-tether-cid.")
             self.cidfile = os.path.join(self._dir, "cid")
             extra = ["--cidfile", self.cidfile]

@@ -20,7 +20,6 @@ container that is not running any more or not the one listed.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import re
@@ -75,6 +74,8 @@ def container_support(name: str = "docker") -> str | None:
 
 
 def _age(started: str) -> float | None:
+    import datetime as _dt  # here: `ps` pays for it only when a container runs
+
     try:
         head, _, frac = started.rstrip("Z").partition(".")
         when = _dt.datetime.fromisoformat(head).replace(tzinfo=_dt.timezone.utc)
@@ -228,6 +229,40 @@ def stdio_containers(name: str = "docker") -> list[LeakedContainer]:
     engine = engine_for(name)
     if engine.off is not None:
         return []
+    raw = _inspect_api(engine.socket) if engine.socket else None
+    if raw is None:
+        raw = _inspect_cli(engine)
+    found = [j for j in (_judge(engine, c) for c in raw if isinstance(c, dict)) if j]
+    missing = _stats_memory(engine, [c.id for c in found if c.memory is None])
+    for c in found:
+        if c.memory is None:
+            c.memory = missing.get(c.short_id)
+    return found
+
+
+def _inspect_api(sock: str) -> list[object] | None:
+    """Every running container, inspected, through the Engine API; None: use the CLI."""
+    from mcp_tether.container import api
+
+    try:
+        listed = api.get(sock, "/containers/json")
+        if not isinstance(listed, list):
+            return None
+        out = []
+        for c in listed:
+            cid = c.get("Id") if isinstance(c, dict) else None
+            if not isinstance(cid, str) or not cid.isalnum():
+                return None
+            try:
+                out.append(api.get(sock, f"/containers/{cid}/json"))
+            except api.ApiError:
+                continue  # gone between the list and its inspect
+        return out
+    except api.ApiError:
+        return None
+
+
+def _inspect_cli(engine: Engine) -> list[object]:
     try:
         code, out, _err = engine.call(["ps", "-q", "--no-trunc"])
         ids = out.split() if code == 0 else []
@@ -239,12 +274,7 @@ def stdio_containers(name: str = "docker") -> list[LeakedContainer]:
             d for i in ids for d in _inspect_one(engine, i)]
     except (EngineError, ValueError):
         return []
-    found = [j for j in (_judge(engine, c) for c in raw if isinstance(c, dict)) if j]
-    missing = _stats_memory(engine, [c.id for c in found if c.memory is None])
-    for c in found:
-        if c.memory is None:
-            c.memory = missing.get(c.short_id)
-    return found
+    return raw if isinstance(raw, list) else []
 
 
 def _inspect_one(engine: Engine, cid: str) -> list[dict[str, object]]:
