@@ -124,6 +124,21 @@ def test_a_guarded_server_is_judged_by_the_guards_promise_and_names_its_rung() -
     assert report.passed and report.to_dict()["guarded"] is True
 
 
+def test_the_guarded_window_is_read_from_the_guards_own_options() -> None:
+    """The window covers the guard's grace and term-grace as spelled in its argv (not
+    the defaults), however the guard is launched; an unguarded command keeps --window."""
+    from mcp_tether.probe import build_specs
+
+    opts = ProbeOptions(scenarios=("exit",), window=1.0)
+    for argv in (_guarded(4.5, 0.25, *PY, MINI),
+                 ["uvx", "mcp-tether", "run", "--grace=4.5", "--term-grace", "0.25",
+                  "--", *PY, MINI]):
+        (spec,) = build_specs(argv, opts)
+        assert spec.guarded and spec.effective_window == 4.5 + 0.25 + 1.0, argv
+    (plain,) = build_specs([*PY, MINI], opts)
+    assert not plain.guarded and plain.effective_window == 1.0
+
+
 def test_a_configured_guarded_server_passes_at_the_spec_level_naming_the_rung(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
