@@ -32,3 +32,30 @@ def test_a_fix_shared_by_many_rows_is_printed_once_and_referred_to_after() -> No
     assert "G4 run -- python thread exit: orphaned; fix: Call `mcp_tether.run`" in text
     assert "G5" not in text  # not a leak: no line of its own
     assert "devnull" in text  # the takeaway says where the guard cannot help
+
+
+def _leveled(label: str, scenario: str, level: str, passed: bool) -> ScenarioResult:
+    return ScenarioResult(scenario=scenario, host_style="node",
+                          verdict="exited" if passed else "orphaned", passed=passed,
+                          exit_ms=None, rung=None, exit_status=None, label=label, level=level)
+
+
+def test_the_lab_gives_each_server_one_level_word_over_its_rows() -> None:
+    """none / spec / robust per server (and host style), from every row it has; the words
+    are printed under the summary."""
+    from mcp_tether.lab import server_levels
+
+    rows = [
+        _leveled("X1 node timer", "exit", "spec", False),
+        _leveled("X2 node timer", "sigint", "robust", True),
+        _leveled("X3 node plain", "exit", "spec", True),
+        _leveled("X4 node plain", "inherited-writer", "robust", False),
+        _leveled("T1 python tethered", "crash", "spec", True),
+        _leveled("T2 python tethered", "inherited-writer", "robust", True),
+    ]
+    levels = server_levels(rows)
+    assert levels == {"node timer [node]": "none", "node plain [node]": "spec",
+                      "python tethered [node]": "robust"}
+    out = io.StringIO()
+    render_summary(rows, (), levels, out=out)
+    assert "node plain [node]" in out.getvalue() and "robust" in out.getvalue()

@@ -73,14 +73,27 @@ def test_the_fixture_checks_the_spec_level_by_default_and_robust_on_request() ->
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
-def test_an_eof_honouring_node_sdk_server_meets_spec_but_not_robust() -> None:
+def test_an_eof_honouring_node_sdk_server_meets_spec_but_not_robust(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The TypeScript SDK's `plain` fixture (exits at EOF, no parent-death watch):
+    1. `probe` with every scenario exits 0; 2. `--level robust` exits 1, and
+    inherited-writer is its only failure; 3. the fixture: `assert_passes()` passes,
+    `assert_passes(level="robust")` fails naming inherited-writer."""
     from mcp_tether.lab import node_env
 
     if node_env.missing_tools():
         pytest.skip(node_env.missing_tools() or "")
     node_dir = node_env.ensure(quiet=True)
-    report = run_lifecycle(["node", str(node_dir / "plain.mjs")],
-                           scenarios=["close", "exit", "inherited-writer"], window=1.0)
+    server = ["node", str(node_dir / "plain.mjs")]
+    args = ["--json", "--window", "1", "--idle", "0.3", "--", *server]
+    assert main(["probe", *args]) == 0, capsys.readouterr().out
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] is True and out["meets"] == "spec"
+    assert main(["probe", "--level", "robust", *args]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert [r["scenario"] for r in out["results"] if not r["passed"]] == ["inherited-writer"]
+    report = run_lifecycle(server, scenarios=["close", "exit", "inherited-writer"], window=1.0)
     report.assert_passes()
     with pytest.raises(AssertionError, match="inherited-writer"):
         report.assert_passes(level="robust")
@@ -111,16 +124,43 @@ def test_a_guarded_server_is_judged_by_the_guards_promise_and_names_its_rung() -
     assert report.passed and report.to_dict()["guarded"] is True
 
 
+def test_the_guarded_window_is_read_from_the_guards_own_options() -> None:
+    """The window covers the guard's grace and term-grace as spelled in its argv (not
+    the defaults), however the guard is launched; an unguarded command keeps --window."""
+    from mcp_tether.probe import build_specs
+
+    opts = ProbeOptions(scenarios=("exit",), window=1.0)
+    for argv in (_guarded(4.5, 0.25, *PY, MINI),
+                 ["uvx", "mcp-tether", "run", "--grace=4.5", "--term-grace", "0.25",
+                  "--", *PY, MINI]):
+        (spec,) = build_specs(argv, opts)
+        assert spec.guarded and spec.effective_window == 4.5 + 0.25 + 1.0, argv
+    (plain,) = build_specs([*PY, MINI], opts)
+    assert not plain.guarded and plain.effective_window == 1.0
+
+
 def test_a_configured_guarded_server_passes_at_the_spec_level_naming_the_rung(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What `wrap` writes for an EOF-ignoring server: `probe --config` passes it."""
-    argv = _guarded(1.5, 0.5, *PY, MINI, "--thread")
+    """1. A config with an EOF-ignoring server; `probe --config` fails it.
+    2. `mcp-tether wrap --config` puts the guard (its default 2 s graces) in front.
+    3. `probe --config` now passes it at the spec level, guarded, the guard's SIGTERM
+       named as the rung that ended it. (Not `devnull`: a stdin at /dev/null never hangs
+       up, so the guard waits for its parent; docs/guard.md.)"""
+    monkeypatch.setenv("MCP_TETHER_STATE_DIR", str(tmp_path / "state"))  # wrap's backups
     cfg = tmp_path / "mcp.json"
-    cfg.write_text(json.dumps({"mcpServers": {"lingering": {"command": argv[0],
-                                                            "args": argv[1:]}}}))
-    code = main(["probe", "--config", str(cfg), "--yes", "--json", "-s", "exit,crash",
-                 "--window", "1"])
+    cfg.write_text(json.dumps({"mcpServers": {"lingering": {
+        "command": sys.executable, "args": ["-S", MINI, "--thread"]}}}))
+    probe_args = ["probe", "--config", str(cfg), "--yes", "--json", "-s", "exit,crash",
+                  "--window", "1", "--horizon", "0.5"]
+    assert main(probe_args) == 1
+    capsys.readouterr()
+    tether = str(Path(sys.executable).parent / "mcp-tether")
+    assert main(["wrap", "--config", str(cfg), "--tether", tether]) == 0
+    capsys.readouterr()
+    entry = json.loads(cfg.read_text())["mcpServers"]["lingering"]
+    assert (entry["command"], entry["args"][:2]) == (tether, ["run", "--"])
+    code = main(probe_args)
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["passed"] is True, out
     (server,) = out["servers"]

@@ -76,17 +76,19 @@ def _env() -> dict[str, str]:
 def test_a_tethered_server_passes_every_scenario_for_both_host_styles(
     mcp_lifecycle: Any, tmp_path: Path
 ) -> None:
-    """Helper on, thread and stuck task group inside: every scenario passes, node and python."""
+    """Helper on, thread and stuck task group inside: every scenario passes, node and
+    python, robust ones included (the helper's servers meet the robust level)."""
     report = mcp_lifecycle(
         _script(tmp_path, "tethered.py", TETHERED),
         host_style=("node", "python"),
         idle=1.0,
         env=_env(),
     )
-    report.assert_passes()
+    report.assert_passes(level="robust")
     scenarios = {(r.host_style, r.scenario) for r in report.results}
     assert ("node", "inherited-writer") in scenarios and ("python", "crash") in scenarios
-    assert report.passed
+    assert ("node", "sigint") in scenarios and ("python", "sigint") in scenarios
+    assert report.passed and report.meets == "robust"
 
 
 def test_an_untethered_server_fails_with_verdict_diagnosis_remedy_and_survivors(

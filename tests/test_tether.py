@@ -868,6 +868,32 @@ def test_hooks_run_newest_first_sync_and_async(recorded: Any) -> None:
     assert [o.outcome for o in tether.outcomes] == ["ok", "ok", "ok"]
 
 
+def test_hooks_left_without_time_or_from_another_process_are_skipped_and_say_why(
+    recorded: Any,
+) -> None:
+    """1. A hook of another process (a fork's parent) is skipped, never run here.
+    2. Past the deadline, the rest are skipped, not silently dropped.
+    3. The one stderr line names each skipped hook and why."""
+    tether, _ = recorded
+    ran: list[str] = []
+
+    def mine() -> None:
+        ran.append("mine")
+
+    def parents() -> None:
+        ran.append("parents")
+
+    hooks = [hook_registry.Hook(parents, 1, os.getppid()), hook_registry.Hook(mine, 2, os.getpid())]
+    out = hook_registry.run_hooks(hooks, time.monotonic() + 5.0, None)
+    assert [(o.outcome, o.why) for o in out] == [
+        ("skipped", "registered in another process"), ("ok", "")]
+    out = hook_registry.run_hooks(hooks[1:], time.monotonic() - 0.001, None)
+    assert [(o.outcome, o.why) for o in out] == [("skipped", "no time left before the deadline")]
+    assert ran == ["mine"]
+    tether.outcomes, tether.reason, tether.cleanup_ms = out, "test", 0.0  # as after a shutdown
+    assert "; skipped: " in tether._line() and "mine (no time left" in tether._line()
+
+
 def test_a_second_shutdown_does_nothing(recorded: Any) -> None:
     """Shutdown is run-once: the second caller neither runs hooks nor exits."""
     tether, codes = recorded
