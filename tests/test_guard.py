@@ -238,7 +238,8 @@ class Guarded:
             theirs.close()
         else:
             self.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=self.out, stderr=self.err
+                argv, stdin=subprocess.DEVNULL if kind == "devnull" else subprocess.PIPE,
+                stdout=self.out, stderr=self.err
             )
         self.ident = identify(self.proc.pid)
 
@@ -356,6 +357,20 @@ def test_a_half_close_of_a_socket_stdin_counts_as_a_hang_up(
     rc, _, err = g.finish()
     assert rc == 128 + signal.SIGTERM
     assert "stdin hang-up" in err
+    assert_gone(server)
+
+
+def test_a_stdin_at_dev_null_is_eof_from_the_start_and_gets_the_ladder(
+    lab: Lab, guards: list[Guarded]
+) -> None:
+    """1. a server that ignores EOF, its stdin /dev/null, its client (us) alive; 2. no
+    byte can ever come, so the guard runs its ladder at once: SIGTERM after the grace."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("ignore-eof", pf), "devnull")
+    server = ident_from(pf)
+    rc, out, err = g.finish()
+    assert rc == 128 + signal.SIGTERM
+    assert "client gone (stdin hang-up); SIGTERM after" in err and out == b""
     assert_gone(server)
 
 

@@ -50,9 +50,8 @@ EXPECTED = {
     "G7": "exited", "G8": "exited",
     "G9": "terminated", "G10": "exited",  # sh -c wrapper: the guard signals the whole group
     "G11": "exited", "G12": "exited",  # inherited writer: the guard watches its parent
-    # devnull: /dev/null can never hang up and the client lives on; the guard, as
-    # specified, then waits for its parent's death. Documented, not hidden.
-    "G13": "orphaned",
+    # devnull: /dev/null is at EOF from the start; the guard runs its ladder at once
+    "G13": "exited",
     "G14": "exited",  # half-close: POLLRDHUP on the socket
     "G15": "exited",  # the daemonized helper reparents to the guard (a subreaper) and ends
 }

@@ -31,7 +31,7 @@ def test_a_fix_shared_by_many_rows_is_printed_once_and_referred_to_after() -> No
     assert "G2 run -- node timer exit: orphaned; fix: as for G1 exit" in text
     assert "G4 run -- python thread exit: orphaned; fix: Call `mcp_tether.run`" in text
     assert "G5" not in text  # not a leak: no line of its own
-    assert "devnull" in text  # the takeaway says where the guard cannot help
+    assert "devnull" in text  # the takeaway says the guard covers a stdin already at EOF
 
 
 def _leveled(label: str, scenario: str, level: str, passed: bool) -> ScenarioResult:

@@ -145,13 +145,14 @@ def test_a_configured_guarded_server_passes_at_the_spec_level_naming_the_rung(
     """1. A config with an EOF-ignoring server; `probe --config` fails it.
     2. `mcp-tether wrap --config` puts the guard (its default 2 s graces) in front.
     3. `probe --config` now passes it at the spec level, guarded, the guard's SIGTERM
-       named as the rung that ended it. (Not `devnull`: a stdin at /dev/null never hangs
-       up, so the guard waits for its parent; docs/guard.md.)"""
+       named as the rung that ended it, in every scenario where the client goes without
+       a signal: exit, crash, devnull (stdin at EOF from the start) and half-close."""
     monkeypatch.setenv("MCP_TETHER_STATE_DIR", str(tmp_path / "state"))  # wrap's backups
     cfg = tmp_path / "mcp.json"
     cfg.write_text(json.dumps({"mcpServers": {"lingering": {
         "command": sys.executable, "args": ["-S", MINI, "--thread"]}}}))
-    probe_args = ["probe", "--config", str(cfg), "--yes", "--json", "-s", "exit,crash",
+    probe_args = ["probe", "--config", str(cfg), "--yes", "--json", "-s",
+                  "exit,crash,devnull,half-close",
                   "--window", "1", "--horizon", "0.5"]
     assert main(probe_args) == 1
     capsys.readouterr()

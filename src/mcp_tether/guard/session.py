@@ -27,7 +27,7 @@ from mcp_tether.proc.end import Tree, last_pid
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, spawn
-from mcp_tether.watch import HANGUP_MASK, ParentWatch, hangup_events
+from mcp_tether.watch import HANGUP_MASK, ParentWatch, hangup_events, is_null_device
 
 __all__ = ["run_guarded", "STOP_SIGNALS"]
 
@@ -109,7 +109,10 @@ class _Session:
     # -- watching ----------------------------------------------------------------------
     def watch(self, parents: list[ParentWatch], stdin_fd: int) -> tuple[str, bool]:
         """Block until the client is gone, a stop signal comes, or the server (and every
-        descendant still holding our stdio) has exited."""
+        descendant still holding our stdio) has exited. A stdin at /dev/null is at EOF
+        from the start: the client is gone before it began (the ladder runs at once)."""
+        if is_null_device(stdin_fd):
+            return STDIN_HANGUP, True
         poller = select.poll()
         poller.register(self.inbox.fileno(), select.POLLIN)
         hup_events = hangup_events(stdin_fd)

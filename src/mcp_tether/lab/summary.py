@@ -41,8 +41,7 @@ BLOCK_STORY: dict[str, tuple[str, str]] = {
     "guarded": (
         "every orphan row again, behind `mcp-tether run` (the guard)",
         "the guard ends them within its ladder once the client is gone, without changing "
-        "the server; a stdin at /dev/null never hangs up, so there (devnull) only a fix "
-        "inside the server helps",
+        "the server, a stdin already at EOF (devnull) included",
     ),
     "tethered": (
         "the orphaning Python servers with `mcp_tether.run(mcp)` added",

@@ -1,7 +1,8 @@
 """The tethered process's own stdio, as the shutdown needs it.
 
-- `is_null_device(fd)`: is this descriptor /dev/null (a server started with stdin from
-  /dev/null sees EOF at once: EOF handling belongs to stdio mode only).
+- `is_null_device(fd)` (from the core's `watch`): is this descriptor /dev/null (a server
+  started with stdin from /dev/null sees EOF at once: EOF handling belongs to stdio mode
+  only).
 - `flush_std_streams()`: flush what Python buffered for stdout/stderr before `os._exit`,
   which skips the interpreter's own flush; never raises, never blocks the exit for long
   (the caller runs it in a daemon thread with a timeout).
@@ -9,19 +10,11 @@
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 
+from mcp_tether.watch import is_null_device
+
 __all__ = ["flush_std_streams", "is_null_device"]
-
-
-def is_null_device(fd: int) -> bool:
-    try:
-        st, null = os.fstat(fd), os.stat(os.devnull)
-    except OSError:
-        return False
-    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
 
 
 def flush_std_streams() -> None:

@@ -8,6 +8,9 @@
   hosts give a UNIX socketpair; a half-close shows *only* as POLLRDHUP). A TTY, a
   regular file or /dev/null can never hang up: None, rely on parent death instead.
   Polling with POLLIN unrequested never consumes data and does not wake for it.
+- stdin at /dev/null: `is_null_device(fd)`. It never hangs up, but it is at end-of-file
+  from the start: no client can ever send a byte, which is what the spec's "stdin
+  reaches EOF" means. The guard and the library helper treat it as the client gone.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import stat
 
 from mcp_tether import platform
 
-__all__ = ["ParentWatch", "hangup_events", "HANGUP_MASK"]
+__all__ = ["ParentWatch", "hangup_events", "HANGUP_MASK", "is_null_device"]
 
 POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000)
 HANGUP_MASK = select.POLLHUP | select.POLLERR | POLLRDHUP | getattr(select, "POLLNVAL", 0x20)
@@ -35,6 +38,15 @@ def hangup_events(fd: int) -> int | None:
     if stat.S_ISSOCK(st.st_mode):
         return POLLRDHUP if platform.IS_LINUX else 0
     return None  # tty, regular file, /dev/null, ...
+
+
+def is_null_device(fd: int) -> bool:
+    """Is `fd` /dev/null (at EOF from the start)?"""
+    try:
+        st, null = os.fstat(fd), os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
 
 
 class ParentWatch:
