@@ -64,6 +64,9 @@ def test_a_container_that_ignores_eof_is_orphaned_on_exit_named_and_never_left_b
         assert [c.split()[1].rstrip(":") for c in named] != [], r.survivors
         assert all(c.split()[1].rstrip(":") in ever and "server.sh ignore-eof" in c
                    for c in named), (named, ever)
+        # The diagnosis names it as a container too, never as a pid.
+        said = r.diagnosis.lower()
+        assert named[0].split(":")[0] + " (" in said and "pid 0" not in said, r.diagnosis
     assert not left, f"the probe left containers running: {left}"
 
 
