@@ -139,3 +139,33 @@ def test_no_docker_daemon_socket_means_engine_off_without_asking_docker(
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
     got = eng.engine_for("docker", path=str(fake.parent))
     assert got.off is not None and (tmp_path / "asked").exists()
+
+
+def test_stdin_evidence_is_a_writer_held_or_none_left(tmp_path: Path) -> None:
+    """The machine view's second rule, on a local process (a container's init seen from
+    the host is one; the tests' pid namespace cannot see one): 1. while we hold its stdin
+    pipe's write end, "live" naming us; 2. once we close it, "leaked"; 3. a stdin that is
+    no pipe gives no evidence."""
+    import os
+    import subprocess
+
+    from mcp_tether.container.leaked import LEAKED, LIVE, _stdin_evidence
+
+    reader = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE)
+    try:
+        assert reader.stdin is not None
+        assert _stdin_evidence(reader.pid) == (LIVE, f"its stdin has a writer (pid {os.getpid()})")
+        reader.stdin.close()
+        assert _stdin_evidence(reader.pid) == (LEAKED, "its stdin has no writer (client gone)")
+    finally:
+        reader.kill()
+        reader.wait()
+    with open(tmp_path / "in", "w") as fh:
+        fh.write("x")
+    with open(tmp_path / "in") as fh:
+        other = subprocess.Popen(["sleep", "60"], stdin=fh)
+    try:
+        assert _stdin_evidence(other.pid) is None
+    finally:
+        other.kill()
+        other.wait()

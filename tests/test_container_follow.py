@@ -153,8 +153,9 @@ def test_end_container_leaves_alone_a_container_that_is_not_the_one_listed(
 def test_ps_lists_a_leaked_container_and_reap_ends_it_but_not_one_with_a_live_client(
     docker_engine: Engine, docker_image: str
 ) -> None:
-    """The CLI: 1. `ps --json` shows both containers, leaked and live; 2. `reap --yes`
-    ends the leaked one (SIGTERM) and leaves the live one running."""
+    """The CLI: 1. `ps --json` shows both containers, leaked and live; 2. `reap --dry-run`
+    names the leaked one; 3. `reap --yes` ends it (SIGTERM) and leaves the live one
+    running."""
     import json
 
     owner = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -172,6 +173,10 @@ def test_ps_lists_a_leaked_container_and_reap_ends_it_but_not_one_with_a_live_cl
                                        check=True, timeout=120).stdout)
         states = {c["id"]: c["state"] for c in ps["containers"] if c["id"] in ids}
         assert states == ids
+        dry = subprocess.run([*cli, "reap", "--dry-run"], capture_output=True, text=True,
+                             timeout=120, check=False)
+        assert f"would end container {leaked.short_id}" in dry.stdout, dry.stdout
+        assert "nothing to reap" not in dry.stdout, dry.stdout
         done = subprocess.run([*cli, "reap", "--yes", "--json", "--grace", "10"],
                               capture_output=True, timeout=120, check=False)
         reaped = {c["id"]: c["outcome"] for c in json.loads(done.stdout)["containers"]}

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from containers import dockertest
-from containers.dockertest import DEADLINE, box_cmd, session_containers, until
+from containers.dockertest import (
+    DEADLINE,
+    SESSION_LABEL,
+    box_cmd,
+    session_containers,
+    until,
+)
 from mcp_tether.container.engine import Engine
 
 docker_engine = dockertest.docker_engine
@@ -34,10 +41,17 @@ def test_a_container_that_ignores_eof_is_orphaned_on_exit_named_and_never_left_b
     ours runs after the probe."""
     from mcp_tether.probe import ProbeOptions, probe
 
+    since = int(time.time()) - 1
     try:
         report = probe(box_cmd(docker_image, "ignore-eof"),
                        ProbeOptions(scenarios=("exit", "crash"), jobs=1, window=3.0))
         left = session_containers(docker_engine, running_only=True)
+        # The probe removed them (--rm): the daemon's events still name every one.
+        _code, out, _err = docker_engine.call(
+            ["events", "--since", str(since), "--until", str(int(time.time()) + 1),
+             "--filter", f"label={SESSION_LABEL}", "--filter", "event=create",
+             "--format", "{{.ID}}"])
+        ever = {cid[:12] for cid in out.split()}
     finally:
         for cid in session_containers(docker_engine):  # ours (session label) only
             docker_engine.call(["rm", "-f", cid])
@@ -45,7 +59,14 @@ def test_a_container_that_ignores_eof_is_orphaned_on_exit_named_and_never_left_b
     for name in ("exit", "crash"):
         r = verdicts[name]
         assert r.verdict == "orphaned", r
-        assert any("container" in s.cmdline for s in r.survivors), r.survivors
+        named = [s.cmdline for s in r.survivors if s.cmdline.startswith("container ")]
+        # Named by the id of a container this test really started, and what runs in it.
+        assert [c.split()[1].rstrip(":") for c in named] != [], r.survivors
+        assert all(c.split()[1].rstrip(":") in ever and "server.sh ignore-eof" in c
+                   for c in named), (named, ever)
+        # The diagnosis names it as a container too, never as a pid.
+        said = r.diagnosis.lower()
+        assert named[0].split(":")[0] + " (" in said and "pid 0" not in said, r.diagnosis
     assert not left, f"the probe left containers running: {left}"
 
 
@@ -100,3 +121,29 @@ def test_a_sigkilled_probe_leaves_no_container_running(
             proc.wait()
         for cid in session_containers(docker_engine):
             docker_engine.call(["rm", "-f", cid])
+
+
+def test_behind_the_guard_every_scenario_passes_and_no_container_outlives_the_probe(
+    docker_engine: Engine, docker_image: str
+) -> None:
+    """1. probe `mcp-tether run -- docker run -i` of a server that ignores EOF, every
+    scenario but devnull (/dev/null never hangs up and the client lives: the guard waits
+    for its parent's death, docs/guard.md); 2. every one passes; 3. no container of ours
+    runs afterwards, the idle scenario's included: the keeper's clean-up SIGKILLs the
+    guard, so it ends the container the guard's owner label ties to its tree."""
+    from mcp_tether.probe import ProbeOptions, probe
+
+    scenarios = ("close", "exit", "crash", "idle", "half-close", "sigterm", "sigint",
+                 "inherited-writer")
+    guarded = [sys.executable, "-m", "mcp_tether", "run", "--grace", "1", "--term-grace",
+               "1", "--", *box_cmd(docker_image, "ignore-eof")]
+    try:
+        report = probe(guarded, ProbeOptions(scenarios=scenarios, jobs=2, window=10.0))
+        left = session_containers(docker_engine, running_only=True)
+    finally:
+        for cid in session_containers(docker_engine):
+            docker_engine.call(["rm", "-f", cid])
+    assert sorted(r.scenario for r in report.results) == sorted(scenarios)
+    failed = [(r.scenario, r.verdict, r.detail) for r in report.results if not r.passed]
+    assert not failed, failed
+    assert not left, f"the probe left containers running: {left}"

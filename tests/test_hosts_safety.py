@@ -150,6 +150,20 @@ def test_project_files_in_a_git_tree_are_left_alone_without_project(
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_hosts_says_that_a_project_file_in_a_git_tree_needs_project(
+    repo: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`hosts` in a work tree: its wrap hint says those files need --project (the
+    suggested command alone would leave them as they are); in a plain folder it does not."""
+    assert main(["hosts", "--host", "claude-code"]) == 0
+    assert "unless you add --project" in capfd.readouterr().err
+    shutil.rmtree(repo / ".git")
+    assert main(["hosts", "--host", "claude-code"]) == 0
+    err = capfd.readouterr().err
+    assert "not wrapped" in err and "--project" not in err
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_config_named_inside_a_git_tree_also_needs_project(repo: Path) -> None:
     """`--config` of a file in a work tree is a shared file too."""
     res = hosts.wrap(repo / ".cursor/mcp.json", "cursor", TETHER, force=True)

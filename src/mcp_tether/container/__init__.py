@@ -8,6 +8,7 @@ instead (see docs/containers.md):
   engine (each ladder rung), waits for it to stop, lists what runs in it, removes it.
 - `WithContainer(tree, follow)`: the ladder target the guard climbs on (tree + box).
 - `leaked_containers()` / `end_container()`: the machine view for `ps` / `reap`.
+- `end_owned_by(argv, tree)`: the probe's clean-up of a guard's container.
 - Where no engine is installed or its daemon does not answer, one line says
   "container support is off: <why>" and everything else goes on as without containers.
 Import-light: importing the package costs `os` only; `maybe_container_run(argv)` is the
@@ -20,12 +21,15 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from mcp_tether.container.follow import ContainerFollow, follow_for
     from mcp_tether.container.leaked import LeakedContainer, end_container, leaked_containers
     from mcp_tether.container.target import WithContainer
 
 __all__ = [
     "maybe_container_run",
+    "end_owned_by",
     "follow_for",
     "ContainerFollow",
     "WithContainer",
@@ -53,6 +57,20 @@ def maybe_container_run(argv: list[str]) -> bool:
         if " run" in word and any(e in word for e in _ENGINES):
             return True  # an `sh -c '... docker run ...'` string
     return False
+
+
+def end_owned_by(argv: list[str], tree: Iterable[tuple[int, float]]) -> list[str]:
+    """For the probe's keeper, after it SIGKILLed the tree of `argv`, a command it did not
+    follow itself: when that command names a container engine (a guard in front,
+    `mcp-tether run -- docker run ...`), remove the running containers whose owner
+    label names a process of `tree` (the keeper's record of its (pid, start) pairs):
+    that guard can no longer end them. Container ids removed; no engine call for other commands."""
+    name = next((w for w in argv if os.path.basename(w) in _ENGINES), None)
+    if name is None:
+        return []
+    from mcp_tether.container.leaked import remove_owned
+
+    return remove_owned(name, tree)
 
 
 def __getattr__(name: str) -> object:

@@ -29,7 +29,12 @@ import time
 from mcp_tether.container.engine import Engine, EngineError, engine_for
 from mcp_tether.container.follow import LABEL_OWNER, LABEL_RUN, Box
 
-__all__ = ["LeakedContainer", "leaked_containers", "end_container", "container_support",
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["LeakedContainer", "leaked_containers", "end_container", "remove_owned",
+           "container_support",
            "LEAKED", "LIVE", "UNKNOWN"]
 
 LEAKED, LIVE, UNKNOWN = "leaked", "live", "unknown"
@@ -315,3 +320,39 @@ def end_container(c: LeakedContainer, *, grace: float = 2.0, kill_wait: float = 
         return "survived"
     finally:
         box.end()
+
+
+def remove_owned(name: str, owners: Iterable[tuple[int, float]]) -> list[str]:
+    """Remove (`rm -f`) the running containers whose owner label names one of `owners`, (pid,
+    start) pairs of this pid namespace; the full ids removed ([] when the engine is off
+    or refuses; never raises).
+
+    For the probe's keeper: a guard in the server's tree (`mcp-tether run -- docker run
+    ...`) labels its container with its own identity, and the keeper's clean-up SIGKILLs
+    that guard, which then cannot end its container (docs/containers.md, Limits). The
+    identities come from the keeper's own record of its tree, so no other container is
+    touched, even one whose owner pid was since reused.
+    """
+    ns = _pidns()
+    wanted = {f"{pid}:{start!r}:{ns}" for pid, start in owners}
+    engine = engine_for(name)
+    if engine.off is not None or not wanted or ns == "?":
+        return []
+    try:
+        code, out, _err = engine.call(["ps", "-q", "--no-trunc", "--filter",
+                                       f"label={LABEL_OWNER}"])
+        ids = out.split() if code == 0 else []
+        if not ids:
+            return []
+        code, out, _err = engine.call(
+            ["inspect", "--format", f'{{{{.Id}}}} {{{{index .Config.Labels "{LABEL_OWNER}"}}}}',
+             *ids])
+        mine = [cid for cid, _, owner in (ln.partition(" ") for ln in out.splitlines())
+                if owner.strip() in wanted]
+        removed = []
+        for cid in mine:
+            if engine.call(["rm", "-f", cid])[0] == 0:
+                removed.append(cid)
+    except EngineError:
+        return []
+    return removed

@@ -214,16 +214,23 @@ def _wrap_hint(listing: list[tuple[hosts.ConfigFile, list[hosts.ServerEntry]]]) 
     """After the listing: how to put the guard in front of the stdio servers without it."""
     import shlex
 
-    n, targets = 0, []
+    from mcp_tether.hosts.safety import work_tree
+
+    n, targets, shared = 0, [], 0
     for cf, entries in listing:
         bare = [e for e in entries if e.transport == "stdio" and not e.wrapped and not e.disabled]
         n += len(bare)
+        if bare and cf.scope in ("project", "config") and work_tree(cf.path) is not None:
+            shared += len(bare)  # wrap leaves these alone without --project
         target = f"--host {cf.host}" if cf.host else f"--config {shlex.quote(str(cf.path))}"
         if bare and target not in targets:
             targets.append(target)
     if n:
         say(f"{n} stdio server(s) not wrapped: `mcp-tether wrap {' '.join(targets)} --dry-run` "
             f"shows how the guard would go in front of them")
+    if shared:
+        say(f"{shared} of them in a project file of a version-controlled tree: wrap leaves "
+            f"that file alone unless you add --project (it is shared: commit the change)")
 
 
 def _hosts(args: argparse.Namespace) -> int:

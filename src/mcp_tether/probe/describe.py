@@ -47,6 +47,9 @@ def _disposition(ev: dict[str, Any], sig: str) -> str | None:
 def kept_alive(s: dict[str, Any], sig: str | None = None, sent_to: int | None = None) -> str:
     """What can be seen from outside about why a survivor is still alive. `sig` went to
     `sent_to` only: another process never received it."""
+    if s.get("container"):  # a `docker run -i` server's container: no pid of ours
+        inside = str(s.get("cmdline") or "").partition(": ")[2].replace("`", "")
+        return f"container {s['container']} ({short(inside or 'its init')}) is still alive"
     ev = s.get("evidence") or {}
     name = short(s.get("cmdline") or " ".join(ev.get("cmdline") or [])
                   or ev.get("comm") or "gone")

@@ -333,6 +333,10 @@ class Keeper(KeeperBase):
                 break
             tree.signal(signal.SIGKILL)
             tree.wait(KILL_WAIT)
+        if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
+            from mcp_tether.container import end_owned_by
+
+            end_owned_by(self.spec.argv, self.seen)
         self._drain_stderr()
 
     # -- main -------------------------------------------------------------------------

@@ -137,7 +137,7 @@ def _reap(args: argparse.Namespace) -> int:
                               "not_selected": [sk.to_dict() for sk in p.skipped],
                               "containers": machine.as_json(boxes)}, indent=2))
         else:
-            print_plan(p)
+            print_plan(p, containers=bool(boxes))
             machine.print_plan(boxes, boxes_skipped)
         return EXIT_OK
     with Pins(p.chosen) as pins:  # from identification to the last signal
@@ -148,7 +148,7 @@ def _reap(args: argparse.Namespace) -> int:
                       "terminal to ask on and no --yes: refusing. Check with --dry-run, "
                       "then pass --yes.", file=sys.stderr)
                 return EXIT_USAGE
-            print_plan(p, to=sys.stderr)
+            print_plan(p, to=sys.stderr, containers=bool(boxes))
             machine.print_plan(boxes, [], to=sys.stderr)
             try:
                 answer = input(f"End these {n} server tree(s) and container(s)? [y/N] ")

@@ -110,9 +110,10 @@ def print_ps(result: ScanResult) -> None:
     print(_totals_line(result))
 
 
-def print_plan(p: Plan, to: Any = None) -> None:
+def print_plan(p: Plan, to: Any = None, containers: bool = False) -> None:
+    """The reap plan; `containers`: leaked containers follow (so not "nothing to reap")."""
     out = to or sys.stdout
-    if not p.chosen:
+    if not p.chosen and not containers:
         print("nothing to reap", file=out)
     for s in p.chosen:
         print(f"would end pid {s.pid} ({len(s.members)} process(es), {_size(s.rss_bytes)}) "
