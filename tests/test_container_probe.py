@@ -127,14 +127,13 @@ def test_behind_the_guard_every_scenario_passes_and_no_container_outlives_the_pr
     docker_engine: Engine, docker_image: str
 ) -> None:
     """1. probe `mcp-tether run -- docker run -i` of a server that ignores EOF, every
-    scenario but devnull (/dev/null never hangs up and the client lives: the guard waits
-    for its parent's death, docs/guard.md); 2. every one passes; 3. no container of ours
+    scenario; 2. every one passes; 3. no container of ours
     runs afterwards, the idle scenario's included: the keeper's clean-up SIGKILLs the
     guard, so it ends the container the guard's owner label ties to its tree."""
     from mcp_tether.probe import ProbeOptions, probe
 
-    scenarios = ("close", "exit", "crash", "idle", "half-close", "sigterm", "sigint",
-                 "inherited-writer")
+    scenarios = ("close", "exit", "crash", "devnull", "idle", "half-close", "sigterm",
+                 "sigint", "inherited-writer")
     guarded = [sys.executable, "-m", "mcp_tether", "run", "--grace", "1", "--term-grace",
                "1", "--", *box_cmd(docker_image, "ignore-eof")]
     try:
