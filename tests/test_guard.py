@@ -677,7 +677,9 @@ def test_fifty_megabytes_pass_through_byte_identical(
 
 
 def test_run_imports_nothing_heavy() -> None:
-    """`run` is on every guarded server's launch path: no psutil, rich, MCP SDK, asyncio."""
+    """`run` is on every guarded server's launch path: no psutil, rich, MCP SDK, asyncio;
+    and a plain `run -- CMD` is read without argparse (nor the re, shutil and gettext it
+    pulls in: ~10 ms)."""
     p = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "mcp_tether", "run", "--", "true"],
         stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE,
@@ -687,7 +689,8 @@ def test_run_imports_nothing_heavy() -> None:
                if line.startswith("import time:")}
     assert "mcp_tether.watch" in modules  # the guard's path ran (import_module is not timed)
     heavy = {m for m in modules if m.split(".")[0] in ("psutil", "rich", "mcp", "asyncio",
-                                                       "subprocess", "logging", "json")}
+                                                       "subprocess", "logging", "json",
+                                                       "argparse", "re", "shutil")}
     assert not heavy
 
 

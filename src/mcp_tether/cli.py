@@ -1,14 +1,16 @@
 """The `mcp-tether` command: a thin adapter over the Python API.
 
 Dispatch is git-style: `mcp-tether CMD ...` imports only the module of CMD, so that
-`mcp-tether run` (on every guarded server's launch path) loads nothing it does not need.
+`mcp-tether run` (on every guarded server's launch path) loads nothing it does not need:
+a plain `run [--grace S] [--term-grace S] [--] CMD...` is read by the guard's own parser
+(`guard.argv`, the one `hosts` and `probe` use) without argparse, whose import and
+help formatter cost ~10 ms; help and every error still go through argparse.
 Each command module exposes `configure(parser)` and `command(args) -> int`.
 Errors become one line on stderr and an exit code, here and nowhere else.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
@@ -55,8 +57,15 @@ def _top_help() -> str:
     return "\n".join(lines)
 
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
 def build_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
     """The parser of one command, and its module (imported on demand)."""
+    import argparse
+
     module_name, summary = COMMANDS[name]
     module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(
@@ -82,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mcp-tether: unknown command {name!r} (see `mcp-tether --help`)", file=sys.stderr)
         return EXIT_USAGE
     try:
+        if name == "run":
+            from mcp_tether.guard.cli import fast_command
+
+            status = fast_command(args[1:])
+            if status is not None:
+                return status
         parser, module = build_parser(name)
         ns = parser.parse_args(args[1:])
         ns.command_name = name

@@ -10,8 +10,6 @@ infinite one overflows poll(2) (a traceback).
 
 from __future__ import annotations
 
-import argparse
-
 __all__ = ["parse_duration", "positive_duration"]
 
 
@@ -33,4 +31,6 @@ def positive_duration(text: str) -> float:
     try:
         return parse_duration(text)
     except ValueError as exc:
+        import argparse  # here: the guard's fast path parses without argparse
+
         raise argparse.ArgumentTypeError(str(exc)) from None

@@ -22,16 +22,16 @@ a guarded server by the guard's own ladder.
 from __future__ import annotations
 
 import os
-import re
 
 from mcp_tether.cliutil import parse_duration
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 
 __all__ = ["GuardCommand", "misplaced_options", "parse_guard_argv"]
 
-_PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[wtd]?$")
+# Compiled on first use (`re` stays off the guard's own start-up: `mcp-tether run`).
+_PYTHON = r"^(python|pypy)(\d+(\.\d+)*)?[wtd]?$"
 _MODULES = ("mcp_tether", "mcp_tether.__main__")
-_UVX_PACKAGE = re.compile(r"^mcp-tether([@=<>~!].*)?$")
+_UVX_PACKAGE = r"^mcp-tether([@=<>~!].*)?$"
 _OPTIONS = ("--grace", "--term-grace")
 # Interpreter options that take a value (the rest of the word, or the next word).
 _PY_WITH_VALUE = "XW"
@@ -107,9 +107,11 @@ def _launcher_end(argv: list[str]) -> int | None:
     exe = _name(argv[0])
     if exe == "mcp-tether":
         return 1
-    if _PYTHON.match(exe):
+    import re  # re caches the compiled patterns
+
+    if re.match(_PYTHON, exe):
         return _after_python(argv)
-    if exe == "uvx" and len(argv) > 1 and _UVX_PACKAGE.match(argv[1]):
+    if exe == "uvx" and len(argv) > 1 and re.match(_UVX_PACKAGE, argv[1]):
         return 2
     return None
 

@@ -8,16 +8,19 @@ passed to the server.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from mcp_tether import log
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
-from mcp_tether.guard.argv import misplaced_options
+from mcp_tether.guard.argv import misplaced_options, parse_guard_argv
 from mcp_tether.guard.session import run_guarded
 
-__all__ = ["configure", "command", "EXIT_AT_ONCE"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["configure", "command", "fast_command", "EXIT_AT_ONCE"]
 
 # `command()` ends the process itself once the run is over (see `_exit_at_once`);
 # set to False to call it in-process (run_guarded never exits).
@@ -25,6 +28,8 @@ EXIT_AT_ONCE = True
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    import argparse
+
     parser.usage = f"mcp-tether {name} [--grace S] [--term-grace S] -- CMD [ARGS...]"
     parser.add_argument(
         "--grace",
@@ -43,6 +48,16 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="the server command and its args")
 
 
+def fast_command(words: list[str]) -> int | None:
+    """Run the guard for `run WORDS` read by `guard.argv` (what argparse would read from
+    a valid command line, ~10 ms sooner); None when argparse must read it: `--help`, an
+    unknown option, a bad duration, no command, misplaced options."""
+    got = parse_guard_argv(["mcp-tether", "run", *words])
+    if got is None:
+        return None
+    return _run(got.command, got.grace, got.term_grace)
+
+
 def command(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
@@ -51,7 +66,11 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(_misplaced_hint(cmd))
     if not cmd:
         raise UsageError("no command given: mcp-tether run [--grace S] -- CMD [ARGS...]")
-    result = run_guarded(cmd, grace=args.grace, term_grace=args.term_grace, front=EXIT_AT_ONCE)
+    return _run(cmd, args.grace, args.term_grace)
+
+
+def _run(cmd: list[str], grace: float | None, term_grace: float | None) -> int:
+    result = run_guarded(cmd, grace=grace, term_grace=term_grace, front=EXIT_AT_ONCE)
     log.say(f"mcp-tether run: {result.summary()}")
     if EXIT_AT_ONCE:
         _exit_at_once(result.exit_status)
