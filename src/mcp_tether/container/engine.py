@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from mcp_tether.container import api
+
 __all__ = ["Engine", "EngineError", "engine_for", "ENGINES", "PROBE_TIMEOUT"]
 
 # Container clients whose `run -i` we know how to follow.
@@ -95,10 +97,8 @@ def engine_for(name: str = "docker", global_args: list[str] | None = None,
     if exe is None:
         engine = Engine(base, None, global_args or [],
                         off=f"container support is off: {base} not found on PATH")
-    elif base == "docker" and (sock := _api_socket(global_args)):
+    elif base == "docker" and (sock := api.local_socket(global_args)):
         engine = Engine(base, exe, [])
-        from mcp_tether.container import api
-
         try:
             api.get(sock, "/version", timeout=PROBE_TIMEOUT)
             engine.socket = sock
@@ -111,12 +111,6 @@ def engine_for(name: str = "docker", global_args: list[str] | None = None,
     if path is None:
         _cache[key] = engine
     return engine
-
-
-def _api_socket(global_args: list[str] | None) -> str | None:
-    from mcp_tether.container import api
-
-    return api.local_socket(global_args)
 
 
 def _probe_cli(engine: Engine) -> Engine:
