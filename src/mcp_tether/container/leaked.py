@@ -26,6 +26,7 @@ import re
 import signal
 import time
 
+from mcp_tether.container import api
 from mcp_tether.container.engine import Engine, EngineError, engine_for
 from mcp_tether.container.follow import LABEL_OWNER, LABEL_RUN, Box
 
@@ -234,10 +235,7 @@ def stdio_containers(name: str = "docker") -> list[LeakedContainer]:
     engine = engine_for(name)
     if engine.off is not None:
         return []
-    raw = _inspect_api(engine.socket) if engine.socket else None
-    if raw is None:
-        raw = _inspect_cli(engine)
-    found = [j for j in (_judge(engine, c) for c in raw if isinstance(c, dict)) if j]
+    found = [j for j in (_judge(engine, c) for c in _running(engine)) if j]
     missing = _stats_memory(engine, [c.id for c in found if c.memory is None])
     for c in found:
         if c.memory is None:
@@ -245,10 +243,17 @@ def stdio_containers(name: str = "docker") -> list[LeakedContainer]:
     return found
 
 
+def _running(engine: Engine) -> list[dict[str, object]]:
+    """Every running container of `engine`, inspected (what `docker inspect` prints): through
+    the Engine API socket when the engine has one, else (or if that fails) the CLI."""
+    raw = _inspect_api(engine.socket) if engine.socket else None
+    if raw is None:
+        raw = _inspect_cli(engine)
+    return [c for c in raw if isinstance(c, dict)]
+
+
 def _inspect_api(sock: str) -> list[object] | None:
     """Every running container, inspected, through the Engine API; None: use the CLI."""
-    from mcp_tether.container import api
-
     try:
         listed = api.get(sock, "/containers/json")
         if not isinstance(listed, list):
@@ -338,21 +343,17 @@ def remove_owned(name: str, owners: Iterable[tuple[int, float]]) -> list[str]:
     engine = engine_for(name)
     if engine.off is not None or not wanted or ns == "?":
         return []
+    mine = []
+    for c in _running(engine):
+        config = c.get("Config")
+        labels = config.get("Labels") if isinstance(config, dict) else None
+        if isinstance(labels, dict) and labels.get(LABEL_OWNER) in wanted:
+            mine.append(str(c.get("Id", "")))
+    removed = []
     try:
-        code, out, _err = engine.call(["ps", "-q", "--no-trunc", "--filter",
-                                       f"label={LABEL_OWNER}"])
-        ids = out.split() if code == 0 else []
-        if not ids:
-            return []
-        code, out, _err = engine.call(
-            ["inspect", "--format", f'{{{{.Id}}}} {{{{index .Config.Labels "{LABEL_OWNER}"}}}}',
-             *ids])
-        mine = [cid for cid, _, owner in (ln.partition(" ") for ln in out.splitlines())
-                if owner.strip() in wanted]
-        removed = []
         for cid in mine:
             if engine.call(["rm", "-f", cid])[0] == 0:
                 removed.append(cid)
     except EngineError:
-        return []
+        pass
     return removed
