@@ -2,9 +2,10 @@
 
 Dispatch is git-style: `mcp-tether CMD ...` imports only the module of CMD, so that
 `mcp-tether run` (on every guarded server's launch path) loads nothing it does not need:
-a plain `run [--grace S] [--term-grace S] [--] CMD...` is read by the guard's own parser
-(`guard.argv`, the one `hosts` and `probe` use) without argparse, whose import and
-help formatter cost ~10 ms; help and every error still go through argparse.
+a command module may expose `fast_command(args) -> int | None`, tried before argparse
+(whose import and help formatter cost ~10 ms) and falling back to it on None: `run`
+reads a plain `[--grace S] [--term-grace S] [--] CMD...` with the guard's own parser
+(`guard.argv`, the one `hosts` and `probe` use); help and every error go to argparse.
 Each command module exposes `configure(parser)` and `command(args) -> int`.
 Errors become one line on stderr and an exit code, here and nowhere else.
 """
@@ -91,12 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mcp-tether: unknown command {name!r} (see `mcp-tether --help`)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        if name == "run":
-            from mcp_tether.guard.cli import fast_command
-
-            status = fast_command(args[1:])
-            if status is not None:
-                return status
+        fast = getattr(importlib.import_module(COMMANDS[name][0]), "fast_command", None)
+        status = fast(args[1:]) if fast is not None else None
+        if status is not None:
+            return int(status)
         parser, module = build_parser(name)
         ns = parser.parse_args(args[1:])
         ns.command_name = name
