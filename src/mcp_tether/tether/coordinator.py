@@ -46,8 +46,8 @@ from mcp_tether import log
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 from mcp_tether.tether import hooks as _hooks
 from mcp_tether.tether.binding import Binding, find_lowlevel, wake_stdin_reader
-from mcp_tether.tether.stdio import flush_std_streams, is_null_device
-from mcp_tether.watch import ParentWatch, hangup_events
+from mcp_tether.tether.stdio import flush_std_streams
+from mcp_tether.watch import ParentWatch, hangup_events, is_null_device
 
 __all__ = ["ShutdownCoordinator", "DEFAULT_DEADLINE", "EOF_GRACE", "PARENT_POLL_INTERVAL"]
 

@@ -1,8 +1,5 @@
 """The tethered process's own stdio, as the shutdown needs it.
 
-- `is_null_device(fd)` (from the core's `watch`): is this descriptor /dev/null (a server
-  started with stdin from /dev/null sees EOF at once: EOF handling belongs to stdio mode
-  only).
 - `flush_std_streams()`: flush what Python buffered for stdout/stderr before `os._exit`,
   which skips the interpreter's own flush; never raises, never blocks the exit for long
   (the caller runs it in a daemon thread with a timeout).
@@ -12,9 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from mcp_tether.watch import is_null_device
-
-__all__ = ["flush_std_streams", "is_null_device"]
+__all__ = ["flush_std_streams"]
 
 
 def flush_std_streams() -> None:
