@@ -1,31 +1,39 @@
 """`mcp-tether ps` and `mcp-tether reap`: a thin adapter over `scan`, `reap` and `watch`.
 
-Parses argv, calls the API, renders. Nothing is ended without a yes: a prompt on a
-TTY, else `--yes`; without either `reap` refuses (exit 2). Only the caller's own
+Parses argv, calls the API, renders. A plain `ps [--json] [--format F] [--config FILE]`
+is read by `fast_command` without argparse (whose import and help formatter cost ~10 ms
+of a scan that must stay near `ps -e`); help, errors and `reap` go to argparse.
+Nothing is ended without a yes: a prompt on a TTY, else `--yes`; without either `reap`
+refuses (exit 2). Only the caller's own
 processes unless root with `--all-users`. Durations must be finite and >= 0 (exit 2).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
-from mcp_tether import ladder
-from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
-from mcp_tether.scan.reap import INCLUDE_CHOICES
 
-__all__ = ["configure", "command"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["configure", "command", "fast_command"]
+
+PS_FORMATS = ("text", "json", "openmetrics")
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    from mcp_tether import ladder
+    from mcp_tether.cliutil import positive_duration
+    from mcp_tether.scan.reap import INCLUDE_CHOICES
+
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--config", metavar="FILE",
                         help="also match servers against this MCP config file")
     if name == "ps":
-        parser.add_argument("--format", choices=("text", "json", "openmetrics"), default=None,
+        parser.add_argument("--format", choices=PS_FORMATS, default=None,
                             help="output format (openmetrics: for a node exporter's "
                                  "textfile collector)")
         return
@@ -54,30 +62,62 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="print a user service that runs `reap --watch` and exit")
 
 
+def fast_command(words: list[str]) -> int | None:
+    """`ps` read without argparse when its words are plain: `--json`, `--format F`,
+    `--config FILE` (also `--opt=value`), each at most once. None for anything else
+    (`reap`, `--help`, an unknown or repeated option, a bad value): argparse reads it and
+    gives its usual messages."""
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name, eq, value = word.partition("=")
+        if name == "--json" and not eq and name not in opts:
+            opts[name] = ""
+        elif name in ("--format", "--config") and name not in opts:
+            if not eq:
+                i += 1
+                if i == len(words) or words[i].startswith("-"):
+                    return None
+                value = words[i]
+            opts[name] = value
+        else:
+            return None
+        i += 1
+    fmt = opts.get("--format")
+    if fmt is not None and fmt not in PS_FORMATS:
+        return None
+    return _ps(opts.get("--config"), fmt or ("json" if "--json" in opts else "text"))
+
+
 def command(args: argparse.Namespace) -> int:
+    if args.command_name == "ps":
+        return _ps(args.config, args.format or ("json" if args.json else "text"))
+    return _reap(args)
+
+
+def _ps(config: str | None, fmt: str) -> int:
+    from mcp_tether.container import machine  # containers whose client is gone
     from mcp_tether.scan.find import scan
 
-    if args.command_name == "ps":
-        from mcp_tether.container import machine  # containers whose client is gone
+    result = scan(config=config)
+    _warn(result.config_errors)
+    off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
+    if fmt == "json":
+        import json
 
-        result = scan(config=args.config)
-        _warn(result.config_errors)
-        fmt = args.format or ("json" if args.json else "text")
-        off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
-        if fmt == "json":
-            print(json.dumps({**result.to_dict(), "containers": machine.as_json(boxes),
-                              "container_support": off}, indent=2))
-        elif fmt == "openmetrics":
-            from mcp_tether.scan.render import render_openmetrics
+        print(json.dumps({**result.to_dict(), "containers": machine.as_json(boxes),
+                          "container_support": off}, indent=2))
+    elif fmt == "openmetrics":
+        from mcp_tether.scan.render import render_openmetrics
 
-            sys.stdout.write(render_openmetrics(result))
-        else:
-            from mcp_tether.scan.render import print_ps
+        sys.stdout.write(render_openmetrics(result))
+    else:
+        from mcp_tether.scan.render import print_ps
 
-            print_ps(result)
-            machine.print_listing(off, boxes)
-        return EXIT_OK
-    return _reap(args)
+        print_ps(result)
+        machine.print_listing(off, boxes)
+    return EXIT_OK
 
 
 def _warn(errors: list[str]) -> None:
@@ -100,6 +140,8 @@ def _unit_opts(args: argparse.Namespace) -> list[str]:
 
 
 def _reap(args: argparse.Namespace) -> int:
+    import json
+
     from mcp_tether.scan import watch as watch_mod
     from mcp_tether.scan.find import scan
     from mcp_tether.scan.reap import Pins, plan, reap_servers
