@@ -17,9 +17,7 @@ and the caller falls back to the CLI. Stdlib only.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 
 __all__ = ["local_socket", "get", "ApiError", "Unreachable"]
 
@@ -63,6 +61,15 @@ def local_socket(global_args: list[str] | None = None) -> str | None:
 
 def get(sock_path: str, path: str, timeout: float = TIMEOUT) -> object:
     """GET `path` from the Engine API on `sock_path`; the decoded JSON of a 200 answer."""
+    try:  # no socket, no daemon: `ps` answers without importing socket
+        os.stat(sock_path)
+    except FileNotFoundError as e:
+        raise Unreachable(f"{sock_path}: {e.strerror}") from e
+    except OSError:
+        pass  # connect() says what is wrong
+    import json
+    import socket
+
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(timeout)

@@ -17,7 +17,6 @@ Stdlib only: the guard imports this module when (and only when) it runs a contai
 from __future__ import annotations
 
 import os
-import shutil
 
 from mcp_tether.container import api
 
@@ -93,7 +92,7 @@ def engine_for(name: str = "docker", global_args: list[str] | None = None,
            tuple(global_args or ()))
     if path is None and key in _cache:
         return _cache[key]
-    exe = shutil.which(name, path=path)
+    exe = _which(name, path)
     if exe is None:
         engine = Engine(base, None, global_args or [],
                         off=f"container support is off: {base} not found on PATH")
@@ -111,6 +110,20 @@ def engine_for(name: str = "docker", global_args: list[str] | None = None,
     if path is None:
         _cache[key] = engine
     return engine
+
+
+def _which(name: str, path: str | None) -> str | None:
+    """`shutil.which` for an executable on POSIX, without shutil's import (it loads zlib,
+    bz2 and lzma: a few ms on every `ps`, which asks for the engine each time)."""
+    if os.sep in name:
+        dirs = [""]
+    else:
+        dirs = (path if path is not None else os.environ.get("PATH", os.defpath)).split(os.pathsep)
+    for d in dirs:
+        exe = os.path.join(d, name)
+        if os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return exe
+    return None
 
 
 def _probe_cli(engine: Engine) -> Engine:
