@@ -93,14 +93,14 @@ def test_permission_denied_processes_are_skipped_quietly(
     shown = lab.pair()
     from mcp_tether.proc import _linux_table
 
-    real = _linux_table.read_record
+    real = _linux_table._parse  # each process's record, after its stat was read
 
     def reader(pid: int, *args: object) -> table.ProcRecord | None:
         if pid == hidden.server.pid:
             raise PermissionError(13, "Permission denied")
         return real(pid, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_linux_table, "read_record", reader)
+    monkeypatch.setattr(_linux_table, "_parse", reader)
     result = scan.scan()
     pids = {s.pid for s in result.servers}
     assert hidden.server.pid not in pids and shown.server.pid in pids

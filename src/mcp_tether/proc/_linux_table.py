@@ -10,7 +10,6 @@ import os
 
 from mcp_tether import platform
 from mcp_tether.proc._record import ProcRecord
-from mcp_tether.proc.identity import split_stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,28 +46,46 @@ def read_record(pid: int, want_argv: Callable[[str], bool] | None) -> ProcRecord
         data = _read_all(f"/proc/{pid}/stat", 4096)
     except (FileNotFoundError, ProcessLookupError):
         return None
-    comm, f = split_stat(data)
+    return _parse(pid, data, want_argv)
+
+
+def _parse(pid: int, data: bytes, want_argv: Callable[[str], bool] | None) -> ProcRecord | None:
+    # Inline rather than split_stat: fields up to rss only (split(None, 22) allocates 23
+    # words, not 50), on every process of the machine.
+    rpar = data.rindex(b")")
+    comm = data[data.index(b"(") + 1 : rpar].decode(errors="replace")
+    f = data[rpar + 2 :].split(None, 22)
     # f[k] is stat field k+3: state 3, ppid 4, pgrp 5, session 6, flags 9, utime 14,
     # stime 15, starttime 22, rss 24.
-    state = f[0].decode()
-    if int(f[6]) & _PF_KTHREAD or state in ("Z", "X", "x"):
+    state = f[0]
+    if int(f[6]) & _PF_KTHREAD or state in (b"Z", b"X", b"x"):
         return None
     argv = None
     if want_argv is None or want_argv(comm):
         argv = read_argv(pid)
         if argv is None:
             return None
-    return ProcRecord(pid, int(f[1]), int(f[2]), int(f[3]), state, float(f[19]), comm,
-                      int(f[11]) + int(f[12]), int(f[21]) * _PAGE, argv)
+    return ProcRecord(pid, int(f[1]), int(f[2]), int(f[3]), state.decode(), float(f[19]),
+                      comm, int(f[11]) + int(f[12]), int(f[21]) * _PAGE, argv)
 
 
 def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) -> int:
+    """Every process into `out`; the number that may not be read. The hot loop of `ps`:
+    one open/read/close of stat per process, names judged once per distinct comm."""
+    if want_argv is not None:
+        want_argv = _memo(want_argv)
     unreadable = 0
+    open_, read, close, flags = os.open, os.read, os.close, os.O_RDONLY | os.O_CLOEXEC
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
-            p = read_record(int(name), want_argv)
+            fd = open_(f"/proc/{name}/stat", flags)
+            try:
+                data = read(fd, 4096)
+            finally:
+                close(fd)
+            p = _parse(int(name), data, want_argv)
         except PermissionError:
             unreadable += 1
             continue
@@ -79,6 +96,18 @@ def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) ->
     return unreadable
 
 
+def _memo(want: Callable[[str], bool]) -> Callable[[str], bool]:
+    seen: dict[str, bool] = {}
+
+    def memo(comm: str) -> bool:
+        got = seen.get(comm)
+        if got is None:
+            got = seen[comm] = want(comm)
+        return got
+
+    return memo
+
+
 def read_argv(pid: int) -> list[str] | None:
     try:
         raw = _read_all(f"/proc/{pid}/cmdline")
@@ -86,12 +115,13 @@ def read_argv(pid: int) -> list[str] | None:
         return None
     if not raw:
         return []
-    parts = raw.split(b"\0")
-    if parts[-1] == b"":
+    # One decode, then split: not a decode per word.
+    parts = raw.decode(errors="replace").split("\0")
+    if parts[-1] == "":
         parts.pop()
     # A process that rewrote its title (node's process.title: `npm exec X`) shows one
     # space-joined string without the trailing NUL.
-    return [a.decode(errors="replace") for a in parts]
+    return parts
 
 
 def read_link(pid: int, what: str) -> str:
