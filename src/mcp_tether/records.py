@@ -15,18 +15,24 @@ that `mcp-tether ps` took on a machine with 1000 processes (issue 10 holds `ps` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+TYPE_CHECKING = False  # typing (with re and contextlib) stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar, overload
 
-if TYPE_CHECKING:  # typing has it from 3.11; we run on 3.10 too, where it only types
+    # typing has it from 3.11; we run on 3.10 too, where it only types
     from typing_extensions import dataclass_transform
+
+    _T = TypeVar("_T")
 else:
-    def dataclass_transform(**_options: Any) -> Any:
+    def dataclass_transform(**_options: object) -> object:
         return lambda f: f
+
+    def overload(f: object) -> object:  # typing.overload at run time (ruff: F811 below)
+        return f
 
 __all__ = ["record", "field", "replace"]
 
-_T = TypeVar("_T")
 _MISSING: Any = object()
 
 
@@ -82,10 +88,10 @@ def replace(obj: _T, /, **changes: Any) -> _T:
 @dataclass_transform(field_specifiers=(field,))
 def record(cls: type[_T], /) -> type[_T]: ...
 @overload
-def record(*, frozen: bool = False) -> Callable[[type[_T]], type[_T]]: ...
+def record(*, frozen: bool = False) -> Callable[[type[_T]], type[_T]]: ...  # noqa: F811
 
 
-def record(cls: type[_T] | None = None, /, *, frozen: bool = False) -> Any:
+def record(cls: type[_T] | None = None, /, *, frozen: bool = False) -> Any:  # noqa: F811
     """Make `cls` a plain data record (see the module's docstring)."""
 
     def make(cls: type[_T]) -> type[_T]:

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
-from typing import Any
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
@@ -55,6 +53,11 @@ from mcp_tether.scan.model import (
     ScanResult,
     Server,
 )
+
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["scan", "MAX_PRIVATE_FDS"]
 
