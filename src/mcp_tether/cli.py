@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
 
 from mcp_tether import __version__
 from mcp_tether.errors import EXIT_USAGE, TetherError
@@ -61,6 +60,7 @@ def _top_help() -> str:
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
 
 
 def build_parser(name: str) -> tuple[argparse.ArgumentParser, object]:

@@ -13,7 +13,6 @@ server. Time comes from an injectable clock, so fakes can test it without waitin
 
 from __future__ import annotations
 
-import signal
 import time
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~11 ms at start-up
@@ -91,6 +90,8 @@ def run_ladder(
     clock: Callable[[], float] = time.monotonic,
 ) -> LadderResult:
     """Climb the ladder until the target is gone; report each rung."""
+    import signal  # here: `ps` and `hosts` read this module's defaults, never climb
+
     result = LadderResult()
     steps: list[tuple[str, float]] = []
     if close_stdin:

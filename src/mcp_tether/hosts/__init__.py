@@ -19,11 +19,9 @@ here; heavy parts (YAML, TOML) are imported only when such a file is read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from mcp_tether.errors import ConfigError
-from mcp_tether.hosts import jsonc
 from mcp_tether.hosts.guardargv import TETHER_NAMES, is_tether_name, parse_guard_argv
 from mcp_tether.hosts.locations import (
     ANY_SHAPE,
@@ -64,6 +62,8 @@ __all__ = [
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mcp_tether.hosts.edit import change, unwrap, wrap
 
 
@@ -75,6 +75,10 @@ def __getattr__(name: str) -> object:
         from mcp_tether.hosts import edit
 
         return getattr(edit, name)
+    if name == "jsonc":  # the JSONC reader (with json and re) loads when a file is read
+        import importlib  # not `from ... import jsonc`: that asks this function again
+
+        return importlib.import_module("mcp_tether.hosts.jsonc")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

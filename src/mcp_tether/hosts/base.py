@@ -9,18 +9,21 @@ reading of one entry from plain values lives here, once, for every host and form
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from mcp_tether.hosts.guardargv import guard_prefix
 from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
 from mcp_tether.records import field, record
 
-__all__ = ["Shape", "Host", "Check", "Launch", "read_entry", "STANDARD"]
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
-# A wrap hazard: (entry, the machine) -> the reason wrapping would break it, or None.
-Check = Callable[[ServerEntry, Machine], "str | None"]
+    # A wrap hazard: (entry, the machine) -> the reason wrapping would break it, or None.
+    Check = Callable[[ServerEntry, Machine], str | None]
+
+__all__ = ["Shape", "Host", "Launch", "read_entry", "STANDARD"]
 
 
 @record(frozen=True)
@@ -82,6 +85,8 @@ def read_entry(
     value: Any,
 ) -> tuple[ServerEntry, Launch | None, str]:
     """One entry from its plain value: (entry, where to edit it or None, why not)."""
+    from collections.abc import Mapping  # here: only when a config file is read
+
     name = key_path[-1]
     entry = ServerEntry(name, host, path, key_path, None, transport="remote")
     if not isinstance(value, Mapping):

@@ -8,9 +8,11 @@ by any path, `python [flags] -m mcp_tether run ...`, `uvx mcp-tether[@ver] run .
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from mcp_tether.guard.argv import GuardCommand, parse_guard_argv
+
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["GuardCommand", "parse_guard_argv", "guard_prefix", "TETHER_NAMES", "is_tether_name"]
 

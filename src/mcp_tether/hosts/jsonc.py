@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from mcp_tether.errors import ConfigError
 from mcp_tether.records import field, record
+
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Node", "Member", "parse", "loads", "line_col", "skip_space"]
 

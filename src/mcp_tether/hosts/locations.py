@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 from mcp_tether.hosts import (
@@ -32,6 +31,10 @@ from mcp_tether.hosts import (
 )
 from mcp_tether.hosts.base import Host, Shape
 from mcp_tether.hosts.model import ConfigFile, Machine
+
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["REGISTRY", "HOSTS", "ANY_SHAPE", "config_locations", "discover", "searched",
            "host_of", "format_of", "guess_host"]

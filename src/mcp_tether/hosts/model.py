@@ -9,11 +9,14 @@ must still print on any terminal).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from mcp_tether.records import field, record
+
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 __all__ = ["ConfigFile", "ServerEntry", "ChangeResult", "Machine", "printable"]
 

@@ -15,20 +15,23 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mcp_tether.errors import ConfigError
 from mcp_tether.hosts import jsonc
 from mcp_tether.hosts.base import Launch, Shape, read_entry
 from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.records import field, record
+
+TYPE_CHECKING = False  # typing and dataclasses stay off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["Doc", "Spot", "load", "from_bytes", "read_bytes"]
 
 
-@dataclass
+@record
 class Spot:
     """One entry and where its launch command sits (`launch` None: nothing to edit)."""
 
@@ -38,7 +41,7 @@ class Spot:
     node: Any = None  # the entry's jsonc.Node (JSON, YAML) or tomlkit table (TOML)
 
 
-@dataclass
+@record
 class Doc:
     path: Path  # as given (for messages)
     real: Path  # symlinks resolved (what we write)

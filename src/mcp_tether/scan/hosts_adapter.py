@@ -6,8 +6,9 @@ move, this file is the one-line fix.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["configured_servers"]
 
@@ -15,6 +16,8 @@ __all__ = ["configured_servers"]
 def configured_servers(*, home: str | None = None, cwd: str | None = None,
                        config: str | None = None) -> tuple[list[Any], list[Any]]:
     """(entries, errors) of every discovered host config, or of `config` alone."""
+    from pathlib import Path
+
     from mcp_tether import hosts
 
     if config is not None:

@@ -14,25 +14,26 @@ Guarantees:
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
+from mcp_tether._lazy import regex
 from mcp_tether.scan.model import What
 
 __all__ = ["identify", "Identifier", "NODE_SDKS", "PY_SDKS", "split_title"]
 
 NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
 PY_SDKS = ("mcp", "fastmcp")
-_PY_IMPORT = re.compile(rb"^\s*(?:from|import)\s+(mcp|fastmcp)\b", re.M)
-_NODE = re.compile(r"^(node|nodejs|bun|deno)$")
-_PYTHON = re.compile(r"^(python[0-9.]*|pypy[0-9.]*)$")
+# Compiled on first use (`_lazy.regex`): re loads only when there is something to identify.
+_PY_IMPORT = regex(rb"(?m)^\s*(?:from|import)\s+(mcp|fastmcp)\b")
+_NODE = regex(r"^(node|nodejs|bun|deno)$")
+_PYTHON = regex(r"^(python[0-9.]*|pypy[0-9.]*)$")
 # A runtime requirement: `Requires-Dist: mcp>=1.2` (an `extra == "dev"` one is not).
-_REQ = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.-]+)(?![^\n]*\bextra\s*==)", re.M)
+_REQ = regex(r"(?m)^Requires-Dist:\s*([A-Za-z0-9_.-]+)(?![^\n]*\bextra\s*==)")
+_SEPARATORS = regex(r"[-_.]+")
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return _SEPARATORS.sub("-", name).lower()
 
 
 def split_title(argv: list[str]) -> list[str]:
@@ -54,6 +55,8 @@ class Identifier:
 
     def _load_json(self, path: str) -> dict[str, object] | None:
         if path not in self._json:
+            import json  # here: a scan with nothing to identify never loads it
+
             try:
                 with open(path, "rb") as fh:
                     doc = json.loads(fh.read(1 << 20))
@@ -175,6 +178,8 @@ class Identifier:
                             text = fh.read()
                     except OSError:
                         continue
+                    import re
+
                     if re.search(rf"^\s*{re.escape(script)}\s*=", text, re.M):
                         return name, version, info
         return None
@@ -259,6 +264,8 @@ class Identifier:
                     return
                 d = parent
                 continue
+            import re
+
             m = re.search(r'^\s*name\s*=\s*"([^"]+)"', text, re.M)
             v = re.search(r'^\s*version\s*=\s*"([^"]+)"', text, re.M)
             if m:

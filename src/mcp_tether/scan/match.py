@@ -13,14 +13,17 @@ Guarantees:
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Sequence
-from typing import Any
 
+from mcp_tether._lazy import regex
 from mcp_tether.records import record
 from mcp_tether.scan import hosts_adapter
 from mcp_tether.scan.identify import split_title
 from mcp_tether.scan.model import What
+
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 __all__ = ["classify_host", "looks_like_mcp", "Matcher", "load_config", "tokens", "base",
            "is_guard", "runner_of", "guarded_argv", "RUNNERS", "SHELLS", "SUBREAPERS",
@@ -38,17 +41,19 @@ RUNNERS = frozenset(
      "docker", "podman", "mcp-tether"}
 )
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "cmd", "cmd.exe"})
-INTERPRETERS_RE = re.compile(r"^(node|nodejs|python[0-9.]*|pythonw?|pypy[0-9.]*|ruby|java)$")
+# Patterns compile on first use (`_lazy.regex`): most scans never need one.
+INTERPRETERS_RE = regex(r"^(node|nodejs|python[0-9.]*|pythonw?|pypy[0-9.]*|ruby|java)$")
 
-_MCP_WORD = re.compile(
-    r"""^(?:
+_MCP_WORD = regex(
+    r"""(?xi)^(?:
         mcp[-_](?!tether\b)[\w.-]+          # mcp-server-git, mcp_server_fetch, mcp-remote
       | fastmcp
       | [\w.-]+[-_.]mcp(?:[-_]server)?(?:\.(?:py|js|mjs|cjs|ts))?   # foo-mcp, github-mcp-server
     )$""",
-    re.X | re.I,
 )
-_VERSION_SUFFIX = re.compile(r"(?<=.)@[\w.^~<>=*-]+$")
+_VERSION_SUFFIX = regex(r"(?<=.)@[\w.^~<>=*-]+$")
+_SPEC_END = regex(r"[=<>~!\[]")
+_SEPARATORS = regex(r"[-_.]+")
 
 HOST_NAMES: dict[str, str] = {
     "claude": "claude-code", "claude-desktop": "claude-desktop", "Claude": "claude-desktop",
@@ -104,13 +109,16 @@ def tokens(argv: Sequence[str]) -> list[str]:
 
 
 def base(token: str) -> str:
-    return _VERSION_SUFFIX.sub("", token.rstrip("/")).rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+    t = token.rstrip("/")
+    if "@" in t:  # a version suffix needs one; most words have none (no regex then)
+        t = _VERSION_SUFFIX.sub("", t)
+    return t.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
 
 
 def package_spec(token: str) -> str:
     """`@scope/pkg@1.2` -> `@scope/pkg`; `pkg==1.0` / `pkg@latest` -> `pkg`."""
     t = _VERSION_SUFFIX.sub("", token)
-    return re.split(r"[=<>~!\[]", t, maxsplit=1)[0]
+    return _SPEC_END.split(t, maxsplit=1)[0]
 
 
 def looks_like_mcp(argv: Sequence[str]) -> bool:
@@ -164,7 +172,7 @@ def runner_of(argv: Sequence[str]) -> str | None:
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return _SEPARATORS.sub("-", name).lower()
 
 
 @record

@@ -10,10 +10,12 @@ Guarantees:
 
 from __future__ import annotations
 
-from typing import Any
-
-from mcp_tether.proc import ProcessId
+from mcp_tether.proc.identity import ProcessId
 from mcp_tether.records import field, record
+
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",

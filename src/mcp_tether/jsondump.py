@@ -1,0 +1,98 @@
+"""`json.dumps(obj, indent=N)`, byte for byte, without importing `json`.
+
+Why: `json.encoder` imports `re` (and `re` imports `enum`): ~10 ms of every
+`mcp-tether ps --json`, a command held to 1.5x of `ps(1)` (issue 10), which otherwise
+needs neither. Strings are escaped by the same C function `json` uses
+(`_json.encode_basestring_ascii`); where that is missing (not CPython), `json` itself
+is used. Same types as `json.dumps` with its defaults: dict (str, int, float, bool and
+None keys), list, tuple, str, int, float (NaN and Infinity as json writes them), bool,
+None; anything else is a TypeError, as there. No cycle check: our documents are trees.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["dumps"]
+
+_escape: Callable[[str], str] | None
+try:
+    from _json import encode_basestring_ascii as _escape
+except ImportError:  # pragma: no cover - CPython always has it
+    _escape = None
+
+
+def dumps(obj: object, indent: int = 2) -> str:
+    """What `json.dumps(obj, indent=indent)` returns."""
+    if _escape is None:  # pragma: no cover
+        import json
+
+        return json.dumps(obj, indent=indent)
+    out: list[str] = []
+    _emit(obj, out, "\n", " " * indent)
+    return "".join(out)
+
+
+def _float(f: float) -> str:
+    if f != f:
+        return "NaN"
+    if f in (float("inf"), float("-inf")):
+        return "Infinity" if f > 0 else "-Infinity"
+    return float.__repr__(f)
+
+
+def _key(k: object) -> str:
+    if isinstance(k, str):
+        return k
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if k is None:
+        return "null"
+    if isinstance(k, float):
+        return _float(k)
+    if isinstance(k, int):
+        return int.__repr__(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def _emit(o: object, out: list[str], nl: str, step: str) -> None:
+    esc = _escape
+    assert esc is not None
+    if isinstance(o, str):
+        out.append(esc(o))
+    elif o is None:
+        out.append("null")
+    elif o is True:
+        out.append("true")
+    elif o is False:
+        out.append("false")
+    elif isinstance(o, int):
+        out.append(int.__repr__(o))
+    elif isinstance(o, float):
+        out.append(_float(o))
+    elif isinstance(o, (list, tuple)):
+        if not o:
+            out.append("[]")
+            return
+        inner = nl + step
+        out.append("[")
+        for i, v in enumerate(o):
+            out.append(inner if i == 0 else "," + inner)
+            _emit(v, out, inner, step)
+        out.append(nl + "]")
+    elif isinstance(o, dict):
+        if not o:
+            out.append("{}")
+            return
+        inner = nl + step
+        out.append("{")
+        for i, (k, v) in enumerate(o.items()):
+            out.append((inner if i == 0 else "," + inner) + esc(_key(k)) + ": ")
+            _emit(v, out, inner, step)
+        out.append(nl + "}")
+    else:
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
