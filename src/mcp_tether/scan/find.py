@@ -89,6 +89,21 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
     callers that already read them); `users` limits the result to those uids.
     """
     t0 = time.monotonic()
+    # Thousands of short-lived records, freed by reference counting: the cyclic
+    # collector would run dozens of times for nothing (~4 ms of `ps` at 1000 processes).
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _scan_all(home, cwd, config, servers, users, t0)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _scan_all(home: str | None, cwd: str | None, config: str | None,
+              servers: Iterable[Any] | None, users: set[int] | None, t0: float) -> ScanResult:
     matchers, config_errors = load_config(home, cwd, config, servers)
     want = table.name_filter(_ARGV_NAMES | {m.cmd for m in matchers},
                              prefixes=("python", "pypy"), contains=("mcp",))
