@@ -63,6 +63,7 @@ __all__ = [
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from mcp_tether.hosts.edit import change, unwrap, wrap
 
@@ -132,15 +133,18 @@ def configured_servers(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
+    observed: Any = None,
 ) -> tuple[list[ServerEntry], list[ConfigError]]:
     """All entries of `config` (if given) or of the discovered files of `host` (or all).
 
     A malformed file does not hide the others: its error comes back in the second list.
+    `observed` is handed to `discover` (what the answer depends on, for `ps`'s index).
     """
     if config is not None:
         files = [ConfigFile(host or "", "config", Path(config))]
     else:
-        files = discover(host, home=home, cwd=cwd, env=env, platform=platform)
+        files = discover(host, home=home, cwd=cwd, env=env, platform=platform,
+                         observed=observed)
     entries: list[ServerEntry] = []
     errors: list[ConfigError] = []
     for cf in files:

@@ -20,7 +20,7 @@ def files(m: Machine) -> list[ConfigFile]:
     out = []
     if m.platform == "win32":
         packages = m.local_app_data / "Packages"
-        for pkg in sorted(packages.glob("Claude_*")) if packages.is_dir() else []:
+        for pkg in m.children(packages, "Claude_*"):
             path = pkg / "LocalCache" / "Roaming" / "Claude" / "claude_desktop_config.json"
             out.append(ConfigFile(NAME, "user", path, source=MSIX))
     out.append(ConfigFile(NAME, "user", m.app_data / "Claude" / "claude_desktop_config.json",

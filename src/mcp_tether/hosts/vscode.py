@@ -32,18 +32,14 @@ def user_dirs(m: Machine) -> list[Path]:
     return dirs
 
 
-def _profiles(user: Path) -> list[Path]:
-    root = user / "profiles"
-    try:
-        return sorted(p for p in root.iterdir() if p.is_dir())
-    except OSError:
-        return []
+def _profiles(m: Machine, user: Path) -> list[Path]:
+    return [p for p in m.children(user / "profiles") if p.is_dir()]
 
 
 def files(m: Machine) -> list[ConfigFile]:
     out = []
     for user in user_dirs(m):
-        for folder in (user, *_profiles(user)):
+        for folder in (user, *_profiles(m, user)):
             out.append(ConfigFile(NAME, "user", folder / "mcp.json", source=DOC))
             out.append(ConfigFile(NAME, "user", folder / "settings.json", source=DOC,
                                   general=True))
@@ -52,11 +48,8 @@ def files(m: Machine) -> list[ConfigFile]:
         out.append(ConfigFile(NAME, "project", m.cwd / ".vscode" / "settings.json", source=DOC,
                               general=True))
         out.append(ConfigFile(NAME, "project", m.cwd / ".mcp.json", source=DOC))
-        try:
-            workspaces = sorted(m.cwd.glob("*.code-workspace"))
-        except OSError:
-            workspaces = []
-        out += [ConfigFile(NAME, "project", w, source=DOC, general=True) for w in workspaces]
+        out += [ConfigFile(NAME, "project", w, source=DOC, general=True)
+                for w in m.children(m.cwd, "*.code-workspace")]
     return out
 
 

@@ -14,15 +14,17 @@ __all__ = ["configured_servers"]
 
 
 def configured_servers(*, home: str | None = None, cwd: str | None = None,
-                       config: str | None = None) -> tuple[list[Any], list[Any]]:
-    """(entries, errors) of every discovered host config, or of `config` alone."""
+                       config: str | None = None,
+                       observed: Any = None) -> tuple[list[Any], list[Any]]:
+    """(entries, errors) of every discovered host config, or of `config` alone.
+    `observed` records what discovery looked at (`config_index.Observed`)."""
     from pathlib import Path
 
     from mcp_tether import hosts
 
     if config is not None:
         return hosts.configured_servers(config=config)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"observed": observed}
     if home is not None:
         kwargs["home"] = Path(home)
     if cwd is not None:

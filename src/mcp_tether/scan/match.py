@@ -228,28 +228,47 @@ class Matcher:
         return self.package == what.package
 
 
-def load_config(home: str | None, cwd: str | None, config: str | None,
-                servers: Iterable[Any] | None) -> tuple[list[Matcher], list[str]]:
-    """Matchers for every stdio server of every host config found (plus `config`)."""
-    if servers is not None:
-        entries: list[Any] = list(servers)
-        errors: list[Any] = []
-    else:
-        entries, errors = [], []
-        calls: list[dict[str, Any]] = [{"home": home, "cwd": cwd}]
-        if config is not None:
-            calls.append({"config": config})
-        for kw in calls:
-            try:
-                got, errs = hosts_adapter.configured_servers(**kw)
-            except Exception as exc:  # noqa: BLE001  # config trouble must not stop the scan
-                errors.append(f"host configs: {exc}")
-                continue
-            entries += got
-            errors += errs
-    matchers = [
+_FIELDS = ("host", "name", "path", "cmd", "sig", "package")  # Matcher's, in order
+
+
+def _matchers(entries: Iterable[Any]) -> list[Matcher]:
+    return [
         Matcher.of(e) for e in entries
         if getattr(e, "transport", "stdio") == "stdio" and getattr(e, "command", None)
         and not getattr(e, "disabled", False)
     ]
-    return matchers, [str(e) for e in errors]
+
+
+def _read(observed: Any = None, **kw: Any) -> tuple[list[Matcher], list[str]]:
+    try:
+        entries, errors = hosts_adapter.configured_servers(observed=observed, **kw)
+    except Exception as exc:  # noqa: BLE001  # config trouble must not stop the scan
+        return [], [f"host configs: {exc}"]
+    return _matchers(entries), [str(e) for e in errors]
+
+
+def _discovered(observed: Any) -> tuple[list[tuple[Any, ...]], list[str]]:
+    matchers, errors = _read(observed)
+    return [tuple(getattr(m, f) for f in _FIELDS) for m in matchers], errors
+
+
+def load_config(home: str | None, cwd: str | None, config: str | None,
+                servers: Iterable[Any] | None) -> tuple[list[Matcher], list[str]]:
+    """Matchers for every stdio server of every host config found (plus `config`).
+
+    The real machine's discovery (no `home` or `cwd`) is remembered between scans by
+    `config_index`, and reused only while every input it looked at is unchanged.
+    """
+    if servers is not None:
+        return _matchers(servers), []
+    if home is None and cwd is None:
+        from mcp_tether.scan import config_index
+
+        fields, errors = config_index.cached(_discovered, len(_FIELDS))
+        matchers = [Matcher(*f) for f in fields]
+    else:
+        matchers, errors = _read(home=home, cwd=cwd)
+    if config is not None:
+        more, errs = _read(config=config)
+        matchers, errors = matchers + more, errors + errs
+    return matchers, errors
