@@ -50,30 +50,36 @@ def field(*, default_factory: Callable[[], _T]) -> _T:
 
 
 def _init(names: tuple[str, ...], defaults: dict[str, Any]) -> Callable[..., None]:
-    setter = object.__setattr__
+    # Fills the new instance's __dict__ in bulk (a per-field object.__setattr__ cost
+    # ~12 us per record; `ps` makes six records per server it lists).
+    n = len(names)
+    known = frozenset(names)
+    factories = {k for k, v in defaults.items() if isinstance(v, _Factory)}
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        cls = type(self).__name__
-        if len(args) > len(names):
-            raise TypeError(f"{cls}() takes {len(names)} positional arguments "
-                            f"but {len(args)} were given")
-        values = dict(zip(names, args, strict=False))
-        for key, value in kwargs.items():
-            if key not in defaults and key not in names:
-                raise TypeError(f"{cls}() got an unexpected keyword argument {key!r}")
-            if key in values:
-                raise TypeError(f"{cls}() got multiple values for argument {key!r}")
-            values[key] = value
-        for name in names:
-            if name in values:
-                value = values[name]
-            elif name in defaults:
+        d = self.__dict__
+        if args:
+            if len(args) > n:
+                raise TypeError(f"{type(self).__name__}() takes {n} positional arguments "
+                                f"but {len(args)} were given")
+            d.update(zip(names, args))
+        for key in kwargs:
+            if key not in known:
+                raise TypeError(f"{type(self).__name__}() got an unexpected keyword "
+                                f"argument {key!r}")
+            if key in d:
+                raise TypeError(f"{type(self).__name__}() got multiple values for "
+                                f"argument {key!r}")
+        d.update(kwargs)
+        if len(d) < n:
+            for name in names:
+                if name in d:
+                    continue
+                if name not in defaults:
+                    raise TypeError(f"{type(self).__name__}() missing required argument: "
+                                    f"{name!r}")
                 value = defaults[name]
-                if isinstance(value, _Factory):
-                    value = value.make()
-            else:
-                raise TypeError(f"{cls}() missing required argument: {name!r}")
-            setter(self, name, value)
+                d[name] = value.make() if name in factories else value
 
     return __init__
 

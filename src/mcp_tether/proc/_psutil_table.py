@@ -84,8 +84,12 @@ def owner(pid: int) -> int | None:
         return None
 
 
-def age_seconds(rec: ProcRecord) -> float:
-    return max(0.0, time.time() - rec.start)  # start is psutil's epoch create_time
+def clock() -> float:
+    return time.time()  # start is psutil's epoch create_time
+
+
+def age_seconds(rec: ProcRecord, now: float | None = None) -> float:
+    return max(0.0, (time.time() if now is None else now) - rec.start)
 
 
 def fd_links(pid: int, only: tuple[int, ...] | None = None,

@@ -57,15 +57,18 @@ CHANNEL_DETAIL: bool = _impl.CHANNEL_DETAIL  # can this platform see fds and pee
 
 
 class Table(dict):  # type: ignore[type-arg]  # pid -> ProcRecord
-    """Every readable user-space process (no kernel threads, no zombies)."""
+    """Every readable user-space process (no kernel threads, no zombies); `now` is the
+    instant it was read, for `age_seconds` (one clock reading for the whole table)."""
 
     unreadable: int = 0
+    now: float | None = None
 
 
 def table(want_argv: Callable[[str], bool] | None = None) -> Table:
     """A snapshot. argv is read at once for processes whose name `want_argv` accepts
     (all when None); the others read theirs on first access."""
     out = Table()
+    out.now = _impl.clock()
     out.unreadable = _impl.fill(out, want_argv)
     return out
 
@@ -140,8 +143,9 @@ def username(uid: int | None) -> str:
     return _users[uid]
 
 
-def age_seconds(rec: ProcRecord) -> float:
-    return _impl.age_seconds(rec)
+def age_seconds(rec: ProcRecord, now: float | None = None) -> float:
+    """Seconds since `rec` started, counted to `now` (a `Table.now`) or to this instant."""
+    return _impl.age_seconds(rec, now)
 
 
 def clock_ticks() -> int:

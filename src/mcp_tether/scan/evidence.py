@@ -11,6 +11,9 @@ Guarantees:
   Nothing is read, written or signalled.
 - "No writer" is claimed only when every input channel has none ("no reader" likewise
   for every output); otherwise the answer carries "yes" or "unknown", never a guess.
+- A pipe's or a socket's answer is a property of the pipe or socket, not of the process
+  holding it: `Peers` asks the kernel once per inode per scan (a thousand leaked
+  servers of one host often share a pipe).
 """
 
 from __future__ import annotations
@@ -18,13 +21,51 @@ from __future__ import annotations
 from mcp_tether.proc import table
 from mcp_tether.scan.model import Channel
 
-__all__ = ["read_channels", "stdin_kind", "holds_peer", "client_side_gone", "RCV_SHUTDOWN"]
+__all__ = ["Peers", "read_channels", "stdin_kind", "holds_peer", "client_side_gone",
+           "RCV_SHUTDOWN"]
 
 RCV_SHUTDOWN = 1
 # A would-be client with more open fds than this is not searched (a host that big is
 # recognised by name; reading thousands of links would dominate the scan).
 HOLDER_FD_LIMIT = 4096
 _CHANNEL_PREFIXES = ("pipe:[", "socket:[")
+
+
+class Peers:
+    """The other side of pipes and UNIX sockets, for one scan: each inode is asked about
+    once. An "unknown" pipe answer (the fd was replaced under us) is not remembered."""
+
+    def __init__(self) -> None:
+        self._kernel = table.UnixDiag()
+        self._sockets: dict[int, tuple[int | None, int] | None] = {}
+        self._pipes: dict[tuple[int, str], str] = {}
+        self._holders: dict[tuple[int, str], list[int]] = {}
+
+    def socket(self, ino: int) -> tuple[int | None, int] | None:
+        """`UnixDiag.peer`: (peer inode or 0 or None, the peer's shutdown mask)."""
+        if ino not in self._sockets:
+            self._sockets[ino] = self._kernel.peer(ino)
+        return self._sockets[ino]
+
+    def pipe(self, pid: int, fd: int, ino: int, side: str) -> str:
+        """`table.pipe_peer`, through `pid`'s `fd` the first time `ino` is asked about."""
+        got = self._pipes.get((ino, side))
+        if got is None:
+            got = table.pipe_peer(pid, fd, ino, side)
+            if got != "unknown":
+                self._pipes[(ino, side)] = got
+        return got
+
+    def holders(self, ino: int, skip: set[int], mode: str = "w") -> list[int]:
+        """`table.pipe_holders` (a pass over every process's fds) once per pipe: a
+        thousand leaks whose one writer is still held would otherwise be a million reads."""
+        key = (ino, mode)
+        if key not in self._holders:
+            self._holders[key] = table.pipe_holders(ino, set(), mode)
+        return [pid for pid in self._holders[key] if pid not in skip]
+
+    def close(self) -> None:
+        self._kernel.close()
 
 
 def _ino(link: str) -> int:
@@ -45,8 +86,8 @@ def stdin_kind(link: str | None) -> str:
     return "file"
 
 
-def _socket(fd: int, ino: int, diag: table.UnixDiag, own: set[int]) -> Channel | None:
-    got = diag.peer(ino)
+def _socket(fd: int, ino: int, peers: Peers, own: set[int]) -> Channel | None:
+    got = peers.socket(ino)
     if got is None:
         return Channel(fd, "socket", "both", ino, "unknown", "not a UNIX socket")
     peer, shut = got
@@ -61,14 +102,14 @@ def _socket(fd: int, ino: int, diag: table.UnixDiag, own: set[int]) -> Channel |
     return Channel(fd, "socket", "both", ino, "yes", f"UNIX socket peer socket:[{peer}]")
 
 
-def _pipe(pid: int, fd: int, ino: int, side: str) -> Channel:
-    peer = table.pipe_peer(pid, fd, ino, "r" if side == "in" else "w")
+def _pipe(pid: int, fd: int, ino: int, side: str, peers: Peers) -> Channel:
+    peer = peers.pipe(pid, fd, ino, "r" if side == "in" else "w")
     what = "writer" if side == "in" else "reader"
     detail = {"no": f"no {what} left", "yes": "", "unknown": f"{what} unknown"}[peer]
     return Channel(fd, "pipe", side, ino, peer, detail)
 
 
-def read_channels(pid: int, diag: table.UnixDiag,
+def read_channels(pid: int, peers: Peers,
                   links: dict[int, str] | None = None) -> tuple[str, list[Channel], bool]:
     """(what fd 0 is, the channel's descriptors, whether they are private copies)."""
     if links is None:
@@ -85,16 +126,16 @@ def read_channels(pid: int, diag: table.UnixDiag,
                 continue
             seen.add(link)
             if link.startswith("pipe:["):
-                out.append(_pipe(pid, fd, _ino(link), "in" if fd == 0 else "out"))
+                out.append(_pipe(pid, fd, _ino(link), "in" if fd == 0 else "out", peers))
             else:
-                ch = _socket(fd, _ino(link), diag, set())
+                ch = _socket(fd, _ino(link), peers, set())
                 if ch is not None:
                     out.append(ch)
         return kind0, out, False
-    return kind0, _private(pid, links, diag), True
+    return kind0, _private(pid, links, peers), True
 
 
-def _private(pid: int, links: dict[int, str], diag: table.UnixDiag) -> list[Channel]:
+def _private(pid: int, links: dict[int, str], peers: Peers) -> list[Channel]:
     """Pipes and connected UNIX sockets past fd 0 whose other side is not this process."""
     pipes: dict[int, list[tuple[int, str | None]]] = {}
     socks: dict[int, int] = {}
@@ -111,10 +152,10 @@ def _private(pid: int, links: dict[int, str], diag: table.UnixDiag) -> list[Chan
         if None in modes or "rw" in modes or len(modes) != 1:
             continue  # both ends here (a self-pipe), or unknown: not a channel
         fd = ends[0][0]
-        out.append(_pipe(pid, fd, ino, "in" if "r" in modes else "out"))
+        out.append(_pipe(pid, fd, ino, "in" if "r" in modes else "out", peers))
     own = set(socks)
     for ino, fd in socks.items():
-        ch = _socket(fd, ino, diag, own)
+        ch = _socket(fd, ino, peers, own)
         if ch is not None and ch.peer != "unknown":
             out.append(ch)
     return sorted(out, key=lambda c: c.fd)
@@ -128,7 +169,7 @@ def client_side_gone(channels: list[Channel]) -> bool:
         bool(outs) and all(c.peer == "no" for c in outs))
 
 
-def holds_peer(pid: int, channels: list[Channel], diag: table.UnixDiag,
+def holds_peer(pid: int, channels: list[Channel], peers: Peers,
                links: dict[int, str] | None = None) -> bool:
     """Does `pid` hold the other side of one of these channels (is it the client)?
 
@@ -150,7 +191,7 @@ def holds_peer(pid: int, channels: list[Channel], diag: table.UnixDiag,
                 if mode is not None and want in mode:
                     return True
         elif c.kind == "socket":
-            got = diag.peer(c.inode)
+            got = peers.socket(c.inode)
             if got is not None and got[0] and f"socket:[{got[0]}]" in by_link:
                 return True
     return False

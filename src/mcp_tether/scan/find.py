@@ -109,15 +109,15 @@ def _scan_all(home: str | None, cwd: str | None, config: str | None,
                              prefixes=("python", "pypy"), contains=("mcp",))
     procs = table.table(want)
     procs.pop(os.getpid(), None)
-    diag = table.UnixDiag()
+    peers = evidence.Peers()
     try:
-        return _scan(procs, matchers, config_errors, diag, users, t0)
+        return _scan(procs, matchers, config_errors, peers, users, t0)
     finally:
-        diag.close()
+        peers.close()
 
 
 def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
-          diag: table.UnixDiag, users: set[int] | None, t0: float) -> ScanResult:
+          peers: evidence.Peers, users: set[int] | None, t0: float) -> ScanResult:
     kids: dict[int, list[int]] = {}
     hosts: dict[int, str] = {}
     for p in procs.values():
@@ -142,10 +142,10 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             if head is None:
                 chans[pid] = ("unknown", [], False)
             elif head.get(0, "").startswith(("pipe:[", "socket:[")):
-                chans[pid] = evidence.read_channels(pid, diag, head)
+                chans[pid] = evidence.read_channels(pid, peers, head)
             else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
                 full = table.fd_links(pid, limit=MAX_PRIVATE_FDS)
-                chans[pid] = (evidence.read_channels(pid, diag, full) if full is not None
+                chans[pid] = (evidence.read_channels(pid, peers, full) if full is not None
                               else (evidence.stdin_kind(head.get(0)), [], False))
         return chans[pid]
 
@@ -166,7 +166,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             klinks = fds(k) or {}
             if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)):
                 continue  # cheap: a child without a stdio channel needs no closer look
-            if evidence.holds_peer(pid, channels(k)[1], diag, all_fds(pid) or {}):
+            if evidence.holds_peer(pid, channels(k)[1], peers, all_fds(pid) or {}):
                 clients.add(pid)
                 return True
         return False
@@ -258,7 +258,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         if users is not None and uid not in users:
             continue
         s = _server(procs[r], tree(r), procs, hosts, found, matched, matchers, channels,
-                    all_fds, diag, ident, running_hosts)
+                    all_fds, peers, ident, running_hosts)
         s.uid, s.user = uid, table.username(uid)
         out.append(s)
     out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
@@ -269,7 +269,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
 def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
             hosts: dict[int, str], found: dict[int, list[str]],
             matched: dict[int, list[Matcher]], matchers: list[Matcher],
-            channels: Any, all_fds: Any, diag: table.UnixDiag, ident: Identifier,
+            channels: Any, all_fds: Any, peers: evidence.Peers, ident: Identifier,
             running_hosts: list[str]) -> Server:
     members = [procs[m] for m in member_pids if m in procs]
     ticks = table.clock_ticks()
@@ -304,7 +304,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
     elif _adopter(par, root.ppid):
         if par is not None and classify_host(par.argv, par.comm):
             role = "host"  # in a container, pid 1 may be the host itself
-        elif chans and evidence.holds_peer(root.ppid, chans, diag, all_fds(root.ppid) or {}):
+        elif chans and evidence.holds_peer(root.ppid, chans, peers, all_fds(root.ppid) or {}):
             role = "launcher"
         else:
             role = "adopter"
@@ -325,7 +325,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
         skip = set(member_pids)
         for c in ins:
             if c.kind == "pipe" and c.peer == "yes":
-                for w in table.pipe_holders(c.inode, skip, "w"):
+                for w in peers.holders(c.inode, skip, "w"):
                     wp = procs.get(w)
                     writers.append({"pid": w, "name": wp.comm if wp else None, "fd": c.fd})
         if writers and leaked:
@@ -344,7 +344,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
             shown = inner
             break
     return Server(
-        ident=root.ident, uid=None, user="?", age_seconds=table.age_seconds(root),
+        ident=root.ident, uid=None, user="?", age_seconds=table.age_seconds(root, procs.now),
         command=argv, shown=shown, found_by=how,
         config=[{"host": h, "name": n, "path": pth} for (h, n, pth) in cfg],
         host=host, parent=parent, channels=chans, private_channels=private,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from mcp_tether._lazy import regex
+from mcp_tether.records import replace
 from mcp_tether.scan.model import What
 
 __all__ = ["identify", "Identifier", "NODE_SDKS", "PY_SDKS", "split_title"]
@@ -50,6 +51,8 @@ class Identifier:
     def __init__(self) -> None:
         self._json: dict[str, dict[str, object] | None] = {}
         self._dists: dict[str, list[tuple[str, str, str]]] = {}
+        # (argv, cwd, exe) -> What: a host's leaks are often one command many times over.
+        self._seen: dict[tuple[tuple[str, ...], str, str], What] = {}
 
     # ----- files -------------------------------------------------------------------
 
@@ -276,7 +279,15 @@ class Identifier:
     # ----- entry -----------------------------------------------------------------------
 
     def identify(self, argv: list[str], cwd: str = "", exe: str = "") -> What:
-        """What one process runs (an empty `What` when nothing can be said)."""
+        """What one process runs (an empty `What` when nothing can be said); the same
+        command in the same folder from the same executable is looked into once."""
+        key = (tuple(argv), cwd, exe)
+        known = self._seen.get(key)
+        if known is None:
+            known = self._seen[key] = self._identify(argv, cwd, exe)
+        return replace(known, source=list(known.source))
+
+    def _identify(self, argv: list[str], cwd: str, exe: str) -> What:
         what = What()
         words = split_title(argv)
         if not words:
