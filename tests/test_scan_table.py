@@ -102,3 +102,81 @@ def test_fd_modes_tell_the_read_end_from_the_write_end() -> None:
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_fd_mode_reads_a_read_write_descriptor_and_says_none_for_a_closed_one() -> None:
+    a, b = socket.socketpair()
+    try:
+        assert table.fd_mode(os.getpid(), a.fileno()) == "rw"
+    finally:
+        a.close()
+        b.close()
+    assert table.fd_mode(os.getpid(), 100_000) is None
+
+
+def test_a_scan_asks_about_each_pipe_once_and_never_remembers_an_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pipe's writer is a property of the pipe: two processes holding one pipe cost one
+    check. An "unknown" (the fd replaced under us) is asked again through the next."""
+    from mcp_tether.scan import evidence
+
+    asked: list[tuple[int, int]] = []
+    answers = iter(["unknown", "no"])
+
+    def fake(pid: int, fd: int, ino: int, side: str) -> str:
+        asked.append((pid, fd))
+        return next(answers)
+
+    monkeypatch.setattr(table, "pipe_peer", fake)
+    peers = evidence.Peers()
+    try:
+        assert peers.pipe(10, 0, 77, "r") == "unknown"
+        assert peers.pipe(11, 0, 77, "r") == "no"
+        assert peers.pipe(12, 0, 77, "r") == "no"
+    finally:
+        peers.close()
+    assert asked == [(10, 0), (11, 0)]
+
+
+def test_a_pipes_holders_are_listed_once_per_scan_and_filtered_per_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp_tether.scan import evidence
+
+    passes: list[int] = []
+
+    def fake(ino: int, skip: set[int], mode: str = "w") -> list[int]:
+        passes.append(ino)
+        return [5, 6, 7]
+
+    monkeypatch.setattr(table, "pipe_holders", fake)
+    peers = evidence.Peers()
+    try:
+        assert peers.holders(9, {6}) == [5, 7]
+        assert peers.holders(9, {5, 7}) == [6]
+    finally:
+        peers.close()
+    assert passes == [9]
+
+
+def test_one_command_is_identified_once_per_scan_into_independent_answers(
+    tmp_path: object,
+) -> None:
+    """The same argv, folder and executable are looked into once (a host's thousand
+    leaks are one command); each server still gets its own What to keep."""
+    from pathlib import Path
+
+    from mcp_tether.scan.identify import Identifier
+
+    root = Path(str(tmp_path))
+    (root / "pyproject.toml").write_text('[project]\nname = "Acme_Tool"\nversion = "1.0"\n')
+    (root / "server.py").write_text("import mcp\n")
+    argv = [sys.executable, str(root / "server.py")]
+    ident = Identifier()
+    first = ident.identify(argv, str(root), sys.executable)
+    (root / "pyproject.toml").unlink()
+    second = ident.identify(argv, str(root), sys.executable)
+    assert first.package == second.package == "acme-tool"
+    assert first == second and first is not second and first.source is not second.source
+    assert Identifier().identify(argv, str(root), sys.executable).package is None
