@@ -59,40 +59,69 @@ def _key(k: object) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
 
 
-def _emit(o: object, out: list[str], nl: str, step: str) -> None:
+def _scalar(o: object) -> str:
+    """A leaf: str, None, bool, int or float (subclasses as json treats them)."""
     esc = _escape
     assert esc is not None
+    t = type(o)
+    if t is str:
+        return esc(o)  # type: ignore[arg-type]  # t is str
+    if o is None:
+        return "null"
+    if o is True:
+        return "true"
+    if o is False:
+        return "false"
+    if t is int:
+        return int.__repr__(o)
     if isinstance(o, str):
-        out.append(esc(o))
-    elif o is None:
-        out.append("null")
-    elif o is True:
-        out.append("true")
-    elif o is False:
-        out.append("false")
-    elif isinstance(o, int):
-        out.append(int.__repr__(o))
-    elif isinstance(o, float):
-        out.append(_float(o))
+        return esc(o)
+    if isinstance(o, int):
+        return int.__repr__(o)
+    if isinstance(o, float):
+        return _float(o)
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+def _emit(o: object, out: list[str], nl: str, step: str) -> None:
+    # Leaves are written by the loop that meets them (no call per leaf: most values
+    # of a `ps --json` document are leaves, and a thousand leaked servers make 2 MB).
+    esc = _escape
+    assert esc is not None
+    if isinstance(o, dict):
+        if not o:
+            out.append("{}")
+            return
+        inner = nl + step
+        sep = "{" + inner
+        for k, v in o.items():
+            head = sep + esc(k if type(k) is str else _key(k)) + ": "
+            sep = "," + inner
+            t = type(v)
+            if t is str:
+                out.append(head + esc(v))
+            elif t is dict or t is list or isinstance(v, (dict, list, tuple)):
+                out.append(head)
+                _emit(v, out, inner, step)
+            else:
+                out.append(head + _scalar(v))
+        out.append(nl + "}")
     elif isinstance(o, (list, tuple)):
         if not o:
             out.append("[]")
             return
         inner = nl + step
-        out.append("[")
-        for i, v in enumerate(o):
-            out.append(inner if i == 0 else "," + inner)
-            _emit(v, out, inner, step)
+        sep = "[" + inner
+        for v in o:
+            t = type(v)
+            if t is str:
+                out.append(sep + esc(v))
+            elif isinstance(v, (dict, list, tuple)):
+                out.append(sep)
+                _emit(v, out, inner, step)
+            else:
+                out.append(sep + _scalar(v))
+            sep = "," + inner
         out.append(nl + "]")
-    elif isinstance(o, dict):
-        if not o:
-            out.append("{}")
-            return
-        inner = nl + step
-        out.append("{")
-        for i, (k, v) in enumerate(o.items()):
-            out.append((inner if i == 0 else "," + inner) + esc(_key(k)) + ": ")
-            _emit(v, out, inner, step)
-        out.append(nl + "}")
     else:
-        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+        out.append(_scalar(o))

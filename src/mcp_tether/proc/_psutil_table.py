@@ -93,7 +93,8 @@ def age_seconds(rec: ProcRecord, now: float | None = None) -> float:
 
 
 def fd_links(pid: int, only: tuple[int, ...] | None = None,
-             limit: int | None = None) -> dict[int, str] | None:
+             limit: int | None = None,
+             known: dict[int, str] | None = None) -> dict[int, str] | None:
     return None
 
 

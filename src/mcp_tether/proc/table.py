@@ -99,12 +99,14 @@ def name_filter(names: Iterable[str], prefixes: Iterable[str] = (),
 
 
 def fd_links(pid: int, only: tuple[int, ...] | None = None,
-             limit: int | None = None) -> dict[int, str] | None:
+             limit: int | None = None,
+             known: dict[int, str] | None = None) -> dict[int, str] | None:
     """fd -> what it refers to (`pipe:[ino]`, `socket:[ino]`, a path); None if unknown.
 
     `only`: just these fds (those not open are absent). `limit`: None when the process
-    has more open fds than this (nothing is read past the count)."""
-    return _impl.fd_links(pid, only, limit)
+    has more open fds than this (nothing is read past the count). `known`: links this
+    scan already read (fd 0 and 1), taken as they are for fds still open."""
+    return _impl.fd_links(pid, only, limit, known)
 
 
 def fd_mode(pid: int, fd: int) -> str | None:

@@ -144,7 +144,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             elif head.get(0, "").startswith(("pipe:[", "socket:[")):
                 chans[pid] = evidence.read_channels(pid, peers, head)
             else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
-                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS)
+                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS, known=head)
                 chans[pid] = (evidence.read_channels(pid, peers, full) if full is not None
                               else (evidence.stdin_kind(head.get(0)), [], False))
         return chans[pid]
