@@ -28,6 +28,7 @@ import sys
 import time
 
 import _pidns  # bench/, beside this script
+
 from mcp_tether.proc import ExitWaiter, identify, signal_process
 
 TARGET = 1.5  # issue 10: within 1.5x of `ps -e -o pid,ppid,args`

@@ -62,7 +62,7 @@ def _init(names: tuple[str, ...], defaults: dict[str, Any]) -> Callable[..., Non
             if len(args) > n:
                 raise TypeError(f"{type(self).__name__}() takes {n} positional arguments "
                                 f"but {len(args)} were given")
-            d.update(zip(names, args))
+            d.update(zip(names, args, strict=False))
         for key in kwargs:
             if key not in known:
                 raise TypeError(f"{type(self).__name__}() got an unexpected keyword "
