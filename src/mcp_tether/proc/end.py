@@ -232,13 +232,20 @@ class Tree:
                 members[pid] = info
         ours = {self.me, *members}
         pending: list[ProcInfo] = []
+        gone: set[int] = set()  # read as exited or missing in this look
         n = (last - prev) % _PID_MAX
-        for k in range(1, n + 1):
+        # Newest first: a pid-hopper's live hop is among the last pids handed out, and
+        # reading upwards from `prev` reaches it only after it has hopped again (on a
+        # machine where reading /proc is slow, every time: nothing would ever be found).
+        for k in range(n, 0, -1):
             pid = (prev + k - 1) % _PID_MAX + 1
             info = read_info(pid)  # a thread id reads too: `_is_process` tells them apart
             if info is not None and info.exited and hurry:
                 self._by_zombie(info)
-            if info is None or info.exited or pid in members:
+            if info is None or info.exited:
+                gone.add(pid)
+                continue
+            if pid in members:
                 continue
             if info.ppid in ours and _is_process(pid):
                 members[pid] = info
@@ -248,8 +255,12 @@ class Tree:
                     self._send(info)
             else:
                 pending.append(info)
+        # A process read while its parent was still there, the parent gone since: it has
+        # been reparented to us (its subreaper) by now, so read it again.
+        pending = [q for q in (read_info(p.pid) if p.ppid in gone else p for p in pending)
+                   if q is not None and not q.exited]
         grown = True
-        while grown:  # a child read before its parent (pid wrap-around)
+        while grown:  # a child read before its parent (newest first, or a wrap-around)
             grown = False
             for info in pending:
                 if info.pid not in ours and info.ppid in ours and _is_process(info.pid):
