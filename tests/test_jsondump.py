@@ -62,13 +62,20 @@ def test_a_real_ps_document_with_a_leak_is_written_as_json_would(lab: Lab) -> No
     assert text == json.dumps(doc, indent=2) and json.loads(text) == doc
 
 
-def test_ps_json_starts_without_json_argparse_typing_or_the_signal_core() -> None:
-    """`ps --json` is held to 1.5x of ps(1) (issue 10): a plain invocation loads none of
-    json, argparse (with gettext and shutil), typing, dataclasses or signal."""
-    code = ("import sys; from mcp_tether.cli import main; rc = main(['ps', '--json']); "
-            "sys.stderr.write(' '.join(sys.modules)); sys.exit(rc)")
-    p = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=DEADLINE)
+PS_MODULES = ("import sys; from mcp_tether.cli import main; rc = main(['ps', '--json']); "
+              "sys.stderr.write(' '.join(sys.modules)); sys.exit(rc)")
+
+
+def test_ps_json_starts_without_json_argparse_typing_or_the_signal_core(
+    tmp_path: Path,
+) -> None:
+    """`ps --json` is held to 1.5x of ps(1) (issue 10): a plain invocation on a machine
+    with no container daemon loads none of json, argparse (with gettext and shutil),
+    typing, dataclasses or signal. (With a daemon up, json reads the Engine API: see
+    test_container_follow.)"""
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}
+    p = subprocess.run([sys.executable, "-c", PS_MODULES], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=DEADLINE, env=env)
     assert p.returncode == 0, p.stderr.decode()[-2000:]
     json.loads(p.stdout)
     loaded = set(p.stderr.decode().split())

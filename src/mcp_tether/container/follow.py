@@ -31,11 +31,10 @@ import time
 from mcp_tether import log
 from mcp_tether.container.command import RunCommand, parse_run
 from mcp_tether.container.engine import Engine, EngineError, engine_for
+from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
 
 __all__ = ["Box", "ContainerFollow", "follow_for", "owner_label", "LABEL_RUN", "LABEL_OWNER"]
 
-LABEL_RUN = "io.mcp-tether.run"
-LABEL_OWNER = "io.mcp-tether.owner"
 SENT, GONE, DENIED = "sent", "gone", "denied"
 # How often wait_gone asks the engine (each ask is one short CLI call, ~0.1 s).
 POLL_MIN = 0.05

@@ -23,12 +23,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import time
 
 from mcp_tether.container import api
 from mcp_tether.container.engine import Engine, EngineError, engine_for
-from mcp_tether.container.follow import LABEL_OWNER, LABEL_RUN, Box
+from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -313,6 +312,10 @@ def end_container(c: LeakedContainer, *, grace: float = 2.0, kill_wait: float = 
     running, _, started = out.strip().partition(" ")
     if code != 0 or running != "true" or started != c.started:
         return "gone"
+    import signal  # the ending path only: listing for `ps` needs neither
+
+    from mcp_tether.container.follow import Box
+
     box = Box(c.engine, c.id, remove=c.ours or c.auto_remove)
     try:
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
