@@ -99,3 +99,15 @@ def test_guarded_rows_end_within_grace_plus_term_grace(lab: dict[str, Any]) -> N
 
 def test_every_row_ran(lab: dict[str, Any]) -> None:
     assert not [r.label for r in lab.values() if r.verdict in ("error", "skipped")]
+
+
+def test_the_lab_runs_two_scenarios_per_cpu_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight at once on a 2-core machine starved the Python rows' exits past the 2 s
+    window (five rows read lingered/terminated); the default follows the CPUs."""
+    import os
+
+    from mcp_tether.lab import default_jobs
+
+    for cpus, want in ((1, 2), (2, 4), (3, 6), (16, 8), (None, 2)):
+        monkeypatch.setattr(os, "cpu_count", lambda c=cpus: c)
+        assert default_jobs() == want

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Row", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
-    "python_fixture", "spec_for",
+    "python_fixture", "spec_for", "default_jobs",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -182,15 +182,27 @@ def spec_for(row: Row, **opts: Any) -> Spec:
     return spec
 
 
+def default_jobs() -> int:
+    """Two scenarios per CPU, at most 8. More starve the machine: each Python row starts
+    an mcp 2.x server (about 1.9 s of CPU to import on a 2-core machine here) and its exit
+    (0.5 s of CPU) must land inside the 2 s window; with 8 at once on 2 cores five rows
+    read `lingered`/`terminated` instead of `exited` (4 at once: none, in the same time)."""
+    import os
+
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+
 def run_lab(
     blocks: tuple[str, ...] = BLOCKS,
     *,
-    jobs: int = 8,
+    jobs: int | None = None,
     window: float | None = None,
     quiet: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> list[ScenarioResult]:
-    """Run the lab; ScenarioResults with `label` and `block`, in table order."""
+    """Run the lab; ScenarioResults with `label` and `block`, in table order.
+
+    `jobs` (scenarios at once outside the reference block) defaults to `default_jobs()`."""
     from mcp_tether.lab import node_env
     from mcp_tether.probe import ScenarioResult
     from mcp_tether.probe.runner import run_specs
@@ -209,7 +221,7 @@ def run_lab(
         todo = [r for b in group for r in rows(node_dir, (b,))]
         runnable = [r for r in todo if not (r.needs_node and skip_reason)]
         specs = [spec_for(r, **extra) for r in runnable]
-        n = len(specs) if group == ("reference",) else jobs
+        n = len(specs) if group == ("reference",) else (jobs or default_jobs())
         for r, raw in zip(runnable, run_specs(specs, jobs=n, should_stop=should_stop),
                           strict=True):
             res = ScenarioResult.from_dict(raw)

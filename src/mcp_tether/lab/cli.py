@@ -39,9 +39,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="also write a self-contained HTML timeline of every row to FILE")
     parser.add_argument("--markdown", metavar="FILE",
                         help="also write a compact Markdown summary to FILE")
-    parser.add_argument("--jobs", type=int, default=8,
-                        help="scenarios at once (default 8; the reference block runs its 10 "
-                        "rows at once)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="scenarios at once (default two per CPU, at most 8; the "
+                        "reference block runs its 10 rows at once)")
     parser.add_argument("--window", type=duration, default=None,
                         help="seconds the tree may take after its client is gone (2)")
     parser.add_argument("--install-node", action="store_true",
@@ -57,7 +57,7 @@ def command(args: argparse.Namespace) -> int:
         print(f"mcp-tether lab: Node fixtures ready in {path}", file=sys.stderr)
         return EXIT_OK
     blocks = tuple(args.block) if args.block else BLOCKS
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise TetherError("--jobs must be at least 1")
     with StopSignals("lab") as stop:
         results = run_lab(blocks, jobs=args.jobs, window=args.window, should_stop=stop)
