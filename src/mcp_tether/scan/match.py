@@ -228,9 +228,6 @@ class Matcher:
         return self.package == what.package
 
 
-_FIELDS = ("host", "name", "path", "cmd", "sig", "package")  # Matcher's, in order
-
-
 def _matchers(entries: Iterable[Any]) -> list[Matcher]:
     return [
         Matcher.of(e) for e in entries
@@ -249,7 +246,7 @@ def _read(observed: Any = None, **kw: Any) -> tuple[list[Matcher], list[str]]:
 
 def _discovered(observed: Any) -> tuple[list[tuple[Any, ...]], list[str]]:
     matchers, errors = _read(observed)
-    return [tuple(getattr(m, f) for f in _FIELDS) for m in matchers], errors
+    return [tuple(getattr(m, f) for f in Matcher.__match_args__) for m in matchers], errors
 
 
 def load_config(home: str | None, cwd: str | None, config: str | None,
@@ -264,7 +261,7 @@ def load_config(home: str | None, cwd: str | None, config: str | None,
     if home is None and cwd is None:
         from mcp_tether.scan import config_index
 
-        fields, errors = config_index.cached(_discovered, len(_FIELDS))
+        fields, errors = config_index.cached(_discovered, len(Matcher.__match_args__))
         matchers = [Matcher(*f) for f in fields]
     else:
         matchers, errors = _read(home=home, cwd=cwd)
