@@ -4,7 +4,7 @@
    `_plat/` and `watch/` calls os.kill, killpg, waitpid, waitid, pidfd_send_signal,
    set_wakeup_fd, setsid or the subreaper prctl (the lab's fixture servers excepted:
    they are deliberately naive programs, not part of the tool).
-2. Every module is one job: at most 450 lines, and a docstring that says it.
+2. Every module is one job: at most 800 lines, and a docstring that says it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ FORBIDDEN_CALLS = {
     ("signal", "pidfd_send_signal"), ("signal", "set_wakeup_fd"),
 }
 FORBIDDEN_NAMES = {"PR_SET_CHILD_SUBREAPER", "PR_SET_PDEATHSIG", "prctl"}  # use platform.*
-MAX_LINES = 450
+MAX_LINES = 800
 
 
 def _modules() -> list[Path]:
@@ -64,7 +64,7 @@ def test_only_the_process_core_touches_processes(path: Path) -> None:
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_every_module_is_one_screenful_of_one_job(path: Path) -> None:
-    """At most about 450 lines, opening with a docstring that says what it guarantees."""
+    """At most about 800 lines, opening with a docstring that says what it guarantees."""
     text = path.read_text()
     lines = text.count("\n")
     assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {lines} lines"
