@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["ExecFollow", "EXEC_ENV"]
 
 EXEC_ENV = "MCP_TETHER_EXEC"
+KILL_PASSES = 5  # SIGKILL passes at most, each one engine call
 # $1: the exact NAME=token line to look for; $2: a signal name, or "" to only list.
 # Prints each matching pid; a process that is gone (or a zombie: empty environ) does not
 # match. `$$` is this shell, which does not carry the token anyway.
@@ -120,6 +121,15 @@ class ExecFollow:
             return state
         if not pids:
             return GONE
+        # A process forked after the script listed /proc (a shell loop starting its next
+        # child) carries the token too: SIGKILL goes round again until a pass finds none.
+        # Not SIGTERM: a second one cuts short a graceful exit some servers begin on it.
+        passes = 1
+        while sig == _signal.SIGKILL and passes < KILL_PASSES:
+            again, more = self._run(name)
+            if again != "ok" or not more:
+                break
+            passes += 1
         log.debug(f"container {self.container}: {name} sent to {pids}")
         self.signalled = True
         return SENT
