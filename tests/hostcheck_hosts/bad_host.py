@@ -32,6 +32,7 @@ call(None, "notifications/initialized")
 call(2, "tools/list")
 
 r, w = os.pipe()
+os.set_blocking(w, False)
 signal.set_wakeup_fd(w)
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, lambda *_: None)

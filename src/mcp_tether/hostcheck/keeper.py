@@ -44,6 +44,9 @@ __all__ = ["Spec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
 RECORDER = str(Path(__file__).resolve().parent / "recorder.py")
 PLACEHOLDER = "{server}"
 TAIL = 2000
+# How long a host's helper that outlives it (a guard, a wrapper) may go on ending the
+# server after the host is gone: the SDK ladders' 2 s + 2 s, and a margin.
+HELPER_GRACE = 5.0
 # Under a pty the host is exec'd by this trampoline, which makes the pty its controlling
 # terminal first (proc.spawn dup2s the slave onto 0-2; only TIOCSCTTY makes it the ctty).
 CTTY = ("import fcntl,os,sys,termios\nfcntl.ioctl(0,termios.TIOCSCTTY,0)\n"
@@ -74,6 +77,12 @@ def recorder_argv(events: str, eof: str = "stay", grandchild: bool = True) -> li
     if not grandchild:
         argv.append("--no-grandchild")
     return argv
+
+
+def is_recorder(argv: list[str]) -> bool:
+    """A recorder process runs `python RECORDER ...`; a wrapper or guard that merely has
+    the recorder's path among its arguments is not one."""
+    return len(argv) > 1 and argv[1] == RECORDER
 
 
 class Interrupted(Exception):
@@ -158,7 +167,7 @@ class Keeper:
         if ev.get("what") == "start" and pid not in self.s.recorders:
             ident = identify(pid)
             # Ours only if it runs the recorder: a pid is never taken on its word alone.
-            if ident is not None and RECORDER in cmdline(pid):
+            if ident is not None and is_recorder(cmdline(pid)):
                 self.s.recorders[pid] = ident
                 self.s.roles[pid] = ev.get("role", "server")
                 self.waiter.add(ident)
@@ -335,7 +344,20 @@ class Keeper:
         self.mark(s.host_exit, "window-start", None)
         self.mark(s.host_exit + self.spec.settle, "window-end", None)
         self._adopt_unseen()
-        self.wait_until(lambda: not self.live_recorders(), s.host_exit + self.spec.settle)
+        # The host's helpers (a guard, a wrapper it started) may still be ending the
+        # server for it: while one lives, the settle time stretches, up to HELPER_GRACE.
+        helpers = [i.ident for i in descendants(os.getpid(), snapshot())
+                   if not i.exited and i.pid not in self.s.recorders]
+        for h in helpers:
+            self.waiter.add(h)
+        settled = s.host_exit + self.spec.settle
+
+        def done() -> bool:
+            if not self.live_recorders():
+                return True
+            return time.monotonic() >= settled and all(h in self.waiter.exited for h in helpers)
+
+        self.wait_until(done, settled + (HELPER_GRACE if helpers else 0.0))
         self._adopt_unseen()
         left = self.live_recorders()
         verdict = decide(host_exited=True, left_roles=[s.roles[p] for p in left])
@@ -376,9 +398,10 @@ class Keeper:
         for info in descendants(os.getpid(), snapshot()):
             if info.pid in self.s.recorders or info.exited:
                 continue
-            if RECORDER in cmdline(info.pid):
+            argv = cmdline(info.pid)
+            if is_recorder(argv):
                 self.s.recorders[info.pid] = info.ident
-                role = "grandchild" if "grandchild" in cmdline(info.pid) else "server"
+                role = "grandchild" if "grandchild" in argv else "server"
                 self.s.roles[info.pid] = role
                 self.waiter.add(info.ident)
 

@@ -1,0 +1,168 @@
+"""`mcp-tether hostcheck` against hosts whose behaviour is known from their code.
+
+The hosts (tests/hostcheck_hosts/) each end their server one way: the TypeScript SDK's
+StdioClientTransport (end stdin, 2 s, SIGTERM to the direct child, 2 s, SIGKILL), the
+Python SDK's stdio_client (close stdin, 2 s, killpg SIGTERM, ...), our guarded
+stdio_client (the ladder over the whole tree, and a guard for a SIGKILLed host), and a
+bad host (SIGKILL to its direct child only, stdin left open). The recorder stays at EOF,
+so only what the host does ends it; the verdicts follow from that code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_tether.cli import main
+from mcp_tether.hostcheck import check, decide
+from mcp_tether.hostcheck.keeper import RECORDER
+from mcp_tether.hostcheck.render import render_html, render_markdown, render_text
+from mcp_tether.lab import node_env
+from mcp_tether.proc import ProcessId, cmdline, identify, snapshot
+from mcp_tether.proc.signals import signal_process
+
+pytestmark = pytest.mark.linux
+
+HOSTS = Path(__file__).resolve().parent / "hostcheck_hosts"
+FAST = {"settle": 0.5, "ready_timeout": 60.0}
+
+
+def _verdicts(result: Any) -> dict[str, str]:
+    return {r["scenario"]: r["verdict"] for r in result.results}
+
+
+def test_the_verdict_follows_from_what_was_left() -> None:
+    """1. Nothing left: clean. 2. The direct child left: server-left, even with its child.
+    3. Only the grandchild: wrapper-child-left. 4. Host still running: host-stayed.
+    5. An old copy alive beside the host's new one: abandoned."""
+    assert decide(host_exited=True, left_roles=[]) == "clean"
+    assert decide(host_exited=True, left_roles=["grandchild", "server"]) == "server-left"
+    assert decide(host_exited=True, left_roles=["grandchild"]) == "wrapper-child-left"
+    assert decide(host_exited=False, left_roles=["server"]) == "host-stayed"
+    assert decide(host_exited=False, left_roles=[], abandoned_roles=["server"]) == "abandoned"
+
+
+def test_bad_input_gets_one_line_and_its_code(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    """Missing host command 127, not executable 126, no {server} and no --host 2."""
+    script = tmp_path / "host.sh"
+    script.write_text("#!/bin/sh\n")
+    assert main(["hostcheck", "--", "no-such-host-xyz", "{server}"]) == 127
+    assert main(["hostcheck", "--", str(script), "{server}"]) == 126
+    assert main(["hostcheck", "--", "true"]) == 2
+    assert main(["hostcheck", "-s", "reconnect", "--", "true", "{server}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("mcp-tether hostcheck: ") for line in err)
+
+
+@pytest.mark.slow
+def test_a_bad_host_leaves_the_wrapped_child_and_a_crash_leaves_the_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """1. The bad host SIGKILLs its direct child only: the grandchild is left.
+    2. SIGKILLed itself, it leaves the server (which stays at EOF) and the grandchild.
+    3. --json: one object per scenario with `scenario` and `verdict`; exit 1."""
+    code = main(["hostcheck", "--json", "--settle", "0.5", "-s", "exit", "-s", "sigkill",
+                 "--", sys.executable, str(HOSTS / "bad_host.py"), "{server}"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert {r["scenario"]: r["verdict"] for r in rows} == {
+        "exit": "wrapper-child-left", "sigkill": "server-left"}
+    exit_row = rows[0]
+    server_saw = [e for e in exit_row["recorded"] if e["role"] == "server"]
+    # Never EOF before the kill: the bad host does not close stdin.
+    assert not any(e["what"] == "stdin-eof" for e in server_saw)
+    assert exit_row["left"] and {x["role"] for x in exit_row["left"]} == {"grandchild"}
+
+
+@pytest.mark.slow
+def test_the_python_sdk_host_ends_the_group_but_not_after_a_crash() -> None:
+    """The SDK's ladder reaches the grandchild (killpg): clean; SIGKILLed, nothing runs it."""
+    result = check([sys.executable, str(HOSTS / "py_sdk_host.py"), "{server}"],
+                   scenarios=["exit", "sigkill"], **FAST)
+    assert _verdicts(result) == {"exit": "clean", "sigkill": "server-left"}
+    saw = {e["what"] for e in result.results[0]["recorded"] if e["role"] == "server"}
+    assert {"stdin-eof", "signal"} <= saw  # EOF first, then the group's SIGTERM
+    page = render_html(result)
+    assert 'data-verdict="clean"' in page and 'data-verdict="server-left"' in page
+    out = io.StringIO()
+    render_markdown(result, out)
+    assert "| exit | **clean** |" in out.getvalue()
+
+
+@pytest.mark.slow
+def test_the_guarded_client_leaves_nothing_even_when_its_host_is_killed() -> None:
+    """mcp_tether.client.stdio_client: clean on exit and on SIGKILL (its guard)."""
+    result = check([sys.executable, str(HOSTS / "tether_host.py"), "{server}"],
+                   scenarios=["exit", "sigkill"], **FAST)
+    assert _verdicts(result) == {"exit": "clean", "sigkill": "clean"}
+    assert result.exit_code == 0
+    out = io.StringIO()
+    render_text(result, out)
+    assert "every scenario clean" in out.getvalue()
+
+
+@pytest.mark.slow
+@pytest.mark.node
+def test_the_typescript_sdk_host_reaches_only_its_direct_child() -> None:
+    """StdioClientTransport.close(): EOF, 2 s, SIGTERM to the recorder; its child is left."""
+    if node_env.missing_tools():
+        pytest.skip(node_env.missing_tools() or "")
+    folder = node_env.ensure(quiet=True)
+    shutil.copy2(HOSTS / "ts_host.mjs", folder / "hostcheck_ts_host.mjs")
+    result = check(["node", str(folder / "hostcheck_ts_host.mjs"), "{server}"],
+                   scenarios=["exit", "sigkill"], **FAST)
+    assert _verdicts(result) == {"exit": "wrapper-child-left", "sigkill": "server-left"}
+    exit_row = result.results[0]
+    signals = [e["signal"] for e in exit_row["recorded"]
+               if e["role"] == "server" and e["what"] == "signal"]
+    assert signals == ["SIGTERM"]
+
+
+def _recorders(tag: str) -> list[ProcessId]:
+    out = []
+    for info in snapshot().values():
+        if info.exited:
+            continue
+        argv = cmdline(info.pid)
+        if RECORDER in argv and any(tag in a for a in argv):
+            out.append(info.ident)
+    return out
+
+
+@pytest.mark.slow
+def test_a_sigkilled_check_leaves_neither_host_nor_recorder(tmp_path: Path) -> None:
+    """1. The check runs the bad host (sigkill scenario: it would leave the recorder).
+    2. Once the recorder is initialized, the check itself is SIGKILLed.
+    3. Its keeper notices (PDEATHSIG, the pipe's EOF) and ends host, recorder, grandchild."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_tether", "hostcheck", "-s", "sigkill", "--host-timeout",
+         "60", "--", sys.executable, str(HOSTS / "bad_host.py"), "{server}"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    initialized = False
+    while not initialized and time.monotonic() < deadline and proc.poll() is None:
+        for f in tmp_path.glob("*/sigkill/events/server-*.jsonl"):
+            initialized = initialized or b'"initialized"' in f.read_bytes()
+        if not initialized:
+            time.sleep(0.05)  # polling a file another process writes, with a deadline
+    assert initialized, "the recorder was never initialized"
+    ident = identify(proc.pid)
+    assert ident is not None and signal_process(ident, signal.SIGKILL) == "sent"
+    proc.wait(10)
+    tag = str(tmp_path)
+    deadline = time.monotonic() + 15
+    while _recorders(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _recorders(tag) == []
