@@ -63,8 +63,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.hostcheck import check
-    from mcp_tether.hostcheck import render
+    from mcp_tether.hostcheck import check, render
 
     argv = list(args.argv)
     if argv and argv[0] == "--":

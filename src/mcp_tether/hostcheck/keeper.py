@@ -20,6 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -308,10 +309,8 @@ class Keeper:
         fd = self.master if self.master is not None else self.stdin_w
         if fd is None:
             return
-        try:
+        with contextlib.suppress(OSError):  # the host closed its stdin or is gone
             os.write(fd, data)
-        except OSError:
-            pass  # the host closed its stdin or is gone: the action ends here
 
     def drive(self) -> dict[str, Any]:
         spec, s = self.spec, self.s
@@ -432,7 +431,7 @@ class Keeper:
         return sorted(live)
 
     def _file_events(self) -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
         try:
             names = sorted(os.listdir(self.events_dir))
         except OSError:

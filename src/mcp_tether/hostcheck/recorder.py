@@ -37,6 +37,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -61,10 +62,8 @@ class Recorder:
         self.log_fd = os.open(os.path.join(folder, f"{role}-{self.pid}.jsonl"),
                               os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.fifo = -1
-        try:
+        with contextlib.suppress(OSError):  # no driver listening: the file is enough
             self.fifo = os.open(os.path.join(folder, "events.fifo"), os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            pass  # no driver listening: the file is enough
         self.sig_r, sig_w = os.pipe()
         os.set_blocking(sig_w, False)
         os.set_blocking(self.sig_r, False)
@@ -91,10 +90,9 @@ class Recorder:
         line = (json.dumps(ev) + "\n").encode()
         os.write(self.log_fd, line)
         if self.fifo >= 0:
-            try:
-                os.write(self.fifo, line)  # < PIPE_BUF: one atomic write
-            except OSError:
-                pass  # a full FIFO or a gone reader: the file still has it
+            # < PIPE_BUF: one atomic write. A full FIFO or a gone reader: the file has it.
+            with contextlib.suppress(OSError):
+                os.write(self.fifo, line)
 
     # -- the protocol -----------------------------------------------------------------
     def send(self, msg: dict[str, object]) -> None:
@@ -122,7 +120,8 @@ class Recorder:
         info = {"name": "mcp-tether-recorder", "version": "1"}
         if method == "initialize":
             params = msg.get("params") or {}
-            version = params.get("protocolVersion", PROTOCOL) if isinstance(params, dict) else PROTOCOL
+            version = (params.get("protocolVersion", PROTOCOL) if isinstance(params, dict)
+                       else PROTOCOL)
             self.note("initialize")
             result: object = {"protocolVersion": version, "serverInfo": info,
                               "capabilities": {"tools": {}}}
