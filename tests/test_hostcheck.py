@@ -43,12 +43,14 @@ def _verdicts(result: Any) -> dict[str, str]:
 
 def test_the_verdict_follows_from_what_was_left() -> None:
     """1. Nothing left: clean. 2. The direct child left: server-left, even with its child.
-    3. Only the grandchild: wrapper-child-left. 4. Host still running: host-stayed.
+    3. Only the grandchild: wrapper-child-left. 4. Host still running: host-stayed, unless
+    it ended its server and left that server's child.
     5. An old copy alive beside the host's new one: abandoned."""
     assert decide(host_exited=True, left_roles=[]) == "clean"
     assert decide(host_exited=True, left_roles=["grandchild", "server"]) == "server-left"
     assert decide(host_exited=True, left_roles=["grandchild"]) == "wrapper-child-left"
-    assert decide(host_exited=False, left_roles=["server"]) == "host-stayed"
+    assert decide(host_exited=False, left_roles=["server", "grandchild"]) == "host-stayed"
+    assert decide(host_exited=False, left_roles=["grandchild"]) == "wrapper-child-left"
     assert decide(host_exited=False, left_roles=[], abandoned_roles=["server"]) == "abandoned"
 
 

@@ -331,9 +331,14 @@ class Keeper:
             return self.judge_reconnect()
         exited = self.wait_until(self.host_gone, s.action_at + spec.host_timeout)  # type: ignore[operator]
         if not exited:
-            return {"verdict": decide(host_exited=False, left_roles=[]),
-                    "detail": f"the host was still running {spec.host_timeout:g} s after "
-                              f"the {self.sc.action}"}
+            self._adopt_unseen()
+            live = self.live_recorders()
+            verdict = decide(host_exited=False, left_roles=[s.roles[p] for p in live])
+            detail = (f"the host was still running {spec.host_timeout:g} s after "
+                      f"the {self.sc.action}")
+            if verdict != "host-stayed":
+                detail = VERDICT_WORDS[verdict] + "; " + detail
+            return {"verdict": verdict, "detail": detail, "left": live}
         return self.settle()
 
     def settle(self) -> dict[str, Any]:

@@ -87,13 +87,18 @@ def decide(
     """The verdict of one scenario from what was observed.
 
     host_exited:     the host process was gone before the settle time ended.
-    left_roles:      roles ("server", "grandchild") of recorder processes alive after it.
+    left_roles:      roles ("server", "grandchild") of recorder processes alive after it
+                     (or, for a host still running, at the end of the wait for it).
     abandoned_roles: roles of an earlier copy still alive while the host lived on with
                      a newer one (reconnect); None when the scenario does not look.
     """
     if abandoned_roles:
         return "abandoned"
     if not host_exited:
+        # Still running: its server is its own, unless it ended that server and left
+        # the server's child behind (a one-shot host done with it, then hanging).
+        if "grandchild" in left_roles and "server" not in left_roles:
+            return "wrapper-child-left"
         return "host-stayed"
     if "server" in left_roles:
         return "server-left"
