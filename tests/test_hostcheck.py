@@ -34,7 +34,7 @@ from mcp_tether.proc.signals import signal_process
 pytestmark = pytest.mark.linux
 
 HOSTS = Path(__file__).resolve().parent / "hostcheck_hosts"
-FAST = {"settle": 0.5, "ready_timeout": 60.0}
+FAST = {"settle": 0.5, "ready_timeout": 60.0, "jobs": 2}
 
 
 def _verdicts(result: Any) -> dict[str, str]:
@@ -74,7 +74,7 @@ def test_a_bad_host_leaves_the_wrapped_child_and_a_crash_leaves_the_server(
     """1. The bad host SIGKILLs its direct child only: the grandchild is left.
     2. SIGKILLed itself, it leaves the server (which stays at EOF) and the grandchild.
     3. --json: one object per scenario with `scenario` and `verdict`; exit 1."""
-    code = main(["hostcheck", "--json", "--settle", "0.5", "-s", "exit", "-s", "sigkill",
+    code = main(["hostcheck", "--json", "--settle", "0.5", "-j", "2", "-s", "exit", "-s", "sigkill",
                  "--", sys.executable, str(HOSTS / "bad_host.py"), "{server}"])
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 1
@@ -129,6 +129,22 @@ def test_the_typescript_sdk_host_reaches_only_its_direct_child() -> None:
     signals = [e["signal"] for e in exit_row["recorded"]
                if e["role"] == "server" and e["what"] == "signal"]
     assert signals == ["SIGTERM"]
+
+
+def test_a_host_that_reloads_its_config_ends_the_old_server_or_abandons_it() -> None:
+    """--host cursor writes the recorder into a throwaway ~/.cursor/mcp.json.
+    1. The reconnect scenario edits the entry; the host starts a second copy.
+    2. A host that ends the old copy first: clean. 3. One that drops it: abandoned."""
+    script = str(HOSTS / "reconnect_host.py")
+    good = check([sys.executable, script], host="cursor", scenarios=["reconnect"], **FAST)
+    bad = check([sys.executable, script, "--abandon"], host="cursor",
+                scenarios=["reconnect", "exit"], **FAST)
+    assert _verdicts(good) == {"reconnect": "clean"}
+    assert _verdicts(bad) == {"reconnect": "abandoned", "exit": "clean"}
+    row = bad.results[0]
+    assert row["host_config"].endswith("/home/.cursor/mcp.json")
+    assert any(e["what"] == "second-copy" for e in row["recorded"])
+    assert {x["role"] for x in row["left"]} == {"server", "grandchild"}
 
 
 def _recorders(tag: str) -> list[ProcessId]:

@@ -89,9 +89,13 @@ def check(
     settle: float = 1.0,
     eof: str = "stay",
     grandchild: bool = True,
+    jobs: int = 1,
     on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> HostCheck:
-    """Run each scenario against the host; one result dict per scenario, in order."""
+    """Run each scenario against the host; one result dict per scenario, in order.
+
+    `jobs` scenarios run at once (each its own host); 1 keeps hosts from competing for
+    the machine, which changes timings, never what is left."""
     argv = list(argv)
     if not argv:
         raise UsageError("no host command given (hostcheck -- HOST-ARGV...)")
@@ -111,31 +115,39 @@ def check(
             raise UsageError(f"scenario {n!r} edits a host config: it needs --host NAME")
     if eof not in ("stay", "exit"):
         raise UsageError("--recorder-eof is stay or exit")
+    if host is not None and cwd is None:
+        # The host runs in the throwaway project folder: arguments naming files here
+        # (a script, a config) keep pointing at them.
+        argv = [os.path.abspath(a) if not a.startswith("-") and os.path.exists(a)
+                and not os.path.isabs(a) else a for a in argv]
     _check_command(argv, env, cwd)
     out = HostCheck(argv, host)
     with tempfile.TemporaryDirectory(prefix="mcp-tether-hostcheck-") as tmp:
+        specs = []
         for n in names:
             work = os.path.join(tmp, n)
             os.makedirs(work)
-            spec = Spec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
-                        env=env, cwd=cwd, ready_timeout=ready_timeout,
-                        host_timeout=host_timeout, settle=settle, eof=eof,
-                        grandchild=grandchild)
-            r = run_scenario(spec)
-            out.results.append(r)
-            if on_result is not None:
-                on_result(r)
+            specs.append(Spec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
+                              env=env, cwd=cwd, ready_timeout=ready_timeout,
+                              host_timeout=host_timeout, settle=settle, eof=eof,
+                              grandchild=grandchild))
+        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result)
     return out
 
 
-def run_scenario(spec: Spec) -> dict[str, Any]:
-    """Fork the keeper, read its one result line, reap it. Ctrl-C: the keeper is told
-    (SIGTERM, identity-checked), still read and reaped, then KeyboardInterrupt goes on."""
-    import json
+@dataclass
+class _Running:
+    spec: Spec
+    pid: int
+    ident: Any
+    res_r: int
+    life_w: int
+    data: bytes = b""
 
+
+def _start(spec: Spec) -> _Running:
+    """Fork one scenario's keeper (own session; SIGTERM when we die)."""
     from mcp_tether.proc import identify
-    from mcp_tether.proc.reap import wait_child
-    from mcp_tether.proc.signals import signal_process
     from mcp_tether.proc.spawn import fork_call
 
     text = spec_json(spec)
@@ -150,29 +162,78 @@ def run_scenario(spec: Spec) -> dict[str, Any]:
                     new_session=True, pdeathsig=signal.SIGTERM, reset_signals=True)
     os.close(res_w)
     os.close(life_r)
-    keeper = identify(pid)
-    data = b""
+    return _Running(spec, pid, identify(pid), res_r, life_w)
+
+
+def _finish(run: _Running) -> dict[str, Any]:
+    import json
+
+    from mcp_tether.proc.reap import wait_child
+
+    os.close(run.res_r)
+    os.close(run.life_w)
+    wait_child(run.pid)
+    try:
+        return dict(json.loads(run.data))
+    except ValueError:
+        return {"scenario": run.spec.scenario, "verdict": "error", "passed": False,
+                "detail": "the scenario's keeper died without a result", "events": []}
+
+
+def run_scenarios(
+    specs: list[Spec],
+    *,
+    jobs: int = 1,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the scenarios' keepers, up to `jobs` at a time; results in `specs` order.
+
+    Each keeper's one result line is read as it comes (poll on the result pipes) and the
+    keeper reaped at its EOF. Ctrl-C: every running keeper is told (SIGTERM, identity
+    checked), still read and reaped, then KeyboardInterrupt goes on; no new one starts.
+    """
+    import select
+
+    from mcp_tether.proc.signals import signal_process
+
+    todo = list(specs)
+    running: dict[int, _Running] = {}
+    done: dict[str, dict[str, Any]] = {}
     interrupted: BaseException | None = None
     try:
-        while True:
-            try:
-                chunk = os.read(res_r, 65536)
-            except KeyboardInterrupt as exc:
-                interrupted = exc
-                if keeper is not None:
-                    signal_process(keeper, signal.SIGTERM)
-                continue
-            if not chunk:
+        while todo or running:
+            while todo and len(running) < max(1, jobs) and interrupted is None:
+                run = _start(todo.pop(0))
+                running[run.res_r] = run
+            if not running:
                 break
-            data += chunk
+            poll = select.poll()
+            for fd in running:
+                poll.register(fd, select.POLLIN)
+            try:
+                ready = poll.poll()
+            except KeyboardInterrupt as exc:
+                interrupted, todo = exc, []
+                for run in running.values():
+                    if run.ident is not None:
+                        signal_process(run.ident, signal.SIGTERM)
+                continue
+            for fd, _ev in ready:
+                run = running[fd]
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    run.data += chunk
+                    continue
+                del running[fd]
+                r = _finish(run)
+                done[run.spec.scenario] = r
+                if on_result is not None:
+                    on_result(r)
     finally:
-        os.close(res_r)
-        os.close(life_w)
-        wait_child(pid)
+        for run in running.values():  # an error of ours: the keepers still end and are reaped
+            if run.ident is not None:
+                signal_process(run.ident, signal.SIGTERM)
+            _finish(run)
     if interrupted is not None:
         raise interrupted
-    try:
-        return dict(json.loads(data))
-    except ValueError:
-        return {"scenario": spec.scenario, "verdict": "error", "passed": False,
-                "detail": "the scenario's keeper died without a result", "events": []}
+    return [done[sp.scenario] for sp in specs if sp.scenario in done]

@@ -53,6 +53,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--recorder-eof", choices=("stay", "exit"), default="stay",
                         help="the recorder at stdin EOF: stay (the default: the host must "
                         "end it) or exit (a server that honours EOF)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="scenarios run at once, each with its own host (1: hosts do "
+                        "not compete for the machine; timings change, verdicts should not)")
     parser.add_argument("--no-grandchild", action="store_true",
                         help="the recorder starts no child of its own")
     out = parser.add_mutually_exclusive_group()
@@ -70,6 +73,8 @@ def command(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         raise UsageError("no host command (mcp-tether hostcheck [options] -- HOST-ARGV...)")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     quiet = args.json or args.markdown
 
     def progress(r: dict[str, object]) -> None:
@@ -79,7 +84,7 @@ def command(args: argparse.Namespace) -> int:
     result = check(argv, host=args.host, scenarios=args.scenarios, pty=args.pty, quit=args.quit,
                    ready_timeout=args.ready_timeout, host_timeout=args.host_timeout,
                    settle=args.settle, eof=args.recorder_eof, grandchild=not args.no_grandchild,
-                   on_result=progress)
+                   jobs=args.jobs, on_result=progress)
     if args.json:
         render.render_json(result)
     elif args.markdown:

@@ -103,6 +103,7 @@ class State:
     roles: dict[int, str] = field(default_factory=dict)
     statuses: dict[int, int] = field(default_factory=dict)
     marks: list[dict[str, Any]] = field(default_factory=list)  # the keeper's own events
+    cleanup_at: float = float("inf")  # exits after this instant are the clean-up's
     tail: bytes = b""
 
 
@@ -413,7 +414,8 @@ class Keeper:
         """Live descendants that are not the recorder's (a wrapper, a helper)."""
         out = []
         for info in descendants(os.getpid(), snapshot()):
-            if info.exited or info.pid in self.s.recorders:
+            if info.exited or info.pid in self.s.recorders or (
+                    self.s.host is not None and info.pid == self.s.host.pid):
                 continue
             out.append({"pid": info.pid, "cmdline": " ".join(cmdline(info.pid))[:200]})
         return out
@@ -421,6 +423,7 @@ class Keeper:
     def cleanup(self) -> list[int]:
         """SIGKILL everything we started, reap it; which recorder pids it had to kill."""
         self._reap()
+        self.s.cleanup_at = time.monotonic()
         if self.stdin_w is not None:
             os.close(self.stdin_w)
             self.stdin_w = None
@@ -476,8 +479,10 @@ class Keeper:
         from mcp_tether.hostcheck.timeline import build
 
         s, sc = self.s, self.sc
-        if s.host is not None and s.host_exit is None and s.host in self.waiter.exited:
-            s.host_exit = self.waiter.exited[s.host]
+        host_exit = s.host_exit
+        if s.host is not None and host_exit is None and s.host in self.waiter.exited:
+            host_exit = self.waiter.exited[s.host]
+        by_cleanup = host_exit is not None and host_exit >= s.cleanup_at
         recorded = self._file_events()
         verdict = outcome["verdict"]
         tail = s.tail
@@ -500,8 +505,9 @@ class Keeper:
             "host_argv": self.spec.argv,
             "host_config": str(self.placement.path) if self.placement is not None else None,
             "host_pid": s.host.pid if s.host else None,
-            "host_exit_ms": ms(s.host_exit),
+            "host_exit_ms": ms(host_exit),
             "host_status": s.host_status,
+            "host_ended_by_cleanup": by_cleanup,
             "initialized_ms": ms(s.initialized_at),
             "action": sc.action,
             "action_ms": ms(s.action_at),

@@ -25,11 +25,17 @@ def _ms(v: Any) -> str:
     return "?" if v is None else f"{float(v):.0f} ms"
 
 
-def saw_line(r: dict[str, Any], role: str) -> str:
-    """What one recorder process saw after the initialization, in order, with times."""
+def _copies(r: dict[str, Any], role: str) -> list[int]:
+    """The pids of one role's processes, in the order they started (a reconnect: two)."""
+    return list(dict.fromkeys(e["pid"] for e in r.get("recorded") or []
+                              if e.get("role") == role and e.get("what") == "start"))
+
+
+def saw_line(r: dict[str, Any], role: str, pid: int | None = None) -> str:
+    """What one recorder process (or every one of `role`) saw, in order, with times."""
     items = []
     for e in r.get("recorded") or []:
-        if e.get("role") != role:
+        if e.get("role") != role or (pid is not None and e.get("pid") != pid):
             continue
         what = e.get("what")
         text = e.get("signal") if what == "signal" else _SAID.get(what, what)
@@ -41,9 +47,8 @@ def saw_line(r: dict[str, Any], role: str) -> str:
     return ", ".join(dict.fromkeys(items)) or "nothing"
 
 
-def _exit_of(r: dict[str, Any], role: str) -> str:
-    pids = {e["pid"] for e in r.get("recorded") or [] if e.get("role") == role
-            and e.get("what") == "start"}
+def _exit_of(r: dict[str, Any], role: str, pid: int | None = None) -> str:
+    pids = set(_copies(r, role)) if pid is None else {pid}
     left = {x["pid"] for x in r.get("left") or []}
     if pids & left:
         return "LEFT RUNNING (ended by the check's clean-up)"
@@ -52,7 +57,16 @@ def _exit_of(r: dict[str, Any], role: str) -> str:
         return "never started" if not pids else "gone"
     e = exits[-1]
     status = f" (status {e['status']})" if e.get("status") is not None else ""
-    return f"gone at {_ms(e['t_ms'])}{status}"
+    by = " by the check's clean-up" if e.get("by") else ""
+    return f"gone at {_ms(e['t_ms'])}{status}{by}"
+
+
+def _host_line(r: dict[str, Any]) -> str:
+    if r.get("host_exit_ms") is None:
+        return "still running"
+    if r.get("host_ended_by_cleanup"):
+        return "still running (ended by the check's clean-up)"
+    return f"exited at {_ms(r['host_exit_ms'])} (status {r.get('host_status')})"
 
 
 def render_text(result: Any, out: IO[str] | None = None) -> None:
@@ -67,17 +81,17 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
                 tail = r["host_output_tail"].strip().splitlines()[-3:]
                 print("  host output: " + " / ".join(tail), file=out)
             continue
-        host = (f"exited at {_ms(r['host_exit_ms'])} (status {r.get('host_status')})"
-                if r.get("host_exit_ms") is not None else "still running")
         print(f"  {r.get('title', '')}: done at {_ms(r.get('action_ms'))}; recorder "
-              f"initialized at {_ms(r.get('initialized_ms'))}; host {host}", file=out)
-        print(f"  server (recorder): saw {saw_line(r, 'server')}; {_exit_of(r, 'server')}",
-              file=out)
-        print(f"  grandchild:        saw {saw_line(r, 'grandchild')}; "
-              f"{_exit_of(r, 'grandchild')}", file=out)
+              f"initialized at {_ms(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
+        for role, name in (("server", "server (recorder)"), ("grandchild", "grandchild")):
+            pids: list[int | None] = [*_copies(r, role)] or [None]
+            for n, pid in enumerate(pids, 1):
+                label = name + (f" #{n} (pid {pid})" if len(pids) > 1 else "")
+                print(f"  {label + ':':<19} saw {saw_line(r, role, pid)}; "
+                      f"{_exit_of(r, role, pid)}", file=out)
         for o in r.get("others_left") or []:
             print(f"  also left: pid {o['pid']} {o['cmdline'][:80]}", file=out)
-        if r["verdict"] != "clean":
+        if r["verdict"] not in ("clean", "host-stayed"):
             print(f"  the spec: {r.get('spec', '')}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
     print("\n" + (f"not clean: {', '.join(bad)}" if bad else "every scenario clean"), file=out)
@@ -101,7 +115,8 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
             print(f"| {r['scenario']} | {r['verdict']} | {r.get('detail', '')} | | | |",
                   file=out)
             continue
-        host = _ms(r.get("host_exit_ms")) if r.get("host_exit_ms") is not None else "running"
+        host = ("running" if r.get("host_exit_ms") is None or r.get("host_ended_by_cleanup")
+                else _ms(r.get("host_exit_ms")))
         print(f"| {r['scenario']} | **{r['verdict']}** | {host} | {saw_line(r, 'server')} | "
               f"{_exit_of(r, 'server')} | {_exit_of(r, 'grandchild')} |", file=out)
     words = {r["verdict"] for r in result.results}

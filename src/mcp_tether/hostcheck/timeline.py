@@ -47,7 +47,7 @@ def build(state: Any, recorded: list[dict[str, Any]], exited: dict[Any, float],
     for ident, t in exited.items():
         ev = {"what": "exit", "pid": ident.pid, "t_ms": ms(t),
               "status": state.statuses.get(ident.pid)}
-        if ident.pid in killed:
+        if ident.pid in killed or t >= state.cleanup_at:
             ev["by"] = "hostcheck-cleanup"
         if host is not None and ident == host and state.host_status is not None:
             ev["status"] = state.host_status
