@@ -159,26 +159,30 @@ def _recorders(tag: str) -> list[ProcessId]:
 
 
 @pytest.mark.slow
-def test_a_sigkilled_check_leaves_neither_host_nor_recorder(tmp_path: Path) -> None:
-    """1. The check runs the bad host (sigkill scenario: it would leave the recorder).
-    2. Once the recorder is initialized, the check itself is SIGKILLed.
-    3. Its keeper notices (PDEATHSIG, the pipe's EOF) and ends host, recorder, grandchild."""
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+def test_a_stopped_check_leaves_neither_host_nor_recorder(tmp_path: Path, sig: int) -> None:
+    """1. The check runs a host that starts the recorder behind `sh -c` and never
+       initializes it: the keeper would wait its whole --ready-timeout (120 s).
+    2. Once the recorder runs, the check itself is SIGKILLed or Ctrl-C'd.
+    3. Its keeper notices (PDEATHSIG, the pipe's EOF; or the driver's SIGTERM) and ends
+       host, recorder and grandchild at once; an interrupted check exits 130."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_tether", "hostcheck", "-s", "sigkill", "--host-timeout",
-         "60", "--", sys.executable, str(HOSTS / "bad_host.py"), "{server}"],
+        [sys.executable, "-m", "mcp_tether", "hostcheck", "-s", "exit", "--ready-timeout",
+         "120", "--", "sh", "-c", '"$@"; true', "sh", "{server}"],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    initialized = False
-    while not initialized and time.monotonic() < deadline and proc.poll() is None:
-        for f in tmp_path.glob("*/sigkill/events/server-*.jsonl"):
-            initialized = initialized or b'"initialized"' in f.read_bytes()
-        if not initialized:
+    started = False
+    while not started and time.monotonic() < deadline and proc.poll() is None:
+        started = any(b'"start"' in f.read_bytes()
+                      for f in tmp_path.glob("*/exit/events/grandchild-*.jsonl"))
+        if not started:
             time.sleep(0.05)  # polling a file another process writes, with a deadline
-    assert initialized, "the recorder was never initialized"
+    assert started, "the recorder never started its grandchild"
     ident = identify(proc.pid)
-    assert ident is not None and signal_process(ident, signal.SIGKILL) == "sent"
-    proc.wait(10)
+    assert ident is not None and signal_process(ident, sig) == "sent"
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130), err
     tag = str(tmp_path)
     deadline = time.monotonic() + 15
     while _recorders(tag) and time.monotonic() < deadline:
