@@ -271,15 +271,15 @@ class Keeper:
         self.waiter.add(child.ident)
         self.mark(self.s.t0, "spawn", child.pid, role="client", cmd=" ".join(spec.argv))
 
-    def act(self) -> None:
-        """End the host the scenario's way (or edit its config: reconnect)."""
+    def act(self) -> float:
+        """End the host the scenario's way (or edit its config: reconnect); the instant."""
         s, sc, host = self.s, self.sc, self.s.host
         assert host is not None
         now = time.monotonic()
         s.action_at = now
         if self.host_gone():
             s.action_note = "the host had already exited by itself"
-            return
+            return now
         if sc.action == "quit":
             if self.spec.quit is not None:
                 self._write_stdin((self.spec.quit + ("\r" if self.master is not None else "\n"))
@@ -305,6 +305,7 @@ class Keeper:
             if outcome != "sent":
                 s.action_note = f"{sc.action} not sent to the host: {outcome}"
             self.mark(now, sc.action.lower(), host.pid)
+        return now
 
     def _write_stdin(self, data: bytes) -> None:
         fd = self.master if self.master is not None else self.stdin_w
@@ -316,21 +317,21 @@ class Keeper:
     def drive(self) -> dict[str, Any]:
         spec, s = self.spec, self.s
         self.start_host()
-        ready = self.wait_until(lambda: s.initialized_at is not None or self.host_gone(),
-                                s.t0 + spec.ready_timeout)
+        self.wait_until(lambda: s.initialized_at is not None or self.host_gone(),
+                        s.t0 + spec.ready_timeout)
         self.step(0)  # a one-shot host's last events may be in the FIFO still
         if s.initialized_at is None:
             why = (f"the host exited (status {s.host_status}) before initializing the recorder"
                    if self.host_gone() else
                    f"the host did not initialize the recorder within {spec.ready_timeout:g} s")
-            return {"verdict": "error", "detail": why if ready or self.host_gone() else why}
-        self.act()
+            return {"verdict": "error", "detail": why}
+        acted = self.act()
         if s.action_note.startswith("the host had already exited") and self.sc.name != "exit":
             return {"verdict": "skipped", "detail": s.action_note + " (a one-shot host: its "
                     "own exit is the exit scenario)"}
         if self.sc.action == "config-edit":
-            return self.judge_reconnect()
-        exited = self.wait_until(self.host_gone, s.action_at + spec.host_timeout)  # type: ignore[operator]
+            return self.judge_reconnect(acted)
+        exited = self.wait_until(self.host_gone, acted + spec.host_timeout)
         if not exited:
             self._adopt_unseen()
             live = self.live_recorders()
@@ -368,12 +369,12 @@ class Keeper:
         verdict = decide(host_exited=True, left_roles=[s.roles[p] for p in left])
         return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left}
 
-    def judge_reconnect(self) -> dict[str, Any]:
+    def judge_reconnect(self, acted: float) -> dict[str, Any]:
         s, spec = self.s, self.spec
         old = {p for p, r in s.roles.items() if r == "server"}
         got = self.wait_until(
             lambda: any(r == "server" and p not in old for p, r in s.roles.items())
-            or self.host_gone(), s.action_at + spec.host_timeout)  # type: ignore[operator]
+            or self.host_gone(), acted + spec.host_timeout)
         if not got or self.host_gone():
             return {"verdict": "skipped", "detail": "the host did not start the server "
                     "again after its config entry changed (no reconnect)"}

@@ -140,5 +140,6 @@ def render_html(result: Any, title: str = "") -> str:
         results.append(row)
     clean = sum(1 for r in result.results if r["verdict"] == "clean")
     head = title or "mcp-tether hostcheck: " + " ".join(result.argv)
-    summary = f"{clean}/{len(results)} scenarios clean (lanes: host, recorder, grandchild)"
+    summary = (f"{clean}/{len(results)} scenarios clean (lanes: the host, drawn as the "
+               "client; the recorder; its grandchild)")
     return page([(head, {"results": results, "summary": summary})], title=head)
