@@ -188,3 +188,19 @@ def test_a_stopped_check_leaves_neither_host_nor_recorder(tmp_path: Path, sig: i
     while _recorders(tag) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _recorders(tag) == []
+
+
+def test_a_host_that_leaves_before_the_handshake_ends_is_still_judged(tmp_path: Path) -> None:
+    """A config probe that sends `initialize`, reads the answer and exits (no
+    `notifications/initialized`): its exit leaves the server; the signal scenarios are
+    skipped (a one-shot host), never reported as a failure of the check."""
+    host = tmp_path / "probe_host.py"
+    host.write_text(
+        "import subprocess, sys\n"
+        "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "p.stdin.write(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\\n')\n"
+        "p.stdin.flush()\n"
+        "p.stdout.readline()\n")
+    result = check([sys.executable, str(host), "{server}"], scenarios=["exit", "sigterm"], **FAST)
+    assert _verdicts(result) == {"exit": "server-left", "sigterm": "skipped"}
+    assert "before it initialized" in result.results[0]["detail"]

@@ -107,7 +107,7 @@ def check(
 
         if host not in host_names():
             raise UsageError(f"unknown host {host!r} (one of: {', '.join(host_names())})")
-    names = list(scenarios) if scenarios else default_scenarios(host)
+    names = list(dict.fromkeys(scenarios)) if scenarios else default_scenarios(host)
     for n in names:
         if n not in SCENARIOS:
             raise UsageError(f"unknown scenario {n!r} (one of: {', '.join(SCENARIOS)})")

@@ -320,6 +320,15 @@ class Keeper:
         self.wait_until(lambda: s.initialized_at is not None or self.host_gone(),
                         s.t0 + spec.ready_timeout)
         self.step(0)  # a one-shot host's last events may be in the FIFO still
+        if s.initialized_at is None and self.host_gone() and s.recorders:
+            # It started the recorder and went without finishing the handshake (a health
+            # check that timed out, a crash): what it left is still its doing.
+            s.action_note = "the host exited before it initialized the recorder"
+            if self.sc.name != "exit":
+                return {"verdict": "skipped", "detail": s.action_note + " (its own exit is "
+                        "the exit scenario)"}
+            s.action_at = s.host_exit
+            return self.settle()
         if s.initialized_at is None:
             why = (f"the host exited (status {s.host_status}) before initializing the recorder"
                    if self.host_gone() else
