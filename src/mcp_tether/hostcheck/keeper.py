@@ -510,7 +510,8 @@ class Keeper:
             "title": sc.title,
             "verdict": verdict,
             "passed": verdict in PASSING,
-            "detail": (outcome["detail"] + (f" ({s.action_note})" if s.action_note else "")),
+            "detail": (outcome["detail"] + (f" ({s.action_note})" if s.action_note
+                                            and s.action_note not in outcome["detail"] else "")),
             "spec": sc.spec,
             "host_argv": self.spec.argv,
             "host_config": str(self.placement.path) if self.placement is not None else None,

@@ -3,7 +3,8 @@
     python recorder.py --events DIR [--eof stay|exit] [--no-grandchild]
 
 Run as a plain script (stdlib only, no mcp_tether import), so that any host can start
-it from any folder. It answers `initialize` (and `server/discover`), `ping`,
+it from any folder. It answers `initialize` (and `server/discover`, offering only the
+versions it speaks, so a 2026-07-28 client falls back to `initialize`), `ping`,
 `tools/list` and `tools/call` (one tool, `echo`) like a normal server, and records, one
 JSON line per event with its monotonic (`t`, CLOCK_MONOTONIC, comparable between
 processes of one machine) and wall (`wall`) instants:
@@ -50,6 +51,7 @@ RECORDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIG
 FATAL = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
 TICK = 0.2  # seconds between looks at getppid() when no pidfd can watch the parent
 PROTOCOL = "2025-11-25"
+SUPPORTED = (PROTOCOL, "2025-06-18", "2025-03-26", "2024-11-05")
 
 
 class Recorder:
@@ -120,15 +122,19 @@ class Recorder:
         info = {"name": "mcp-tether-recorder", "version": "1"}
         if method == "initialize":
             params = msg.get("params") or {}
-            version = (params.get("protocolVersion", PROTOCOL) if isinstance(params, dict)
-                       else PROTOCOL)
+            asked = params.get("protocolVersion") if isinstance(params, dict) else None
+            # A version we speak is echoed; for any other we offer ours, as the lifecycle
+            # says (a newer one would promise result fields this server does not send).
+            version = asked if asked in SUPPORTED else PROTOCOL
             self.note("initialize")
             result: object = {"protocolVersion": version, "serverInfo": info,
                               "capabilities": {"tools": {}}}
         elif method == "server/discover":
-            self.note("initialized")  # stateless protocol: discovery is the whole handshake
+            # Only the versions above are offered, none of them stateless: a client goes
+            # on to `initialize`, whose notification is the handshake's end.
+            self.note("discover")
             result = {"serverInfo": info, "capabilities": {"tools": {}},
-                      "supportedVersions": ["2026-07-28", PROTOCOL]}
+                      "supportedVersions": list(SUPPORTED)}
         elif method == "ping":
             result = {}
         elif method == "tools/list":

@@ -18,7 +18,8 @@ _SAID = {"start": None, "grandchild": None, "request": None, "initialize": None,
          "initialized": "initialized", "stdin-eof": "EOF on stdin",
          "stdin-hangup": "stdin hung up", "stdin-error": "stdin read error",
          "stdout-closed": "stdout closed (EPIPE)", "parent-changed": "its parent changed",
-         "second-copy": "a second copy started", "child-exit": "its child exited"}
+         "second-copy": "a second copy started", "child-exit": "its child exited",
+         "discover": "server/discover asked"}
 
 
 def _ms(v: Any) -> str:
