@@ -204,3 +204,16 @@ def test_a_host_that_leaves_before_the_handshake_ends_is_still_judged(tmp_path: 
     result = check([sys.executable, str(host), "{server}"], scenarios=["exit", "sigterm"], **FAST)
     assert _verdicts(result) == {"exit": "server-left", "sigterm": "skipped"}
     assert "before it initialized" in result.results[0]["detail"]
+
+
+def test_under_a_pty_eof_is_a_keypress_and_a_hangup_reaches_the_foreground_group() -> None:
+    """The bad host under a pty (--pty). 1. exit: ^D reads as EOF, the host SIGKILLs its
+    direct child only: wrapper-child-left. 2. sighup: the pty's master is closed; the
+    host (session leader) kills its child and exits, and the kernel's SIGHUP to the
+    terminal's foreground group, which the grandchild shares, ends the rest: clean."""
+    result = check([sys.executable, str(HOSTS / "bad_host.py"), "{server}"], pty=True,
+                   scenarios=["exit", "sighup"], **FAST)
+    assert _verdicts(result) == {"exit": "wrapper-child-left", "sighup": "clean"}
+    hup = result.results[1]
+    got = [e.get("signal") for e in hup["recorded"] if e["role"] == "grandchild"]
+    assert "SIGHUP" in got

@@ -48,10 +48,9 @@ TAIL = 2000
 # How long a host's helper that outlives it (a guard, a wrapper) may go on ending the
 # server after the host is gone: the SDK ladders' 2 s + 2 s, and a margin.
 HELPER_GRACE = 5.0
-# Under a pty the host is exec'd by this trampoline, which makes the pty its controlling
-# terminal first (proc.spawn dup2s the slave onto 0-2; only TIOCSCTTY makes it the ctty).
-CTTY = ("import fcntl,os,sys,termios\nfcntl.ioctl(0,termios.TIOCSCTTY,0)\n"
-        "os.execvp(sys.argv[1],sys.argv[1:])")
+# Under a pty the host runs as the foreground job of this stand-in for a terminal's shell
+# (the session leader), which tells us the host's pid; see ttyshell.py.
+TTYSHELL = str(Path(__file__).resolve().parent / "ttyshell.py")
 
 
 @dataclass
@@ -119,6 +118,7 @@ class Keeper:
         self.stdin_w: int | None = None
         self.master: int | None = None
         self.placement: Any = None
+        self.shell: ProcessId | None = None  # the tty shell, under a pty
         self.stop = False
 
     # -- plumbing -----------------------------------------------------------------------
@@ -144,7 +144,10 @@ class Keeper:
 
     def _on_reap(self, pid: int, raw: int) -> None:
         self.s.statuses[pid] = exit_status(raw)
-        if self.s.host is not None and pid == self.s.host.pid and self.s.host_status is None:
+        # The host's status: its own when it is our child, else its tty shell's (the
+        # shell exits with its job's status).
+        ours = [p.pid for p in (self.s.host, self.shell) if p is not None]
+        if pid in ours and self.s.host_status is None:
             self.s.host_status = self.s.statuses[pid]
 
     def _drain_fifo(self) -> None:
@@ -247,29 +250,60 @@ class Keeper:
         argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
         log_path = os.path.join(spec.work, "host.log")
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        pid_r = pid_w = None
         try:
             if spec.pty or self.sc.pty:
                 self.master, slave = os.openpty()
                 os.set_blocking(self.master, False)
                 fds = (slave, slave, slave)
-                argv = [sys.executable, "-c", CTTY, *argv]
+                pid_r, pid_w = os.pipe()
+                argv = [sys.executable, TTYSHELL, str(pid_w), *argv]
             else:
                 slave = None
                 stdin_r, self.stdin_w = os.pipe()
                 fds = (stdin_r, log, log)
             self.s.t0 = time.monotonic()
             child = spawn(argv, env=env, cwd=cwd, stdin=fds[0], stdout=fds[1], stderr=fds[2],
-                          new_session=True)
+                          new_session=True, pass_fds=[pid_w] if pid_w is not None else [])
         finally:
             os.close(log)
+            if pid_w is not None:
+                os.close(pid_w)
             if self.master is not None and slave is not None:
                 os.close(slave)
             elif self.stdin_w is not None:
                 os.close(stdin_r)
         child.close()
-        self.s.host = child.ident
-        self.waiter.add(child.ident)
-        self.mark(self.s.t0, "spawn", child.pid, role="client", cmd=" ".join(spec.argv))
+        host = child.ident
+        if pid_r is not None:  # the shell's foreground job is the host
+            self.shell = child.ident
+            self.waiter.add(child.ident)
+            host = self._read_host(pid_r) or child.ident
+        self.s.host = host
+        self.waiter.add(host)
+        self.mark(self.s.t0, "spawn", host.pid, role="client", cmd=" ".join(spec.argv))
+
+    def _read_host(self, fd: int) -> ProcessId | None:
+        """The host's pid from the tty shell (event-timed: the pipe, or the shell's exit)."""
+        data = b""
+        deadline = self.s.t0 + self.spec.ready_timeout
+        os.set_blocking(fd, False)
+        try:
+            while b"\n" not in data and time.monotonic() < deadline:
+                self.waiter.wait(deadline - time.monotonic(), extra_fds=[fd])
+                try:
+                    chunk = os.read(fd, 64)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    break  # the shell died before telling
+                data += chunk
+        finally:
+            os.close(fd)
+        try:
+            return identify(int(data.split(b"\n")[0]))
+        except ValueError:
+            return None
 
     def act(self) -> float:
         """End the host the scenario's way (or edit its config: reconnect); the instant."""
@@ -317,8 +351,11 @@ class Keeper:
     def drive(self) -> dict[str, Any]:
         spec, s = self.spec, self.s
         self.start_host()
-        self.wait_until(lambda: s.initialized_at is not None or self.host_gone(),
-                        s.t0 + spec.ready_timeout)
+        # Ready: the handshake is over, and the grandchild runs (its start recorded), so
+        # that what the scenario does reaches a recorder that can tell, not one starting.
+        self.wait_until(lambda: (s.initialized_at is not None and (
+            not spec.grandchild or "grandchild" in s.roles.values())) or self.host_gone(),
+            s.t0 + spec.ready_timeout)
         self.step(0)  # a one-shot host's last events may be in the FIFO still
         if s.initialized_at is None and self.host_gone() and s.recorders:
             # It started the recorder and went without finishing the handshake (a health
