@@ -44,11 +44,11 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="run the host under a pseudo-terminal (hosts that need one)")
     parser.add_argument("--quit", metavar="TEXT",
                         help="what the exit scenario types before stdin EOF (e.g. /quit)")
-    parser.add_argument("--ready-timeout", type=positive_duration, default=30.0,
+    parser.add_argument("--ready-timeout", type=positive_duration, default=30.0, metavar="S",
                         help="seconds for the host to initialize the recorder (30)")
-    parser.add_argument("--host-timeout", type=positive_duration, default=15.0,
+    parser.add_argument("--host-timeout", type=positive_duration, default=15.0, metavar="S",
                         help="seconds for the host to exit after the scenario's action (15)")
-    parser.add_argument("--settle", type=positive_duration, default=1.0,
+    parser.add_argument("--settle", type=positive_duration, default=1.0, metavar="S",
                         help="seconds the recorder's processes may take after the host (1)")
     parser.add_argument("--recorder-eof", choices=("stay", "exit"), default="stay",
                         help="the recorder at stdin EOF: stay (the default: the host must "

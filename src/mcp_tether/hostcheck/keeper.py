@@ -1,6 +1,6 @@
 """One scenario of the host check, in a process of its own: the keeper.
 
-    hostcheck (driver) -> keeper (child subreaper) -> host -> recorder -> grandchild
+    hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> recorder -> grandchild
 
 The keeper is a child subreaper (PR_SET_CHILD_SUBREAPER): the recorder and its
 grandchild reparent to it when the host (or the recorder) goes, never to init, so after
