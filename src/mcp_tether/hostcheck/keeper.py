@@ -278,6 +278,7 @@ class Keeper:
         if pid_r is not None:  # the shell's foreground job is the host
             self.shell = child.ident
             self.waiter.add(child.ident)
+            self.mark(self.s.t0, "spawn", child.pid, cmd="tty shell")
             host = self._read_host(pid_r) or child.ident
         self.s.host = host
         self.waiter.add(host)
