@@ -201,15 +201,23 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
 
 
 def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
-    mine = [s for s in sdks if language is None or s.get("language") == language]
+    """The SDK the server loads (`inspect.uses`: resolved from its entry point), what its
+    transport does at EOF, and how that was found; or that it loads none / cannot be told."""
+    mine = [s for s in sdks if language is None or s.get("language") in (language, None)]
     if not mine:
         return None
     s = mine[0]
+    how = f" (found: {s['how']})" if s.get("how") else ""
+    if s.get("state") == "none":
+        return f"it loads no MCP SDK{how}: what it does at EOF is its own code's doing"
+    if s.get("state") == "unknown":
+        return f"which MCP SDK it loads could not be told{how}"
     ev = ", ".join(s.get("stdin_events") or []) or "none"
     what = {True: "ends its session on EOF", False: "does not react to EOF",
             None: "cannot be read"}[s.get("exits_on_eof")]
-    via = f" via {s['delegates_to']}" if s.get("delegates_to") else ""
-    return f"its SDK {s['package']} {s.get('version')}{via} {what} (stdin listeners: {ev})"
+    label = s.get("label") or (f"{s['package']} {s.get('version')}"
+                               + (f" via {s['delegates_to']}" if s.get("delegates_to") else ""))
+    return f"it loads {label}, whose stdio transport {what} (stdin listeners: {ev}){how}"
 
 
 def _write_error(r: dict[str, Any]) -> str | None:
@@ -264,7 +272,8 @@ def diagnose(
             if sdk:
                 alive = [s for s in r.get("survivors", [])
                          if (s.get("evidence") or {}).get("alive", True)]
-                ends = any(x.get("exits_on_eof") for x in sdks if x.get("language") == lang)
+                ends = any(x.get("exits_on_eof") for x in sdks if x.get("language") == lang
+                           and x.get("state", "sdk") == "sdk")
                 if ends and alive:
                     sdk += ": so something in the server's own code keeps it alive"
                 sentences.append(sdk)

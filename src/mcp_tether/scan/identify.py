@@ -22,7 +22,9 @@ from mcp_tether.scan.model import What
 
 __all__ = ["identify", "Identifier", "NODE_SDKS", "PY_SDKS", "split_title"]
 
-NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
+# The 1.x SDK, the 2.x split packages, and TS fastmcp (the same list `inspect.uses` follows).
+NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server",
+             "@modelcontextprotocol/node", "@modelcontextprotocol/core", "fastmcp")
 PY_SDKS = ("mcp", "fastmcp")
 # Compiled on first use (`_lazy.regex`): re loads only when there is something to identify.
 _PY_IMPORT = regex(rb"(?m)^\s*(?:from|import)\s+(mcp|fastmcp)\b")
@@ -80,21 +82,6 @@ class Identifier:
             d = parent
         return None
 
-    def _node_sdk(self, start: str) -> tuple[str, str, str] | None:
-        """(sdk, version, path) resolved as node would, from `start` upwards."""
-        d = start
-        for _ in range(40):
-            for sdk in NODE_SDKS:
-                p = os.path.join(d, "node_modules", sdk, "package.json")
-                doc = self._load_json(p)
-                if doc is not None:
-                    return sdk, str(doc.get("version", "?")), p
-            parent = os.path.dirname(d)
-            if parent == d:
-                return None
-            d = parent
-        return None
-
     def _dist_infos(self, site: str) -> list[tuple[str, str, str]]:
         """(normalized name, version, dist-info path) of every distribution in `site`."""
         if site not in self._dists:
@@ -121,7 +108,9 @@ class Identifier:
             else script
         what.runtime, what.script = "node", path
         found = self._package_json(os.path.dirname(path))
-        if found is not None:
+        if found is None:
+            self._uses(["node", path], cwd, what)
+        else:
             d, doc = found
             what.package, what.version = str(doc["name"]), str(doc.get("version", "")) or None
             how = "npx cache" if "/_npx/" in d else "package.json"
@@ -132,13 +121,12 @@ class Identifier:
                 if isinstance(v, dict):
                     deps.update(v)
             declared = [s for s in NODE_SDKS if s in deps]
-            sdk = self._node_sdk(d)
-            if sdk is not None and (declared or what.package in NODE_SDKS):
-                what.sdk, what.sdk_version = sdk[0], sdk[1]
-                what.source.append(f"{sdk[0]} declared in package.json, installed: {sdk[2]}")
-            elif declared:
+            if what.package not in NODE_SDKS and self._uses(["node", path], cwd, what):
+                return
+            if declared:  # not seen loaded: the declaration is the only evidence
                 what.sdk = declared[0]
-                what.source.append(f"{declared[0]} declared in package.json (not installed)")
+                what.source.append(f"{declared[0]} declared in package.json, not seen "
+                                   "imported from the script (its version unknown)")
 
     # ----- python --------------------------------------------------------------------
 
@@ -187,6 +175,20 @@ class Identifier:
                         return name, version, info
         return None
 
+    def _uses(self, argv: list[str], cwd: str, what: What) -> bool:
+        """The shared answer (`inspect.uses`): True when it settled the SDK question."""
+        from mcp_tether.inspect.uses import uses_for_command  # only when identifying
+
+        u = uses_for_command(argv, cwd or None)
+        if u.state == "sdk":
+            what.sdk, what.sdk_version = u.sdk_name, u.sdk_version
+            what.source.append(f"loads {u.label()}: {u.how}")
+            return True
+        if u.state == "none":
+            what.source.append(f"no MCP SDK: {u.how}")
+            return True
+        return False
+
     def _python(self, argv: list[str], cwd: str, exe: str, what: What) -> None:
         what.runtime = "python"
         sites = self._sites(argv[0], exe)
@@ -231,9 +233,13 @@ class Identifier:
             except OSError:
                 reqs = set()
             uses = [s for s in PY_SDKS if s in reqs or name == s]
+            if name not in PY_SDKS and self._uses(argv, cwd, what):
+                return  # the SDK's own CLI (`fastmcp run`) is its own evidence below
             if uses:
                 self._py_sdk(sites, uses[-1], f"declared by {name}", what)
                 return
+        elif self._uses(argv, cwd, what):
+            return
         m = _PY_IMPORT.search(text)
         if m is not None:
             self._py_sdk(sites, m.group(1).decode(), f"imported by {what.script}", what)
