@@ -66,6 +66,14 @@ PYTHON_REMEDY = (
     "`with mcp_tether.tethered():`): it exits on EOF, parent death, SIGTERM and SIGINT "
     "whatever threads or tasks remain"
 )
+# What the Python fix covers of a server's children, by whether this platform has a
+# subreaper (`mcp_tether.tether.children`): asked once, through the platform seam.
+PYTHON_CHILDREN = {
+    True: "and, after your shutdown hooks, ends the server's own child processes ({kids}) "
+          "with SIGTERM then SIGKILL, grandchildren included (it is their subreaper)",
+    False: "and, after your shutdown hooks, ends the child processes still linked to it "
+           "({kids}); one that left its tree is not followed on this platform",
+}
 
 
 def guarantee_of(scenario: str) -> str | None:
@@ -207,7 +215,9 @@ def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
     if not mine:
         return None
     s = mine[0]
-    how = f" (found: {s['how']})" if s.get("how") else ""
+    # How it was found, up to where: the first clause ("X imports Y"); `inspect
+    # --command` prints the whole of it.
+    how = f" (found: {str(s['how']).split('; ')[0]})" if s.get("how") else ""
     if s.get("state") == "none":
         return f"it loads no MCP SDK{how}: what it does at EOF is its own code's doing"
     if s.get("state") == "unknown":
@@ -218,6 +228,27 @@ def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
     label = s.get("label") or (f"{s['package']} {s.get('version')}"
                                + (f" via {s['delegates_to']}" if s.get("delegates_to") else ""))
     return f"it loads {label}, whose stdio transport {what} (stdin listeners: {ev}){how}"
+
+
+def _children(r: dict[str, Any], command: list[str]) -> str:
+    """The server's descendants that outlived the window (or were killed at its end),
+    named by pid and command; "" when there were none, or when the command is a
+    wrapper (a shell, a launcher, the guard: its child is the server, not a child of it)."""
+    sp = _server_pid(r)
+    procs = _procs(r)
+    head = _base(command[0]) if command else ""
+    if sp is None or head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None \
+            or _wrapper_failure(r):
+        return ""
+    left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
+    kids, seen = [], set()
+    for s in left:
+        pid = s.get("pid")
+        if pid is None or pid == sp or pid in seen or not _descends(pid, sp, procs):
+            continue
+        seen.add(pid)
+        kids.append(f"pid {pid} {short(procs[pid].get('cmd') or '', 30)}")
+    return ", ".join(kids[:3]) + (f" and {len(kids) - 3} more" if len(kids) > 3 else "")
 
 
 def _write_error(r: dict[str, Any]) -> str | None:
@@ -326,7 +357,22 @@ def remedy(
             if guarantee_of(r["scenario"]) == "parent-death":
                 steps.append(f"and a parent watch: `{NODE_PARENT_WATCH}`")
         elif lang == "python":
-            steps.append(f"in the Python server {PYTHON_REMEDY}")
+            kids = _children(r, command)
+            text = f"in the Python server {PYTHON_REMEDY}"
+            if kids:
+                from mcp_tether import platform
+
+                exact = platform.IS_LINUX and platform.has_proc()
+                text += " " + PYTHON_CHILDREN[exact].format(kids=kids)
+                if not exact:
+                    steps.append(text)
+                    text = ("its children can escape that fix here: launch it behind the "
+                            "guard, which ends the whole tree")
+            steps.append(text)
+        if lang == "node" and _children(r, command):
+            steps.append(f"that fix ends the server process only, not its child processes "
+                         f"({_children(r, command)}): launch it behind the guard "
+                         f"(`mcp-tether run`), which ends the whole tree")
     if noise:
         steps.append("write logs to stderr (console.error / logging to sys.stderr): stdout "
                      "carries JSON-RPC only")
