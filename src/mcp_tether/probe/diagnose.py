@@ -124,6 +124,14 @@ def _procs(r: dict[str, Any]) -> dict[int, dict[str, Any]]:
             p.setdefault("role", e.get("role"))
         elif e["what"] == "exit":
             p.update(exit_ms=e["t_ms"], status=e.get("status"), by=e.get("by"))
+    # One name per process in every sentence: the command it ran last (after its exec),
+    # as the survivors' lines name it, not the one read when it was first seen (a shell
+    # or launcher just forked, before it exec'd the server).
+    for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
+        ev = s.get("evidence") or {}
+        cmd = s.get("cmdline") or " ".join(ev.get("cmdline") or [])
+        if s.get("pid") in out and cmd:
+            out[s["pid"]]["cmd"] = cmd
     return out
 
 
