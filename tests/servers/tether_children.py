@@ -13,8 +13,9 @@ import subprocess
 import sys
 import time
 
-import mcp_tether
 from mcp.server.mcpserver import MCPServer
+
+import mcp_tether
 
 logdir = sys.argv[1]
 GRANDCHILD = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.pause()"

@@ -569,11 +569,11 @@ def _command(argv: list[str], here: Path, pid: int | None, depth: int) -> Uses:
             return Uses(language="python", how="code given with -c is not read")
         if argv[i] == "-m" and i + 1 < len(argv):
             return python_uses(argv[0], module=argv[i + 1], pid=pid)
-        script = here / argv[i]
-        mod = _script_module(script) if script.parent.name == "bin" else None
+        target = here / argv[i]
+        mod = _script_module(target) if target.parent.name == "bin" else None
         if mod:  # a console script run by its interpreter: the module it calls
             return python_uses(argv[0], module=mod, pid=pid)
-        return python_uses(argv[0], script=script, pid=pid)
+        return python_uses(argv[0], script=target, pid=pid)
     # A console script or an executable file: its shebang names the interpreter.
     exe = shutil.which(argv[0]) or str(here / argv[0])
     try:
@@ -619,5 +619,5 @@ def _console_module(site: Path, package: str) -> str | None:
         pairs = re.findall(r"(?m)^\s*([\w.-]+)\s*=\s*([\w.]+)", section)
         pick = next((m for n, m in pairs if n == name), pairs[0][1] if pairs else None)
         if pick:
-            return pick
+            return str(pick)
     return None
