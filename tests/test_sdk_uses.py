@@ -45,7 +45,7 @@ def _three_answers(argv: list[str], cwd: Path) -> tuple[Any, Any, str]:
         annotate([failed], argv)
     finally:
         os.chdir(old)
-    return uses, what, failed["diagnosis"]
+    return uses, what, str(failed["diagnosis"])
 
 
 def test_a_server_depending_on_both_sdk_lines_is_named_by_the_2x_one_it_loads() -> None:
@@ -151,3 +151,49 @@ def test_a_2x_split_package_server_is_listed_live_and_reaped_when_leaked(
     got = json.loads(out)
     assert [(r["pid"], r["outcome"]) for r in got["reaped"]] == [(leaked.pid, "ended")]
     assert wait_gone(leaked, DEADLINE) is not None
+
+
+@pytest.mark.linux
+def test_a_running_python_server_is_read_in_the_environment_it_has_mapped(
+    tmp_path: Path,
+) -> None:
+    """1. `python server.py`, where `python` is the fastmcp venv's only in the server's
+    own PATH; 2. from its command alone (our PATH) fastmcp is not installed: unknown;
+    3. with its pid, the site-packages of the extension modules it has mapped
+    (/proc/PID/maps) are its environment: fastmcp, through mcp."""
+    if not FASTMCP:
+        pytest.skip("MCP_TETHER_FASTMCP_PYTHON is not set")
+    import subprocess
+
+    from scan_lab import poll
+
+    script = str(FIX / "py-fastmcp" / "server.py")
+    env = {**os.environ, "PATH": f"{Path(FASTMCP).parent}:{os.environ['PATH']}",
+           "FASTMCP_SHOW_SERVER_BANNER": "0"}
+    p = subprocess.Popen(["python", script], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        site = str(Path(FASTMCP).parents[1])
+
+        def mapped() -> bool:
+            try:
+                return site in Path(f"/proc/{p.pid}/maps").read_text()
+            except OSError:
+                return False
+
+        poll(mapped, "the server to load its extension modules", 60)
+        blind = uses_for_command(["python", script], str(FIX))
+        assert blind.state == "unknown" and blind.package == "fastmcp", blind
+        seen = uses_for_command(["python", script], str(FIX), p.pid)
+        assert (seen.state, seen.package) == ("sdk", "fastmcp"), seen
+        assert f"/proc/{p.pid}/maps" in seen.how
+        what = Identifier().identify(["python", script], str(FIX), "", p.pid)
+        assert what.sdk == "fastmcp" and what.sdk_version == seen.version
+    finally:
+        assert p.stdin is not None
+        p.stdin.close()  # EOF: the server ends
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -89,7 +89,7 @@ def _loads_sdk(p: ProcRecord, fds: Any, ident: Identifier) -> bool:
     head = fds(p.pid) or {}
     if not head.get(0, "").startswith(("pipe:[", "socket:[")):
         return False
-    return identify([(p.argv, p.cwd, p.exe)], ident).mcp
+    return identify([(p.argv, p.cwd, p.exe, p.pid)], ident).mcp
 
 
 def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
@@ -288,7 +288,8 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
     ticks = table.clock_ticks()
     how = sorted({h for m in member_pids for h in found.get(m, ())},
                  key=("evidence", "config", "host", "sdk", "guess").index)
-    what = identify([(m.argv, m.cwd, m.exe) for m in members if not is_guard(m.argv)], ident)
+    what = identify([(m.argv, m.cwd, m.exe, m.pid) for m in members if not is_guard(m.argv)],
+                    ident)
     cfg = {(x.host, x.name, x.path): x for m in member_pids for x in matched.get(m, ())}
     for x in matchers:
         if x.matches_package(what):

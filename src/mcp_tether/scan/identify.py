@@ -20,6 +20,10 @@ from mcp_tether._lazy import regex
 from mcp_tether.records import replace
 from mcp_tether.scan.model import What
 
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 __all__ = ["identify", "Identifier", "NODE_SDKS", "PY_SDKS", "split_title"]
 
 # The 1.x SDK, the 2.x split packages, and TS fastmcp (the same list `inspect.uses` follows).
@@ -175,11 +179,12 @@ class Identifier:
                         return name, version, info
         return None
 
-    def _uses(self, argv: list[str], cwd: str, what: What) -> bool:
-        """The shared answer (`inspect.uses`): True when it settled the SDK question."""
+    def _uses(self, argv: list[str], cwd: str, what: What, pid: int | None = None) -> bool:
+        """The shared answer (`inspect.uses`): True when it settled the SDK question.
+        With `pid`, a Python process's environment is read from what it has mapped."""
         from mcp_tether.inspect.uses import uses_for_command  # only when identifying
 
-        u = uses_for_command(argv, cwd or None)
+        u = uses_for_command(argv, cwd or None, pid)
         if u.state == "sdk":
             what.sdk, what.sdk_version = u.sdk_name, u.sdk_version
             what.source.append(f"loads {u.label()}: {u.how}")
@@ -189,7 +194,8 @@ class Identifier:
             return True
         return False
 
-    def _python(self, argv: list[str], cwd: str, exe: str, what: What) -> None:
+    def _python(self, argv: list[str], cwd: str, exe: str, what: What,
+                pid: int | None = None) -> None:
         what.runtime = "python"
         sites = self._sites(argv[0], exe)
         dist = None
@@ -233,12 +239,12 @@ class Identifier:
             except OSError:
                 reqs = set()
             uses = [s for s in PY_SDKS if s in reqs or name == s]
-            if name not in PY_SDKS and self._uses(argv, cwd, what):
+            if name not in PY_SDKS and self._uses(argv, cwd, what, pid):
                 return  # the SDK's own CLI (`fastmcp run`) is its own evidence below
             if uses:
                 self._py_sdk(sites, uses[-1], f"declared by {name}", what)
                 return
-        elif self._uses(argv, cwd, what):
+        elif self._uses(argv, cwd, what, pid):
             return
         m = _PY_IMPORT.search(text)
         if m is not None:
@@ -284,16 +290,17 @@ class Identifier:
 
     # ----- entry -----------------------------------------------------------------------
 
-    def identify(self, argv: list[str], cwd: str = "", exe: str = "") -> What:
+    def identify(self, argv: list[str], cwd: str = "", exe: str = "",
+                 pid: int | None = None) -> What:
         """What one process runs (an empty `What` when nothing can be said); the same
         command in the same folder from the same executable is looked into once."""
         key = (tuple(argv), cwd, exe)
         known = self._seen.get(key)
         if known is None:
-            known = self._seen[key] = self._identify(argv, cwd, exe)
+            known = self._seen[key] = self._identify(argv, cwd, exe, pid)
         return replace(known, source=list(known.source))
 
-    def _identify(self, argv: list[str], cwd: str, exe: str) -> What:
+    def _identify(self, argv: list[str], cwd: str, exe: str, pid: int | None) -> What:
         what = What()
         words = split_title(argv)
         if not words:
@@ -303,22 +310,24 @@ class Identifier:
             if _NODE.match(base):
                 self._node(words, cwd, what)
             elif _PYTHON.match(base):
-                self._python(words, cwd, exe, what)
+                self._python(words, cwd, exe, what, pid)
         except (OSError, ValueError):
             pass
         return what
 
 
-def identify(members: list[tuple[list[str], str, str]],
+def identify(members: Sequence[tuple[list[str], str, str] | tuple[list[str], str, str, int]],
              ident: Identifier | None = None) -> What:
     """What a server tree runs: the innermost member that says something wins.
 
-    `members` are (argv, cwd, exe), root first.
+    `members` are (argv, cwd, exe[, pid]), root first; with the pid, a Python process's
+    environment is the one it has mapped (/proc/PID/maps), not the one its argv suggests.
     """
     ident = ident or Identifier()
     best = What()
-    for argv, cwd, exe in reversed(members):
-        w = ident.identify(argv, cwd, exe)
+    for member in reversed(members):
+        pid = member[3] if len(member) == 4 else None  # a 3- or a 4-tuple
+        w = ident.identify(member[0], member[1], member[2], pid)
         if w.sdk:
             return w
         if best.package is None and w.package or best.runtime is None and w.runtime:
