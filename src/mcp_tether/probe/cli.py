@@ -198,6 +198,7 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
 
     from mcp_tether.probe import render
     from mcp_tether.probe.diagnose import explain_line, summary
+    from mcp_tether.probe.interfere import rerun_note, suggest_jobs_1
 
     payload = report.to_dict()
     # The keepers' records carry what the typed result leaves out (the timeline, each
@@ -207,6 +208,8 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
     for r, d in zip(report.results, payload["results"], strict=True):
         d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
     payload["summary"] = summary(payload["results"])
+    payload["rerun_alone"] = [d["scenario"] for d in payload["results"] if d.get("rerun")]
+    payload["suggest_jobs_1"] = suggest_jobs_1(payload["results"])
     title = f"mcp-tether probe: {shlex.join(report.command)}"
     if args.json:
         render.render_json(payload)
@@ -220,6 +223,9 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
         extra = f"; robust warnings: {', '.join(warn)}" if warn else ""
         print(f"{passed}/{len(report.results)} scenarios passed; meets level: {report.meets}"
               f"{extra}; {payload['summary']}", file=sys.stderr)
+        again = rerun_note(payload["results"])
+        if again:
+            print(again, file=sys.stderr)
         told = any("mcp-tether run --" in str(d.get("remedy") or "")
                    for d in payload["results"])  # the fix above already says it
         if not report.passed and not told and not any(r.guarded for r in report.results):

@@ -89,7 +89,30 @@ def run_specs(
     should_stop: Callable[[], bool] = lambda: False,
     on_result: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every spec in its own keeper, at most `jobs` at once; results in spec order."""
+    """Run every spec in its own keeper, at most `jobs` at once; results in spec order.
+
+    Run in parallel, a failure that looks like interference between scenarios (see
+    `interfere`) is run again alone, after the others, and replaced (marked `rerun`).
+    """
+    results = _run_specs(specs, jobs=jobs, should_stop=should_stop, on_result=on_result)
+    if max(1, jobs or len(specs) or 1) > 1 and len(results) == len(specs) > 1:
+        from mcp_tether.probe.interfere import interference, mark_rerun
+
+        for i, r in enumerate(results):
+            why = interference(r)
+            if why is not None:
+                (again,) = _run_specs([specs[i]], jobs=1, should_stop=should_stop)
+                results[i] = mark_rerun(r, again, why)
+    return results
+
+
+def _run_specs(
+    specs: list[Spec],
+    *,
+    jobs: int | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_result: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     jobs = max(1, jobs or len(specs) or 1)
     results: list[dict[str, Any] | None] = [None] * len(specs)
     # Longest worst case first: the scenarios that may sit through window + horizon, or
