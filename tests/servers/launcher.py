@@ -11,7 +11,7 @@
 
 --ignore-eof: at EOF on stdin the serving process does not exit (it sleeps until killed:
 the orphan case). With MCP_TETHER_TEST_MARKS=DIR set, the serving process creates
-DIR/served-PID once it answered `initialize` and DIR/eof-PID at EOF, so a test can wait
+DIR/served-PID once it answered `initialize` and DIR/eof-PID at EOF after that, so a test can wait
 for those moments by polling, not sleeping.
 """
 
@@ -32,7 +32,7 @@ def mark(what):
 
 def serve(ignore_eof, told=None):
     """Answer the handshake line by line (unbuffered: nothing read is lost to a buffer)."""
-    buf = b""
+    buf, served = b"", False
     while True:
         chunk = os.read(0, 65536)
         if not chunk:
@@ -54,12 +54,14 @@ def serve(ignore_eof, told=None):
                 body["error"] = {"code": -32601, "message": "Method not found"}
             os.write(1, json.dumps(body).encode() + b"\n")
             if method == "initialize":
+                served = True
                 mark("served")
                 if told is not None:
                     os.write(told, b"x")
                     os.close(told)
                     told = None
-    mark("eof")
+    if served:  # an EOF after a session, not a stdin at /dev/null from the start
+        mark("eof")
     if ignore_eof:
         while True:
             time.sleep(3600)

@@ -7,7 +7,9 @@ learnt meanwhile: the server's start-up time, measured by the first scenario of 
 same server that finished its handshake (the devnull scenario allows that much, not a
 fixed 10 s). The runner holds the write end: when it dies, keepers see EOF and stop.
 The runner never signals anything but its own unreaped keeper children; each keeper
-ends its own tree. When the runner is a child subreaper too (the CLI makes it one),
+ends its own tree. Keepers run in sessions of their own, so a SIGKILL to the probe's
+process group (a CI system cancelling a job) spares them: each sees the runner die and
+ends its tree, as the guard's supervisor does for the guard. When the runner is a child subreaper too (the CLI makes it one),
 `sweep()` ends anything that escaped a keeper that was itself killed.
 """
 
@@ -132,7 +134,12 @@ def run_specs(
                 if known is None:
                     known = startup.get(specs[i].server_key)
                 spec = specs[i].replace(parent=me, startup=known)
-                p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                # A session (so a process group) of its own: a CI system cancelling a
+                # job SIGKILLs the job's whole group, and a keeper killed with the
+                # runner could not end its tree (issue 22). Outside the group, the
+                # keeper sees the runner die (PDEATHSIG, EOF on stdin) and ends it.
+                p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, start_new_session=True)
                 assert p.stdout is not None and p.stdin is not None
                 try:
                     p.stdin.write((spec.to_json() + "\n").encode())
