@@ -9,8 +9,9 @@ fixed 10 s). The runner holds the write end: when it dies, keepers see EOF and s
 The runner never signals anything but its own unreaped keeper children; each keeper
 ends its own tree. Keepers run in sessions of their own, so a SIGKILL to the probe's
 process group (a CI system cancelling a job) spares them: each sees the runner die and
-ends its tree, as the guard's supervisor does for the guard. When the runner is a child subreaper too (the CLI makes it one),
-`sweep()` ends anything that escaped a keeper that was itself killed.
+ends its tree, as the guard's supervisor does for the guard. When the runner is a child
+subreaper too (the CLI makes it one), `sweep()` ends anything that escaped a keeper that
+was itself killed.
 """
 
 from __future__ import annotations
