@@ -11,6 +11,10 @@ it started every one of them. Exit instants come from pidfds (`ExitWaiter`), not
 
 What the scenario does is the scenario module's business (`scenarios/`); the keeper
 runs its phases: until the trigger, the window, then (for survivors) the horizon.
+Its verdict is on that whole tree: the direct child's exit before the trigger is an
+early exit only when no live member still holds the server's stdio ends (a launcher's
+daemon, a helper handed the stdout, carry the session on); what an early exit leaves
+running is named in the result before the clean-up ends it.
 
 It reads its `Spec` from stdin (one JSON line; later lines carry what the runner learnt,
 e.g. the server's start-up time) and prints "ready ..." then one JSON result line on
