@@ -36,12 +36,14 @@ def test_a_double_forking_launcher_whose_server_ignores_eof_is_orphaned_not_earl
         assert any("launcher.py serve" in c for c in named), named
 
 
-def test_a_double_forking_launcher_whose_server_exits_at_eof_passes() -> None:
-    """The same launcher with a server that exits at EOF: the tree is gone in the window."""
+def test_a_double_forking_launcher_whose_server_exits_at_eof_is_judged_on_its_server() -> None:
+    """The same launcher with a server that exits at EOF: gone in the window at EOF; it
+    still answers when idle; a host's SIGTERM to its (gone) child cannot end it."""
     rows = _by_scenario([sys.executable, LAUNCHER, "double-fork"],
-                        ProbeOptions(host_style="python", scenarios=("exit", "close")))
+                        ProbeOptions(host_style="python", idle=0.5, window=1.0, horizon=0.5,
+                                     scenarios=("exit", "close", "idle", "sigterm")))
     assert {n: r.verdict for n, r in rows.items()} == {  # type: ignore[attr-defined]
-        "exit": "exited", "close": "exited"}
+        "exit": "exited", "close": "exited", "idle": "alive", "sigterm": "orphaned"}
 
 
 def test_a_server_that_hands_its_stdout_to_a_helper_is_judged_on_the_helper() -> None:

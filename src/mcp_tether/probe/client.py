@@ -263,7 +263,7 @@ class Client:
     def await_response(self, rid: int, timeout: float) -> tuple[dict[str, Any] | None, str]:
         deadline = time.monotonic() + timeout
         while rid not in self.responses:
-            if self.status is not None and not self._stdout_held():
+            if self.status is not None and not self.stdout_held():
                 return None, "exited"
             if self.stdout_fd is None:
                 # A server that exits closes stdout a moment before it can be reaped:
@@ -277,7 +277,7 @@ class Client:
             self.pump(remaining, until_event=True)
         return self.responses.pop(rid), "ok"
 
-    def _stdout_held(self) -> bool:
+    def stdout_held(self) -> bool:
         """After the direct child's exit: does its tree still hold the server's stdout?
 
         A launcher that double-forks its server, or a server that handed its stdout to

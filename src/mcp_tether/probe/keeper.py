@@ -124,7 +124,7 @@ class Keeper(KeeperBase):
                     self.startup = ev["t"] - self.spawned_at
                 if ev.get("warn"):
                     self.warnings.append(ev["warn"])
-            elif ev["why"] == "exited" or self._launcher_gone_alone():
+            elif ev["why"] == "exited" or self.launcher_gone_alone():
                 f.early_exit = True
             else:
                 f.error = _handshake_reason(ev, self.spec.ready_timeout)
@@ -167,7 +167,7 @@ class Keeper(KeeperBase):
             self.server in self.waiter.exited or self.status is not None
         )
 
-    def _launcher_gone_alone(self) -> bool:
+    def launcher_gone_alone(self) -> bool:
         """The direct child exited and nothing of its tree holds the client's stdio.
 
         The tree rule (issue 22): a launcher that double-forked its server, or a server
@@ -194,6 +194,11 @@ class Keeper(KeeperBase):
         if sent and self.server is not None:
             self._ev(t, signal.Signals(sig).name.lower(), self.server.pid)
         return sent
+
+    def note_missed_signal(self, t: float, sig: int) -> None:
+        """On the timeline: `sig` was meant for the server, which was already gone."""
+        pid = self.server.pid if self.server else None
+        self._ev(t, signal.Signals(sig).name.lower(), pid, missed="gone")
 
     def live_members(self) -> list[ProcessId]:
         return self._members(force=False)
@@ -239,7 +244,7 @@ class Keeper(KeeperBase):
             if (
                 self.server is not None
                 and f.trigger is None
-                and self._launcher_gone_alone()
+                and self.launcher_gone_alone()
                 and f.answered is None  # idle: answered, then its ladder ended it
                 and (not self.sc.early_exit_needs_handshake or self.handshake is not None)
             ):
