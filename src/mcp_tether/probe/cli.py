@@ -35,7 +35,8 @@ levels: spec = what the MCP specification asks of a stdio server (exits at stdin
 verdicts: exited (by itself), terminated (needed SIGTERM), killed (needed SIGKILL),
   lingered (outlived the window, gone within the horizon), orphaned (still alive at the
   horizon), alive (idle: still answers), early-exit (died before the trigger),
-  error (could not run the scenario)
+  error (could not run the scenario). Verdicts are on the whole tree: a launcher that
+  exits while its daemon or helper keeps the stdio is judged on them, not early-exit.
 a server behind `mcp-tether run` is judged by the guard's promise: its window covers
   the guard's grace + term-grace, and the report names the guard's rung.
 exit 1 here means: some scenario of the level failed (2 also when the --junit file
