@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hosts": ("mcp_tether.hosts.cli", "list host config files and their stdio servers"),
     "inspect": ("mcp_tether.inspect.cli", "what the installed MCP SDKs' stdio servers do on EOF"),
     "ps": ("mcp_tether.scan.cli", "list stdio servers on this machine, leaked first"),
-    "reap": ("mcp_tether.scan.cli", "end leaked MCP servers, safely; --watch keeps at it"),
+    "reap": ("mcp_tether.scan.reap_cli", "end leaked MCP servers, safely; --watch keeps at it"),
 }
 
 EPILOG = """\
