@@ -223,7 +223,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         return bool(la and lb and 0 in la and la.get(0) == lb.get(0))
 
     def is_wrapper(parent: ProcRecord, child: ProcRecord) -> bool:
-        if parent.pid <= 1 or parent.pid in hosts or parent.pid in clients \
+        if parent.pid <= 1 or parent.pid in hosts or clients.get(parent.pid) \
                 or _adopter(parent, parent.pid):
             return False  # pid 1, an init or a host is never part of a server's tree
         if parent.pid in found:
@@ -265,7 +265,8 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         if users is not None and uid not in users:
             continue
         s = _server(procs[r], tree(r), procs, hosts, found, matched, matchers, channels,
-                    all_fds, peers, ident, running_hosts, _adopter, set(clients))
+                    all_fds, peers, ident, running_hosts, _adopter,
+                    {pid for pid, served in clients.items() if served})
         s.uid, s.user = uid, table.username(uid)
         out.append(s)
     out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
