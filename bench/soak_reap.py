@@ -29,6 +29,7 @@ anything left in the namespace. Linux only (reads /proc), root (unshare).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -202,7 +203,7 @@ class Soak:
         self.by_pid: dict[int, Proc] = {}
         self.popens: list[subprocess.Popen[bytes]] = []
         self.reaped: list[tuple[float, str, int]] = []  # time, outcome, pid
-        self.wrong: list[str] = []
+        self.wrong: dict[tuple[int, int], list[str]] = {}  # (pid, start) -> what we saw
         self.counts: dict[str, int] = {}
         self.lock = threading.Lock()
         self.node = NODE_MODULES is not None and bool(_which("node"))
@@ -239,7 +240,10 @@ class Soak:
         st = start_time(pid)
         if st is None:
             return None
-        p = Proc(pid, st, kind, time.monotonic(), **kw)  # type: ignore[arg-type]
+        # Born when the process started, not when we saw it (--min-age counts from there).
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        born = time.monotonic() - max(0.0, uptime - st / os.sysconf("SC_CLK_TCK"))
+        p = Proc(pid, st, kind, born, **kw)  # type: ignore[arg-type]
         with self.lock:
             self.procs.append(p)
             self.by_pid[pid] = p
@@ -377,8 +381,9 @@ class Soak:
             p = self.by_pid.get(pid)
         self.reaped.append((now, outcome, pid))
         if p is None or p.kind != "leak":
-            self.wrong.append(f"reap {outcome} pid {pid} ({p.kind if p else 'not ours'}): "
-                              f"{line}")
+            key = (pid, p.start if p else 0)
+            self.wrong.setdefault(key, []).append(
+                f"reap {outcome} pid {pid} ({p.kind if p else 'not ours'}): {line}")
         elif p.ended_at is None:
             p.ended_at = now
 
@@ -397,7 +402,8 @@ class Soak:
                 continue
             if not alive(p.pid, p.start):
                 p.stopping = True
-                self.wrong.append(f"{p.kind} pid {p.pid} died while not asked to")
+                self.wrong.setdefault((p.pid, p.start), []).append(
+                    f"{p.kind} pid {p.pid} died while not asked to")
             elif now >= p.stop_at:
                 self.retire(p)
 
@@ -405,10 +411,9 @@ class Soak:
         p.stopping = True
         for s in p.servers:
             s.stopping = True
-        try:
-            os.kill(p.pid, signal.SIGTERM) if alive(p.pid, p.start) else None
-        except ProcessLookupError:
-            pass
+        if alive(p.pid, p.start):  # identity checked: the process we started
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGTERM)
 
     # ----- the run -------------------------------------------------------------------
 
@@ -442,9 +447,11 @@ class Soak:
             self.check()
             live_hosts = sum(1 for p in self.procs if p.kind == "host" and not p.stopping)
             pick = self.rng.uniform(0, total)
-            for make, weight in actions:
+            make = actions[-1][0]
+            for candidate, weight in actions:
                 pick -= weight
                 if pick <= 0:
+                    make = candidate
                     break
             if make == self.live_host and live_hosts >= a.max_hosts:
                 make = self.leak
@@ -489,8 +496,8 @@ class Soak:
             mid = times[len(times) // 2]
             print(f"  leak ended after it was eligible: median {mid:.1f} s, max {times[-1]:.1f} s")
         print(f"  wrong kills: {len(self.wrong)}")
-        for w in self.wrong:
-            print(f"    {w}")
+        for seen in self.wrong.values():
+            print(f"    {'; '.join(seen)}")
         print(f"  missed leaks: {len(missed)} of {len(leaks)}")
         for p in missed:
             print(f"    pid {p.pid} leaked {p.leaked_at and p.leaked_at - p.born:.0f}s after "
@@ -498,11 +505,9 @@ class Soak:
 
     def cleanup(self) -> None:
         for p in self.procs:
-            if alive(p.pid, p.start):
-                try:
-                    os.kill(p.pid, signal.SIGKILL)  # identity checked just above: ours
-                except ProcessLookupError:
-                    pass
+            if alive(p.pid, p.start):  # identity checked just above: ours
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p.pid, signal.SIGKILL)
         for pop in self.popens:
             if pop.poll() is None:
                 pop.kill()

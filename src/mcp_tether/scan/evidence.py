@@ -159,6 +159,8 @@ def read_channels(pid: int, peers: Peers, links: dict[int, str] | None = None,
         return kind0, out, False
     if exe and not _PYTHON_EXE.match(os.path.basename(exe)):
         return kind0, [], False
+    if not any(fd > 2 and link.startswith(_CHANNEL_PREFIXES) for fd, link in links.items()):
+        return kind0, [], False  # nothing that could be a copy: no fdinfo to read
     if not sdk_diverted(pid, links):
         return kind0, [], False
     return kind0, _private(pid, links, peers), True

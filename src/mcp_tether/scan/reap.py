@@ -31,8 +31,8 @@ from mcp_tether.proc.tree import children_map
 from mcp_tether.records import field, record
 from mcp_tether.scan.model import ScanResult, Server
 
-__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "Skipped", "Plan", "plan", "ReapOutcome", "reap_servers", "Pins",
-           "check_duration"]
+__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "Skipped", "Plan", "plan", "ReapOutcome",
+           "reap_servers", "Pins", "check_duration"]
 
 INCLUDE_CHOICES = ("guess", "stdio")
 # A one-off `reap`'s minimum age (`--min-age`): what it proposes is already proven leaked,
