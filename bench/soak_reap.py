@@ -10,8 +10,9 @@ an init), `mcp-tether reap --watch --yes` runs for N minutes beside a churn of:
                   (parent pid 1, stdin /dev/null, stdout and stderr to one log file),
                   the others under this soak; each is stopped after a random lifetime
                   (SIGTERM: the host closes its servers, which exit on EOF)
-  crashed hosts   a service-style Python host whose server crashed while the host was
-                  busy in synchronous work: it holds its ends of the dead server's pipes
+  crashed hosts   a service-style host (Python or Node SDK client) whose server crashed
+                  while the host was busy in synchronous work: it holds its ends of the
+                  dead server's pipes or sockets
   services        pid-1 children with stdin /dev/null and output to a log file
   daemons         pid-1 children with stdio at /dev/null holding sockets and pipes whose
                   other side is gone (passed by their launcher)
@@ -133,6 +134,19 @@ process.on("SIGTERM", async () => {
 setInterval(() => {}, 1000);
 """
 
+NODE_CRASH_HOST = """\
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+const client = new Client({ name: "svc", version: "0" });
+await client.connect(new StdioClientTransport({ command: process.argv[2],
+                                                args: [process.argv[3]] }));
+client.ping().catch(() => {});  // the server crashes on it...
+setTimeout(() => {  // ...while the host blocks its event loop in synchronous work
+  console.log("ready");
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3600e3);
+}, 50);
+"""
+
 SERVICE = "import time\nwhile True:\n    time.sleep(1)\n"
 
 # Starts argv as a service (new session, stdin /dev/null read-only, stdout and stderr to
@@ -226,7 +240,7 @@ class Soak:
                   "service": w("svc/worker.py", SERVICE), "launcher": w("launch.py", LAUNCHER)}
         if self.node:
             for name, text in (("node_live", NODE_LIVE_SERVER), ("node_leak", NODE_SDK_SERVER),
-                               ("node_host", NODE_HOST)):
+                               ("node_host", NODE_HOST), ("node_crash", NODE_CRASH_HOST)):
                 d = self.tmp / name
                 d.mkdir()
                 (d / "node_modules").symlink_to(NODE_MODULES)  # type: ignore[arg-type]
@@ -310,7 +324,10 @@ class Soak:
 
     def crashed_host(self) -> None:
         log = self.tmp / f"crash-{len(self.procs)}.log"
-        pid = self._launch([sys.executable, self.f["crash_host"], self.f["crashy"]], str(log))
+        argv = ([sys.executable, self.f["crash_host"], self.f["crashy"]]
+                if not self.node or self.rng.random() < 0.5
+                else ["node", self.f["node_crash"], sys.executable, self.f["crashy"]])
+        pid = self._launch(argv, str(log))
         h = self.track(pid, "crashed-host", stop_at=time.monotonic() + self.rng.uniform(60, 200))
         if not self._wait_ready(log, None) and h is not None:
             h.stopping = True
@@ -438,10 +455,11 @@ class Soak:
         t0 = time.monotonic()
         end = t0 + a.minutes * 60
         # Standing population first, then churn until the end.
-        for make in (self.service, self.service, self.daemon, self.daemon, self.crashed_host):
+        for make in (self.service, self.service, self.daemon, self.daemon, self.crashed_host,
+                     self.crashed_host):
             make()
         actions = [(self.live_host, 3.0), (self.leak, 3.0), (self.service, 1.0),
-                   (self.daemon, 1.0), (self.crashed_host, 0.5)]
+                   (self.daemon, 1.0), (self.crashed_host, 1.0)]
         total = sum(w for _, w in actions)
         while time.monotonic() < end:
             self.check()
