@@ -172,9 +172,10 @@ def test_a_python_service_host_whose_server_crashed_is_no_server_and_survives_re
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """1. a host on the `mcp` SDK's stdio_client runs as a service (parent pid 1, stdin
-    /dev/null, stdout and stderr to a file); 2. its server crashes, the host lives on
-    holding its ends of the dead server's pipes; 3. ps lists no server for it, and
-    `reap --yes` (also `--include stdio`) leaves it running."""
+    /dev/null read-only, stdout and stderr one log file: fd 0 and 1 as the `mcp` SDK's
+    servers leave theirs); 2. its server crashes while the host is busy in synchronous
+    work, so it holds its ends of the dead server's pipes; 3. ps lists no server for it,
+    and `reap --yes` (also `--include stdio`) leaves it running."""
     pytest.importorskip("mcp")
     server = lab.script("crashy.py", CRASHING_SERVER)
     pidfile = lab.tmp / "server.pid"
@@ -191,7 +192,8 @@ def test_a_python_service_host_whose_server_crashed_is_no_server_and_survives_re
 def test_a_node_service_host_whose_server_crashed_is_no_server_and_survives_reap(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The same with a Node host on the TypeScript SDK's StdioClientTransport."""
+    """The same with a Node host on the TypeScript SDK's StdioClientTransport (it holds
+    a socketpair per stream of the dead server)."""
     server = lab.script("crashy.py", CRASHING_SERVER)
     pidfile = lab.tmp / "server.pid"
     hdir = lab.tmp / "nodehost"
