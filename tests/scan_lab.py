@@ -269,7 +269,10 @@ def assert_consistent(doc: dict[str, Any]) -> None:
         ev = set(s["evidence"])
         assert ("parent-gone" in ev) == (s["parent"]["role"] == "adopter"), s
         channel_gone = bool(ev & {"stdin-no-writer", "stdout-no-reader"})
-        assert (s["state"] == "leaked") == ("parent-gone" in ev and channel_gone), s
+        unseen = "far-end-unseen" in ev
+        assert (s["state"] == "unknown") == unseen, s
+        assert (s["state"] == "leaked") == ("parent-gone" in ev and channel_gone
+                                            and not unseen), s
         if s["state"] == "live":
             assert not ev & {"host-gone", "writer-held"}, s
         assert not (s["mcp"] and s["guess"]), s

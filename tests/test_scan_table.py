@@ -146,11 +146,11 @@ def test_a_pipes_holders_are_listed_once_per_scan_and_filtered_per_server(
 
     passes: list[int] = []
 
-    def fake(ino: int, skip: set[int], mode: str = "w") -> list[int]:
-        passes.append(ino)
+    def fake(link: str, skip: set[int], mode: str | None = "w") -> list[int]:
+        passes.append(int(link[link.index("[") + 1:-1]))
         return [5, 6, 7]
 
-    monkeypatch.setattr(table, "pipe_holders", fake)
+    monkeypatch.setattr(table, "link_holders", fake)
     peers = evidence.Peers()
     try:
         assert peers.holders(9, {6}) == [5, 7]

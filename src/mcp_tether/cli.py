@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hostcheck": ("mcp_tether.hostcheck.cli", "what a host does to its stdio servers when it ends"),
     "inspect": ("mcp_tether.inspect.cli", "what the installed MCP SDKs' stdio servers do on EOF"),
     "ps": ("mcp_tether.scan.cli", "list stdio servers on this machine, leaked first"),
-    "reap": ("mcp_tether.scan.cli", "end leaked MCP servers, safely; --watch keeps at it"),
+    "reap": ("mcp_tether.scan.reap_cli", "end leaked MCP servers, safely; --watch keeps at it"),
 }
 
 EPILOG = """\

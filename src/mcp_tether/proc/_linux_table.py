@@ -235,10 +235,44 @@ def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     return "no" if gone else "yes"
 
 
+def fd_info(pid: int, fd: int) -> dict[str, str] | None:
+    """/proc/PID/fdinfo/FD's first lines (pos, flags, mnt_id, ino) as text."""
+    try:
+        data = _read_all(f"/proc/{pid}/fdinfo/{fd}", 4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    out: dict[str, str] = {}
+    for line in data.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key in ("pos", "flags", "mnt_id", "ino"):
+            out[key] = value.strip()
+    return out
+
+
+def root_pid_namespace() -> bool | None:
+    # Kernel threads are visible only from the initial pid namespace: kthreadd is pid 2
+    # there, with the PF_KTHREAD flag. In any child namespace pid 2 is a user process
+    # (or absent).
+    try:
+        data = _read_all("/proc/2/stat", 4096)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        flags = int(data.rsplit(b")", 1)[1].split()[6])
+    except (IndexError, ValueError):
+        return None
+    return bool(flags & 0x00200000)
+
+
 def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
+    return link_holders(f"pipe:[{ino}]", skip, mode)
+
+
+def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
     # One pass over every readable /proc/*/fd: only run in rare cases (a parent gone,
-    # yet a writer left), so its cost stays off the common path.
-    target = f"pipe:[{ino}]"
+    # yet a writer left; a far end to name), so its cost stays off the common path.
     out: list[int] = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in skip:
@@ -247,6 +281,9 @@ def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
         for fd, link in (links or {}).items():
             if link != target:
                 continue
+            if mode is None:
+                out.append(int(name))
+                break
             m = fd_mode(int(name), fd)
             if m is not None and (mode in m or m == "rw"):
                 out.append(int(name))

@@ -106,6 +106,18 @@ def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     return "unknown"
 
 
+def fd_info(pid: int, fd: int) -> dict[str, str] | None:
+    return None
+
+
+def root_pid_namespace() -> bool | None:
+    return None
+
+
+def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
+    return []
+
+
 def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
     return []
 

@@ -42,6 +42,9 @@ __all__ = [
     "pipe_peer",
     "UnixDiag",
     "pipe_holders",
+    "link_holders",
+    "fd_info",
+    "root_pid_namespace",
     "owner",
     "username",
     "age_seconds",
@@ -123,6 +126,24 @@ def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
 def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
     """Pids (not in `skip`) holding the pipe `ino` open for writing ("w") or reading."""
     return _impl.pipe_holders(ino, skip, mode)
+
+
+def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
+    """Pids (not in `skip`) we can see holding `target` (`pipe:[ino]`, `socket:[ino]`)
+    open; with `mode` ("r", "w"), only those holding it so. Processes we cannot read, or
+    outside our pid namespace, are not in the answer: an empty list proves nothing."""
+    return _impl.link_holders(target, skip, mode)
+
+
+def fd_info(pid: int, fd: int) -> dict[str, str] | None:
+    """`pos`, `flags` (octal), `mnt_id`, `ino` of an open fd, as text; None if unknown."""
+    return _impl.fd_info(pid, fd)
+
+
+def root_pid_namespace() -> bool | None:
+    """Does this process table show the machine's initial pid namespace (where pid 1 is
+    the machine's init)? None if it cannot tell."""
+    return _impl.root_pid_namespace()
 
 
 def owner(pid: int) -> int | None:

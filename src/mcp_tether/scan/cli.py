@@ -3,8 +3,9 @@
 Parses argv, calls the API, renders. A plain `ps [--json] [--format F] [--config FILE]`
 is read by `fast_command` without argparse (whose import and help formatter cost ~10 ms
 of a scan that must stay near `ps -e`); help, errors and `reap` go to argparse.
-Nothing is ended without a yes: a prompt on a TTY, else `--yes`; without either `reap`
-refuses (exit 2). Only the caller's own
+Nothing is ended without a yes: a prompt on a TTY that lists each candidate with its
+evidence and states the minimum age, else `--yes`; without either (and without
+`--dry-run`) `reap` refuses at once, in one line, with exit 2. Only the caller's own
 processes unless root with `--all-users`. Durations must be finite and >= 0 (exit 2).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ PS_FORMATS = ("text", "json", "openmetrics")
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     from mcp_tether import ladder
     from mcp_tether.cliutil import positive_duration
-    from mcp_tether.scan.reap import INCLUDE_CHOICES
+    from mcp_tether.scan.reap import INCLUDE_CHOICES, REAP_MIN_AGE
+    from mcp_tether.scan.watch import WATCH_MIN_AGE
 
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--config", metavar="FILE",
@@ -48,7 +50,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         metavar="SECONDS",
                         help="between SIGTERM and SIGKILL (default %(default)s)")
     parser.add_argument("--min-age", type=positive_duration, default=None, metavar="SECONDS",
-                        help="never end anything younger (default 0; 60 with --watch)")
+                        help=f"never end anything younger (default {REAP_MIN_AGE:g}; "
+                             f"{WATCH_MIN_AGE:g} with --watch)")
     parser.add_argument("--allow", action="append", default=[], metavar="PATTERN",
                         help="never end a server whose command, package or config name "
                              "matches this glob (shared servers); repeatable")
@@ -162,7 +165,12 @@ def _reap(args: argparse.Namespace) -> int:
         if args.interval == 0:
             raise UsageError("--interval must be > 0")
         return _watch(args, users)
-    min_age = args.min_age or 0.0
+    if not (args.yes or args.dry_run or _terminal()):
+        raise UsageError("reap: no terminal to ask on and no --yes: refusing "
+                         "(see the plan with --dry-run, then pass --yes)")
+    from mcp_tether.scan.reap import REAP_MIN_AGE
+
+    min_age = args.min_age if args.min_age is not None else REAP_MIN_AGE
     result = scan(config=args.config, users=users)
     _warn(result.config_errors)
     p = plan(result, set(args.include), min_age, args.allow)
@@ -185,15 +193,11 @@ def _reap(args: argparse.Namespace) -> int:
     with Pins(p.chosen) as pins:  # from identification to the last signal
         n = len(p.chosen) + len(boxes)
         if not args.yes:
-            if not (sys.stdin.isatty() and sys.stderr.isatty()):
-                print(f"mcp-tether reap: {n} leaked server(s) to end, but no "
-                      "terminal to ask on and no --yes: refusing. Check with --dry-run, "
-                      "then pass --yes.", file=sys.stderr)
-                return EXIT_USAGE
             print_plan(p, to=sys.stderr, containers=bool(boxes))
             machine.print_plan(boxes, [], to=sys.stderr)
             try:
-                answer = input(f"End these {n} server tree(s) and container(s)? [y/N] ")
+                answer = input(f"End these {n} server tree(s) and container(s) "
+                               f"(minimum age {min_age:g}s, --min-age to change)? [y/N] ")
             except EOFError:
                 answer = ""
             if answer.strip().lower() not in ("y", "yes"):
@@ -218,6 +222,11 @@ def _reap(args: argparse.Namespace) -> int:
     bad = [o for o in outcomes if o.outcome in ("survived", "denied")]
     bad_boxes = [b for b in ended_boxes if b["outcome"] in ("survived", "denied")]
     return EXIT_FAILED if bad or bad_boxes else EXIT_OK
+
+
+def _terminal() -> bool:
+    """Someone to ask: stdin and stderr both a terminal."""
+    return sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:

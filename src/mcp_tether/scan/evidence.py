@@ -1,10 +1,15 @@
 """Channel evidence: is the client side of a process's stdio protocol channel gone?
 
 Guarantees:
-- The protocol channel is fd 0 and fd 1 when fd 0 is a pipe or a socket. When fd 0 is
-  not (mcp 2.x points fd 0 at /dev/null and fd 1 at stderr, serving from private
-  copies), it is every other pipe or connected UNIX socket whose other side lies outside
-  the process (a self-pipe or an internal socketpair is not a channel).
+- The protocol channel is fd 0 and fd 1 when fd 0 is a pipe or a socket. Otherwise it
+  is the private copies the `mcp` SDK (>= 2, `server/stdio.py`) makes, and only when the
+  process shows how that SDK makes them (`sdk_diverted`): fd 0 is `/dev/null` opened
+  read-only and fd 1 the same open file as fd 2 (the diversions), and the copies are
+  close-on-exec (`F_DUPFD_CLOEXEC`) in a Python process: one or two sockets (a Node
+  host gives a socketpair per stream), or one pipe read end (the input) below
+  one pipe write end (the output: stdin is claimed first, each at the lowest free fd),
+  and nothing else whose other side is outside the process. A host's pipes to its
+  children have neither shape (its child's input is its write end, made first).
 - Pipes: a fresh end opened through /proc and polled with no events (POLLHUP: no writer
   anywhere; POLLERR: no reader anywhere). UNIX sockets (Node hosts use socketpairs): the
   kernel's sock_diag peer, 0 once the peer closed, or the peer's shutdown of writing.
@@ -18,17 +23,23 @@ Guarantees:
 
 from __future__ import annotations
 
+import os
+
+from mcp_tether._lazy import regex
 from mcp_tether.proc import table
 from mcp_tether.scan.model import Channel
 
 __all__ = ["Peers", "read_channels", "stdin_kind", "holds_peer", "client_side_gone",
-           "RCV_SHUTDOWN"]
+           "sdk_diverted", "RCV_SHUTDOWN"]
 
 RCV_SHUTDOWN = 1
 # A would-be client with more open fds than this is not searched (a host that big is
 # recognised by name; reading thousands of links would dominate the scan).
 HOLDER_FD_LIMIT = 4096
 _CHANNEL_PREFIXES = ("pipe:[", "socket:[")
+_PYTHON_EXE = regex(r"^(python|pypy)[0-9.]*$")
+_O_ACCMODE = 3
+_O_CLOEXEC = 0o2000000
 
 
 class Peers:
@@ -39,7 +50,7 @@ class Peers:
         self._kernel = table.UnixDiag()
         self._sockets: dict[int, tuple[int | None, int] | None] = {}
         self._pipes: dict[tuple[int, str], str] = {}
-        self._holders: dict[tuple[int, str], list[int]] = {}
+        self._links: dict[tuple[str, str], list[int]] = {}
 
     def socket(self, ino: int) -> tuple[int | None, int] | None:
         """`UnixDiag.peer`: (peer inode or 0 or None, the peer's shutdown mask)."""
@@ -59,10 +70,22 @@ class Peers:
     def holders(self, ino: int, skip: set[int], mode: str = "w") -> list[int]:
         """`table.pipe_holders` (a pass over every process's fds) once per pipe: a
         thousand leaks whose one writer is still held would otherwise be a million reads."""
-        key = (ino, mode)
-        if key not in self._holders:
-            self._holders[key] = table.pipe_holders(ino, set(), mode)
-        return [pid for pid in self._holders[key] if pid not in skip]
+        return self.holders_of(f"pipe:[{ino}]", skip, mode)
+
+    def holders_of(self, link: str, skip: set[int], mode: str | None) -> list[int]:
+        key = (link, mode or "")
+        if key not in self._links:
+            self._links[key] = table.link_holders(link, set(), mode)
+        return [pid for pid in self._links[key] if pid not in skip]
+
+    def far_holders(self, c: Channel, skip: set[int]) -> list[int] | None:
+        """Whom we can see holding the other side of channel `c` (not in `skip`)."""
+        if c.kind == "pipe":
+            return self.holders_of(f"pipe:[{c.inode}]", skip, "w" if c.side == "in" else "r")
+        got = self.socket(c.inode)
+        if got is None or not got[0]:
+            return None
+        return self.holders_of(f"socket:[{got[0]}]", skip, None)
 
     def close(self) -> None:
         self._kernel.close()
@@ -109,9 +132,11 @@ def _pipe(pid: int, fd: int, ino: int, side: str, peers: Peers) -> Channel:
     return Channel(fd, "pipe", side, ino, peer, detail)
 
 
-def read_channels(pid: int, peers: Peers,
-                  links: dict[int, str] | None = None) -> tuple[str, list[Channel], bool]:
-    """(what fd 0 is, the channel's descriptors, whether they are private copies)."""
+def read_channels(pid: int, peers: Peers, links: dict[int, str] | None = None,
+                  exe: str | None = None) -> tuple[str, list[Channel], bool]:
+    """(what fd 0 is, the channel's descriptors, whether they are private copies).
+
+    `exe`: the process's executable, when known: only Python runs the `mcp` SDK."""
     if links is None:
         links = table.fd_links(pid)
     if links is None:
@@ -132,7 +157,37 @@ def read_channels(pid: int, peers: Peers,
                 if ch is not None:
                     out.append(ch)
         return kind0, out, False
+    if exe and not _PYTHON_EXE.match(os.path.basename(exe)):
+        return kind0, [], False
+    if not any(fd > 2 and link.startswith(_CHANNEL_PREFIXES) for fd, link in links.items()):
+        return kind0, [], False  # nothing that could be a copy: no fdinfo to read
+    if not sdk_diverted(pid, links):
+        return kind0, [], False
     return kind0, _private(pid, links, peers), True
+
+
+def _flags(pid: int, fd: int) -> int | None:
+    info = table.fd_info(pid, fd)
+    try:
+        return int(info["flags"], 8) if info else None
+    except (KeyError, ValueError):
+        return None
+
+
+def sdk_diverted(pid: int, links: dict[int, str]) -> bool:
+    """fd 0 and fd 1 as the `mcp` SDK leaves them while it serves from private copies:
+    fd 0 `/dev/null` opened read-only, fd 1 a duplicate of fd 2 (`os.dup(2)`)."""
+    if links.get(0) != "/dev/null" or 1 not in links or links.get(1) != links.get(2):
+        return False
+    f0 = _flags(pid, 0)
+    if f0 is None or f0 & _O_ACCMODE != os.O_RDONLY:
+        return False
+    i1, i2 = table.fd_info(pid, 1), table.fd_info(pid, 2)
+    if not i1 or not i2:
+        return False
+    for info in (i1, i2):  # close-on-exec is the descriptor's, not the open file's
+        info["flags"] = str(int(info.get("flags", "0"), 8) & ~_O_CLOEXEC)
+    return i1 == i2
 
 
 def _private(pid: int, links: dict[int, str], peers: Peers) -> list[Channel]:
@@ -140,25 +195,40 @@ def _private(pid: int, links: dict[int, str], peers: Peers) -> list[Channel]:
     pipes: dict[int, list[tuple[int, str | None]]] = {}
     socks: dict[int, int] = {}
     for fd, link in links.items():
-        if fd == 0 or not link.startswith(_CHANNEL_PREFIXES):
+        if fd <= 2 or not link.startswith(_CHANNEL_PREFIXES):
             continue
         if link.startswith("pipe:["):
             pipes.setdefault(_ino(link), []).append((fd, table.fd_mode(pid, fd)))
         else:
             socks.setdefault(_ino(link), fd)
-    out: list[Channel] = []
+    pipe_chans: list[Channel] = []
     for ino, ends in pipes.items():
         modes = {m for _, m in ends}
         if None in modes or "rw" in modes or len(modes) != 1:
             continue  # both ends here (a self-pipe), or unknown: not a channel
-        fd = ends[0][0]
-        out.append(_pipe(pid, fd, ino, "in" if "r" in modes else "out", peers))
+        fd = min(f for f, _ in ends)
+        pipe_chans.append(_pipe(pid, fd, ino, "in" if "r" in modes else "out", peers))
     own = set(socks)
+    sock_chans: list[Channel] = []
     for ino, fd in socks.items():
         ch = _socket(fd, ino, peers, own)
         if ch is not None and ch.peer != "unknown":
-            out.append(ch)
-    return sorted(out, key=lambda c: c.fd)
+            sock_chans.append(ch)
+    # The SDK's shape: one socket, or one input pipe below one output pipe; each copy
+    # close-on-exec. Anything else (a host's pipes to its children, a daemon's
+    # connections) is not a stdio channel.
+    if sock_chans and not pipe_chans:
+        out = sock_chans if len(sock_chans) <= 2 else []  # Node hosts: one per stream
+    elif len(pipe_chans) == 2 and not sock_chans:
+        a, b = sorted(pipe_chans, key=lambda c: c.fd)
+        out = [a, b] if (a.side, b.side) == ("in", "out") else []
+    else:
+        out = []
+    for c in out:
+        f = _flags(pid, c.fd)
+        if f is None or not f & _O_CLOEXEC:
+            return []
+    return out
 
 
 def client_side_gone(channels: list[Channel]) -> bool:

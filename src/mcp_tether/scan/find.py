@@ -24,14 +24,13 @@ import time
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
-from mcp_tether.scan import evidence
+from mcp_tether.scan import evidence, rules
 from mcp_tether.scan.identify import Identifier, identify, split_title
 from mcp_tether.scan.match import (
     HOST_NAMES,
     INTERPRETERS_RE,
     RUNNERS,
     SHELLS,
-    SUBREAPERS,
     Matcher,
     base,
     classify_host,
@@ -43,10 +42,10 @@ from mcp_tether.scan.match import (
     tokens,
 )
 from mcp_tether.scan.model import (
+    CHANNEL_GONE,
+    FAR_END_UNSEEN,
     HOST_GONE,
     PARENT_GONE,
-    STDIN_NO_WRITER,
-    STDOUT_NO_READER,
     WRITER_HELD,
     Channel,
     Member,
@@ -68,17 +67,6 @@ MAX_PRIVATE_FDS = 256
 _ARGV_NAMES = (RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp", "electron",
                                    "claude-desktop"}
                | {k.split(" ")[0] for k in HOST_NAMES})
-
-
-def _adopter(p: ProcRecord | None, ppid: int) -> bool:
-    """Is this parent one that takes in orphans (init, a known subreaper)?
-
-    ppid 0 is no claim: that is a namespace's own init, or a parent outside our pid
-    namespace, which we cannot see.
-    """
-    if ppid == 1:
-        return True
-    return p is not None and ppid > 1 and p.comm in SUBREAPERS
 
 
 def _loads_sdk(p: ProcRecord, fds: Any, ident: Identifier) -> bool:
@@ -131,6 +119,11 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
           peers: evidence.Peers, users: set[int] | None, t0: float) -> ScanResult:
     kids: dict[int, list[int]] = {}
     hosts: dict[int, str] = {}
+    pid1_init = rules.pid1_is_init(procs.get(1))
+
+    def _adopter(p: ProcRecord | None, ppid: int) -> bool:
+        return rules.adopter(p, ppid, pid1_init)
+
     for p in procs.values():
         kids.setdefault(p.ppid, []).append(p.pid)
         h = classify_host(p.argv, p.comm) if p.argv_read else None
@@ -154,9 +147,14 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
                 chans[pid] = ("unknown", [], False)
             elif head.get(0, "").startswith(("pipe:[", "socket:[")):
                 chans[pid] = evidence.read_channels(pid, peers, head)
+            elif head.get(0) != "/dev/null":  # only the SDK's diversion leaves copies
+                chans[pid] = (evidence.stdin_kind(head.get(0)), [], False)
             else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
                 full = table.fd_links(pid, limit=MAX_PRIVATE_FDS, known=head)
-                chans[pid] = (evidence.read_channels(pid, peers, full) if full is not None
+                rec = procs.get(pid)
+                chans[pid] = (evidence.read_channels(pid, peers, full,
+                                                     rec.exe if rec is not None else None)
+                              if full is not None
                               else (evidence.stdin_kind(head.get(0)), [], False))
         return chans[pid]
 
@@ -169,18 +167,23 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             full[pid] = table.fd_links(pid, limit=evidence.HOLDER_FD_LIMIT)
         return full[pid]
 
-    clients: set[int] = set()
+    clients: dict[int, list[int]] = {}  # a host by evidence -> the children it serves
 
     def is_client(pid: int) -> bool:
-        """Holds the client side of a child's channel: a host, whatever its name."""
+        """Holds the client side of a child's channel (fd 0/1, or the SDK's private
+        copies): a host, whatever its name; those children are its servers."""
+        if pid in clients:
+            return bool(clients[pid])
+        served = []
         for k in kids.get(pid, ()):
             klinks = fds(k) or {}
-            if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)):
+            if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)) \
+                    and klinks.get(0) != "/dev/null":
                 continue  # cheap: a child without a stdio channel needs no closer look
             if evidence.holds_peer(pid, channels(k)[1], peers, all_fds(pid) or {}):
-                clients.add(pid)
-                return True
-        return False
+                served.append(k)
+        clients[pid] = served
+        return bool(served)
 
     # 1. Candidates and how they were found.
     ident = Identifier()
@@ -224,6 +227,9 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             found.setdefault(p.pid, []).insert(0, "evidence")
     for pid in [pid for pid in found if pid in ours or (kids.get(pid) and is_client(pid))]:
         del found[pid]  # a client of its own children is a host, never a server
+        for k in clients.get(pid, ()):
+            if k not in found and k not in hosts:
+                found[k] = ["host"]  # ...and the children it serves are its servers
 
     # 2. Group each candidate with the wrappers above it; the outermost is the root.
     def same_stdin(a: int, b: int) -> bool:
@@ -231,8 +237,9 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         return bool(la and lb and 0 in la and la.get(0) == lb.get(0))
 
     def is_wrapper(parent: ProcRecord, child: ProcRecord) -> bool:
-        if parent.pid in hosts or parent.pid in clients or _adopter(parent, parent.pid):
-            return False
+        if parent.pid <= 1 or parent.pid in hosts or clients.get(parent.pid) \
+                or _adopter(parent, parent.pid):
+            return False  # pid 1, an init or a host is never part of a server's tree
         if parent.pid in found:
             return True
         pargv = parent.argv
@@ -271,7 +278,8 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         if users is not None and uid not in users:
             continue
         s = _server(procs[r], tree(r), procs, hosts, found, matched, matchers, channels,
-                    all_fds, peers, ident, running_hosts)
+                    all_fds, peers, ident, running_hosts, _adopter,
+                    {pid for pid, served in clients.items() if served})
         s.uid, s.user = uid, table.username(uid)
         out.append(s)
     out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
@@ -283,7 +291,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
             hosts: dict[int, str], found: dict[int, list[str]],
             matched: dict[int, list[Matcher]], matchers: list[Matcher],
             channels: Any, all_fds: Any, peers: evidence.Peers, ident: Identifier,
-            running_hosts: list[str]) -> Server:
+            running_hosts: list[str], _adopter: Any, clients: set[int]) -> Server:
     members = [procs[m] for m in member_pids if m in procs]
     ticks = table.clock_ticks()
     how = sorted({h for m in member_pids for h in found.get(m, ())},
@@ -313,7 +321,7 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
     stdin_kind, chans, private = channels(root.pid)
     par = procs.get(root.ppid)
     role = "launcher"
-    if root.ppid in hosts:
+    if root.ppid in hosts or root.ppid in clients:
         role = "host"
     elif _adopter(par, root.ppid):
         if par is not None and classify_host(par.argv, par.comm):
@@ -324,29 +332,28 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
             role = "adopter"
     parent = {"pid": root.ppid, "name": par.comm if par else None, "role": role,
               "host": hosts.get(root.ppid)}
-    ev: list[str] = []
-    if role == "adopter":
-        ev.append(PARENT_GONE)
-    ins = [c for c in chans if c.side in ("in", "both")]
-    outs = [c for c in chans if c.side in ("out", "both")]
-    if ins and all(c.peer == "no" for c in ins):
-        ev.append(STDIN_NO_WRITER)
-    if outs and all(c.peer == "no" for c in outs):
-        ev.append(STDOUT_NO_READER)
-    leaked = PARENT_GONE in ev and (STDIN_NO_WRITER in ev or STDOUT_NO_READER in ev)
+    skip = set(member_pids)
+
+    def comm_of(pid: int) -> str | None:
+        rec = procs.get(pid)
+        return rec.comm if rec is not None else None
+
+    ev, far = rules.judge(role == "adopter", chans,
+                          lambda c: peers.far_holders(c, skip), comm_of)
+    leaked = (PARENT_GONE in ev and bool(set(ev) & set(CHANNEL_GONE))
+              and FAR_END_UNSEEN not in ev)
     writers: list[dict[str, Any]] = []
-    if PARENT_GONE in ev:
-        skip = set(member_pids)
-        for c in ins:
-            if c.kind == "pipe" and c.peer == "yes":
-                for w in peers.holders(c.inode, skip, "w"):
-                    wp = procs.get(w)
-                    writers.append({"pid": w, "name": wp.comm if wp else None, "fd": c.fd})
-        if writers and leaked:
-            ev.append(WRITER_HELD)
-            c0 = next(c for c in ins if c.peer == "yes")
-            c0.detail = "write end held by " + ", ".join(
-                f"{w['pid']} ({w['name']})" for w in writers)
+    readers: list[dict[str, Any]] = []
+    for c in chans:
+        for w in far.get(c.fd, ()):
+            wp = procs.get(w)
+            (writers if c.side in ("in", "both") else readers).append(
+                {"pid": w, "name": wp.comm if wp else None, "fd": c.fd})
+    if writers and leaked and PARENT_GONE in ev:
+        ev.append(WRITER_HELD)
+        c0 = next(c for c in chans if c.side in ("in", "both") and c.peer == "yes")
+        c0.detail = "write end held by " + ", ".join(
+            f"{w['pid']} ({w['name']})" for w in writers)
     cfg_hosts = {c[0] for c in cfg if c[0]}
     if leaked and host is None and cfg_hosts and not (cfg_hosts & set(running_hosts)):
         ev.append(HOST_GONE)
@@ -365,5 +372,5 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
         stdin_kind=stdin_kind, evidence=ev,
         members=[Member(m.ident, m.ppid, m.pgid, m.comm, m.argv, m.rss_bytes,
                         m.cpu_ticks / ticks) for m in members],
-        what=what, writers=writers,
+        what=what, writers=writers, readers=readers,
     )

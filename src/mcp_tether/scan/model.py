@@ -5,7 +5,8 @@ Guarantees:
 - The JSON never contradicts itself: `parent.role` says whether the parent is the
   launcher, a host, or an adopter (init or a subreaper that took the process in), and
   `parent-gone` appears exactly when the role is "adopter"; `host-gone` never appears on
-  a server whose state is "live"; a host is never a server.
+  a server whose state is "live"; a host is never a server; the state is "unknown"
+  exactly when `far-end-unseen` is among the evidence, and "unknown" is never leaked.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",
-    "CHANNEL_GONE", "Channel", "What", "Member", "Server", "ScanResult",
+    "CHANNEL_GONE", "FAR_END_UNSEEN", "Channel", "What", "Member", "Server", "ScanResult",
 ]
 
 PARENT_GONE = "parent-gone"  # its launcher is gone: adopted by init or a subreaper
@@ -27,6 +28,9 @@ STDIN_NO_WRITER = "stdin-no-writer"  # every read side of its protocol input: no
 STDOUT_NO_READER = "stdout-no-reader"  # every write side of its protocol output: no reader
 WRITER_HELD = "writer-held"  # leaked, yet another process still holds its input open
 HOST_GONE = "host-gone"  # leaked, and every config it matches belongs to a stopped host
+# A side of its channel still has a peer this scan cannot see (another pid namespace,
+# an unreadable process, a container engine's shim): the state is "unknown".
+FAR_END_UNSEEN = "far-end-unseen"
 CHANNEL_GONE = (STDIN_NO_WRITER, STDOUT_NO_READER)
 
 
@@ -105,6 +109,7 @@ class Server:
     members: list[Member]
     what: What = field(default_factory=What)
     writers: list[dict[str, Any]] = field(default_factory=list)  # holders of its input
+    readers: list[dict[str, Any]] = field(default_factory=list)  # other holders of its output
 
     @property
     def pid(self) -> int:
@@ -112,11 +117,16 @@ class Server:
 
     @property
     def leaked(self) -> bool:
-        return PARENT_GONE in self.evidence and bool(set(self.evidence) & set(CHANNEL_GONE))
+        return (PARENT_GONE in self.evidence and bool(set(self.evidence) & set(CHANNEL_GONE))
+                and FAR_END_UNSEEN not in self.evidence)
+
+    @property
+    def unknown(self) -> bool:
+        return FAR_END_UNSEEN in self.evidence
 
     @property
     def state(self) -> str:
-        return "leaked" if self.leaked else "live"
+        return "unknown" if self.unknown else "leaked" if self.leaked else "live"
 
     @property
     def identified(self) -> bool:
@@ -130,6 +140,10 @@ class Server:
     @property
     def live_writer(self) -> bool:
         return any(c.side in ("in", "both") and c.peer == "yes" for c in self.channels)
+
+    @property
+    def live_reader(self) -> bool:
+        return any(c.side == "out" and c.peer == "yes" for c in self.channels)
 
     @property
     def rss_bytes(self) -> int:
@@ -179,6 +193,7 @@ class Server:
                       "private": self.private_channels},
             "channels": [c.to_dict() for c in self.channels],
             "stdin_writers": self.writers,
+            "stdout_readers": self.readers,
             "members": [m.to_dict() for m in self.members],
         }
 
@@ -200,7 +215,11 @@ class ScanResult:
 
     @property
     def live(self) -> list[Server]:
-        return [s for s in self.servers if not s.leaked]
+        return [s for s in self.servers if s.state == "live"]
+
+    @property
+    def unknown(self) -> list[Server]:
+        return [s for s in self.servers if s.unknown]
 
     def totals(self) -> dict[str, int]:
         leaked = self.leaked
@@ -210,9 +229,10 @@ class ScanResult:
             "servers": len(self.servers),
             "leaked": len(leaked),
             "leaked_mcp": len(mcp),
-            "live": len(self.servers) - len(leaked),
+            "live": len(self.live),
+            "unknown": len(self.unknown),
             "leaked_rss_bytes": held,
-            "live_rss_bytes": sum(s.rss_bytes for s in self.servers if not s.leaked),
+            "live_rss_bytes": sum(s.rss_bytes for s in self.live),
             "orphans": len(leaked),  # same numbers under the names before issue 10
             "orphan_rss_bytes": held,
         }

@@ -4,8 +4,9 @@ Guarantees:
 - `plan()` proposes only leaked stdio processes (launcher gone AND the channel's client
   side gone). By default only those identified as MCP servers (config, host, package
   SDK); `include={"guess"}` adds MCP-looking names, `include={"stdio"}` every leaked stdio
-  process. Never proposed, whatever `include`: a host, a process whose input still has a
-  live writer, one younger than `min_age`, one matching an `allow` pattern. Every leaked
+  process. Never proposed, whatever `include`: a host, an `unknown` (`rules.judge`: a far
+  end not visible), a process whose input still has a live writer or whose output a
+  live reader, one younger than `min_age`, one matching an `allow` pattern. Every leaked
   process left out comes back with the reason.
 - Each chosen process is pinned (`proc.pin`: a pidfd held from identification to the
   last signal) and re-identified right after pinning: same start time, same parent, and
@@ -30,10 +31,13 @@ from mcp_tether.proc.tree import children_map
 from mcp_tether.records import field, record
 from mcp_tether.scan.model import ScanResult, Server
 
-__all__ = ["INCLUDE_CHOICES", "Skipped", "Plan", "plan", "ReapOutcome", "reap_servers", "Pins",
-           "check_duration"]
+__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "Skipped", "Plan", "plan", "ReapOutcome",
+           "reap_servers", "Pins", "check_duration"]
 
 INCLUDE_CHOICES = ("guess", "stdio")
+# A one-off `reap`'s minimum age (`--min-age`): what it proposes is already proven leaked,
+# and the prompt (or `--yes`) is the user's own decision. `reap --watch` waits 60 s.
+REAP_MIN_AGE = 0.0
 
 
 def check_duration(value: float, name: str) -> float:
@@ -82,16 +86,26 @@ def plan(result: ScanResult, include: set[str] | frozenset[str] = frozenset(),
             chosen.append(s)
         else:
             skipped.append(Skipped(s, why))
+    for s in result.unknown:
+        skipped.append(Skipped(s, _why_not(s, include, min_age, allow or []) or ""))
     return Plan(chosen, skipped)
 
 
 def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
              allow: list[str]) -> str | None:
+    if s.unknown:
+        return "unknown: a far end of its channel is not visible from here " \
+               "(another pid namespace, a container engine, an unreadable process)"
+    if not s.leaked:
+        return "not leaked"
     if s.parent.get("role") != "adopter":
         return "its launcher is alive"
     if s.live_writer:
         held = ", ".join(f"{w['pid']} ({w['name']})" for w in s.writers) or "a process"
         return f"its input still has a live writer: {held}"
+    if s.live_reader:
+        held = ", ".join(f"{w['pid']} ({w['name']})" for w in s.readers) or "a process"
+        return f"its output still has a live reader: {held}"
     pat = _allowed(s, allow)
     if pat is not None:
         return f"allowed by --allow {pat!r}"

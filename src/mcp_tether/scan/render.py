@@ -82,6 +82,8 @@ def _totals_line(result: ScanResult) -> str:
     line = (f"{t['servers']} stdio server(s): {t['leaked']} leaked holding "
             f"{_size(t['leaked_rss_bytes'])} ({t['leaked_mcp']} identified as MCP), "
             f"{t['live']} live")
+    if t["unknown"]:
+        line += f", {t['unknown']} unknown (a far end not visible here: never reaped)"
     if result.unreadable:
         line += f"; {result.unreadable} process(es) not readable, skipped"
     return line
@@ -97,7 +99,7 @@ def print_ps(result: ScanResult) -> None:
         for h in HEADERS:
             table.add_column(h, overflow="fold" if h == "COMMAND" else "ellipsis")
         for r in rows:
-            table.add_row(*r, style="red" if r[0] == "leaked" else None)
+            table.add_row(*r, style={"leaked": "red", "unknown": "yellow"}.get(r[0]))
         console = Console()
         if rows:
             console.print(table)
@@ -143,7 +145,8 @@ def render_openmetrics(result: ScanResult) -> str:
                          else f"{name}{labels} {value}")
 
     family("mcp_tether_servers", "stdio server process trees on this machine, by state.",
-           [('{state="leaked"}', t["leaked"]), ('{state="live"}', t["live"])])
+           [('{state="leaked"}', t["leaked"]), ('{state="live"}', t["live"]),
+            ('{state="unknown"}', t["unknown"])])
     family("mcp_tether_leaked_rss_bytes", "Resident memory held by leaked server trees.",
            [("", t["leaked_rss_bytes"])])
     family("mcp_tether_server_rss_bytes", "Resident memory of server trees, by state.",

@@ -1,0 +1,561 @@
+"""Soak for `reap --watch` (by hand, not a test): wrong kills and missed leaks, counted.
+
+    .venv/bin/python bench/soak_reap.py [--minutes 10] [--seed N] [--min-age 15]
+                                        [--interval 5] [--margin 30] [--include stdio]
+
+Inside a pid namespace of its own (bench/_pidns.py; its pid 1 is tests/pidns_init.py,
+an init), `mcp-tether reap --watch --yes` runs for N minutes beside a churn of:
+  live hosts      real SDK clients (the `mcp` SDK's stdio_client, the TypeScript SDK's
+                  StdioClientTransport) with live servers; half of them run as services
+                  (parent pid 1, stdin /dev/null, stdout and stderr to one log file),
+                  the others under this soak; each is stopped after a random lifetime
+                  (SIGTERM: the host closes its servers, which exit on EOF)
+  crashed hosts   a service-style host (Python or Node SDK client) whose server crashed
+                  while the host was busy in synchronous work: it holds its ends of the
+                  dead server's pipes or sockets
+  services        pid-1 children with stdin /dev/null and output to a log file
+  daemons         pid-1 children with stdio at /dev/null holding sockets and pipes whose
+                  other side is gone (passed by their launcher)
+  leaked servers  SDK servers that ignore EOF (Python and Node), their client SIGKILLed
+Counted and printed:
+  wrong kills     any process `reap` reported ending that was not a leaked server, and
+                  any host, service, daemon or live server that died while not asked to
+  missed leaks    a leaked server still alive `--margin` seconds after it was both leaked
+                  and older than `--min-age`, plus one `--interval`
+The soak stops by itself after N minutes: it stops the watcher (SIGTERM), ends what it
+started (by identity), and exits; its namespace's init then exits and the kernel ends
+anything left in the namespace. Linux only (reads /proc), root (unshare).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _pidns  # bench/, beside this script
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from scan_lab import NODE_MODULES, NODE_SDK_SERVER, PY_SDK_SERVER  # noqa: E402
+
+PY_LIVE_SERVER = PY_SDK_SERVER.replace("threading.Thread(target=tick).start()\n", "")
+NODE_LIVE_SERVER = NODE_SDK_SERVER.replace("setInterval(() => {}, 1000);", "")
+
+PY_HOST = """\
+import signal, sys, anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def serve(server, ready):
+    async with stdio_client(StdioServerParameters(command=sys.executable, args=[server])) \\
+            as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            ready()
+            await anyio.sleep_forever()
+
+async def main():
+    n = int(sys.argv[2])
+    left = [n]
+    def ready():
+        left[0] -= 1
+        if not left[0]:
+            print("ready", flush=True)
+    with anyio.open_signal_receiver(signal.SIGTERM) as sigs:
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(serve, sys.argv[1], ready)
+            async for _ in sigs:  # stop: the SDK closes each server's stdin, then waits
+                tg.cancel_scope.cancel()
+                break
+
+anyio.run(main)
+"""
+
+PY_CRASH_HOST = """\
+import sys, time, anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    p = StdioServerParameters(command=sys.executable, args=[sys.argv[1]])
+    async with stdio_client(p) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(s.send_ping)  # the server crashes on it...
+                await anyio.sleep(0.05)
+                print("ready", flush=True)
+                time.sleep(100000)  # ...while the host is busy in synchronous work
+
+anyio.run(main)
+"""
+
+CRASHING_SERVER = """\
+import json, os, sys, time
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {},
+            "serverInfo": {"name": "crashy", "version": "0"}}}) + "\\n")
+        sys.stdout.flush()
+    elif "id" in msg:
+        time.sleep(0.5)
+        os._exit(3)
+"""
+
+NODE_HOST = """\
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+const [server, n] = [process.argv[2], Number(process.argv[3])];
+const clients = [];
+for (let i = 0; i < n; i++) {
+  const c = new Client({ name: "soak", version: "0" });
+  await c.connect(new StdioClientTransport({ command: process.execPath, args: [server] }));
+  clients.push(c);
+}
+console.log("ready");
+process.on("SIGTERM", async () => {
+  for (const c of clients) await c.close();
+  process.exit(0);
+});
+setInterval(() => {}, 1000);
+"""
+
+NODE_CRASH_HOST = """\
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+const client = new Client({ name: "svc", version: "0" });
+await client.connect(new StdioClientTransport({ command: process.argv[2],
+                                                args: [process.argv[3]] }));
+client.ping().catch(() => {});  // the server crashes on it...
+setTimeout(() => {  // ...while the host blocks its event loop in synchronous work
+  console.log("ready");
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3600e3);
+}, 50);
+"""
+
+SERVICE = "import time\nwhile True:\n    time.sleep(1)\n"
+
+# Starts argv as a service (new session, stdin /dev/null read-only, stdout and stderr to
+# one log) or as a daemon (stdio /dev/null, the given fds passed), prints its pid, exits.
+LAUNCHER = """\
+import json, subprocess, sys
+spec = json.loads(sys.argv[1])
+if spec["log"]:
+    log = open(spec["log"], "ab")
+    p = subprocess.Popen(spec["argv"], stdin=open("/dev/null", "rb"), stdout=log,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+else:
+    p = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, pass_fds=spec["fds"],
+                         start_new_session=True)
+print(p.pid, flush=True)
+"""
+
+
+def start_time(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def alive(pid: int, start: int) -> bool:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return data[0] != "Z" and int(data[19]) == start
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1]) \
+                        == pid:
+                    out.append(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+@dataclass
+class Proc:
+    pid: int
+    start: int
+    kind: str  # host | server | service | daemon | leak | crashed-host | client
+    born: float
+    stop_at: float = float("inf")  # when we retire it
+    stopping: bool = False  # we asked it to go: its death is ours
+    leaked_at: float | None = None
+    ended_at: float | None = None
+    missed: bool = False
+    servers: list[Proc] = field(default_factory=list)
+
+
+class Soak:
+    def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
+        self.a = args
+        self.tmp = tmp
+        self.rng = random.Random(args.seed)
+        self.procs: list[Proc] = []
+        self.by_pid: dict[int, Proc] = {}
+        self.popens: list[subprocess.Popen[bytes]] = []
+        self.reaped: list[tuple[float, str, int]] = []  # time, outcome, pid
+        self.wrong: dict[tuple[int, int], list[str]] = {}  # (pid, start) -> what we saw
+        self.counts: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.node = NODE_MODULES is not None and bool(_which("node"))
+        self._files()
+
+    # ----- setup ---------------------------------------------------------------------
+
+    def _write(self, name: str, text: str) -> str:
+        path = self.tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return str(path)
+
+    def _files(self) -> None:
+        w = self._write
+        self.f = {"py_host": w("py_host.py", PY_HOST), "crash_host": w("crash_host.py",
+                  PY_CRASH_HOST), "crashy": w("crashy.py", CRASHING_SERVER),
+                  "py_live": w("weather/server.py", PY_LIVE_SERVER),
+                  "py_leak": w("notes/server.py", PY_SDK_SERVER),
+                  "service": w("svc/worker.py", SERVICE), "launcher": w("launch.py", LAUNCHER)}
+        if self.node:
+            for name, text in (("node_live", NODE_LIVE_SERVER), ("node_leak", NODE_SDK_SERVER),
+                               ("node_host", NODE_HOST), ("node_crash", NODE_CRASH_HOST)):
+                d = self.tmp / name
+                d.mkdir()
+                (d / "node_modules").symlink_to(NODE_MODULES)  # type: ignore[arg-type]
+                (d / "package.json").write_text(json.dumps({
+                    "name": f"soak-{name}", "version": "1.0.0", "type": "module",
+                    "dependencies": {"@modelcontextprotocol/sdk": "^1.0.0"}}))
+                self.f[name] = str(d / "index.mjs")
+                (d / "index.mjs").write_text(text)
+
+    def track(self, pid: int, kind: str, **kw: object) -> Proc | None:
+        st = start_time(pid)
+        if st is None:
+            return None
+        # Born when the process started, not when we saw it (--min-age counts from there).
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        born = time.monotonic() - max(0.0, uptime - st / os.sysconf("SC_CLK_TCK"))
+        p = Proc(pid, st, kind, born, **kw)  # type: ignore[arg-type]
+        with self.lock:
+            self.procs.append(p)
+            self.by_pid[pid] = p
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        return p
+
+    def _launch(self, argv: list[str], log: str | None, fds: list[int] | None = None) -> int:
+        out = subprocess.run([sys.executable, self.f["launcher"], json.dumps(
+            {"argv": argv, "log": log, "fds": fds or []})], stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, check=True, pass_fds=fds or []).stdout
+        return int(out)
+
+    def _wait_ready(self, log: Path | None, popen: subprocess.Popen[bytes] | None,
+                    deadline: float = 120.0) -> bool:
+        end = time.monotonic() + deadline
+        if popen is not None:
+            assert popen.stdout is not None
+            line = popen.stdout.readline()  # the host's first line; EOF if it died
+            return line.startswith(b"ready")
+        assert log is not None
+        while time.monotonic() < end:
+            if log.exists() and b"ready" in log.read_bytes():
+                return True
+            time.sleep(0.2)
+        return False
+
+    def _servers_of(self, host: Proc, n: int) -> None:
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            kids = children(host.pid)
+            if len(kids) >= n:
+                for k in kids:
+                    s = self.track(k, "server")
+                    if s is not None:
+                        host.servers.append(s)
+                return
+            time.sleep(0.1)
+
+    # ----- churn ---------------------------------------------------------------------
+
+    def live_host(self) -> None:
+        node = self.node and self.rng.random() < 0.5
+        service = self.rng.random() < 0.5
+        n = self.rng.choice([1, 2])
+        argv = (["node", self.f["node_host"], self.f["node_live"], str(n)] if node
+                else [sys.executable, self.f["py_host"], self.f["py_live"], str(n)])
+        life = self.rng.uniform(30, 150)
+        if service:
+            log = self.tmp / f"host-{len(self.procs)}.log"
+            pid = self._launch(argv, str(log))
+            h = self.track(pid, "host", stop_at=time.monotonic() + life)
+            ok = self._wait_ready(log, None)
+        else:
+            pop = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)
+            self.popens.append(pop)
+            h = self.track(pop.pid, "host", stop_at=time.monotonic() + life)
+            ok = self._wait_ready(None, pop)
+        if h is not None and ok:
+            self._servers_of(h, n)
+        elif h is not None:
+            h.stopping = True  # it never came up: not ours to judge
+            print(f"soak: a host did not start ({' '.join(argv[:2])})", file=sys.stderr)
+
+    def crashed_host(self) -> None:
+        log = self.tmp / f"crash-{len(self.procs)}.log"
+        argv = ([sys.executable, self.f["crash_host"], self.f["crashy"]]
+                if not self.node or self.rng.random() < 0.5
+                else ["node", self.f["node_crash"], sys.executable, self.f["crashy"]])
+        pid = self._launch(argv, str(log))
+        h = self.track(pid, "crashed-host", stop_at=time.monotonic() + self.rng.uniform(60, 200))
+        if not self._wait_ready(log, None) and h is not None:
+            h.stopping = True
+
+    def service(self) -> None:
+        log = self.tmp / f"svc-{len(self.procs)}.log"
+        pid = self._launch([sys.executable, self.f["service"]], str(log))
+        self.track(pid, "service", stop_at=time.monotonic() + self.rng.uniform(60, 400))
+
+    def daemon(self) -> None:
+        import socket
+
+        a, b = socket.socketpair()
+        r, w = os.pipe()
+        try:
+            pid = self._launch([sys.executable, self.f["service"]], None,
+                               [b.fileno(), w, r])
+        finally:
+            a.close()  # its socket's peer is gone, and the pipe has both ends only there
+            b.close()
+            os.close(r)
+            os.close(w)
+        self.track(pid, "daemon", stop_at=time.monotonic() + self.rng.uniform(60, 400))
+
+    def leak(self) -> None:
+        node = self.node and self.rng.random() < 0.5
+        if node:
+            code = ("import { Client } from '@modelcontextprotocol/sdk/client/index.js';\n"
+                    "import { StdioClientTransport } from "
+                    "'@modelcontextprotocol/sdk/client/stdio.js';\n"
+                    "const c = new Client({ name: 'doomed', version: '0' });\n"
+                    "await c.connect(new StdioClientTransport({ command: process.execPath, "
+                    f"args: [{json.dumps(self.f['node_leak'])}] }}));\n"
+                    "console.log('ready'); setInterval(() => {}, 1000);\n")
+            path = Path(self.f["node_host"]).with_name(f"doomed{len(self.procs)}.mjs")
+            path.write_text(code)
+            argv = ["node", str(path)]
+        else:
+            argv = [sys.executable, self.f["py_host"], self.f["py_leak"], "1"]
+        pop = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+        self.popens.append(pop)
+        client = self.track(pop.pid, "client")
+        if client is None or not self._wait_ready(None, pop):
+            if client is not None:
+                client.stopping = True
+            pop.kill()
+            return
+        servers = children(pop.pid)
+        client.stopping = True
+        tracked = [s for s in (self.track(k, "leak") for k in servers) if s is not None]
+        pop.kill()  # the client dies mid-session: its server ignores EOF and leaks
+        pop.wait()
+        now = time.monotonic()
+        for s in tracked:
+            s.leaked_at = now
+
+    # ----- bookkeeping ---------------------------------------------------------------
+
+    def on_line(self, line: str) -> None:
+        head, _, rest = line.partition(": pid ")
+        outcome = head.split(" ")[0]
+        if not rest or outcome not in ("ended", "survived", "denied"):
+            return
+        pid = int(rest.split()[0])
+        now = time.monotonic()
+        with self.lock:
+            p = self.by_pid.get(pid)
+        self.reaped.append((now, outcome, pid))
+        if p is None or p.kind != "leak":
+            key = (pid, p.start if p else 0)
+            self.wrong.setdefault(key, []).append(
+                f"reap {outcome} pid {pid} ({p.kind if p else 'not ours'}): {line}")
+        elif p.ended_at is None:
+            p.ended_at = now
+
+    def check(self) -> None:
+        now = time.monotonic()
+        a = self.a
+        for p in list(self.procs):
+            if p.kind == "leak":
+                if p.ended_at is None and not alive(p.pid, p.start):
+                    p.ended_at = now
+                due = max(p.born + a.min_age, p.leaked_at or now) + a.interval + a.margin
+                if p.ended_at is None and now > due and not p.missed:
+                    p.missed = True
+                continue
+            if p.stopping or p.kind == "client":
+                continue
+            if not alive(p.pid, p.start):
+                p.stopping = True
+                self.wrong.setdefault((p.pid, p.start), []).append(
+                    f"{p.kind} pid {p.pid} died while not asked to")
+            elif now >= p.stop_at:
+                self.retire(p)
+
+    def retire(self, p: Proc) -> None:
+        p.stopping = True
+        for s in p.servers:
+            s.stopping = True
+        if alive(p.pid, p.start):  # identity checked: the process we started
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGTERM)
+
+    # ----- the run -------------------------------------------------------------------
+
+    def run(self) -> int:
+        a = self.a
+        cmd = [sys.executable, "-m", "mcp_tether", "reap", "--watch", "--yes",
+               "--min-age", str(a.min_age), "--interval", str(a.interval)]
+        for inc in a.include:
+            cmd += ["--include", inc]
+        watcher = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True, cwd=self.tmp)
+        lines: list[str] = []
+
+        def read() -> None:
+            assert watcher.stdout is not None
+            for line in watcher.stdout:
+                lines.append(line.rstrip("\n"))
+                self.on_line(line.rstrip("\n"))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        t0 = time.monotonic()
+        end = t0 + a.minutes * 60
+        # Standing population first, then churn until the end.
+        for make in (self.service, self.service, self.daemon, self.daemon, self.crashed_host,
+                     self.crashed_host):
+            make()
+        actions = [(self.live_host, 3.0), (self.leak, 3.0), (self.service, 1.0),
+                   (self.daemon, 1.0), (self.crashed_host, 1.0)]
+        total = sum(w for _, w in actions)
+        while time.monotonic() < end:
+            self.check()
+            live_hosts = sum(1 for p in self.procs if p.kind == "host" and not p.stopping)
+            pick = self.rng.uniform(0, total)
+            make = actions[-1][0]
+            for candidate, weight in actions:
+                pick -= weight
+                if pick <= 0:
+                    make = candidate
+                    break
+            if make == self.live_host and live_hosts >= a.max_hosts:
+                make = self.leak
+            make()
+            pause = end - time.monotonic()
+            step = min(self.rng.uniform(2, 6), max(0.0, pause))
+            stop = time.monotonic() + step
+            while time.monotonic() < stop:
+                self.check()
+                time.sleep(0.5)
+        # Leaks made in the last minutes get their full due time before the count.
+        grace_end = time.monotonic() + a.min_age + a.interval + a.margin
+        while time.monotonic() < grace_end and any(
+                p.kind == "leak" and p.ended_at is None and not p.missed for p in self.procs):
+            self.check()
+            time.sleep(0.5)
+        self.check()
+        watcher.send_signal(signal.SIGTERM)
+        try:
+            watcher.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            watcher.wait()
+        reader.join(timeout=5)
+        self.report(time.monotonic() - t0, lines)
+        self.cleanup()
+        return 0 if not self.wrong and not any(p.missed for p in self.procs) else 1
+
+    def report(self, elapsed: float, lines: list[str]) -> None:
+        leaks = [p for p in self.procs if p.kind == "leak"]
+        times = sorted(p.ended_at - max(p.born + self.a.min_age, p.leaked_at or 0)
+                       for p in leaks if p.ended_at is not None and p.leaked_at is not None)
+        missed = [p for p in leaks if p.missed]
+        started = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        print(f"soak_reap: {elapsed / 60:.1f} min, reap --watch --min-age {self.a.min_age:g} "
+              f"--interval {self.a.interval:g} --include {','.join(self.a.include) or '-'} "
+              f"(node hosts: {'yes' if self.node else 'no'}), seed {self.a.seed}")
+        print(f"  started: {started}")
+        print(f"  reap lines: {len(lines)}; ended by reap: "
+              f"{sum(1 for _, o, _ in self.reaped if o == 'ended')}")
+        if times:
+            mid = times[len(times) // 2]
+            print(f"  leak ended after it was eligible: median {mid:.1f} s, max {times[-1]:.1f} s")
+        print(f"  wrong kills: {len(self.wrong)}")
+        for seen in self.wrong.values():
+            print(f"    {'; '.join(seen)}")
+        print(f"  missed leaks: {len(missed)} of {len(leaks)}")
+        for p in missed:
+            print(f"    pid {p.pid} leaked {p.leaked_at and p.leaked_at - p.born:.0f}s after "
+                  "start, still alive")
+
+    def cleanup(self) -> None:
+        for p in self.procs:
+            if alive(p.pid, p.start):  # identity checked just above: ours
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p.pid, signal.SIGKILL)
+        for pop in self.popens:
+            if pop.poll() is None:
+                pop.kill()
+            pop.wait()
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--seed", type=int, default=22)
+    ap.add_argument("--min-age", type=float, default=15.0)
+    ap.add_argument("--interval", type=float, default=5.0)
+    ap.add_argument("--margin", type=float, default=30.0,
+                    help="seconds past min-age + interval before a live leak is missed")
+    ap.add_argument("--include", action="append", default=None, choices=("guess", "stdio"),
+                    help="passed to reap (default: stdio, the widest)")
+    ap.add_argument("--max-hosts", type=int, default=5)
+    args = ap.parse_args()
+    if args.include is None:
+        args.include = ["stdio"]
+    _pidns.enter()
+    with tempfile.TemporaryDirectory(prefix="soak-reap-") as tmp:
+        return Soak(args, Path(tmp)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
