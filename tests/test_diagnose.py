@@ -28,7 +28,7 @@ def run(argv: list[str], scenario: str, style: str = "python", **kw: Any) -> dic
 
 
 @needs_node
-def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_four_listeners() -> None:
+def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_one_line_fix() -> None:
     node_dir = node_env.ensure(quiet=True)
     r = run(["node", str(node_dir / "timer.mjs")], "exit", "node")
     assert r["verdict"] == "orphaned"
@@ -36,9 +36,7 @@ def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_four_listeners
     assert "@modelcontextprotocol/sdk" in r["diagnosis"] and "does not react to EOF" in r[
         "diagnosis"]
     assert "event loop" in r["diagnosis"]  # its main thread sits in epoll_wait
-    for listener in ("stdin.on('end'", "stdin.on('close'", "'SIGTERM'", "'SIGINT'"):
-        assert listener in r["remedy"]
-    assert "if (done) return" in r["remedy"]  # run-once
+    assert "`tether(server);`" in r["remedy"] and "npm install" in r["remedy"]
     assert "mcp-tether run -- node" in r["remedy"]
 
 
@@ -52,7 +50,7 @@ def test_a_guarded_node_server_is_given_the_node_fix_not_the_python_helper() -> 
          "survivors": [{"pid": 4321, "evidence": {"exe": sys.executable, "cmdline": argv}}]}
     text = remedy(r, argv, [])
     assert text is not None
-    assert "stdin.on('end'" in text and "mcp_tether.run(" not in text
+    assert "tether(server)" in text and "mcp_tether.run(" not in text
     assert ";;" not in text and "launch it behind the guard" not in text
 
 
@@ -62,7 +60,7 @@ def test_a_python_thread_server_is_told_which_thread_keeps_it_alive() -> None:
     assert "Does not exit on stdin EOF" in r["diagnosis"]
     assert "flusher" in r["diagnosis"]
     assert "mcp_tether.run(mcp)" in r["remedy"]
-    assert "stdin.on" not in r["remedy"]
+    assert "tether(server)" not in r["remedy"]
 
 
 def test_a_wrapper_that_does_not_forward_sigterm_is_told_to_exec() -> None:

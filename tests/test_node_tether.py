@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,8 +21,7 @@ from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, probe
 from mcp_tether.probe.spec import ROBUST
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import node_tether_env  # noqa: E402
+import node_tether_env
 
 pytestmark = [
     pytest.mark.skipif(node_env.missing_tools() is not None, reason="needs node and npm"),
@@ -112,6 +109,7 @@ def test_the_same_server_without_the_line_fails(fx: Path, tmp_path: Path,
     report, _ = _probe(fx, tmp_path, argv, ("close",))
     (r,) = report.results
     assert not r.passed and r.verdict in ("terminated", "killed", "orphaned"), r.verdict
+    assert "`tether(server);`" in r.remedy  # the probe's remedy is the one line
 
 
 @pytest.mark.parametrize("launch", ["direct", "npx"])
@@ -206,4 +204,10 @@ def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
     assert not any(f.startswith("test/") for f in files), files
 
 
-_ = signal  # (signal numbers are read from the probe's results)
+def test_inspect_gives_the_one_line_fix_for_both_installed_sdk_lines(fx: Path) -> None:
+    """`mcp-tether inspect node_modules`: 1.x and 2.x both carry the package's fix."""
+    from mcp_tether.inspect import inspect_path
+
+    sdks = {s["package"]: s for s in inspect_path(str(fx / "node_modules"))}
+    for name in ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server"):
+        assert "`tether(server);`" in (sdks[name]["remedy"] or ""), name
