@@ -120,7 +120,7 @@ def test_a_server_that_died_of_epipe_later_is_told_so() -> None:
     assert text.startswith("Does not exit on stdin EOF promptly")
     assert "5012 ms after the trigger of a write error (EPIPE)" in text
     fix = remedy(r, ["node", "everything.js"], [])
-    assert fix is not None and "stdin.on('end'" in fix
+    assert fix is not None and "tether(server)" in fix
 
 
 def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -> None:
@@ -141,7 +141,7 @@ def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -
     text = diagnose(r, cmd, sdks)
     assert text is not None and "@modelcontextprotocol/sdk 1.30.0" in text and "mcp 2" not in text
     fix = remedy(r, cmd, sdks)
-    assert fix is not None and "stdin.on('end'" in fix and "mcp-tether run" not in fix
+    assert fix is not None and "tether(server)" in fix and "mcp-tether run" not in fix
 
 
 def test_npx_that_dies_on_sigterm_and_leaves_its_grandchild_is_a_wrapper_failure() -> None:
