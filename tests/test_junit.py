@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -31,7 +32,7 @@ def _probe(tmp_path: Path, *cmd: str) -> tuple[int, ET.Element]:
     (lambda p: (p / "plain.txt").write_text("x") and str(p / "plain.txt"), 126, "cannot execute"),
 ], ids=["missing", "not-executable"])
 def test_a_command_that_cannot_start_still_gets_a_junit_file_with_the_reason(
-        tmp_path: Path, make, code: int, words: str) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path, make: Callable[[Path], str], code: int, words: str) -> None:
     """1. probe a missing / non-executable command; 2. exit 127 / 126 as before; 3. the
     JUnit file holds one errored case whose message says what and what to do."""
     rc, root = _probe(tmp_path, make(tmp_path))
