@@ -45,7 +45,9 @@ def fx() -> Path:
 def _probe(fx: Path, tmp_path: Path, cmd: list[str], scenarios: tuple[str, ...] | None = None,
            window: float | None = None) -> tuple[ProbeReport, list[str]]:
     hooks = tmp_path / "hooks.txt"
-    opts = ProbeOptions(scenarios=scenarios, cwd=str(fx), env={"TETHER_HOOK_FILE": str(hooks)})
+    # ready_timeout 60: npx starts npm first, seconds of CPU on a loaded machine.
+    opts = ProbeOptions(scenarios=scenarios, cwd=str(fx), env={"TETHER_HOOK_FILE": str(hooks)},
+                        ready_timeout=60)
     if window is not None:
         opts = dataclasses.replace(opts, window=window)
     report = probe(cmd, opts, level=ROBUST)
