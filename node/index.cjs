@@ -93,16 +93,15 @@ function tether(server, options) {
   };
   current = state;
 
+  // The listeners stay for the life of the process: an error on a pipe during the
+  // shutdown lands in them (and shutdown() is run-once) instead of becoming uncaught.
   function on(emitter, event, fn) {
     emitter.on(event, fn);
-    state.cleanups.push(() => emitter.removeListener(event, fn));
   }
 
   function shutdown(reason = 'manual', code = 0) {
     if (state.running) return state.running;
-    for (const undo of state.cleanups.splice(0)) undo();
-    // The failures we caused by closing must not crash the process meanwhile.
-    for (const s of [process.stdout, process.stderr]) s.on('error', () => {});
+    for (const undo of state.cleanups.splice(0)) undo(); // the host watch's timer
     state.running = run(reason, code);
     return state.running;
   }
@@ -143,7 +142,6 @@ function tether(server, options) {
   for (const name of options.signals || Object.keys(SIGNALS)) {
     const n = SIGNALS[name] ?? require('node:os').constants.signals[name];
     if (!n) throw new RangeError(`mcp-tether: unknown signal ${name}`);
-    // Not through on(): this listener stays during the shutdown for the second signal.
     process.on(name, () => {
       if (state.running) {
         say('warning', `${name} again during shutdown: exiting now`);
