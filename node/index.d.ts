@@ -23,9 +23,9 @@ export interface TetherOptions {
   /** How often the host is checked, in ms. Default 200. */
   hostPollMs?: number;
   /** Signals that shut down (exit 128+N). Default ["SIGHUP", "SIGINT", "SIGTERM"]. */
-  signals?: NodeJS.Signals[];
+  signals?: Array<"SIGHUP" | "SIGINT" | "SIGTERM" | (string & {})>;
   /** The stream whose end means the client is gone. Default process.stdin. */
-  stdin?: NodeJS.EventEmitter;
+  stdin?: { on(event: string, listener: (...args: any[]) => void): unknown };
   /** Called with the exit status at the end instead of process.exit (for tests). */
   exit?: (code: number) => void;
 }
