@@ -1,7 +1,8 @@
 """The Node package `mcp-tether` (node/) on real servers of both TypeScript SDK lines.
 
 Fixture servers (tests/node/server.mjs) keep their event loop alive as real ones do (a
-timer, a socket, a child process, a cleanup hook that never settles); with the one
+timer, a socket, a child process, a cleanup hook that never settles; McpServer and the
+low-level Server; ESM and CommonJS); with the one
 `tether(...)` line they pass the probe at `robust`, directly, behind `sh -c` and behind
 `npx`; without it they fail. The hooks prove they ran by appending to a file. The package's
 own `node --test` suite runs here too.
@@ -69,13 +70,13 @@ EXPECTED_STATUS = {"close": 0, "half-close": 0, "sigterm": 143, "sigint": 130,
 
 
 @pytest.mark.parametrize(("argv", "scenarios"), [
-    (["node", "server.mjs", "v1", "timer", "tether"], None),
+    (["node", "server.mjs", "v1", "timer", "tether", "low-level"], None),
     (["node", "server.mjs", "v2", "socket", "tether"], None),
     (["node", "server.mjs", "v2", "timer", "hooks-only", "low-level"], None),
     (["sh", "-c", "node server.mjs v1 child tether; true"], NOT_SIGINT),
     (["npx", "--offline", "tether-fixture", "v2", "stuck-hook", "tether"], NOT_SIGINT),
     (["node", "server.cjs", "tether"], ("close", "sigterm")),
-], ids=["v1-timer", "v2-socket", "v2-lowlevel-hooks-only", "v1-child-sh-c",
+], ids=["v1-lowlevel-timer", "v2-socket", "v2-lowlevel-hooks-only", "v1-child-sh-c",
         "v2-stuck-hook-npx", "v1-cjs"])
 def test_a_tethered_server_passes_robust_and_its_hooks_ran_in_every_trigger(
         fx: Path, tmp_path: Path, argv: list[str], scenarios: tuple[str, ...] | None) -> None:
