@@ -28,7 +28,7 @@ def run(argv: list[str], scenario: str, style: str = "python", **kw: Any) -> dic
 
 
 @needs_node
-def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_four_listeners() -> None:
+def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_one_line_fix() -> None:
     node_dir = node_env.ensure(quiet=True)
     r = run(["node", str(node_dir / "timer.mjs")], "exit", "node")
     assert r["verdict"] == "orphaned"
@@ -36,9 +36,7 @@ def test_a_node_timer_server_is_told_it_ignores_eof_and_given_the_four_listeners
     assert "@modelcontextprotocol/sdk" in r["diagnosis"] and "does not react to EOF" in r[
         "diagnosis"]
     assert "event loop" in r["diagnosis"]  # its main thread sits in epoll_wait
-    for listener in ("stdin.on('end'", "stdin.on('close'", "'SIGTERM'", "'SIGINT'"):
-        assert listener in r["remedy"]
-    assert "if (done) return" in r["remedy"]  # run-once
+    assert "`tether(server);`" in r["remedy"] and "npm install" in r["remedy"]
     assert "mcp-tether run -- node" in r["remedy"]
 
 
@@ -52,7 +50,7 @@ def test_a_guarded_node_server_is_given_the_node_fix_not_the_python_helper() -> 
          "survivors": [{"pid": 4321, "evidence": {"exe": sys.executable, "cmdline": argv}}]}
     text = remedy(r, argv, [])
     assert text is not None
-    assert "stdin.on('end'" in text and "mcp_tether.run(" not in text
+    assert "tether(server)" in text and "mcp_tether.run(" not in text
     assert ";;" not in text and "launch it behind the guard" not in text
 
 
@@ -62,7 +60,7 @@ def test_a_python_thread_server_is_told_which_thread_keeps_it_alive() -> None:
     assert "Does not exit on stdin EOF" in r["diagnosis"]
     assert "flusher" in r["diagnosis"]
     assert "mcp_tether.run(mcp)" in r["remedy"]
-    assert "stdin.on" not in r["remedy"]
+    assert "tether(server)" not in r["remedy"]
 
 
 def test_a_wrapper_that_does_not_forward_sigterm_is_told_to_exec() -> None:
@@ -122,7 +120,7 @@ def test_a_server_that_died_of_epipe_later_is_told_so() -> None:
     assert text.startswith("Does not exit on stdin EOF promptly")
     assert "5012 ms after the trigger of a write error (EPIPE)" in text
     fix = remedy(r, ["node", "everything.js"], [])
-    assert fix is not None and "stdin.on('end'" in fix
+    assert fix is not None and "tether(server)" in fix
 
 
 def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -> None:
@@ -143,7 +141,7 @@ def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -
     text = diagnose(r, cmd, sdks)
     assert text is not None and "@modelcontextprotocol/sdk 1.30.0" in text and "mcp 2" not in text
     fix = remedy(r, cmd, sdks)
-    assert fix is not None and "stdin.on('end'" in fix and "mcp-tether run" not in fix
+    assert fix is not None and "tether(server)" in fix and "mcp-tether run" not in fix
 
 
 def test_npx_that_dies_on_sigterm_and_leaves_its_grandchild_is_a_wrapper_failure() -> None:

@@ -62,6 +62,8 @@ def command(args: argparse.Namespace) -> int:
             print(f"  parent watch:   {_yes_no(s['parent_watch'])}")
             for n in s["notes"]:
                 print(f"  note: {n}")
+            if s.get("remedy"):
+                print(f"  fix:  {s['remedy']}")
         if not sdks:
             where = args.path or "this interpreter's site-packages"
             print(f"mcp-tether inspect: no MCP SDK found under {where}", file=sys.stderr)

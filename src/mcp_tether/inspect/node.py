@@ -20,6 +20,17 @@ __all__ = ["NODE_PACKAGES", "find_node_modules", "inspect_node_package", "scan_n
 
 NODE_PACKAGES = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server", "fastmcp")
 STDIO_SUBPATHS = ("./server/stdio.js", "./server/stdio", "./stdio.js", "./stdio")
+# The fix for any Node server, whatever its SDK version: the package in this repository's
+# node/ folder. One text, shown by `inspect`, the probe's remedy, --markdown and --html.
+NODE_INSTALL = "npm install /path/to/mcp-tether/node"
+NODE_REMEDY = (
+    "install the Node package mcp-tether (from a clone of mcp-tether: "
+    f"`{NODE_INSTALL}`) and add one line after `await server.connect(transport)`: "
+    "`tether(server);` with `import { tether } from \"mcp-tether\"` (CommonJS: "
+    "`const { tether } = require(\"mcp-tether\")`): the server then exits on stdin EOF, "
+    "a dead stdout, SIGTERM/SIGINT/SIGHUP and its host's death (behind npx too), after "
+    "`server.close()` and your `onShutdown` hooks"
+)
 CLASS_NAME = "StdioServerTransport"
 MAX_FILE = 4_000_000  # bytes: bundles bigger than this are not read
 MAX_FILES = 4000
@@ -205,6 +216,7 @@ def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> dict[str, Any] | Non
         "calls_process_exit": False,
         "exits_on_eof": None,
         "notes": [],
+        "remedy": None,
     }
     path, delegate = locate_transport(pkg_dir, pkg)
     if path is not None:
@@ -234,6 +246,9 @@ def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> dict[str, Any] | Non
             out["notes"].append(f"uses {delegate}'s transport, which is not installed here")
     else:
         out["notes"].append(f"no {CLASS_NAME} found in the package's JavaScript")
+    if path is not None or out["delegates_to"]:
+        # No SDK line ends the process (1.x ignores EOF; 2.x closes the transport only).
+        out["remedy"] = None if out["calls_process_exit"] else NODE_REMEDY
     return out
 
 

@@ -21,10 +21,10 @@ SRC = Path(__file__).resolve().parent / "node"
 INSTALL_CMD = ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"]
 
 
-def cache_dir() -> Path:
+def cache_dir(src: Path = SRC, name: str = "node-fixtures") -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = hashlib.sha256((SRC / "package-lock.json").read_bytes()).hexdigest()[:12]
-    return Path(base) / "mcp-tether" / f"node-fixtures-{digest}"
+    digest = hashlib.sha256((src / "package-lock.json").read_bytes()).hexdigest()[:12]
+    return Path(base) / "mcp-tether" / f"{name}-{digest}"
 
 
 def missing_tools() -> str | None:
@@ -35,15 +35,19 @@ def missing_tools() -> str | None:
     return None
 
 
-def ensure(*, quiet: bool = False) -> Path:
-    """The folder to run Node fixtures from, installing the pinned SDK if needed."""
+def ensure(*, quiet: bool = False, src: Path = SRC, name: str = "node-fixtures") -> Path:
+    """The folder to run Node fixtures from, installing the pinned SDK if needed.
+
+    `src` and `name` let another set of fixtures (the tests of the Node package) share
+    this cache scheme: their own lock, their own folder.
+    """
     why = missing_tools()
     if why:
         raise TetherError(why)
-    dest = cache_dir()
+    dest = cache_dir(src, name)
     dest.mkdir(parents=True, exist_ok=True)
-    for f in SRC.iterdir():
-        if f.suffix in (".mjs", ".json") and f.is_file():
+    for f in src.iterdir():
+        if f.suffix in (".mjs", ".cjs", ".json") and f.is_file():
             shutil.copy2(f, dest / f.name)
     marker = dest / "node_modules" / ".mcp-tether-installed"
     if not marker.exists():

@@ -165,8 +165,14 @@ def command(args: argparse.Namespace) -> int:
         return probe_configured(args, opts)
     if not cmd:
         raise UsageError("no server command given: mcp-tether probe [OPTIONS] -- CMD [ARGS...]")
-    with StopSignals("probe") as stop:
-        report = probe(cmd, opts, level=args.level, should_stop=stop)
+    from mcp_tether.errors import CommandNotExecutable, CommandNotFound
+
+    try:
+        with StopSignals("probe") as stop:
+            report = probe(cmd, opts, level=args.level, should_stop=stop)
+    except (CommandNotFound, CommandNotExecutable) as exc:
+        _files_for_a_start_error(args, cmd, exc)
+        raise
     if stop.signum:
         return 128 + stop.signum
     code = emit(report, args)
@@ -245,6 +251,25 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
             code = _write_picture(path, write, title, payload) or code
     return write_junit_or_say(args.junit, {shlex.join(report.command): report.results},
                               report.level) or code
+
+
+def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exception) -> None:
+    """127/126: --junit and --markdown are still written (CI reads them), then the
+    error goes on to the CLI's one line and exit code."""
+    import shlex
+
+    from mcp_tether.probe.junit import start_error_result
+
+    r = start_error_result(exc, args.host_style)  # type: ignore[arg-type]
+    title = f"mcp-tether probe: {shlex.join(cmd)}"
+    d = r.to_dict()
+    payload = {"command": cmd, "level": args.level, "passed": False, "meets": "none",
+               "results": [d], "summary": d["diagnosis"]}
+    if getattr(args, "markdown", None):
+        _write_picture(args.markdown, "markdown", title, payload)
+    if getattr(args, "html", None):
+        _write_picture(args.html, "html", title, payload)
+    write_junit_or_say(args.junit, {shlex.join(cmd): [r]}, args.level)
 
 
 def _write_picture(path: str, kind: str, title: str, payload: dict[str, Any]) -> int | None:

@@ -51,16 +51,6 @@ _FAILED = ("terminated", "killed", "orphaned", "lingered")
 _SHELLS = ("sh", "bash", "dash", "zsh", "ash", "busybox")
 _LAUNCHERS = ("npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "uvx", "uv", "pipx", "env")
 _WRITE_ERROR = ("EPIPE", "SIGPIPE", "BrokenPipeError", "write EPIPE", "ECONNRESET")
-NODE_LISTENERS = (
-    "let done = false; const shutdown = () => { if (done) return; done = true; "
-    "server.close().finally(() => process.exit(0)); }; "
-    "process.stdin.on('end', shutdown); process.stdin.on('close', shutdown); "
-    "process.on('SIGTERM', shutdown); process.on('SIGINT', shutdown);"
-)
-NODE_PARENT_WATCH = (
-    "const ppid = process.ppid; setInterval(() => { if (process.ppid !== ppid) shutdown(); }, "
-    "1000).unref();"
-)
 PYTHON_REMEDY = (
     "call `mcp_tether.run(mcp)` instead of `mcp.run()` (or wrap the serving code in "
     "`with mcp_tether.tethered():`): it exits on EOF, parent death, SIGTERM and SIGINT "
@@ -360,10 +350,9 @@ def remedy(
             steps.append(f"`{head}` stays in between and does not forward signals: run the "
                          "installed server's own command instead")
         if lang == "node":
-            steps.append(f"in the Node server add the four listeners with a run-once "
-                         f"shutdown: `{NODE_LISTENERS}`")
-            if guarantee_of(r["scenario"]) == "parent-death":
-                steps.append(f"and a parent watch: `{NODE_PARENT_WATCH}`")
+            from mcp_tether.inspect.node import NODE_REMEDY
+
+            steps.append(f"in the Node server {NODE_REMEDY}")
         elif lang == "python":
             kids = _children(r, command)
             text = f"in the Python server {PYTHON_REMEDY}"

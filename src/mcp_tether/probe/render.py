@@ -14,9 +14,9 @@ import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
-from xml.etree import ElementTree as ET
 
 from mcp_tether.probe.api import ScenarioResult, level_met
+from mcp_tether.probe.junit import write_junit
 from mcp_tether.probe.spec import ROBUST, SPEC
 
 __all__ = ["render_table", "render_json", "write_junit", "render_matrix", "VERDICT_STYLE"]
@@ -176,56 +176,6 @@ def render_json(payload: Any, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     json.dump(payload, out, indent=2)
     out.write("\n")
-
-
-def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]],
-                level: str = SPEC) -> None:
-    """One <testsuite> per server (or lab block), one <testcase> per scenario.
-
-    A failed robust scenario judged at the `spec` level is <skipped> with its reason, so
-    dashboards show it without failing the build. Raises OSError when `path` cannot be
-    written (callers print their results first).
-    """
-    root = ET.Element("testsuites", name="mcp-tether")
-    for name, results in suites.items():
-        def warn(r: ScenarioResult) -> bool:
-            return r.warning_only and level != ROBUST
-
-        def not_run(r: ScenarioResult) -> bool:  # a skipped or disabled config entry
-            return r.verdict in ("skipped", "disabled")
-
-        failures = sum(1 for r in results if not r.passed and r.verdict != "error"
-                       and not warn(r) and not not_run(r))
-        errors = sum(1 for r in results if r.verdict == "error")
-        skipped = sum(1 for r in results if (warn(r) or not_run(r)) and r.verdict != "error")
-        suite = ET.SubElement(
-            root, "testsuite", name=name, tests=str(len(results)),
-            failures=str(failures), errors=str(errors), skipped=str(skipped),
-        )
-        for r in results:
-            case = ET.SubElement(
-                suite, "testcase",
-                classname=name,
-                name=f"{r.label + ' ' if r.label else ''}{r.scenario}[{r.host_style}]",
-                time=f"{(r.exit_ms or 0) / 1000:.3f}",
-            )
-            props = ET.SubElement(case, "properties")
-            ET.SubElement(props, "property", name="level", value=r.level)
-            ET.SubElement(props, "property", name="verdict", value=r.verdict)
-            if r.guarded:
-                ET.SubElement(props, "property", name="guard_rung", value=r.guard_rung or "")
-            if r.verdict == "error":
-                ET.SubElement(case, "error", message=r.detail or "error")
-            elif not_run(r):  # not run: neither passed nor failed
-                ET.SubElement(case, "skipped", message=r.detail or r.verdict)
-            elif warn(r):
-                ET.SubElement(case, "skipped",
-                              message=f"robust level (warning at --level spec): "
-                              f"{r.verdict}: {note(r)}")
-            elif not r.passed:
-                el = ET.SubElement(case, "failure", message=f"{r.verdict}: {note(r)}")
-                el.text = r.stderr_tail[-1000:] if r.stderr_tail else None
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],

@@ -1,0 +1,207 @@
+'use strict';
+// mcp-tether for Node: one call that makes an MCP stdio server exit with its client.
+//
+//   await server.connect(new StdioServerTransport());
+//   tether(server, { onShutdown: async (reason) => { await db.close(); } });
+//
+// Guarantees:
+// - Triggers: stdin `end`, `close` and `error` (a socket half-close ends as `end`); an
+//   error on stdout (any: it is the wire) or EPIPE/EIO/ECONNRESET on stderr, so a write
+//   to a vanished client shuts down instead of becoming an uncaught exception that a
+//   handler logs to a dead stderr, forever; SIGTERM, SIGINT, SIGHUP; the host's death,
+//   watched on the first ancestor that is not a launcher (npx / npm exec, sh -c, pnpm dlx,
+//   bunx, uvx, cmd /c), identified by pid and start time (lib/host.cjs); and the death of
+//   any launcher in between (the host saw its child exit: it will not talk to us again).
+// - One shutdown, run once, bounded by one deadline (`timeoutMs`, 1000 by default): the
+//   server's own close() first (the SDK closes its transport, `onclose` runs), then each
+//   hook in order; every step gets an equal share of the time left. A step that throws
+//   or outlives its share is reported in one stderr line and the next step still runs.
+// - Then process.exit: 0 for EOF, a dead pipe or the host's death; 128+N for signal N.
+//   A second signal during the shutdown exits at once with 128+N.
+// - Nothing is ever written to stdout. Diagnostics are single synchronous writes to fd 2
+//   that ignore a dead stderr; MCP_TETHER_LOG=debug|info|warning|quiet (default warning).
+// - No timer or listener of ours keeps the event loop alive: the host watch is unref'd.
+
+const fs = require('node:fs');
+const hostlib = require('./lib/host.cjs');
+
+const DEFAULT_TIMEOUT_MS = 1000;
+// 200 ms: a host's death is seen within a fifth of a second plus one /proc read, well
+// inside the 1 s a robust server gets; one small read per poll costs next to nothing.
+const HOST_POLL_MS = 200;
+const SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
+const DEAD_PIPE = new Set(['EPIPE', 'EIO', 'ECONNRESET', 'ENOTCONN', 'ERR_STREAM_DESTROYED']);
+const LEVELS = { debug: 10, info: 20, warning: 30, error: 40, quiet: 100 };
+
+const threshold = LEVELS[String(process.env.MCP_TETHER_LOG || 'warning').trim().toLowerCase()] ?? 30;
+
+function say(level, text) {
+  if (LEVELS[level] < threshold) return;
+  try {
+    fs.writeSync(2, `mcp-tether[${process.pid}]: ${text}\n`);
+  } catch {
+    // stderr is gone: nobody is left to tell.
+  }
+}
+
+function oneLine(err) {
+  const text = err && err.stack ? String(err.stack).split('\n')[0]
+    : err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return text.replace(/\s+/g, ' ').slice(0, 300);
+}
+
+function looksLikeOptions(x) {
+  return x !== null && typeof x === 'object' && typeof x.close !== 'function' &&
+    ['onShutdown', 'timeoutMs', 'watchHost', 'signals', 'exit', 'stdin'].some((k) => k in x);
+}
+
+let current = null; // one tether per process: a second call joins the first
+
+/**
+ * Tie this process's life to its MCP client. Returns a handle with `shutdown(reason)`,
+ * `host` (the watched ancestor, or null) and `hostWhy` (why none is watched).
+ */
+function tether(server, options) {
+  if (options === undefined && looksLikeOptions(server)) {
+    options = server;
+    server = null;
+  }
+  options = options || {};
+  const hooks = [].concat(options.onShutdown || []);
+  for (const h of hooks) {
+    if (typeof h !== 'function') throw new TypeError('mcp-tether: onShutdown must be a function or an array of functions');
+  }
+  if (server != null && typeof server.close !== 'function') {
+    throw new TypeError('mcp-tether: tether(server) wants an object with close() (McpServer, Server, a transport) or null');
+  }
+  if (current) {
+    if (server != null) current.servers.push(server);
+    current.hooks.push(...hooks);
+    return current.handle;
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+    throw new RangeError(`mcp-tether: timeoutMs must be a non-negative number, got ${timeoutMs}`);
+  }
+  const state = {
+    servers: server != null ? [server] : [],
+    hooks,
+    exit: options.exit || ((code) => process.exit(code)),
+    running: null,
+    handle: null,
+    cleanups: [],
+  };
+  current = state;
+
+  // The listeners stay for the life of the process: an error on a pipe during the
+  // shutdown lands in them (and shutdown() is run-once) instead of becoming uncaught.
+  function on(emitter, event, fn) {
+    emitter.on(event, fn);
+  }
+
+  function shutdown(reason = 'manual', code = 0) {
+    if (state.running) return state.running;
+    for (const undo of state.cleanups.splice(0)) undo(); // the host watch's timer
+    state.running = run(reason, code);
+    return state.running;
+  }
+
+  async function run(reason, code) {
+    const deadline = Date.now() + timeoutMs;
+    say('info', `shutting down (${reason}); exit status ${code}`);
+    const steps = [
+      ...state.servers.map((s) => ({ name: 'server.close()', fn: () => s.close() })),
+      ...state.hooks.map((h, i) => ({
+        name: `onShutdown hook ${i + 1}${h.name ? ` (${h.name})` : ''}`, fn: () => h(reason),
+      })),
+    ];
+    for (let i = 0; i < steps.length; i++) {
+      const share = Math.max(0, (deadline - Date.now()) / (steps.length - i));
+      const out = await bounded(steps[i].fn, share);
+      if (out === TIMED_OUT) {
+        say('warning', `${steps[i].name} did not finish within its ${Math.round(share)} ms ` +
+          `of the ${timeoutMs} ms shutdown deadline (${reason}): cut off`);
+      } else if (out && out.threw) {
+        say('warning', `${steps[i].name} threw during shutdown (${reason}): ${oneLine(out.error)}`);
+      }
+    }
+    state.exit(code);
+  }
+
+  const stdin = options.stdin || process.stdin;
+  on(stdin, 'end', () => shutdown('stdin-end', 0));
+  on(stdin, 'close', () => shutdown('stdin-close', 0));
+  on(stdin, 'error', (err) => shutdown(`stdin-error:${err && err.code}`, 0));
+  on(process.stdout, 'error', (err) => {
+    say('debug', `stdout: ${oneLine(err)}`);
+    shutdown(`stdout-error:${err && err.code}`, 0);
+  });
+  on(process.stderr, 'error', (err) => {
+    if (err && DEAD_PIPE.has(err.code)) shutdown(`stderr-error:${err.code}`, 0);
+  });
+  for (const name of options.signals || Object.keys(SIGNALS)) {
+    const n = SIGNALS[name] ?? require('node:os').constants.signals[name];
+    if (!n) throw new RangeError(`mcp-tether: unknown signal ${name}`);
+    process.on(name, () => {
+      if (state.running) {
+        say('warning', `${name} again during shutdown: exiting now`);
+        state.exit(128 + n);
+        return;
+      }
+      shutdown(`signal:${name}`, 128 + n);
+    });
+  }
+
+  let host = null;
+  let hostWhy = 'off (watchHost: false)';
+  if (options.watchHost !== false) {
+    const found = hostlib.findHost();
+    host = found.host;
+    hostWhy = found.why || '';
+    if (host) {
+      // The launchers in between are watched too: when one of them is gone, the host has
+      // seen its child exit and will never talk to this process again (a wrapper that
+      // died of a signal it did not pass on, `sh -c` killed alone).
+      const watched = [host, ...found.chain].map((p) => ({ p, alive: hostlib.watcher(p) }));
+      const timer = setInterval(() => {
+        for (const w of watched) {
+          // undefined: cannot tell now; never a reason to shut down.
+          if (w.alive() === false) {
+            shutdown(w.p === host ? 'host-gone' : 'launcher-gone', 0);
+            return;
+          }
+        }
+      }, options.hostPollMs ?? HOST_POLL_MS);
+      timer.unref();
+      state.cleanups.push(() => clearInterval(timer));
+      say('debug', `watching host pid ${host.pid} (${host.argv.join(' ').trim().slice(0, 80)}), ` +
+        `start ${host.start}, and ${found.chain.length} launcher(s) in between`);
+    } else {
+      say('debug', `no host watch: ${hostWhy}`);
+    }
+  }
+  state.handle = {
+    shutdown,
+    get host() { return host && { pid: host.pid, start: host.start, argv: host.argv.slice() }; },
+    hostWhy,
+  };
+  return state.handle;
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/** Run fn; resolve null, {threw, error}, or TIMED_OUT after ms (never rejects). */
+function bounded(fn, ms) {
+  return new Promise((resolve) => {
+    // A ref'd timer: a hook that awaits forever on nothing must still be cut off, not
+    // let the event loop drain and the process end with whatever status it had.
+    const timer = setTimeout(() => resolve(TIMED_OUT), ms);
+    Promise.resolve()
+      .then(fn)
+      .then(() => resolve(null), (error) => resolve({ threw: true, error }))
+      .finally(() => clearTimeout(timer));
+  });
+}
+
+module.exports = { tether, isLauncher: hostlib.isLauncher, findHost: hostlib.findHost };
+module.exports.default = tether;

@@ -1,0 +1,62 @@
+// Types for mcp-tether (hand-written; the package has no build step).
+
+/** Why the shutdown started: `stdin-end`, `stdin-close`, `stdin-error:<code>`,
+ * `stdout-error:<code>`, `stderr-error:<code>`, `signal:SIGTERM` (SIGINT, SIGHUP),
+ * `host-gone`, `launcher-gone`, or what you passed to `shutdown()` (default `manual`). */
+export type ShutdownReason = string;
+
+export type ShutdownHook = (reason: ShutdownReason) => unknown | Promise<unknown>;
+
+/** Anything with close(): McpServer or Server from @modelcontextprotocol/sdk 1.x or
+ * @modelcontextprotocol/server 2.x, or a transport. */
+export interface Closable {
+  close(): unknown | Promise<unknown>;
+}
+
+export interface TetherOptions {
+  /** Run after the server's close(), in order, each within its share of `timeoutMs`. */
+  onShutdown?: ShutdownHook | ShutdownHook[];
+  /** The whole shutdown's deadline in ms (server close + hooks). Default 1000. */
+  timeoutMs?: number;
+  /** Watch the host (first ancestor that is not npx/npm exec/sh -c/...). Default true. */
+  watchHost?: boolean;
+  /** How often the host is checked, in ms. Default 200. */
+  hostPollMs?: number;
+  /** Signals that shut down (exit 128+N). Default ["SIGHUP", "SIGINT", "SIGTERM"]. */
+  signals?: Array<"SIGHUP" | "SIGINT" | "SIGTERM" | (string & {})>;
+  /** The stream whose end means the client is gone. Default process.stdin. */
+  stdin?: { on(event: string, listener: (...args: any[]) => void): unknown };
+  /** Called with the exit status at the end instead of process.exit (for tests). */
+  exit?: (code: number) => void;
+}
+
+export interface HostInfo {
+  pid: number;
+  /** /proc/<pid>/stat field 22 on Linux, `ps -o lstart` elsewhere. */
+  start: string;
+  argv: string[];
+}
+
+export interface Tether {
+  /** Start the shutdown now (run once; later calls return the same promise). */
+  shutdown(reason?: ShutdownReason, code?: number): Promise<void>;
+  /** The watched host, or null. */
+  readonly host: HostInfo | null;
+  /** Why no host is watched ("" when one is). */
+  readonly hostWhy: string;
+}
+
+export declare function tether(server: Closable | null | undefined, options?: TetherOptions): Tether;
+export declare function tether(options: TetherOptions): Tether;
+
+/** True when argv is a launcher between a host and its server (npx, sh -c, ...). */
+export declare function isLauncher(argv: string[]): boolean;
+
+/** The first ancestor that is not a launcher, or null and why. */
+export declare function findHost(startPid?: number): {
+  host: (HostInfo & { ppid: number }) | null;
+  chain?: Array<HostInfo & { ppid: number }>;
+  why?: string;
+};
+
+export default tether;

@@ -1,0 +1,50 @@
+// Test helpers: run a small script as a real process and watch what it does.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
+export const INDEX_CJS = join(PKG, "index.cjs");
+export const INDEX_MJS = join(PKG, "index.mjs");
+
+export function tmp() {
+  return mkdtempSync(join(tmpdir(), "mcp-tether-node-"));
+}
+
+/** Write `body` as an .mjs file in a temp dir; `TETHER` in it is the package's import. */
+export function script(body, dir = tmp()) {
+  const file = join(dir, "s.mjs");
+  writeFileSync(file, `import { tether, findHost } from ${JSON.stringify(INDEX_MJS)};\n` +
+    `import { appendFileSync } from "node:fs";\n` +
+    `const OUT = ${JSON.stringify(join(dir, "out.txt"))};\n` +
+    `const note = (s) => appendFileSync(OUT, s + "\\n");\n${body}\n`);
+  return { file, dir, out: join(dir, "out.txt") };
+}
+
+export function lines(path) {
+  return existsSync(path) ? readFileSync(path, "utf8").trim().split("\n").filter(Boolean) : [];
+}
+
+/** Poll `fn` until it returns truthy; throws at the deadline (never a fixed sleep). */
+export async function until(fn, what, ms = 10000) {
+  const end = Date.now() + ms;
+  for (let delay = 5; ; delay = Math.min(delay * 2, 50)) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+/** Spawn node on the file with piped stdio; resolves {code, signal, stderr} at exit. */
+export function run(file, args = [], opts = {}) {
+  const child = spawn(process.execPath, [file, ...args], { stdio: ["pipe", "pipe", "pipe"], ...opts });
+  let stderr = "";
+  child.stderr?.on("data", (d) => { stderr += d; });
+  child.stdout?.on("data", () => {});
+  const done = new Promise((resolve) => child.on("exit", (code, signal) =>
+    resolve({ code, signal, get stderr() { return stderr; } })));
+  return { child, done };
+}

@@ -1,0 +1,117 @@
+"""JUnit XML of probe results, for CI dashboards: written in every outcome.
+
+    write_junit(path, {suite_name: results}, level)
+    start_error_result(exc, host_style)    # 127/126: a result to write all the same
+
+Guarantees:
+- One <testsuite> per server (or lab block), one <testcase> per scenario.
+- A failed scenario's `message` is never empty: its verdict, then the diagnosis (why it
+  failed, what kept it alive) and the remedy ("Fix: ..."), as `probe --markdown` shows
+  them; the element's text adds the server's stderr tail.
+- A command that could not be started (not found: 127, not executable: 126) is one
+  <testcase name="start"> with an <error> saying so and what to check: CI dashboards see
+  the failure instead of a missing file.
+- A failed robust scenario judged at the `spec` level is <skipped> with its reason, so
+  dashboards show it without failing the build.
+Raises OSError when `path` cannot be written (callers print their results first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xml.etree import ElementTree as ET
+
+from mcp_tether.errors import TetherError
+from mcp_tether.probe.api import ScenarioResult
+from mcp_tether.probe.spec import ROBUST, SPEC
+
+__all__ = ["write_junit", "failure_message", "start_error_result"]
+
+START_REMEDY = {
+    127: "Install the server, or give its path; the probe runs the command as given "
+         "(relative to --cwd), looking it up on PATH",
+    126: "Make the file executable (chmod +x) or run it through its interpreter "
+         "(`node server.js`, `python server.py`)",
+}
+
+
+def failure_message(r: ScenarioResult) -> str:
+    """`<verdict>: <note>. <diagnosis> Fix: <remedy>`, each part only when known."""
+    from mcp_tether.probe.render import note
+
+    said = note(r)
+    if said and r.diagnosis and said.lower().rstrip(".") in r.diagnosis.lower():
+        said = ""  # the diagnosis says it already
+    head = r.verdict + (f": {said}" if said else "")
+    parts = [head]
+    if r.diagnosis:
+        parts.append(r.diagnosis)
+    elif r.detail and r.detail not in head:
+        parts.append(r.detail)
+    if r.remedy:
+        parts.append(f"Fix: {r.remedy}")
+    return ". ".join(p.rstrip(".") for p in parts) + "."
+
+
+def start_error_result(exc: TetherError, host_style: str = "node") -> ScenarioResult:
+    """The one result of a probe whose command could not be started (127 / 126)."""
+    code = int(getattr(exc, "exit_code", 127))
+    return ScenarioResult(
+        scenario="start", host_style=host_style, verdict="error", passed=False,
+        exit_ms=None, rung=None, exit_status=None, error_code=code,
+        detail=f"the command could not be started: {exc} (exit {code})",
+        diagnosis=f"The command could not be started: {exc} (exit {code}).",
+        remedy=START_REMEDY.get(code, "Check the command"),
+    )
+
+
+def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]],
+                level: str = SPEC) -> None:
+    root = ET.Element("testsuites", name="mcp-tether")
+    for name, results in suites.items():
+        def warn(r: ScenarioResult) -> bool:
+            return r.warning_only and level != ROBUST
+
+        def not_run(r: ScenarioResult) -> bool:  # a skipped or disabled config entry
+            return r.verdict in ("skipped", "disabled")
+
+        failures = sum(1 for r in results if not r.passed and r.verdict != "error"
+                       and not warn(r) and not not_run(r))
+        errors = sum(1 for r in results if r.verdict == "error")
+        skipped = sum(1 for r in results if (warn(r) or not_run(r)) and r.verdict != "error")
+        suite = ET.SubElement(
+            root, "testsuite", name=name, tests=str(len(results)),
+            failures=str(failures), errors=str(errors), skipped=str(skipped),
+        )
+        for r in results:
+            case = ET.SubElement(
+                suite, "testcase",
+                classname=name,
+                name=f"{r.label + ' ' if r.label else ''}{r.scenario}[{r.host_style}]",
+                time=f"{(r.exit_ms or 0) / 1000:.3f}",
+            )
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="level", value=r.level)
+            ET.SubElement(props, "property", name="verdict", value=r.verdict)
+            if r.guarded:
+                ET.SubElement(props, "property", name="guard_rung", value=r.guard_rung or "")
+            if r.verdict == "error":
+                el = ET.SubElement(case, "error", message=failure_message(r))
+                el.text = _body(r)
+            elif not_run(r):  # not run: neither passed nor failed
+                ET.SubElement(case, "skipped", message=r.detail or r.verdict)
+            elif warn(r):
+                ET.SubElement(case, "skipped", message="robust level (warning at --level "
+                              f"spec): {failure_message(r)}")
+            elif not r.passed:
+                el = ET.SubElement(case, "failure", message=failure_message(r))
+                el.text = _body(r)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _body(r: ScenarioResult) -> str | None:
+    parts = [f"Diagnosis: {r.diagnosis}" if r.diagnosis else "",
+             f"Remedy: {r.remedy}" if r.remedy else "",
+             f"stderr (last lines):\n{r.stderr_tail[-1000:]}" if r.stderr_tail else ""]
+    text = "\n\n".join(p for p in parts if p)
+    return text or None
