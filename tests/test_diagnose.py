@@ -240,3 +240,27 @@ def test_a_python_server_that_leaves_children_is_told_the_helper_ends_them_too(
     assert "mcp_tether.run(mcp)" in r["remedy"]
     assert "ends the server's own child processes (pid " in r["remedy"]
     assert "grandchildren included" in r["remedy"]
+
+
+def test_a_python_server_that_exited_in_the_window_leaving_children_is_told_they_end_too() -> None:
+    """On a result dict (a loaded machine decides whether the server itself exits inside
+    the window): 1. the server process exited on EOF and its child and grandchild lived
+    on; 2. it is not called a wrapper, and the remedy names the children it ends."""
+    argv = [sys.executable, "server.py"]
+    r = {"scenario": "exit", "host_style": "python", "verdict": "orphaned", "passed": False,
+         "exit_ms": None,
+         "events": [
+             {"what": "spawn", "role": "server", "pid": 40, "t_ms": 1.0,
+              "cmd": f"{sys.executable} server.py"},
+             {"what": "seen", "pid": 41, "ppid": 40, "t_ms": 2.0, "cmd": "python kid.py"},
+             {"what": "seen", "pid": 42, "ppid": 41, "t_ms": 3.0, "cmd": "python grand.py"},
+             {"what": "window-start", "pid": None, "t_ms": 10.0},
+             {"what": "exit", "pid": 40, "status": 0, "t_ms": 20.0},
+             {"what": "window-end", "pid": None, "t_ms": 1010.0}],
+         "survivors": [{"pid": 41, "cmdline": "python kid.py", "evidence": {}},
+                       {"pid": 42, "cmdline": "python grand.py", "evidence": {}}]}
+    text = diagnose(r, argv)
+    assert text is not None and "wrapper" not in text and "left its descendant" in text
+    fix = remedy(r, argv, [{"language": "python", "state": "sdk", "package": "mcp"}])
+    assert fix is not None and "mcp_tether.run(mcp)" in fix
+    assert "child processes (pid 41 python kid.py, pid 42 python grand.py)" in fix

@@ -166,13 +166,21 @@ def _signal_target(r: dict[str, Any], what: str) -> int | None:
 
 
 def _descends(pid: int, root: int, procs: dict[int, dict[str, Any]]) -> bool:
+    """Is `pid` of the server's tree below `root`? The keeper watches only the client and
+    the server's tree and adopts what that tree leaves, so a process first seen already
+    adopted (its parent exited before the keeper looked: a loaded machine) is still of
+    the tree, and so is every process below it."""
     seen: set[int] = set()
     cur: int | None = pid
     while cur is not None and cur in procs and cur not in seen:
+        if procs[cur].get("role") in ("client", "server"):
+            return False  # reached the client or the server itself without passing root
         seen.add(cur)
         parent = procs[cur].get("ppid")
         if parent == root:
             return True
+        if parent is not None and parent not in procs and procs[cur].get("role") is None:
+            return root in procs and procs[root].get("role") == "server"  # adopted
         cur = parent
     return False
 
@@ -186,24 +194,41 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
     """
     sp = _server_pid(r)
     procs = _procs(r)
-    if sp is None or sp not in procs or "exit_ms" not in procs[sp]:
+    if sp is None or sp not in procs:
         return None
     alive_at_end = {s.get("pid") for s in r.get("survivors", [])}
     if sp in alive_at_end or sp in {s.get("pid") for s in r.get("killed_at_window") or []}:
         return None  # alive at the window's end: not a wrapper that quit early
-    orphans = [pid for pid in procs if pid in alive_at_end and _descends(pid, sp, procs)]
+    # Everything the keeper watches is the server's tree (it adopts what the server's
+    # processes leave), so a survivor whose ancestry the timeline missed (a loaded keeper
+    # can see a fork only after its parent died) still descends from the server.
+    orphans = [pid for pid in alive_at_end
+               if pid != sp and procs.get(pid, {}).get("role") != "client"
+               and (_descends(pid, sp, procs) or procs.get(pid, {}).get("ppid") is None)]
     if not orphans and r.get("verdict") != "lingered":
         return None
     end = next((e["t_ms"] for e in _events(r) if e["what"] == "window-end"), None)
-    until = procs[sp]["exit_ms"] if end is None else min(procs[sp]["exit_ms"], end)
+    exited = procs[sp].get("exit_ms", end)
+    if exited is None:
+        return None
+    until = exited if end is None else min(exited, end)
     sent = [e["what"] for e in _events(r)
             if e.get("pid") == sp and e["what"] in ("eof", "sigterm", "sigint", "sigkill")
             and e["t_ms"] <= until]
     how = sent[-1].upper() if sent else "its client's exit"
     wrapper = short(procs[sp].get("cmd") or "", 24)
-    kids = ", ".join(f"{pid} ({short(procs[pid].get('cmd') or '', 30)})" for pid in orphans)
-    return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
-            f"its descendant {kids or 'process'} outlived it")
+    named = {s.get("pid"): s.get("cmdline") or " ".join((s.get("evidence") or {}).get(
+        "cmdline") or []) for s in r.get("survivors", [])}
+    kids = ", ".join(
+        f"{pid} ({short(procs.get(pid, {}).get('cmd') or named.get(pid) or '', 30)})"
+        for pid in sorted(orphans))
+    # A wrapper by its command (`sh -c`, `npx`, or npx run by node: `node /usr/bin/npx`).
+    heads = {_base(w) for w in str(procs[sp].get("cmd") or "").split(" ")[:2]}
+    if heads & {*_SHELLS, *_LAUNCHERS}:
+        return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
+                f"its descendant {kids or 'process'} outlived it")
+    return (f"pid {sp} ({wrapper}) exited on {how} and left its descendant "
+            f"{kids or 'process'} running")
 
 
 def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
@@ -235,8 +260,9 @@ def _children(r: dict[str, Any], command: list[str]) -> str:
     sp = _server_pid(r)
     procs = _procs(r)
     head = _base(command[0]) if command else ""
-    if sp is None or head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None \
-            or _wrapper_failure(r):
+    # Behind a shell, a launcher or the guard, the descendants are the server itself, not
+    # children of it; a server process that exited and left its own children is named here.
+    if sp is None or head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None:
         return ""
     left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
     kids, seen = [], set()
