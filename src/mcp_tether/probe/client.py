@@ -34,6 +34,7 @@ from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify, signal_group, signal_process
+from mcp_tether.proc.progress import Look, look, moved
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, fork_call, spawn
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 MAX_NOISE = 5
 READ_SIZE = 1 << 18
 STDOUT_CLOSED_GRACE = 0.5  # seconds: stdout EOF, then is the server gone too?
+PROGRESS_TICK = 1.0  # seconds between looks at the server's tree while awaiting an answer
 # Methods only a client sends: seeing one on the server's stdout means an echo.
 CLIENT_METHODS = {"initialize", "server/discover", "tools/list", "tools/call"}
 
@@ -71,6 +73,8 @@ class Client:
         self.status: int | None = None
         self.exited_at: float | None = None
         self.poll = select.poll()
+        self.waited = 0.0  # how long the last await_response waited
+        self.busy = False  # it gave up at its ceiling with the tree still working
 
     # -- reporting ----------------------------------------------------------------
     def emit(self, kind: str, **fields: Any) -> None:
@@ -256,8 +260,23 @@ class Client:
             # server behind a wrapper that died sees EOF now, as under a real Node host.
             self.destroy_stdio()
 
-    def await_response(self, rid: int, timeout: float) -> tuple[dict[str, Any] | None, str]:
-        deadline = time.monotonic() + timeout
+    def await_response(
+        self, rid: int, timeout: float, ceiling: float | None = None
+    ) -> tuple[dict[str, Any] | None, str]:
+        """Wait for the answer to `rid` while the server's tree makes progress.
+
+        Gives up ("timeout") once the tree has been idle for `timeout` seconds in a row
+        (no CPU used, nobody started or ended, nobody runnable: `proc.progress`), or
+        after `ceiling` seconds (default `timeout`: a fixed wait) however busy it stays.
+        Where progress cannot be seen (no /proc), the wait is the fixed `timeout`.
+        """
+        start = time.monotonic()
+        limit = start + max(timeout, ceiling or timeout)
+        deadline = start + timeout  # moves on while the tree is seen doing something
+        tick = max(0.25, min(PROGRESS_TICK, timeout / 4))
+        seen = self._look() if ceiling else None
+        next_look = start + tick
+        self.waited = 0.0
         while rid not in self.responses:
             if self.status is not None:
                 return None, "exited"
@@ -267,28 +286,43 @@ class Client:
                 if self.wait(STDOUT_CLOSED_GRACE) is not None:
                     return None, "exited"
                 return None, "stdout-closed"
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            if seen is not None and now >= next_look:
+                looked = self._look()
+                if moved(seen, looked):
+                    deadline = min(limit, now + timeout)
+                seen, next_look = looked, now + tick
+            self.waited = now - start
+            if now >= deadline:
+                self.busy = deadline >= limit > start + timeout  # the ceiling, not idleness
                 return None, "timeout"
-            self.pump(remaining, until_event=True)
+            wake = deadline if seen is None else min(deadline, next_look)
+            self.pump(max(0.0, wake - now), until_event=True)
         return self.responses.pop(rid), "ok"
+
+    def _look(self) -> Look | None:
+        """The scenario's tree without this client: the keeper's descendants (orphans of
+        the server reparent to the keeper), the client itself not counted."""
+        return look(os.getppid(), frozenset((os.getpid(),)))
 
     # -- handshake ------------------------------------------------------------------
     def handshake(self, send_call: bool = True) -> bool:
         t = self.spec.ready_timeout
         rid, data = self.sess.initialize()
         self.send(data)
-        msg, why = self.await_response(rid, t)
+        ceiling = self.spec.ready_ceiling
+        msg, why = self.await_response(rid, t, ceiling)
         method = "initialize"
         if msg is not None and "error" in msg and Session.refused_as_unknown(msg):
             method = "server/discover"
             rid, data = self.sess.discover()
             self.send(data)
-            msg, why = self.await_response(rid, t)
+            msg, why = self.await_response(rid, t, ceiling)
         if msg is None or "error" in msg:
             if msg is not None:
                 why = "error-response"
-            self.emit("handshake", ok=False, method=method, why=why, error=(msg or {}).get("error"))
+            self.emit("handshake", ok=False, method=method, why=why, error=(msg or {}).get("error"),
+                      waited=self.waited, busy=self.busy)
             return False
         if not self.sess.stateless:
             self.send(Session.notification("notifications/initialized"))
@@ -299,9 +333,10 @@ class Client:
         probe_method = "ping" if isinstance(caps, dict) and "tools" not in caps else "tools/list"
         rid, data = self.sess.request(probe_method)
         self.send(data)
-        msg, why = self.await_response(rid, t)
+        msg, why = self.await_response(rid, t, ceiling)
         if msg is None:
-            self.emit("handshake", ok=False, method=probe_method, why=why, error=None)
+            self.emit("handshake", ok=False, method=probe_method, why=why, error=None,
+                      waited=self.waited, busy=self.busy)
             return False
         warn = None if "error" not in msg else f"{probe_method} answered with an error"
         call = self.spec.call

@@ -30,7 +30,7 @@ from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.keeper_base import SCAN_TICK, Interrupted, KeeperBase
 from mcp_tether.probe.scenarios import get as get_scenario
-from mcp_tether.probe.spec import Spec
+from mcp_tether.probe.spec import READY_CEILING, Spec
 from mcp_tether.probe.verdict import Facts
 from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, identify
 from mcp_tether.proc.end import Tree
@@ -201,8 +201,7 @@ class Keeper(KeeperBase):
     # -- the scenario -----------------------------------------------------------------
     def drive(self) -> None:
         f = self.facts
-        rt = self.spec.ready_timeout
-        setup_deadline = time.monotonic() + 3 * rt + self.spec.idle + 5
+        setup_deadline = time.monotonic() + 3 * self.spec.ready_ceiling + self.spec.idle + 5
         # Phase 1: until the trigger (or a failure).
         while f.trigger is None and f.error is None and not f.early_exit:
             if f.judge == "answer" and f.answered is not None:
@@ -411,7 +410,12 @@ def _tell_runner_ready(startup: float | None) -> None:
 def _handshake_reason(ev: dict[str, Any], timeout: float) -> str:
     method, why = ev.get("method", "initialize"), ev.get("why")
     if why == "timeout":
-        return f"no answer to {method} within {timeout:g} s"
+        waited = float(ev.get("waited") or timeout)
+        if ev.get("busy"):
+            return (f"no answer to {method} after {waited:.0f} s, the server still working "
+                    f"(the ceiling: {READY_CEILING} x --ready-timeout {timeout:g} s)")
+        return (f"no answer to {method}: the server idle and silent for {timeout:g} s "
+                f"(--ready-timeout; waited {waited:.0f} s in all)")
     if why == "stdout-closed":
         return f"server closed its stdout without answering {method} (still running)"
     if why == "error-response":
