@@ -31,6 +31,10 @@ from typing import Any
 
 __all__ = ["Binding", "find_lowlevel"]
 
+# The longest the end waits for the transport's writer to flush what it took (seconds):
+# a write to a pipe nobody reads would block it for ever.
+WRITER_CATCH_UP = 1.0
+
 
 def find_lowlevel(server: Any) -> Any | None:
     """The object whose async `run(read, write, options)` serves one connection."""
@@ -92,6 +96,14 @@ class Binding:
                 binding.lowlevel_done.set()
                 binding.notify()
                 if binding._end_asked and not binding.eof_seen.is_set():
+                    # Not before the transport's writer has written and flushed every
+                    # answer it took: a send on the SDK's zero-buffer stream returns when
+                    # the writer *takes* the message, so the drain may end while the last
+                    # answer is still between the writer's write (a worker thread) and
+                    # its flush, and the reader's failure below cancels the writer right
+                    # there: the answer never reached stdout (the drain test, fastmcp,
+                    # on a loaded machine).
+                    await _writer_caught_up(write_stream)
                     # Only now (the lifespan has unwound): the SDK's stdin reader, once
                     # woken, finds its stream closed and its task fails, which cancels
                     # whatever else runs in the transport's task group.
@@ -223,6 +235,26 @@ class Binding:
         self.ended.set()
         self.notify()
         raise anyio.EndOfStream
+
+async def _writer_caught_up(write_stream: Any) -> None:
+    """Until the SDK's stdout writer has nothing in hand: nothing buffered in its stream,
+    and it waits for the next message (or has left). At most WRITER_CATCH_UP seconds,
+    shielded (a cancelled unwind still lets the last answer out); unknown streams: now."""
+    import anyio
+
+    inner = getattr(write_stream, "_inner", write_stream)  # mcp 2.x: a ContextSendStream
+    stats = getattr(inner, "statistics", None)
+    if stats is None:
+        return
+    with anyio.move_on_after(WRITER_CATCH_UP, shield=True):
+        while True:
+            s = stats()
+            if not s.current_buffer_used and (
+                s.tasks_waiting_receive or not s.open_receive_streams
+            ):
+                return
+            await anyio.sleep(0.002)  # polling the writer's state, within the bound above
+
 
 class _Tap:
     """A stream of the SDK's, seen through the binding: closing and everything not
