@@ -139,3 +139,45 @@ def test_the_lab_runs_a_row_that_could_not_run_once_more_alone(monkeypatch: Any)
     assert [r.verdict for r in results] == ["exited"] * 21
     assert "run again alone" in results[1].warnings[-1]
     assert all(c[2] == 42.0 for c in calls)
+
+
+# Exits on stdin EOF after CPU_AT_EXIT seconds of CPU work, pinned to one CPU (argv[1]).
+CPU_BOUND_EXIT = r"""
+import json, os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {},
+         "serverInfo": {"name": "cpu", "version": "0"}} if m["method"] == "initialize" else {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+t = time.process_time()
+while time.process_time() - t < float(sys.argv[2]):
+    pass
+"""
+
+
+@pytest.mark.linux
+@pytest.mark.slow
+def test_a_server_starved_of_cpu_after_eof_is_judged_on_its_own_time() -> None:
+    """1. seven busy loops pinned to the server's CPU; 2. the server needs 0.1 s of CPU to
+    exit after EOF, the window is 0.5 s; 3. the wall time it takes is mostly waiting for
+    the CPU: the window counts that wait, so it is `exited`, with a warning saying so
+    (a wall-clock window called it `lingered`)."""
+    import os
+    import subprocess
+
+    cpu = min(os.sched_getaffinity(0))
+    burn = f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
+    burners = [subprocess.Popen([*PY, "-c", burn]) for _ in range(7)]
+    try:
+        report = probe([*PY, "-c", CPU_BOUND_EXIT, str(cpu), "0.1"],
+                       ProbeOptions(scenarios=("exit",), window=0.5, horizon=10.0))
+    finally:
+        for b in burners:
+            b.kill()  # our own unreaped children: the pid is still theirs
+            b.wait()
+    (r,) = report.results
+    assert r.verdict == "exited", (r.detail, r.warnings)
+    assert any("waited that long for a CPU" in w for w in r.warnings), r.warnings

@@ -30,10 +30,11 @@ from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.keeper_base import SCAN_TICK, Interrupted, KeeperBase
 from mcp_tether.probe.scenarios import get as get_scenario
-from mcp_tether.probe.spec import READY_CEILING, Spec
+from mcp_tether.probe.spec import READY_CEILING, STARVED_CAP, Spec
 from mcp_tether.probe.verdict import Facts
 from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, identify
 from mcp_tether.proc.end import Tree
+from mcp_tether.proc.progress import Starvation
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import fork_call
 
@@ -228,10 +229,22 @@ class Keeper(KeeperBase):
         end = self.sc.window_end(self)
         if end is None:
             return
-        live = self._watch_until(lambda: self.sc.window_end(self) or 0.0)
+        # The window counts the tree's own time: what it waited for a CPU on a loaded
+        # machine is added (issue 22 item 5), at most STARVED_CAP windows.
+        starved = Starvation()
+
+        def window_end() -> float:
+            credit = min(starved.update(self._scan_live), STARVED_CAP * self.window)
+            return (self.sc.window_end(self) or 0.0) + credit
+
+        live = self._watch_until(window_end)
         end = self.sc.window_end(self) or end
         self._ev(end - self.window, "window-start", None)
-        self._ev(end, "window-end", None)
+        credit = min(starved.waited, STARVED_CAP * self.window)
+        if credit >= 0.05:
+            self.warnings.append(f"window extended by {credit:.1f} s: the server's tree "
+                                 "waited that long for a CPU (a loaded machine)")
+        self._ev(end + credit, "window-end", None)
         after = getattr(self.sc, "after_window", None)
         if live and after is not None:
             live = after(self, live)

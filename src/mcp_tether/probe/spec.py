@@ -18,8 +18,10 @@ TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Spec", "WINDOW", "IDLE", "READY_TIMEOUT", "READY_CEILING", "SPEC", "ROBUST",
-           "LEVELS"]
+__all__ = [
+    "Spec", "WINDOW", "IDLE", "READY_TIMEOUT", "READY_CEILING", "STARVED_CAP", "SPEC",
+    "ROBUST", "LEVELS",
+]
 
 # The window: as long after its client went as the ladder gives a server after EOF.
 WINDOW = GRACE_AFTER_EOF
@@ -30,6 +32,9 @@ IDLE = 3.0  # seconds of silence in the idle scenario
 # importing on a loaded machine is slow, not broken).
 READY_TIMEOUT = 10.0
 READY_CEILING = 6
+# The window is extended by the time the tree waited for a CPU (a loaded machine), by
+# at most this many windows.
+STARVED_CAP = 5
 
 SPEC = "spec"  # what the MCP specification asks of a stdio server
 ROBUST = "robust"  # what real hosts need beyond it

@@ -14,6 +14,9 @@ Guarantees:
 - `moved(a, b)` is True when between two looks the tree used CPU, gained or lost a
   member, or has a member in R/D now; False when none of that; None (unknown) when
   either look could not be taken (no /proc). Unknown never extends a wait.
+- `Starvation` measures how long a tree waited for a CPU (schedstat run_delay, the
+  most-starved member), so that the probe's window can count the server's own time on
+  a loaded machine, not the time the machine made it wait. Unreadable: no credit.
 - Nothing is signalled; only /proc is read.
 """
 
@@ -24,7 +27,7 @@ import os
 from mcp_tether import platform
 from mcp_tether.proc.identity import ProcessId, split_stat
 
-__all__ = ["Look", "look", "moved", "MIN_CPU"]
+__all__ = ["Look", "look", "moved", "MIN_CPU", "run_delay", "Starvation"]
 
 # CPU seconds that count as work between two looks: two clock ticks (USER_HZ = 100),
 # above the noise of an idle event loop's timer wake-ups.
@@ -90,3 +93,36 @@ def moved(before: Look | None, now: Look | None) -> bool | None:
     if before is None or now is None:
         return None
     return now.busy or now.members != before.members or now.cpu - before.cpu >= MIN_CPU
+
+
+def run_delay(pid: int) -> float | None:
+    """Seconds `pid` has spent runnable but waiting for a CPU since it started (the
+    kernel's schedstat run_delay); None where that is not readable."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Starvation:
+    """How long a tree waited for a CPU since it was first looked at: the largest wait of
+    any one member (members wait side by side, so their waits do not add up).
+
+    A window measured in wall time judges the machine as much as the server on a loaded
+    machine: an SDK server that needs half a second of CPU to exit after EOF may wait
+    seconds for it. Adding this wait to the window judges the server's own time.
+    """
+
+    def __init__(self) -> None:
+        self.base: dict[ProcessId, float] = {}
+        self.waited = 0.0
+
+    def update(self, members: list[ProcessId]) -> float:
+        for m in members:
+            d = run_delay(m.pid)
+            if d is None:
+                continue
+            first = self.base.setdefault(m, d)
+            self.waited = max(self.waited, d - first)
+        return self.waited
