@@ -181,3 +181,10 @@ def test_a_server_starved_of_cpu_after_eof_is_judged_on_its_own_time() -> None:
     (r,) = report.results
     assert r.verdict == "exited", (r.detail, r.warnings)
     assert any("waited that long for a CPU" in w for w in r.warnings), r.warnings
+
+
+def test_the_suites_hang_guard_scales_with_the_machines_load(request: Any) -> None:
+    """pytest-timeout's 120 s (set-up included) is multiplied by the load per CPU when a
+    test starts (tests/conftest.py), never lowered: a loaded runner is slower, not hung."""
+    marker = request.node.get_closest_marker("timeout")
+    assert marker is not None and 120.0 <= marker.args[0] <= 1200.0
