@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import anyio
+import pytest
 
 from mcp_tether.tether.binding import Binding
 
@@ -38,7 +39,7 @@ class LowLevel:
             tg.cancel_scope.cancel()  # the read stream ended: in-flight handlers go
 
 
-async def _serve(flushed: list[Any]) -> None:
+async def _serve(flushed: list[Any], cancel_at_end: bool) -> None:
     read_send, read_recv = anyio.create_memory_object_stream[Any](0)
     write_send, write_recv = anyio.create_memory_object_stream[Any](0)
     woken = anyio.Event()
@@ -65,18 +66,29 @@ async def _serve(flushed: list[Any]) -> None:
         async with write_send:
             await low.run(read_recv, write_send, None)
 
+    async def coordinator(scope: Any) -> None:
+        """Its share of the deadline is up as soon as the stream has ended (a loaded
+        machine): it cancels the serving scope, the transport's writer with it."""
+        while not binding.ended.is_set():
+            await anyio.sleep(0.001)
+        scope.cancel()
+
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(stdin_reader)
             tg.start_soon(stdout_writer)
             tg.start_soon(server)
+            if cancel_at_end:
+                tg.start_soon(coordinator, tg.cancel_scope)
             await started.wait()
             binding._end(time.monotonic() + 2.0)  # SIGTERM: end as EOF would, draining
     except BaseException:  # the reader's failure, as in the SDKs' transport
         pass
 
 
-def test_the_drains_last_answer_is_flushed_before_the_reader_is_broken() -> None:
+@pytest.mark.parametrize("cancel_at_end", [False, True], ids=["reader-broken", "unwind-cancelled"])
+def test_the_drains_last_answer_is_flushed_before_the_stream_ends(cancel_at_end: bool) -> None:
+    """Whether the end then breaks the reader or the coordinator cancels the unwind."""
     flushed: list[Any] = []
-    anyio.run(_serve, flushed)
+    anyio.run(_serve, flushed, cancel_at_end)
     assert flushed == [9]

@@ -31,10 +31,6 @@ from typing import Any
 
 __all__ = ["Binding", "find_lowlevel"]
 
-# The longest the end waits for the transport's writer to flush what it took (seconds):
-# a write to a pipe nobody reads would block it for ever.
-WRITER_CATCH_UP = 1.0
-
 
 def find_lowlevel(server: Any) -> Any | None:
     """The object whose async `run(read, write, options)` serves one connection."""
@@ -77,6 +73,7 @@ class Binding:
         self._recv_scope: Any = None
         self._idle: Any = None  # anyio.Event, set when nothing is in flight
         self._cancel_scopes: list[Any] = []
+        self._write_stream: Any = None  # the SDK's own (untapped) send stream
 
     # -- installed on the SDK ---------------------------------------------------------
 
@@ -88,6 +85,7 @@ class Binding:
 
         async def run(read_stream: Any, write_stream: Any, *args: Any, **kwargs: Any) -> Any:
             binding.attach_loop()
+            binding._write_stream = write_stream
             try:
                 return await original(
                     _ReadTap(read_stream, binding), _WriteTap(write_stream, binding),
@@ -96,14 +94,6 @@ class Binding:
                 binding.lowlevel_done.set()
                 binding.notify()
                 if binding._end_asked and not binding.eof_seen.is_set():
-                    # Not before the transport's writer has written and flushed every
-                    # answer it took: a send on the SDK's zero-buffer stream returns when
-                    # the writer *takes* the message, so the drain may end while the last
-                    # answer is still between the writer's write (a worker thread) and
-                    # its flush, and the reader's failure below cancels the writer right
-                    # there: the answer never reached stdout (the drain test, fastmcp,
-                    # on a loaded machine).
-                    await _writer_caught_up(write_stream)
                     # Only now (the lifespan has unwound): the SDK's stdin reader, once
                     # woken, finds its stream closed and its task fails, which cancels
                     # whatever else runs in the transport's task group.
@@ -232,28 +222,36 @@ class Binding:
                 break
             with anyio.move_on_after(left):
                 await self._idle.wait()
+        # Answered is not yet written: a send on the SDKs' zero-buffer stream returns
+        # when the transport's writer *takes* the message, and the writer then writes it
+        # in a worker thread and flushes. The end of the stream leads to the transport
+        # being broken or the unwind being cancelled (the coordinator's share, short on
+        # a loaded machine), either of which cancels the writer between its write and
+        # its flush: the drained answer never reached stdout (the drain test, fastmcp,
+        # under load). So the drain also waits, within its time, for the writer.
+        left = (self._end_at or 0.0) - time.monotonic()
+        if self._write_stream is not None and left > 0:
+            with anyio.move_on_after(left):
+                await _writer_caught_up(self._write_stream)
         self.ended.set()
         self.notify()
         raise anyio.EndOfStream
 
 async def _writer_caught_up(write_stream: Any) -> None:
     """Until the SDK's stdout writer has nothing in hand: nothing buffered in its stream,
-    and it waits for the next message (or has left). At most WRITER_CATCH_UP seconds,
-    shielded (a cancelled unwind still lets the last answer out); unknown streams: now."""
+    and it waits for the next message (or has left). Unknown streams: at once. The caller
+    bounds the wait (the drain's end)."""
     import anyio
 
     inner = getattr(write_stream, "_inner", write_stream)  # mcp 2.x: a ContextSendStream
     stats = getattr(inner, "statistics", None)
     if stats is None:
         return
-    with anyio.move_on_after(WRITER_CATCH_UP, shield=True):
-        while True:
-            s = stats()
-            if not s.current_buffer_used and (
-                s.tasks_waiting_receive or not s.open_receive_streams
-            ):
-                return
-            await anyio.sleep(0.002)  # polling the writer's state, within the bound above
+    while True:
+        s = stats()
+        if not s.current_buffer_used and (s.tasks_waiting_receive or not s.open_receive_streams):
+            return
+        await anyio.sleep(0.002)  # polling the writer's state, within the caller's bound
 
 
 class _Tap:
