@@ -92,7 +92,7 @@ def moved(before: Look | None, now: Look | None) -> bool | None:
     """Did the tree do anything between the two looks? None: cannot know."""
     if before is None or now is None:
         return None
-    return now.busy or now.members != before.members or now.cpu - before.cpu >= MIN_CPU
+    return bool(now.busy or now.members != before.members or now.cpu - before.cpu >= MIN_CPU)
 
 
 def run_delay(pid: int) -> float | None:
