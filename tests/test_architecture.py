@@ -3,7 +3,9 @@
 1. Only the process core touches processes: no module outside `proc/`, `platform.py`,
    `_plat/` and `watch/` calls os.kill, killpg, waitpid, waitid, pidfd_send_signal,
    set_wakeup_fd, setsid or the subreaper prctl (the lab's fixture servers excepted:
-   they are deliberately naive programs, not part of the tool).
+   they are deliberately naive programs, not part of the tool; so are the host check's
+   recorder, a server any host runs as a plain script, and its stand-in for a terminal's
+   shell: stdlib-only scripts by design).
 2. Every module is one job: at most 800 lines, and a docstring that says it.
 """
 
@@ -17,7 +19,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "mcp_tether"
 CORE = ("proc", "watch", "_plat")
 CORE_FILES = ("platform.py",)
-FIXTURES = ("lab/python", "lab/node")
+FIXTURES = ("lab/python", "lab/node", "hostcheck/recorder.py", "hostcheck/ttyshell.py")
 FORBIDDEN_CALLS = {
     ("os", "kill"), ("os", "killpg"), ("os", "waitpid"), ("os", "waitid"), ("os", "setsid"),
     ("signal", "pidfd_send_signal"), ("signal", "set_wakeup_fd"),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.container import maybe_container_run
-from mcp_tether.container.command import parse_run
+from mcp_tether.container.command import parse_run, why_not_followed
 
 EXTRA = ["--cidfile", "/t/cid", "--label", "io.mcp-tether.run=x"]
 
@@ -70,6 +70,60 @@ def test_a_simple_sh_c_wrapper_is_followed_by_editing_its_string_in_place() -> N
     assert out[:2] == ["sh", "-c"]
     assert out[2] == ('exec docker run --cidfile /t/cid --label io.mcp-tether.run=x'
                       ' -i --rm -e "A=$HOME" img')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker run -i --rm img sh -c 'cat; sleep 9'",  # the issue's shape
+        'docker run -i img sh -c "a | b && c > /dev/null"',
+        r"docker run -i img echo \; \| \&",
+        "docker run -i img sh -c 'x' # 'quoted' then not",
+    ],
+)
+def test_an_sh_c_string_is_one_simple_command_however_its_operators_are_quoted(
+    text: str
+) -> None:
+    """Quoted (or escaped) operators are words; only an unquoted one (a comment, in
+    the last case) makes the string more than one command."""
+    cmd = parse_run(["sh", "-c", text])
+    if "#" in text:
+        assert cmd is None and why_not_followed(["sh", "-c", text])
+        return
+    assert cmd is not None and cmd.image == "img" and cmd.interactive
+    out = cmd.rewrite(["--label", "k=v"])[2]
+    assert out == text.replace("docker run", "docker run --label k=v", 1)
+
+
+@pytest.mark.parametrize("text", ['docker run -i "$(pick)"', "docker run -i `pick` x",
+                                  'docker run -i img "$(a; b)"', "docker run -i 'img"])
+def test_a_substitution_or_an_open_quote_is_not_one_simple_command(text: str) -> None:
+    assert parse_run(["sh", "-c", text]) is None
+
+
+def test_docker_exec_is_read_with_its_container_and_rewritten_after_exec() -> None:
+    cmd = parse_run(["podman", "exec", "-i", "-e", "A=1", "box", "node", "s.js"])
+    assert cmd is not None and cmd.verb == "exec" and cmd.image == "box"
+    assert not cmd.sig_proxy  # an exec'd process gets nothing its client gets
+    assert cmd.rewrite(["--env", "T=1"]) == ["podman", "exec", "--env", "T=1", "-i", "-e",
+                                             "A=1", "box", "node", "s.js"]
+    assert parse_run(["docker", "exec", "-d", "box", "x"]) is None
+    assert parse_run(["docker", "exec", "-i", "box"]) is None  # no command
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["docker", "run", "-d", "img"], True),
+    (["docker", "start", "-ai", "box"], True),
+    (["sh", "-c", "docker run -i img | tee log"], True),
+    (["docker", "run", "-i", "img"], False),  # followed
+    (["docker", "ps"], False),  # starts nothing
+    (["docker", "run", "--help"], False),
+    (["python", "-m", "server"], False),
+])
+def test_a_container_command_that_cannot_be_followed_has_a_reason(
+    argv: list[str], named: bool
+) -> None:
+    assert bool(why_not_followed(argv)) is named
 
 
 def test_flags_are_read_from_option_clusters_but_not_from_values() -> None:

@@ -141,8 +141,9 @@ def test_end_container_leaves_alone_a_container_that_is_not_the_one_listed(
     try:
         stop_client(client)
         follow.find()
-        # Right after its client's attach is cut, the daemon's list can omit a running
-        # container for a moment (seen here in about one run in five): poll for it.
+        # The listing asks for `created` containers too: the daemon's list shows a
+        # container that already answered as `created` for a moment (leaked._STATUSES).
+        # Polled all the same: a listing is a snapshot.
         listed = until(lambda: [c for c in stdio_containers() if c.id == follow.container_id],
                        "the container in the listing")
         assert len(listed) == 1

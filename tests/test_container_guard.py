@@ -10,9 +10,11 @@ the container, which runs under the engine's shim, kept running.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -196,3 +198,120 @@ def test_without_an_engine_on_path_the_guard_says_so_and_exits_127(tmp_path: Pat
     assert rc == 127, err
     assert "container support is off: docker not found on PATH" in err
     assert "Traceback" not in err
+
+
+# -- shapes the follow once missed (issue 22) ------------------------------------------
+def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
+    """A client process starts the guard, gets the initialize answer, and is SIGKILLed
+    while the guard runs; returns once the guard has exited."""
+    report = tmp_path / "guard.pid"
+    client_src = (
+        "import subprocess, sys, time\n"
+        f"g = subprocess.Popen({guard(server)!r}, stdin=subprocess.PIPE,"
+        " stdout=subprocess.PIPE)\n"
+        f"g.stdin.write({INIT!r}); g.stdin.flush(); g.stdout.readline()\n"
+        f"open({str(report)!r}, 'w').write(str(g.pid))\n"
+        "time.sleep(600)\n"
+    )
+    client = subprocess.Popen([sys.executable, "-c", client_src])
+    try:
+        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard"))
+        from mcp_tether.proc import identify
+
+        guard_ident = identify(guard_pid)
+        assert guard_ident is not None
+    finally:
+        client.kill()  # our own child, not reaped: its pid is its own
+        client.wait()
+    from mcp_tether.proc import SAME, compare
+
+    until(lambda: compare(guard_ident) != SAME, "the guard to exit")
+
+
+def _cat_then_sleep(docker_image: str) -> list[str]:
+    """`sh -c "docker run -i --rm ... --entrypoint sh IMG -c 'cat; sleep 61'"`: one
+    simple command whose `;` is quoted. The container answers (cat echoes the request)
+    and outlives EOF (its sh, pid 1, is deaf to SIGTERM: the SIGKILL rung ends it)."""
+    box = box_cmd(docker_image, "unused")[:-2]  # without the image and its mode
+    return ["sh", "-c", f"{shlex.join(box)} --entrypoint sh {docker_image} -c 'cat; sleep 61'"]
+
+
+@pytest.mark.parametrize("end", ["close", "sigkill"])
+def test_a_container_run_behind_sh_c_with_a_quoted_semicolon_is_followed(
+    docker_engine: Engine, docker_image: str, tmp_path: Path, end: str
+) -> None:
+    """1. `sh -c` around one `docker run` whose inner command quotes a `;`; 2. the
+    client closes stdin, or is SIGKILLed; 3. no container of ours runs after the guard.
+    Before, the quoted `;` read as a list: the command was not followed, silently."""
+    server = _cat_then_sleep(docker_image)
+    if end == "close":
+        c = Client(guard(server), tmp_path)
+        c.ready()
+        assert session_containers(docker_engine, running_only=True)
+        c.close()
+        rc, err = c.finish()
+        assert "not following" not in err, err
+    else:
+        _sigkilled_client(server, tmp_path)
+    assert not session_containers(docker_engine, running_only=True)
+
+
+@pytest.fixture
+def running_box(docker_engine: Engine, docker_image: str) -> Iterator[str]:
+    """A running container of ours to exec into (its own server ignores its closed
+    stdin); removed after the test."""
+    code, out, err = docker_engine.call(
+        ["run", "-d", *box_cmd(docker_image, "ignore-eof")[2:]])
+    assert code == 0, err
+    cid = out.strip()
+    try:
+        yield cid
+    finally:
+        docker_engine.call(["rm", "-f", cid])
+
+
+def _in_box(engine: Engine, cid: str) -> list[str]:
+    code, out, _err = engine.call(["top", cid, "-o", "pid,args"])
+    assert code == 0
+    return out.splitlines()[1:]
+
+
+@pytest.mark.parametrize("end", ["close", "sigkill"])
+def test_a_process_started_by_docker_exec_ends_with_its_client(
+    docker_engine: Engine, running_box: str, tmp_path: Path, end: str
+) -> None:
+    """1. guard `docker exec -i BOX sh -c 'cat; sleep 62'`; 2. the client closes stdin
+    (cat ends, sleep goes on) or is SIGKILLed; 3. nothing the exec started runs in the
+    container after the guard, which is left running. Before, one was left per session:
+    the engine does not end an exec'd process when its client goes."""
+    server = ["docker", "exec", "-i", running_box, "sh", "-c", "cat; sleep 62"]
+    if end == "close":
+        c = Client(guard(server), tmp_path)
+        c.ready()
+        assert any("sleep 62" in p or "cat" in p for p in _in_box(docker_engine, running_box))
+        c.close()
+        rc, err = c.finish()
+        assert "SIGTERM" in err, err
+    else:
+        _sigkilled_client(server, tmp_path)
+    left = [p for p in _in_box(docker_engine, running_box) if "sleep 62" in p or "cat" in p]
+    assert not left, left
+    code, out, _err = docker_engine.call(["inspect", "-f", "{{.State.Running}}", running_box])
+    assert out.strip() == "true"  # the container was never ours to end
+
+
+def test_a_container_command_that_cannot_be_followed_is_named_in_one_warning_line(
+    tmp_path: Path,
+) -> None:
+    """A `-c` string with a real pipeline around `docker run`: not followed, and said so
+    once on stderr (the command still runs: here docker is a stand-in that exits)."""
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
+    c = Client(guard(["sh", "-c", "docker run -i --rm img | cat"]), tmp_path, env=env)
+    c.close()
+    rc, err = c.finish()
+    lines = [ln for ln in err.splitlines() if "not following the container" in ln]
+    assert len(lines) == 1 and "one simple command" in lines[0], err
+    assert rc == 0, err

@@ -226,3 +226,19 @@ def test_evidence_names_threads_and_sees_the_wire_of_a_live_process() -> None:
         assert p.stdin is not None and p.stdout is not None
         p.stdin.close()
         p.stdout.close()
+
+
+def test_a_python_server_that_leaves_children_is_told_the_helper_ends_them_too(
+    tmp_path: Path,
+) -> None:
+    """1. A plain `app.run()` server with a child (own session) and a grandchild: it exits
+    at EOF, its kids live on; 2. the remedy offers `mcp_tether.run` and says that it ends
+    the server's child processes too, naming them."""
+    pytest.importorskip("mcp.server.mcpserver")
+    argv = [sys.executable, str(SERVERS / "tether_children.py"), str(tmp_path), "plain"]
+    r = run(argv, "exit", env={"PYTHONPATH": str(Path(__file__).parents[1] / "src")},
+            ready_timeout=60.0)
+    assert r["verdict"] in ("orphaned", "lingered"), (r["verdict"], r.get("detail"))
+    assert "mcp_tether.run(mcp)" in r["remedy"]
+    assert "ends the server's own child processes (pid " in r["remedy"]
+    assert "grandchildren included" in r["remedy"]

@@ -32,7 +32,16 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tether.proc import SAME, ProcessId, cmdline, compare, identify, snapshot, wait_gone
+from mcp_tether.proc import (
+    SAME,
+    ProcessId,
+    cmdline,
+    compare,
+    identify,
+    read_info,
+    snapshot,
+    wait_gone,
+)
 from mcp_tether.proc.signals import signal_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux guard")
@@ -107,6 +116,25 @@ if mode in ("launcher", "launcher-ignore"):
     note(pidfile + ".daemon", str(os.getpid()))
     if mode == "launcher-ignore":
         threading.Thread(target=forever).start()
+if mode == "zombie-leader":
+    # A helper in a session of its own that keeps the client's stdio (Node's
+    # spawn(..., {detached: true, stdio: "inherit"})), and a main thread that leaves
+    # alone: the thread-group leader reads as a zombie (as a multi-threaded runtime's
+    # often does first on its way out) while a worker keeps the process alive until
+    # SIGTERM. The helper's parent reads as this zombie all along.
+    if os.fork() == 0:
+        os.setsid()
+        note(pidfile + ".daemon", str(os.getpid()))
+        forever()
+    import ctypes
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])  # the worker's mask too
+    def worker():
+        signal.sigwait([signal.SIGTERM])
+        time.sleep(0.1)
+        os._exit(0)
+    threading.Thread(target=worker).start()
+    sys_exit = {"x86_64": 60, "aarch64": 93}[os.uname().machine]
+    ctypes.CDLL(None).syscall(sys_exit, 0)  # this thread only; ctypes drops the GIL
 if mode in ("ignore-eof", "stubborn", "deaf", "report"):
     threading.Thread(target=forever).start()  # non-daemon: EOF cannot end the process
 read_to_eof(echo=mode in ("eof", "daemonize", "hopper", "hopper-setsid", "launcher",
@@ -437,6 +465,77 @@ def test_parent_death_ends_the_server_even_when_another_process_holds_stdin(
             client.wait()
         if holder is not None:
             signal_process(holder, signal.SIGKILL)
+
+
+def test_parent_death_ends_a_helper_whose_parent_was_exiting_when_the_tree_was_read(
+    lab: Lab,
+) -> None:
+    """1. a server with a detached helper on its stdio whose main thread has left (the
+    leader reads as a zombie, a worker lives on), a holder keeps stdin's write end;
+    2. the client is SIGKILLed; 3. the helper is ended too. It was read with a zombie
+    for a parent, dropped, and never looked at again: the guard left it running (the
+    probe's inherited-writer with a Node server and a detached helper: `orphaned`)."""
+    pf, report = lab.pidfile(), str(lab.tmp / "client.json")
+    err_path = lab.tmp / "guard.err"
+    with open(err_path, "wb") as err_fh:
+        client = subprocess.Popen(
+            [sys.executable, str(lab.client), "socket", "1", report, "wait", "0", "--",
+             *lab.guard_cmd(lab.server_cmd("zombie-leader", pf))],
+            stdout=subprocess.DEVNULL, stderr=err_fh,
+        )
+    holder = helper = None
+    try:
+        info = json.loads(until(lambda: os.path.exists(report) and Path(report).read_text(),
+                                "client report"))
+        guard, holder = identify(info["guard"]), identify(info["holder"])
+        assert guard is not None and holder is not None
+        helper = ident_from(pf + ".daemon")
+        pid = int(until(lambda: os.path.exists(pf) and Path(pf).read_text(), pf))
+        leader = until(lambda: (i := read_info(pid)) is not None and i.state == "Z" and i,
+                       "the server's leader thread gone, the process alive")
+        server = leader.ident
+        client.kill()
+        client.wait()
+        assert wait_gone(guard, DEADLINE) is not None
+        assert_gone(server, helper)
+        assert "1 more process of its tree" in err_path.read_text()
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        for ident in (holder, helper):
+            if ident is not None:
+                signal_process(ident, signal.SIGKILL)
+
+
+def _supervisor(front: int) -> ProcessId:
+    """The guard's supervisor: the front's one child."""
+    def find() -> ProcessId | None:
+        kids = [p.ident for p in snapshot().values() if p.ppid == front and not p.exited]
+        return kids[0] if kids else None
+
+    return until(find, "the guard's supervisor")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+                                 signal.SIGQUIT], ids=lambda s: s.name)
+def test_a_stray_signal_to_the_supervisor_ends_the_whole_tree_first(
+    lab: Lab, guards: list[Guarded], sig: signal.Signals
+) -> None:
+    """1. a server that ignores EOF with a daemon outside its group; 2. a signal whose
+    default action ends a process reaches the supervisor (not the front); 3. the server
+    and the daemon are gone and the front exits: the ladder ran first (PDEATHSIG alone
+    would have spared the daemon)."""
+    pf = lab.pidfile()
+    g = start(guards, lab, ["sh", "-c", " ".join(lab.server_cmd("daemonize", pf)) + "; true"])
+    server, daemon = ident_from(pf), ident_from(pf + ".daemon")
+    supervisor = _supervisor(g.proc.pid)
+    assert signal_process(supervisor, sig) == "sent"
+    rc, _out, err = g.finish()
+    assert_gone(server, daemon)
+    assert wait_gone(supervisor, DEADLINE) is not None
+    assert f"{sig.name}" in err, err
+    assert rc == 128 + signal.SIGTERM, err
 
 
 def test_a_sigkilled_guard_takes_its_server_along(lab: Lab, guards: list[Guarded]) -> None:

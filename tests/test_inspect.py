@@ -93,9 +93,11 @@ def test_a_node_script_command_locates_its_nearest_sdk(node_dir: Path) -> None:
     assert [s["package"] for s in sdks] == ["@modelcontextprotocol/sdk"]
 
 
-def test_a_python_command_locates_the_interpreter_sdk() -> None:
-    sdks = sdks_for_command([sys.executable, "-m", "some_server"])
-    assert any(s["package"] == "mcp" for s in sdks)
+def test_a_python_module_that_cannot_be_found_is_unknown_not_the_installed_sdk() -> None:
+    """Issue 27: `mcp` installed beside it says nothing about what the server loads."""
+    (sdk,) = sdks_for_command([sys.executable, "-m", "some_server"])
+    assert sdk["state"] == "unknown" and sdk["package"] is None
+    assert "some_server not found" in sdk["how"]
 
 
 @needs_node
@@ -173,10 +175,20 @@ def test_a_uvx_command_locates_the_environment_uv_made(
 ) -> None:
     site = tmp_path / "archive-v0" / "abc" / "lib" / "python3.11" / "site-packages"
     _fake_site(site)
-    (site / "mcp_server_time-1.0.dist-info").mkdir()
+    di = site / "mcp_server_time-1.0.dist-info"
+    di.mkdir()
+    (di / "entry_points.txt").write_text(
+        "[console_scripts]\nmcp-server-time = mcp_server_time:main\n")
+    (site / "mcp_server_time").mkdir()
+    (site / "mcp_server_time" / "__init__.py").write_text("from .server import main\n")
+    (site / "mcp_server_time" / "server.py").write_text(
+        "from mcp.server.stdio import stdio_server\ndef main(): ...\n")
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path))
-    sdks = sdks_for_command(["uvx", "mcp-server-time"])
-    assert {s["package"] for s in sdks} == {"mcp", "fastmcp", "fastmcp-slim"}
+    (sdk,) = sdks_for_command(["uvx", "mcp-server-time"])
+    # What its console script's module imports (through its own submodule), not every
+    # SDK in the environment.
+    assert (sdk["state"], sdk["package"], sdk["version"]) == ("sdk", "mcp", "7.0.0")
+    assert sdk["exits_on_eof"] is True and "uvx environment" in sdk["how"]
 
 
 def test_a_bundled_transport_class_expression_is_found_through_the_exports_map(

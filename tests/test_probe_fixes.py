@@ -31,6 +31,42 @@ def test_scenarios_sharing_a_remedy_are_listed_together_and_the_remedy_printed_o
     assert "sigterm" not in text
 
 
+def test_a_scenario_that_failed_otherwise_is_never_shown_closes_needed_sigterm() -> None:
+    """Issue 27: close (terminated) and exit (orphaned) share a remedy; each keeps its own
+    diagnosis, the remedy is printed once."""
+    fix = "In the Python server call `mcp_tether.run(mcp)` instead of `mcp.run()`"
+    rows = [
+        {"scenario": "close", "remedy": fix,
+         "diagnosis": "Does not exit on stdin EOF: it needed SIGTERM, 2003 ms after EOF."},
+        {"scenario": "exit", "remedy": fix,
+         "diagnosis": "Does not exit on stdin EOF: its tree outlived the window."},
+    ]
+    out = io.StringIO()
+    render_fixes(rows, out)
+    text = out.getvalue()
+    assert "- close: Does not exit on stdin EOF: it needed SIGTERM" in text
+    assert "- exit: Does not exit on stdin EOF: its tree outlived the window." in text
+    assert text.count("needed SIGTERM") == 1 and text.count("mcp_tether.run(mcp)") == 1
+
+
+def test_one_process_keeps_one_name_in_every_sentence_of_a_diagnosis() -> None:
+    """Issue 27: a wrapper's child first seen before its exec (`sh -c ...`) and alive after
+    it (`node srv.js`) is named by the command it runs, in the wrapper sentence as in its
+    own."""
+    from mcp_tether.probe.diagnose import diagnose
+
+    r = {"scenario": "sigterm", "verdict": "orphaned", "passed": False, "events": [
+        {"what": "spawn", "pid": 10, "role": "server", "cmd": "sh -c node srv.js", "t_ms": 0},
+        {"what": "seen", "pid": 11, "ppid": 10, "cmd": "sh -c node srv.js", "t_ms": 5},
+        {"what": "sigterm", "pid": 10, "t_ms": 100},
+        {"what": "exit", "pid": 10, "t_ms": 110, "status": 143},
+        {"what": "window-end", "t_ms": 1100}],
+        "survivors": [{"pid": 11, "ppid": 1, "cmdline": "node srv.js"}]}
+    text = str(diagnose(r, ["sh", "-c", "node srv.js"]))
+    assert "descendant 11 (node srv.js)" in text and "Pid 11 (node srv.js)" in text, text
+    assert text.count("sh -c node srv.js") == 1, text  # the wrapper itself, once
+
+
 def test_nothing_is_printed_when_every_scenario_passed() -> None:
     out = io.StringIO()
     render_fixes([{"scenario": "close", "diagnosis": "", "remedy": ""}], out)

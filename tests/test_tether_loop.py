@@ -178,3 +178,32 @@ def test_diagnostics_go_through_the_mcp_tether_logger(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "mcp_tether WARNING mcp-tether: client gone (stdin closed)" in log_file.read_text()
     assert "mcp-tether:" not in done.stderr  # configured: routed, not duplicated
+
+
+CHILDREN = str(HERE / "servers" / "tether_children.py")
+
+
+def test_a_server_with_a_child_and_a_grandchild_passes_robust_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """1. Every scenario against a fresh `mcp_tether.run` server that started a child (in a
+    session of its own) and a grandchild that ignores SIGTERM; 2. the probe's robust level
+    passes (nothing of any tree outlived its window); 3. each server's hook saw both kids
+    alive: the hooks ran before the children ended; 4. none of the kids is left."""
+    pytest.importorskip("mcp.server.mcpserver")
+    from mcp_tether.proc import identify
+
+    report = probe([sys.executable, CHILDREN, str(tmp_path)],
+                   ProbeOptions(env=ENV, ready_timeout=60.0))
+    assert report.passes("robust"), [
+        (r.scenario, r.verdict, r.detail, r.stderr_tail) for r in report.results]
+    notes = list(_notes(tmp_path).values())
+    exited = [r for r in report.results if r.verdict == "exited"]  # `idle`: ended by the probe
+    assert len(exited) >= 7 and "hook-kids-gone" not in str(notes), notes
+    assert notes.count(["ready", "hook-kids-alive"]) == len(exited), notes
+    assert all("2 child processes ended" in (r.stderr_tail or "") for r in exited)
+    for kids in tmp_path.glob("*.kids"):
+        for line in kids.read_text().splitlines():
+            pid, start = map(int, line.split())
+            now = identify(pid)
+            assert now is None or now.start != start, f"kid {pid} outlived its server"

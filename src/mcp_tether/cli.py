@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "wrap": ("mcp_tether.hosts.cli", "put the guard in front of a host's stdio servers"),
     "unwrap": ("mcp_tether.hosts.cli", "take the guard out of a host's config again"),
     "hosts": ("mcp_tether.hosts.cli", "list host config files and their stdio servers"),
+    "hostcheck": ("mcp_tether.hostcheck.cli", "what a host does to its stdio servers when it ends"),
     "inspect": ("mcp_tether.inspect.cli", "what the installed MCP SDKs' stdio servers do on EOF"),
     "ps": ("mcp_tether.scan.cli", "list stdio servers on this machine, leaked first"),
     "reap": ("mcp_tether.scan.cli", "end leaked MCP servers, safely; --watch keeps at it"),

@@ -1,4 +1,5 @@
-"""Servers in containers: a `docker run -i` / `podman run -i` server dies with its client.
+"""Servers in containers: a `docker run -i` / `podman run -i` server (or a process
+started by `docker exec -i` / `podman exec -i`) dies with its client.
 
 The server's processes live under the engine's shim, not under whoever ran the engine
 client, so no process-tree mechanism reaches them. This package follows the container
@@ -6,6 +7,9 @@ instead (see docs/containers.md):
 - `follow_for(argv)` -> `ContainerFollow` | None: rewrites a container-run command to
   carry `--cidfile` and our labels, then names the container, signals it through the
   engine (each ladder rung), waits for it to stop, lists what runs in it, removes it.
+  For `exec`, the follower is `execfollow.ExecFollow`: an `--env` token marks the
+  exec'd process, reached inside the container through the engine.
+  A container command that cannot be followed is named in one warning line.
 - `WithContainer(tree, follow)`: the ladder target the guard climbs on (tree + box).
 - `leaked_containers()` / `end_container()`: the machine view for `ps` / `reap`.
 - `end_owned_by(argv, tree)`: the probe's clean-up of a guard's container.
@@ -54,7 +58,8 @@ def maybe_container_run(argv: list[str]) -> bool:
     for word in argv[:6]:
         if os.path.basename(word) in _ENGINES:
             return True
-        if " run" in word and any(e in word for e in _ENGINES):
+        if (" run" in word or " exec" in word or " start" in word) and any(
+                e in word for e in _ENGINES):
             return True  # an `sh -c '... docker run ...'` string
     return False
 

@@ -1,16 +1,25 @@
 """Recognising a container-run command line and rewriting it so we can follow it.
 
-`parse_run(argv)` answers "does this command start a container in the foreground?" for
-  docker [global options] run [options] IMAGE [ARGS...]   (also `container run`)
-  podman [global options] run ...                          (any path to the engine)
-  env [NAME=VALUE...] docker run ...                       (env-style prefixes)
-  sh -c 'docker run ...'  / bash -c 'exec docker run ...'  (a simple -c string)
-and returns a `RunCommand` (engine, its global options, the run options read, the
-image) or None: another program, `run -d` (detached: not a stdio server), `--help`, a
-`-c` string that is a pipeline or a list (its docker run may be any of several).
+`parse_run(argv)` answers "does this command start a container process in the
+foreground?" for
+  docker [global options] run [options] IMAGE [ARGS...]    (also `container run`)
+  docker [global options] exec [options] CONTAINER CMD...  (also `container exec`)
+  podman ...                                                (any path to the engine)
+  env [NAME=VALUE...] docker run ...                        (env-style prefixes)
+  sh -c 'docker run ...'  / bash -c 'exec docker run ...'   (one simple command)
+and returns a `RunCommand` (engine, its global options, the verb, the options read, the
+image or container) or None: another program, `-d` (detached: not a stdio server),
+`--help`, a `-c` string that is not one simple command (a pipeline, a list, a
+substitution, a redirection: its container may be any of several).
+A `-c` string is read as the shell reads words: quotes and backslashes first, so a `;`
+or `|` inside quotes is part of a word (`sh -c "docker run -i IMG sh -c 'cat; sleep 9'"`
+is one simple command); only an operator outside quotes makes it more than one.
 `RunCommand.rewrite(extra)` returns the argv with `extra` options inserted right after
-the `run` word (in a `-c` string: right after it in the text, the rest untouched), which
-is how the follower adds `--cidfile` and its labels.
+the verb (in a `-c` string: right after that word in the text, the rest untouched),
+which is how the follower adds `--cidfile`, its labels or its `--env` mark.
+`why_not_followed(argv)` names, in a few words, why a command that would start a
+container process cannot be followed (None when it can, or starts none): the guard
+says it in one warning line.
 Options are read the way the engine's own parser reads them: a long option takes the
 next word unless it is a known flag or spelled `--opt=value`; short options cluster
 (`-it`, `-ie X=1`). Pure and stdlib-only.
@@ -21,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["RunCommand", "parse_run"]
+__all__ = ["RunCommand", "parse_run", "why_not_followed"]
 
 ENGINE_NAMES = ("docker", "podman")
 # `run` options that take no value (docker 20-28, podman 4-5). Anything else takes one.
@@ -36,9 +45,14 @@ _SHORT_FLAGS = frozenset("dtiPq")  # -a -c -e -h -l -m -p -u -v -w take a value
 _GLOBAL_FLAGS = frozenset({"--debug", "-D", "--tls", "--tlsverify", "--remote", "-r",
                            "--help", "-h", "--version", "-v"})
 _SHELLS = ("sh", "bash", "dash", "ash", "zsh", "busybox")
-# A -c string we dare rewrite: no pipes, lists, substitutions or redirections.
-_SHELL_SPECIAL = re.compile(r"[;&|`<>()\n]|\$\(")
-_RUN_IN_TEXT = re.compile(r"(?:^|\s)(?:run|container\s+run)(?=\s|$)")
+# Outside quotes, any of these makes a -c string more than one simple command (or a
+# redirection, a subshell, a comment): not rewritten.
+_OPERATORS = frozenset(";&|<>()`#\n")
+# A -c string that seems to start a container process (for the warning when it cannot
+# be followed): an engine word, later a verb that starts one.
+_STARTS_IN_TEXT = re.compile(r"(?:^|[\s;&|(`'\"])(?:docker|podman)\b.*\b(?:run|exec|start)\b",
+                             re.S)
+VERBS = ("run", "exec")
 
 
 def _name(word: str) -> str:
@@ -51,13 +65,16 @@ class RunCommand:
     def __init__(self, argv: list[str], engine: str, global_args: list[str],
                  run_at: int, options: list[str], image: str | None,
                  shell_index: int | None = None, inner: RunCommand | None = None,
-                 words: list[str] | None = None) -> None:
+                 words: list[str] | None = None, verb: str = "run",
+                 text_at: int | None = None) -> None:
         self.argv = argv
+        self.verb = verb  # "run" | "exec"
+        self.text_at = text_at  # in a -c string: the offset right after the verb word
         self.engine = engine  # the engine word as written ("docker", "/usr/bin/podman")
         self.global_args = global_args  # e.g. ["-H", "unix:///x.sock"]
         self.run_at = run_at  # index of the `run` word in argv (or in the -c words)
         self.options = options  # the run options as given, up to the image
-        self.image = image
+        self.image = image  # for `exec`: the container, as named
         self.shell_index = shell_index  # index of the -c string in argv, for a wrapper
         self.inner = inner  # the command inside that -c string
         self.words = options if words is None else words  # option words, values left out
@@ -105,7 +122,10 @@ class RunCommand:
     @property
     def sig_proxy(self) -> bool:
         """Does the engine client relay the signals it gets to the container? (Default
-        yes; `--sig-proxy=false` turns it off.)"""
+        yes for `run`; `--sig-proxy=false` turns it off. Never for `exec`: the exec'd
+        process keeps running whatever its client gets.)"""
+        if self.verb == "exec":
+            return False
         value = self._value("--sig-proxy")
         return value is None or value.lower() not in ("false", "0")
 
@@ -119,11 +139,10 @@ class RunCommand:
             import shlex
 
             text = self.argv[self.shell_index]
-            m = _RUN_IN_TEXT.search(text)
-            assert m is not None  # parse_run found it
+            assert self.text_at is not None  # parse_run found the verb's word
             added = " " + " ".join(shlex.quote(w) for w in extra)
             out = list(self.argv)
-            out[self.shell_index] = text[: m.end()] + added + text[m.end():]
+            out[self.shell_index] = text[: self.text_at] + added + text[self.text_at:]
             return out
         at = self.run_at + 1
         return [*self.argv[:at], *extra, *self.argv[at:]]
@@ -161,8 +180,9 @@ def _parse_engine(argv: list[str], at: int) -> RunCommand | None:
         i += 1
     if i < len(argv) and argv[i] == "container":
         i += 1
-    if i >= len(argv) or argv[i] != "run":
+    if i >= len(argv) or argv[i] not in VERBS:
         return None
+    verb = argv[i]
     run_at = i
     i += 1
     options: list[str] = []
@@ -193,39 +213,115 @@ def _parse_engine(argv: list[str], at: int) -> RunCommand | None:
         i += 1
     if i < len(argv):
         image = argv[i]
-    if image is None or "--help" in options:
+    if image is None or "--help" in options or (verb == "exec" and i + 1 >= len(argv)):
         return None
-    cmd = RunCommand(argv, argv[at], global_args, run_at, options, image, words=words)
+    cmd = RunCommand(argv, argv[at], global_args, run_at, options, image, words=words,
+                     verb=verb)
     return None if cmd.detached else cmd
 
 
+def _shell_words(text: str) -> list[tuple[str, int]] | None:
+    """The words of a `-c` string that is one simple command, each with the offset
+    just past it; None for anything else (see the module doc). Quotes and backslashes
+    are read as the shell reads them; `$(...)` and backquotes, even inside double
+    quotes, run another command and make it more than one."""
+    import shlex
+
+    out: list[tuple[str, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] in " \t":
+            i += 1
+            continue
+        start = i
+        while i < n and text[i] not in " \t":
+            c = text[i]
+            if c == "'":
+                end = text.find("'", i + 1)
+                if end < 0:
+                    return None
+                i = end + 1
+            elif c == '"':
+                i += 1
+                while i < n and text[i] != '"':
+                    if text[i] == "\\":
+                        i += 1
+                    elif text[i] == "`" or text.startswith("$(", i):
+                        return None
+                    i += 1
+                if i >= n:
+                    return None
+                i += 1
+            elif c == "\\":
+                i += 2
+            elif c in _OPERATORS or text.startswith("$(", i):
+                return None
+            else:
+                i += 1
+        try:
+            word = shlex.split(text[start:i])
+        except ValueError:
+            return None
+        if len(word) != 1:
+            return None
+        out.append((word[0], i))
+    return out
+
+
+def _shell_text(argv: list[str], at: int) -> int | None:
+    """Index of the `-c` string when argv[at] is a shell run as `sh -c TEXT ...`."""
+    if _name(argv[at]) not in _SHELLS:
+        return None
+    j = at + 1
+    if _name(argv[at]) == "busybox" and j < len(argv) and argv[j] == "sh":
+        j += 1
+    if j + 1 < len(argv) and argv[j] == "-c":
+        return j + 1
+    return None
+
+
 def parse_run(argv: list[str]) -> RunCommand | None:
-    """The foreground container run `argv` spells, or None; see the module doc."""
+    """The foreground container run (or exec) `argv` spells, or None; see the module doc."""
     argv = list(argv)
     at = _skip_env(argv)
     if at >= len(argv):
         return None
-    base = _name(argv[at])
-    if base in ENGINE_NAMES:
+    if _name(argv[at]) in ENGINE_NAMES:
         return _parse_engine(argv, at)
-    if base in _SHELLS:
-        j = at + 1
-        if base == "busybox" and j < len(argv) and argv[j] == "sh":
-            j += 1
-        if j + 1 < len(argv) and argv[j] == "-c":
-            text = argv[j + 1]
-            if _SHELL_SPECIAL.search(text) or not _RUN_IN_TEXT.search(text):
-                return None
-            import shlex
+    k = _shell_text(argv, at)
+    if k is None:
+        return None
+    spans = _shell_words(argv[k])
+    if spans is None:
+        return None
+    inner = parse_run([w for w, _end in spans])
+    if inner is None or inner.shell_index is not None:
+        return None
+    return RunCommand(argv, inner.engine, inner.global_args, inner.run_at,
+                      inner.options, inner.image, shell_index=k, inner=inner,
+                      words=inner.words, verb=inner.verb,
+                      text_at=spans[inner.run_at][1])
 
-            try:
-                words = shlex.split(text)
-            except ValueError:
+
+def why_not_followed(argv: list[str]) -> str | None:
+    """Why a command that would start a container process cannot be followed, in a few
+    words; None when it can be (`parse_run` reads it) or when it starts none."""
+    if parse_run(argv) is not None:
+        return None
+    at = _skip_env(list(argv))
+    if at >= len(argv):
+        return None
+    if _name(argv[at]) in ENGINE_NAMES:
+        rest = [w for w in argv[at + 1:] if not w.startswith("-")]
+        verb = next((w for w in rest if w != "container"), "")
+        if verb in VERBS:
+            if any(w in ("--help", "-h") for w in argv[at + 1:]):
                 return None
-            inner = parse_run(words)
-            if inner is None or inner.shell_index is not None:
-                return None
-            return RunCommand(argv, inner.engine, inner.global_args, inner.run_at,
-                              inner.options, inner.image, shell_index=j + 1, inner=inner,
-                              words=inner.words)
+            return f"`{verb} -d` detaches it (or its options are not read)"
+        if verb in ("start", "attach", "compose"):
+            return f"`{_name(argv[at])} {verb}` is not followed"
+        return None
+    k = _shell_text(argv, at)
+    if k is not None and _STARTS_IN_TEXT.search(argv[k]):
+        return "its -c string is not one simple command"
     return None

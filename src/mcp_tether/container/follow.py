@@ -261,18 +261,34 @@ class ContainerFollow(Box):
 
 def follow_for(argv: list[str], *, owner: str | None = None,
                quiet: bool = False) -> ContainerFollow | None:
-    """A follower for `argv` if it runs a container and the engine answers, else None.
+    """A follower for `argv` if it runs a container (or execs into one) and the engine
+    answers, else None: a `ContainerFollow`, or for `exec` an `execfollow.ExecFollow`
+    (the same interface).
 
     When `argv` is a container run but the engine is unusable, says the one line
-    "container support is off: <why>" on stderr (unless `quiet`) and returns None."""
+    "container support is off: <why>" on stderr (unless `quiet`) and returns None. When
+    it would start a container process that cannot be followed (`run -d`, a `-c` string
+    that is not one simple command, `docker start`), says so in one warning line
+    (unless `quiet`): it may outlive its client."""
     cmd = parse_run(argv)
     if cmd is None:
+        if not quiet:
+            from mcp_tether.container.command import why_not_followed
+
+            why = why_not_followed(argv)
+            if why is not None:
+                log.warning(f"not following the container of this command ({why}): it "
+                            f"may outlive its client; see docs/containers.md")
         return None
     engine = engine_for(cmd.engine, cmd.global_args)
     if engine.off is not None:
         if not quiet:
             log.say(f"mcp-tether: {engine.off}")
         return None
+    if cmd.verb == "exec":
+        from mcp_tether.container.execfollow import ExecFollow
+
+        return ExecFollow(engine, cmd, owner or owner_label())  # type: ignore[return-value]  # same interface, duck-typed by the ladder and the keeper
     return ContainerFollow(engine, cmd, owner or owner_label())
 
 

@@ -11,7 +11,10 @@ Guarantees:
   1. stdin hangs up (POLLHUP on a pipe; POLLRDHUP on a socket, so a half-close counts),
      seen without reading: the server shares that stdin and sees EOF by itself;
   2. the guard's parent dies (pidfd on the parent, getppid() as the fallback);
-  3. SIGTERM, SIGINT or SIGHUP reach the guard (handlers only wake the loop).
+  3. SIGTERM, SIGINT or SIGHUP reach the guard (handlers only wake the loop);
+  4. any other signal whose default action would end the guard and that a handler can
+     take (SIGQUIT, SIGUSR1/2, SIGALRM, real-time, ...: `session.FATAL_SIGNALS`): not
+     forwarded; the ladder runs from SIGTERM, then the guard exits as after the others.
 - Then the shutdown ladder (`mcp_tether.ladder.run_ladder`) runs on the server's group
   plus every escaped descendant: after a hang-up, `--grace` for the server to exit on
   its own; after a parent death with stdin still open, no grace (no EOF will come);

@@ -106,8 +106,11 @@ class GuardResult:
                 + (", stdin still open)" if self.stdin_open else ", stdin hang-up)")
             )
         elif self.reason == SIGNALLED:
-            name = signal.Signals(self.signal).name if self.signal else "signal"
-            parts.append(f"got {name}, forwarded to the server")
+            name = _signame(self.signal) if self.signal else "signal"
+            if self.signal in _FORWARDED:
+                parts.append(f"got {name}, forwarded to the server")
+            else:
+                parts.append(f"got {name} (not forwarded), ending the tree before leaving")
         else:
             parts.append(f"server {self._status_text()}")
         if self.holders:
@@ -152,9 +155,22 @@ class GuardResult:
 
     def _status_text(self) -> str:
         if self.server_signal is not None:
-            name = signal.Signals(self.server_signal).name
+            name = _signame(self.server_signal)
             return f"died of {name}, status {self.exit_status}"
         return f"exited with status {self.exit_status}"
+
+
+# What the guard forwards (guard.session.STOP_SIGNALS; not imported: the session
+# module is the loop, and this one is read without it).
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _signame(sig: int) -> str:
+    """SIGUSR1; `signal 40` for a real-time signal the enum has no name for."""
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
 
 
 def _ms(a: float, b: float) -> str:

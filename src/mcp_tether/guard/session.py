@@ -29,10 +29,24 @@ from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, spawn
 from mcp_tether.watch import HANGUP_MASK, ParentWatch, hangup_events, is_null_device
 
-__all__ = ["run_guarded", "STOP_SIGNALS"]
+__all__ = ["run_guarded", "STOP_SIGNALS", "FATAL_SIGNALS"]
 
 # Signals that mean "stop" when sent to the guard; forwarded to the server's group.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Every other signal whose default action would end the guard at once and that a
+# handler can take (signal(7): "Term" and "Core"), for a stray kill of the supervisor:
+# dying of it would leave the server to PDEATHSIG and its escaped descendants to init.
+# Caught, each one runs the ladder from SIGTERM (it is not forwarded: SIGUSR1 opens
+# Node's inspector, SIGQUIT makes a JVM dump its threads) before the guard goes.
+# Left out: SIGPIPE (Python ignores it from the start), SIGKILL/SIGSTOP (cannot be
+# caught), and the faults a program raises on itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+# SIGTRAP, SIGSYS, SIGABRT): a handler that only records would return into the fault.
+FATAL_SIGNALS = tuple(
+    getattr(signal, name)
+    for name in ("SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
+                 "SIGIO", "SIGPWR", "SIGSTKFLT", "SIGXCPU", "SIGXFSZ")
+    if hasattr(signal, name)
+) + tuple(range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1))
 # Without a pidfd on the parent, how often the loop re-checks getppid().
 PPID_POLL = 0.1
 
@@ -84,7 +98,7 @@ class _Session:
     def drain(self) -> None:
         """Take recorded signals; reap (SIGCHLD or not: reaping is cheap and exact)."""
         for sig in self.inbox.drain():
-            if sig in STOP_SIGNALS:
+            if sig in STOP_SIGNALS or sig in FATAL_SIGNALS:
                 self.pending.append(sig)
         assert self.tree is not None
         self.tree.reap()
@@ -212,7 +226,8 @@ def run_guarded(
             host.beyond()
             parents.insert(0, ParentWatch(expected_ppid=front_pid))
     try:
-        with platform.subreaper(), SignalInbox((*STOP_SIGNALS, signal.SIGCHLD)) as inbox:
+        signals = (*STOP_SIGNALS, *FATAL_SIGNALS, signal.SIGCHLD)
+        with platform.subreaper(), SignalInbox(signals) as inbox:
             return _run(list(argv), inbox, parents, grace, term_grace, kill_wait, stdin_fd)
     finally:
         for p in parents:
@@ -260,16 +275,19 @@ def _run(
             # is the real server, whose status we mirror (as if we had seen it first).
             s.holders = s.stdio_holders(stdin_fd)
             s.handed_over.update(s.holders.values())
-        for sig in s.pending:  # forward to the group (and escapees) first
+        for sig in s.pending:  # forward stop signals to the group (and escapees) first
             s.on_signal(sig)
         s.pending.clear()
+        forwarded = trigger_sig in STOP_SIGNALS
         if reason == SERVER_EXIT:
             grace_now, close_stdin = 0.0, False
         elif hung_up:
             # Whatever the trigger, the server has (or will) read EOF: let it leave.
             grace_now, close_stdin = grace, True
         else:
-            grace_now, close_stdin = (grace if reason == SIGNALLED else 0.0), False
+            # A forwarded stop signal gets its grace; a stray signal to the guard (not
+            # forwarded) is like a parent death with stdin open: nothing else will come.
+            grace_now, close_stdin = (grace if forwarded else 0.0), False
         target = tree if follow is None else container.WithContainer(tree, follow)
         ladder = _ladder.run_ladder(target, close_stdin=close_stdin, grace=grace_now,
                                     term_grace=term_grace, kill_wait=kill_wait)

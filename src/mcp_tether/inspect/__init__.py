@@ -13,9 +13,6 @@ stdout_events, signals, parent_watch, exits_on_eof (true/false/null), notes`.
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +25,7 @@ from mcp_tether.inspect.node import (
 )
 from mcp_tether.inspect.python import find_site_packages, scan_site_packages
 
-__all__ = ["inspect_path", "sdks_for_command", "npx_package_dirs", "guarded_command"]
+__all__ = ["inspect_path", "sdks_for_command", "server_uses", "npx_package_dirs", "guarded_command"]
 
 
 def inspect_path(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
@@ -40,10 +37,20 @@ def inspect_path(path: str | os.PathLike[str] | None = None) -> list[dict[str, A
     if root is not None:
         if not root.exists():
             raise UsageError(f"{path}: no such file or directory")
-        if (root / "package.json").is_file() and not (root / "node_modules").is_dir():
+        if (root / "package.json").is_file():
             _check_package_json(root / "package.json")
             info = inspect_node_package(root)  # PATH is a package folder itself
-            return [info] if info and info["package"] in NODE_PACKAGES else []
+            if info and info["package"] in NODE_PACKAGES:
+                return [info]
+            # A server package: what its entry point loads first, then the others.
+            out = _package_uses(root)
+            seen |= {Path(u["path"]).resolve() for u in out if u.get("path")}
+            for nm in find_node_modules(root):
+                for other in scan_node_modules(nm, seen):
+                    other["notes"].append("installed here, not what the entry point loads"
+                                          if out else "installed here")
+                    out.append(other)
+            return out
         for nm in find_node_modules(root):
             out += scan_node_modules(nm, seen)
     for site in find_site_packages(root):
@@ -63,6 +70,24 @@ def _check_package_json(path: Path) -> None:
                           column=exc.colno) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), f"cannot be read ({exc})") from None
+
+
+def _package_uses(root: Path) -> list[dict[str, Any]]:
+    """The SDK a server package's own entry point loads (a bundled one included)."""
+    from mcp_tether.inspect.uses import _bin_of, node_uses
+
+    entry = _bin_of(root)
+    if entry is None:
+        return []
+    u = node_uses(entry)
+    return u.as_inspect() if u.found else []
+
+
+def server_uses(argv: list[str], cwd: str | None = None, pid: int | None = None) -> Any:
+    """The one answer to "which SDK does this server load" (`inspect.uses.Uses`)."""
+    from mcp_tether.inspect.uses import uses_for_command
+
+    return uses_for_command(argv, cwd, pid)
 
 
 def npx_package_dirs(package: str) -> list[Path]:
@@ -98,93 +123,8 @@ def uvx_site_packages(package: str) -> list[Path]:
     return sorted(sites, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
-def _venv_of(exe: str) -> Path | None:
-    p = Path(exe)
-    for d in (p.parent.parent, p.parent):
-        if (d / "pyvenv.cfg").is_file():
-            return d
-    return None
-
-
-def _script_sdks(script: Path) -> list[dict[str, Any]]:
-    seen: set[Path] = set()
-    for d in (script.parent, *script.parent.parents):
-        if (d / "node_modules").is_dir():
-            return scan_node_modules(d / "node_modules", seen)
-    return []
-
-
 def sdks_for_command(argv: list[str], cwd: str | None = None) -> list[dict[str, Any]]:
-    """The SDKs a server command would load, where they can be located from the command:
-    a Node script's nearest node_modules, an npx package's tree, a Python interpreter's
-    venv (or this interpreter's site-packages when it is the same one). Best effort:
-    [] when nothing can be located; never raises on odd commands."""
-    try:
-        return _locate(list(argv), cwd, 0)
-    except (OSError, ValueError):
-        return []
-
-
-def _locate(argv: list[str], cwd: str | None, depth: int) -> list[dict[str, Any]]:
-    if not argv or depth > 3:
-        return []
-    base = os.path.basename(argv[0])
-    here = Path(cwd or os.getcwd())
-    inner = guarded_command(argv)
-    if inner is not None:
-        return _locate(inner, cwd, depth + 1)
-    if base in ("sh", "bash", "dash", "zsh") and "-c" in argv[1:]:
-        i = argv.index("-c")
-        if i + 1 < len(argv):
-            for part in argv[i + 1].replace("&&", ";").split(";"):
-                found = _locate(shlex.split(part), cwd, depth + 1)
-                if found:
-                    return found
-        return []
-    if base in ("npx", "pnpx", "bunx") or argv[:2] in (["npm", "exec"], ["pnpm", "dlx"]):
-        pkgs = [a for a in argv[1:] if not a.startswith("-") and a != "exec"]
-        for pkg in pkgs[:1]:
-            for d in npx_package_dirs(pkg):
-                seen: set[Path] = set()
-                found = scan_node_modules(d.parent if not d.parent.name.startswith("@")
-                                          else d.parent.parent, seen)
-                if found:
-                    return found
-        return []
-    if base.startswith("node") or base in ("bun", "deno", "tsx"):
-        for a in argv[1:]:
-            if not a.startswith("-"):
-                return _script_sdks((here / a).resolve())
-        return []
-    if base == "uvx" or argv[:3] in (["uv", "tool", "run"],):
-        words = argv[3:] if base == "uv" else argv[1:]
-        pkgs = [a for a in words if not a.startswith("-")]
-        for site in uvx_site_packages(pkgs[0]) if pkgs else []:
-            found = inspect_path(site)
-            if found:
-                return found
-        return []
-    if base.startswith("python") or base in ("uv", "uvx"):
-        exe = shutil.which(argv[0]) or argv[0]
-        venv = _venv_of(exe)
-        if venv is not None:
-            return inspect_path(venv)
-        if os.path.realpath(exe) == os.path.realpath(sys.executable):
-            return inspect_path(None)
-        return []
-    # A console script: its shebang names the interpreter (a venv's python).
-    exe = shutil.which(argv[0], path=os.environ.get("PATH")) or str(here / argv[0])
-    try:
-        with open(exe, "rb") as f:
-            first = f.readline(300)
-    except OSError:
-        return []
-    if first.startswith(b"#!"):
-        words = first[2:].decode(errors="replace").split()
-        if words and os.path.basename(words[0]) == "env":
-            words = words[1:]
-        if words:
-            if "node" in os.path.basename(words[0]):
-                return _script_sdks(Path(os.path.realpath(exe)))
-            return _locate([words[0], exe], cwd, depth + 1)
-    return []
+    """What the server `argv` starts loads, as one `inspect` record with `state`
+    ("sdk", "none", "unknown"), `label` and `how` (see `uses`): the SDK its own entry
+    point reaches, never merely the first one installed nearby. Never raises."""
+    return list(server_uses(list(argv), cwd).as_inspect())

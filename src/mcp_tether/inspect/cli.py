@@ -15,6 +15,12 @@ Reports for each SDK found (@modelcontextprotocol/sdk, @modelcontextprotocol/ser
   mcp, fastmcp) what its stdio server transport does, read from its installed source:
   the stdin events it listens to, whether stdin EOF ends the session, the signals it
   handles, whether it watches its parent.
+With --command, the one SDK that server loads, resolved from its own entry point
+  (Node: the imports from its script or bin, bundled copies included; Python: what
+  its script imports in its interpreter's environment), and how that was found:
+  mcp-tether inspect --command "npx -y @playwright/mcp"
+  mcp-tether inspect --command "/path/venv/bin/python server.py"
+The same answer `probe` puts in its diagnosis and `ps` shows as the SDK.
 exit code: 0 some SDK found, 1 none found, 2 usage error
 """
 
@@ -23,6 +29,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
     parser.add_argument("path", nargs="?", help="where to look (default: this interpreter)")
     parser.add_argument("--json", action="store_true", help="print JSON: one object per SDK")
+    parser.add_argument("--command", metavar="CMD",
+                        help="a server command line: which SDK it loads, and how that was "
+                             "found (state sdk / none / unknown)")
 
 
 def _yes_no(value: object) -> str:
@@ -34,6 +43,8 @@ def _yes_no(value: object) -> str:
 def command(args: argparse.Namespace) -> int:
     from mcp_tether.inspect import inspect_path
 
+    if args.command is not None:
+        return _command_uses(args)
     sdks = inspect_path(args.path)
     if args.json:
         json.dump(sdks, sys.stdout, indent=2)
@@ -42,6 +53,8 @@ def command(args: argparse.Namespace) -> int:
         for s in sdks:
             via = f" (via {s['delegates_to']})" if s["delegates_to"] else ""
             print(f"{s['package']} {s['version']}{via}  [{s['language']}]  {s['path']}")
+            if s.get("how"):
+                print(f"  loaded:         {s['how']}")
             print(f"  transport:      {s['transport_file'] or '—'}")
             print(f"  stdin events:   {', '.join(s['stdin_events']) or 'none found'}")
             print(f"  exits on EOF:   {_yes_no(s['exits_on_eof'])}")
@@ -53,3 +66,30 @@ def command(args: argparse.Namespace) -> int:
             where = args.path or "this interpreter's site-packages"
             print(f"mcp-tether inspect: no MCP SDK found under {where}", file=sys.stderr)
     return EXIT_OK if sdks else EXIT_FAILED
+
+
+def _command_uses(args: argparse.Namespace) -> int:
+    import shlex
+
+    from mcp_tether.errors import UsageError
+    from mcp_tether.inspect import server_uses
+
+    try:
+        argv = shlex.split(args.command)
+    except ValueError as exc:
+        raise UsageError(f"--command: {exc}") from exc
+    if not argv:
+        raise UsageError("--command: empty command")
+    u = server_uses(argv)
+    if args.json:
+        json.dump(u.to_dict(), sys.stdout, indent=2)
+        print()
+    else:
+        print(f"sdk: {u.label()}  [{u.language or 'language unknown'}]")
+        print(f"  how:            {u.how}")
+        t = u.info or {}
+        if u.found:
+            print(f"  transport:      {t.get('transport_file') or '—'}")
+            print(f"  stdin events:   {', '.join(t.get('stdin_events') or []) or 'none found'}")
+            print(f"  exits on EOF:   {_yes_no(t.get('exits_on_eof'))}")
+    return EXIT_OK if u.found else EXIT_FAILED

@@ -43,7 +43,8 @@ levels: spec = what the MCP specification asks of a stdio server (exits at stdin
 verdicts: exited (by itself), terminated (needed SIGTERM), killed (needed SIGKILL),
   lingered (outlived the window, gone within the horizon), orphaned (still alive at the
   horizon), alive (idle: still answers), early-exit (died before the trigger),
-  error (could not run the scenario)
+  error (could not run the scenario). Verdicts are on the whole tree: a launcher that
+  exits while its daemon or helper keeps the stdio is judged on them, not early-exit.
 a server behind `mcp-tether run` is judged by the guard's promise: its window covers
   the guard's grace + term-grace, and the report names the guard's rung.
 exit 1 here means: some scenario of the level failed (2 also when the --junit file
@@ -208,6 +209,7 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
 
     from mcp_tether.probe import render
     from mcp_tether.probe.diagnose import explain_line, summary
+    from mcp_tether.probe.interfere import rerun_note, suggest_jobs_1
 
     payload = report.to_dict()
     # The keepers' records carry what the typed result leaves out (the timeline, each
@@ -217,6 +219,8 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
     for r, d in zip(report.results, payload["results"], strict=True):
         d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
     payload["summary"] = summary(payload["results"])
+    payload["rerun_alone"] = [d["scenario"] for d in payload["results"] if d.get("rerun")]
+    payload["suggest_jobs_1"] = suggest_jobs_1(payload["results"])
     title = f"mcp-tether probe: {shlex.join(report.command)}"
     if args.json:
         render.render_json(payload)
@@ -230,6 +234,9 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
         extra = f"; robust warnings: {', '.join(warn)}" if warn else ""
         print(f"{passed}/{len(report.results)} scenarios passed; meets level: {report.meets}"
               f"{extra}; {payload['summary']}", file=sys.stderr)
+        again = rerun_note(payload["results"])
+        if again:
+            print(again, file=sys.stderr)
         told = any("mcp-tether run --" in str(d.get("remedy") or "")
                    for d in payload["results"])  # the fix above already says it
         if not report.passed and not told and not any(r.guarded for r in report.results):

@@ -34,6 +34,7 @@ from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify, signal_group, signal_process
+from mcp_tether.proc.fds import stdio_key
 from mcp_tether.proc.progress import Look, look, moved
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, fork_call, spawn
@@ -123,6 +124,9 @@ class Client:
         except TetherError as exc:
             self.emit("spawn-error", code=exc.exit_code, reason=str(exc))
             os._exit(0)
+        # The server's own ends, named for the keeper: whoever of its tree holds one of
+        # them still holds this client's stdio (the keeper's tree rule, issue 22).
+        wire = [list(k) for k in (stdio_key(child_in), stdio_key(child_out)) if k]
         for fd in keep:
             os.close(fd)
         if devnull:
@@ -140,7 +144,7 @@ class Client:
             self.child.pid)
         self.poll.register(self.pidfd, select.POLLIN)
         ident = self.child.ident
-        self.emit("spawned", pid=ident.pid, start=ident.start or None)
+        self.emit("spawned", pid=ident.pid, start=ident.start or None, wire=wire)
 
     # -- I/O ------------------------------------------------------------------------
     def send(self, data: bytes) -> bool:
@@ -278,7 +282,7 @@ class Client:
         next_look = start + tick
         self.waited = 0.0
         while rid not in self.responses:
-            if self.status is not None:
+            if self.status is not None and not self.stdout_held():
                 return None, "exited"
             if self.stdout_fd is None:
                 # A server that exits closes stdout a moment before it can be reaped:
@@ -304,6 +308,21 @@ class Client:
         """The scenario's tree without this client: the keeper's descendants (orphans of
         the server reparent to the keeper), the client itself not counted."""
         return look(os.getppid(), frozenset((os.getpid(),)))
+
+    def stdout_held(self) -> bool:
+        """After the direct child's exit: does its tree still hold the server's stdout?
+
+        A launcher that double-forks its server, or a server that handed its stdout to
+        a helper, has exited while the answer is still to come through the stdout it
+        handed on: wait for whoever answers. The read end reports POLLHUP once every
+        writer is gone (the kernel closes an exiting process's fds before its pidfd
+        turns readable), so "nobody holds it" is seen without a race.
+        """
+        if self.stdout_fd is None:
+            return False
+        p = select.poll()
+        p.register(self.stdout_fd, select.POLLIN)
+        return not any(ev & select.POLLHUP for _fd, ev in p.poll(0))
 
     # -- handshake ------------------------------------------------------------------
     def handshake(self, send_call: bool = True) -> bool:

@@ -66,6 +66,14 @@ PYTHON_REMEDY = (
     "`with mcp_tether.tethered():`): it exits on EOF, parent death, SIGTERM and SIGINT "
     "whatever threads or tasks remain"
 )
+# What the Python fix covers of a server's children, by whether this platform has a
+# subreaper (`mcp_tether.tether.children`): asked once, through the platform seam.
+PYTHON_CHILDREN = {
+    True: "and, after your shutdown hooks, ends the server's own child processes ({kids}) "
+          "with SIGTERM then SIGKILL, grandchildren included (it is their subreaper)",
+    False: "and, after your shutdown hooks, ends the child processes still linked to it "
+           "({kids}); one that left its tree is not followed on this platform",
+}
 
 
 def guarantee_of(scenario: str) -> str | None:
@@ -116,6 +124,14 @@ def _procs(r: dict[str, Any]) -> dict[int, dict[str, Any]]:
             p.setdefault("role", e.get("role"))
         elif e["what"] == "exit":
             p.update(exit_ms=e["t_ms"], status=e.get("status"), by=e.get("by"))
+    # One name per process in every sentence: the command it ran last (after its exec),
+    # as the survivors' lines name it, not the one read when it was first seen (a shell
+    # or launcher just forked, before it exec'd the server).
+    for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
+        ev = s.get("evidence") or {}
+        cmd = s.get("cmdline") or " ".join(ev.get("cmdline") or [])
+        if s.get("pid") in out and cmd:
+            out[s["pid"]]["cmd"] = cmd
     return out
 
 
@@ -201,15 +217,46 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
 
 
 def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
-    mine = [s for s in sdks if language is None or s.get("language") == language]
+    """The SDK the server loads (`inspect.uses`: resolved from its entry point), what its
+    transport does at EOF, and how that was found; or that it loads none / cannot be told."""
+    mine = [s for s in sdks if language is None or s.get("language") in (language, None)]
     if not mine:
         return None
     s = mine[0]
+    # How it was found, up to where: the first clause ("X imports Y"); `inspect
+    # --command` prints the whole of it.
+    how = f" (found: {str(s['how']).split('; ')[0]})" if s.get("how") else ""
+    if s.get("state") == "none":
+        return f"it loads no MCP SDK{how}: what it does at EOF is its own code's doing"
+    if s.get("state") == "unknown":
+        return f"which MCP SDK it loads could not be told{how}"
     ev = ", ".join(s.get("stdin_events") or []) or "none"
     what = {True: "ends its session on EOF", False: "does not react to EOF",
             None: "cannot be read"}[s.get("exits_on_eof")]
-    via = f" via {s['delegates_to']}" if s.get("delegates_to") else ""
-    return f"its SDK {s['package']} {s.get('version')}{via} {what} (stdin listeners: {ev})"
+    label = s.get("label") or (f"{s['package']} {s.get('version')}"
+                               + (f" via {s['delegates_to']}" if s.get("delegates_to") else ""))
+    return f"it loads {label}, whose stdio transport {what} (stdin listeners: {ev}){how}"
+
+
+def _children(r: dict[str, Any], command: list[str]) -> str:
+    """The server's descendants that outlived the window (or were killed at its end),
+    named by pid and command; "" when there were none, or when the command is a
+    wrapper (a shell, a launcher, the guard: its child is the server, not a child of it)."""
+    sp = _server_pid(r)
+    procs = _procs(r)
+    head = _base(command[0]) if command else ""
+    if sp is None or head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None \
+            or _wrapper_failure(r):
+        return ""
+    left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
+    kids, seen = [], set()
+    for s in left:
+        pid = s.get("pid")
+        if pid is None or pid == sp or pid in seen or not _descends(pid, sp, procs):
+            continue
+        seen.add(pid)
+        kids.append(f"pid {pid} {short(procs[pid].get('cmd') or '', 30)}")
+    return ", ".join(kids[:3]) + (f" and {len(kids) - 3} more" if len(kids) > 3 else "")
 
 
 def _write_error(r: dict[str, Any]) -> str | None:
@@ -264,7 +311,8 @@ def diagnose(
             if sdk:
                 alive = [s for s in r.get("survivors", [])
                          if (s.get("evidence") or {}).get("alive", True)]
-                ends = any(x.get("exits_on_eof") for x in sdks if x.get("language") == lang)
+                ends = any(x.get("exits_on_eof") for x in sdks if x.get("language") == lang
+                           and x.get("state", "sdk") == "sdk")
                 if ends and alive:
                     sdk += ": so something in the server's own code keeps it alive"
                 sentences.append(sdk)
@@ -317,7 +365,22 @@ def remedy(
             if guarantee_of(r["scenario"]) == "parent-death":
                 steps.append(f"and a parent watch: `{NODE_PARENT_WATCH}`")
         elif lang == "python":
-            steps.append(f"in the Python server {PYTHON_REMEDY}")
+            kids = _children(r, command)
+            text = f"in the Python server {PYTHON_REMEDY}"
+            if kids:
+                from mcp_tether import platform
+
+                exact = platform.IS_LINUX and platform.has_proc()
+                text += " " + PYTHON_CHILDREN[exact].format(kids=kids)
+                if not exact:
+                    steps.append(text)
+                    text = ("its children can escape that fix here: launch it behind the "
+                            "guard, which ends the whole tree")
+            steps.append(text)
+        if lang == "node" and _children(r, command):
+            steps.append(f"that fix ends the server process only, not its child processes "
+                         f"({_children(r, command)}): launch it behind the guard "
+                         f"(`mcp-tether run`), which ends the whole tree")
     if noise:
         steps.append("write logs to stderr (console.error / logging to sys.stderr): stdout "
                      "carries JSON-RPC only")

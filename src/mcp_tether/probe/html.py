@@ -21,7 +21,12 @@ VERDICT_COLOUR = {
     "exited": "#2e7d32", "alive": "#2e7d32", "terminated": "#e69500", "killed": "#c62828",
     "orphaned": "#8e0000", "lingered": "#d84315", "early-exit": "#6a1b9a",
     "error": "#6a1b9a", "skipped": "#78909c", "disabled": "#78909c",
+    # the host check's verdicts (hostcheck/scenarios.py)
+    "clean": "#2e7d32", "host-stayed": "#2e7d32", "server-left": "#8e0000",
+    "wrapper-child-left": "#d84315", "abandoned": "#8e0000",
 }
+# An exit caused by the tool's own clean-up (the probe's, the host check's): drawn as a cross.
+CLEANUP_BY = ("probe-cleanup", "hostcheck-cleanup")
 # what -> (shape, colour, short label drawn above the mark)
 MARKS = {
     "spawn": ("dot", "#37474f", ""),
@@ -195,7 +200,7 @@ def _timeline(r: dict[str, Any], span: float) -> str:
         if pid is None or pid not in lane_y:
             continue
         kind, colour, label = MARKS.get(e["what"], ("ring", "#777", e["what"]))
-        if e["what"] == "exit" and e.get("by") == "probe-cleanup":
+        if e["what"] == "exit" and e.get("by") in CLEANUP_BY:
             kind, colour, label = "cross", "#c62828", ""
         elif e["what"] == "exit" and (e.get("status") or 0) >= 128:
             colour = "#e69500"  # died of a signal

@@ -11,6 +11,10 @@ it started every one of them. Exit instants come from pidfds (`ExitWaiter`), not
 
 What the scenario does is the scenario module's business (`scenarios/`); the keeper
 runs its phases: until the trigger, the window, then (for survivors) the horizon.
+Its verdict is on that whole tree: the direct child's exit before the trigger is an
+early exit only when no live member still holds the server's stdio ends (a launcher's
+daemon, a helper handed the stdout, carry the session on); what an early exit leaves
+running is named in the result before the clean-up ends it.
 
 It reads its `Spec` from stdin (one JSON line; later lines carry what the runner learnt,
 e.g. the server's start-up time) and prints "ready ..." then one JSON result line on
@@ -40,6 +44,9 @@ from mcp_tether.proc.spawn import fork_call
 
 # The container of a `docker run -i` server, as one member of the tree: never a real pid.
 CONTAINER = ProcessId(0, -1.0)
+# After an early exit, how long what is left of the tree may take to end by itself before
+# it is named as left running (a wrapper's children dying with it take milliseconds).
+LEFTOVER_SETTLE = 0.5
 
 TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
@@ -87,6 +94,7 @@ class Keeper(KeeperBase):
         self.events: list[tuple[float, str, int | None, dict[str, Any]]] = []
         self.t0 = time.monotonic()
         self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
+        self.wire_keys: set[tuple[int, int]] = set()  # the same ends, as (st_dev, st_ino)
         self.follow: Any = None  # a container-run server: its ContainerFollow
 
     # -- events ---------------------------------------------------------------------
@@ -96,6 +104,7 @@ class Keeper(KeeperBase):
         f = self.facts
         if kind == "spawned":
             self.spawned_at = ev["t"]
+            self.wire_keys = {(int(d), int(i)) for d, i in ev.get("wire") or ()}
             self.server = ProcessId(ev["pid"], ev["start"]) if ev.get("start") else None
             if self.server is not None:
                 self.seen.add(self.server)
@@ -116,7 +125,7 @@ class Keeper(KeeperBase):
                     self.startup = ev["t"] - self.spawned_at
                 if ev.get("warn"):
                     self.warnings.append(ev["warn"])
-            elif ev["why"] == "exited" or self._server_gone():
+            elif ev["why"] == "exited" or self.launcher_gone_alone():
                 f.early_exit = True
             else:
                 f.error = _handshake_reason(ev, self.spec.ready_timeout)
@@ -159,6 +168,19 @@ class Keeper(KeeperBase):
             self.server in self.waiter.exited or self.status is not None
         )
 
+    def launcher_gone_alone(self) -> bool:
+        """The direct child exited and nothing of its tree holds the client's stdio.
+
+        The tree rule (issue 22): a launcher that double-forked its server, or a server
+        that handed its stdout to a helper, is not an early exit while a member of its
+        tree still holds the server's stdio ends: the session goes on with whoever
+        holds them, and the verdict is on the whole tree. "Nobody" is confirmed with a
+        full scan (a member being born may be missing from the tree walk).
+        """
+        if not self._server_gone():
+            return False
+        return not self._stdio_holders(force=False) and not self._stdio_holders()
+
     # -- what scenarios call ------------------------------------------------------------
     def kill_client(self, sig: int) -> None:
         assert self.client is not None
@@ -173,6 +195,11 @@ class Keeper(KeeperBase):
         if sent and self.server is not None:
             self._ev(t, signal.Signals(sig).name.lower(), self.server.pid)
         return sent
+
+    def note_missed_signal(self, t: float, sig: int) -> None:
+        """On the timeline: `sig` was meant for the server, which was already gone."""
+        pid = self.server.pid if self.server else None
+        self._ev(t, signal.Signals(sig).name.lower(), pid, missed="gone")
 
     def live_members(self) -> list[ProcessId]:
         return self._members(force=False)
@@ -216,13 +243,15 @@ class Keeper(KeeperBase):
             # The server died before the scenario's trigger.
             if (
                 self.server is not None
-                and self._server_gone()
                 and f.trigger is None
+                and self.launcher_gone_alone()
                 and f.answered is None  # idle: answered, then its ladder ended it
                 and (not self.sc.early_exit_needs_handshake or self.handshake is not None)
             ):
                 f.early_exit = True
         _tell_runner_ready(self.startup)
+        if f.early_exit:
+            self._name_leftovers()
         if f.error is not None or f.early_exit or f.judge == "answer":
             return
         # Phase 2: the window, however the scenario places its end.
@@ -267,6 +296,14 @@ class Keeper(KeeperBase):
             elif p in exited and exited[p] < self.cleanup_at:
                 s["gone_at"] = exited[p]
                 s["status"] = self.reaped.get(p.pid)
+
+    def _name_leftovers(self) -> None:
+        """An early exit that left members of the tree running: name them (the clean-up
+        ends them), after a moment in which they may still end by themselves."""
+        settle = time.monotonic() + LEFTOVER_SETTLE
+        live = self._watch_until(lambda: settle)
+        live = [p for p in live if p != CONTAINER]
+        self.facts.survivors = [self._describe(p) for p in live]
 
     def _watch_until(self, end: Callable[[], float]) -> list[ProcessId]:
         while True:
@@ -459,7 +496,10 @@ def main() -> None:
     keeper = Keeper(spec, in_fd=0)
     keeper.in_buf = rest
     out = keeper.run()
-    os.write(1, (json.dumps(out) + "\n").encode())
+    try:  # noqa: SIM105  # contextlib would pull functools onto the keeper's start-up
+        os.write(1, (json.dumps(out) + "\n").encode())
+    except OSError:
+        pass  # the runner is gone (a killed probe): the tree is ended all the same
     os._exit(0)
 
 

@@ -42,6 +42,7 @@ class KeeperBase:
     facts: Facts
     server: ProcessId | None
     client_side: set[int]
+    wire_keys: set[tuple[int, int]]  # the server's stdio ends as spawned (st_dev, st_ino)
     seen: set[ProcessId]
     status: int | None
     reaped: dict[int, int]
@@ -116,6 +117,15 @@ class KeeperBase:
                 out.append(ident)
         self._scan_live = out
         return out
+
+    def _stdio_holders(self, *, force: bool = True) -> list[ProcessId]:
+        """Live members of the tree that hold the server's stdio ends as spawned (the
+        core's open-file check, `proc.fds.holds`); only a sure "holds" counts."""
+        if not self.wire_keys:
+            return []
+        from mcp_tether.proc.fds import holds
+
+        return [p for p in self._members(force=force) if holds(p.pid, self.wire_keys)]
 
     def _step(self, timeout: float) -> None:
         """Wait for anything (exit, event, stderr, signal) for up to `timeout`; handle it."""

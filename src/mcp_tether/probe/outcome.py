@@ -94,6 +94,9 @@ def result(k: Keeper, interrupted: bool) -> dict[str, Any]:
         detail = "; ".join(parts)
     elif verdict == "early-exit":
         detail = f"server exited before the trigger (status {k.status})"
+        if f.survivors:  # named, never removed silently; the clean-up ended them
+            detail += (f"; it left running: {_who(f.survivors)} "
+                       "(the probe's clean-up ended them)")
     elif verdict == "killed" and f.killed_by_probe is not None:
         detail = (f"did not exit within {window} of {k.scenario.upper()}: "
                   f"alive then: {_who(k.at_window_end)}; the probe SIGKILLed the server, "

@@ -157,10 +157,15 @@ def render_fixes(results: Sequence[dict[str, Any]], out: IO[str] | None = None) 
     width = min(int(columns), 100) if columns.isdigit() and int(columns) > 20 else 100
     out.write("\nwhy, and how to fix it:\n")
     for remedy, rows in groups.items():
-        names = ", ".join(dict.fromkeys(str(d.get("scenario")) for d in rows))
-        diagnosis = str(rows[0].get("diagnosis") or "")
-        out.write(textwrap.fill(f"{names}: {diagnosis}", width, initial_indent="- ",
-                                subsequent_indent="  ") + "\n")
+        # Each scenario under its own diagnosis (one that failed otherwise must not be
+        # shown close's "needed SIGTERM"); scenarios with the same words share a line.
+        said: dict[str, list[str]] = {}
+        for d in rows:
+            said.setdefault(str(d.get("diagnosis") or ""), []).append(str(d.get("scenario")))
+        for diagnosis, scenarios in said.items():
+            names = ", ".join(dict.fromkeys(scenarios))
+            out.write(textwrap.fill(f"{names}: {diagnosis}", width, initial_indent="- ",
+                                    subsequent_indent="  ") + "\n")
         if remedy:
             out.write(textwrap.fill(f"fix: {remedy}", width, initial_indent="  ",
                                     subsequent_indent="    ", break_on_hyphens=False,

@@ -7,8 +7,11 @@ learnt meanwhile: the server's start-up time, measured by the first scenario of 
 same server that finished its handshake (the devnull scenario allows that much, not a
 fixed 10 s). The runner holds the write end: when it dies, keepers see EOF and stop.
 The runner never signals anything but its own unreaped keeper children; each keeper
-ends its own tree. When the runner is a child subreaper too (the CLI makes it one),
-`sweep()` ends anything that escaped a keeper that was itself killed.
+ends its own tree. Keepers run in process groups of their own, so a SIGKILL to the probe's
+process group (a CI system cancelling a job) spares them: each sees the runner die and
+ends its tree, as the guard's supervisor does for the guard. When the runner is a child
+subreaper too (the CLI makes it one), `sweep()` ends anything that escaped a keeper that
+was itself killed.
 """
 
 from __future__ import annotations
@@ -37,6 +40,17 @@ _ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _BOOT = (
     "import sys;sys.path.insert(0,sys.argv.pop(1));"
     "from mcp_tether.probe.keeper import main;main()"
+)
+
+
+# A process group of its own for each keeper: a CI system cancelling a job SIGKILLs the
+# job's whole group, and keepers killed with the runner could not end their trees
+# (issue 22). Outside the group, a keeper sees the runner die (PDEATHSIG, EOF on its
+# stdin) and ends its tree, as the guard's supervisor (a group of its own) does. Not a
+# session: with CONFIG_SCHED_AUTOGROUP that is also a scheduling group of its own.
+# Python 3.10 has no `process_group`: a new session there (setsid makes a group too).
+_OWN_GROUP: dict[str, Any] = (
+    {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
 )
 
 
@@ -89,7 +103,30 @@ def run_specs(
     should_stop: Callable[[], bool] = lambda: False,
     on_result: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every spec in its own keeper, at most `jobs` at once; results in spec order."""
+    """Run every spec in its own keeper, at most `jobs` at once; results in spec order.
+
+    Run in parallel, a failure that looks like interference between scenarios (see
+    `interfere`) is run again alone, after the others, and replaced (marked `rerun`).
+    """
+    results = _run_specs(specs, jobs=jobs, should_stop=should_stop, on_result=on_result)
+    if max(1, jobs or len(specs) or 1) > 1 and len(results) == len(specs) > 1:
+        from mcp_tether.probe.interfere import interference, mark_rerun
+
+        for i, r in enumerate(results):
+            why = interference(r)
+            if why is not None:
+                (again,) = _run_specs([specs[i]], jobs=1, should_stop=should_stop)
+                results[i] = mark_rerun(r, again, why)
+    return results
+
+
+def _run_specs(
+    specs: list[Spec],
+    *,
+    jobs: int | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_result: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     jobs = max(1, jobs or len(specs) or 1)
     results: list[dict[str, Any] | None] = [None] * len(specs)
     # Longest worst case first: the scenarios that may sit through window + horizon, or
@@ -132,7 +169,8 @@ def run_specs(
                 if known is None:
                     known = startup.get(specs[i].server_key)
                 spec = specs[i].replace(parent=me, startup=known)
-                p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, **_OWN_GROUP)
                 assert p.stdout is not None and p.stdin is not None
                 try:
                     p.stdin.write((spec.to_json() + "\n").encode())

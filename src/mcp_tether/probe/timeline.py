@@ -107,6 +107,8 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
             continue  # said with its start
         else:
             text = _SAY.get(what, what)
+            if e.get("missed"):  # a launcher already gone: the host's signal found no one
+                text = f"{what.upper()} meant for it: already gone, it reached no one"
             if what == "eof":
                 text += _EOF_HOW.get(str(r.get("scenario")), "")
         out.append(f"  {t:>9.1f} ms  {who:<22} {text}" if who else f"  {t:>9.1f} ms  {text}")

@@ -192,6 +192,10 @@ class Tree:
             members = self._full_scan(hurry)
         else:
             members = self._new_pids_scan(prev, last, hurry)
+            if not members and self.exact and _has_live_child():
+                # Nothing found, yet a child of ours runs: a member this way of looking
+                # missed (it never looks at an old pid again). Read everything once.
+                members = self._full_scan(hurry)
         self._members = {p.pid: p for p in members}
         return members
 
@@ -226,13 +230,25 @@ class Tree:
 
     def _new_pids_scan(self, prev: int, last: int, hurry: bool) -> list[ProcInfo]:
         members: dict[int, ProcInfo] = {}
+        # Members (and, below, processes of the tree) read as exited but still in the
+        # table: parents of the tree all the same. Their children are ours and reparent
+        # to us; while the rest of a multi-threaded process is still leaving (its leader
+        # thread exits first and reads as a zombie), they are reparented to one of its
+        # threads instead and /proc keeps showing the zombie's pid as their parent. Not
+        # counting them would miss those children for good: later looks read only
+        # members and pids newer than this look.
+        exited: set[int] = set()
         for pid, old in self._members.items():
             info = read_info(pid)
-            if info is not None and not info.exited and info.start == old.start:
-                members[pid] = info
-        ours = {self.me, *members}
+            if info is not None and info.start == old.start:
+                if not info.exited:
+                    members[pid] = info
+                else:
+                    exited.add(pid)
+        ours = {self.me, *members, *exited}
         pending: list[ProcInfo] = []
         gone: set[int] = set()  # read as exited or missing in this look
+        zombies: list[ProcInfo] = []  # of those, still in the table
         n = (last - prev) % _PID_MAX
         # Newest first: a pid-hopper's live hop is among the last pids handed out, and
         # reading upwards from `prev` reaches it only after it has hopped again (on a
@@ -244,6 +260,8 @@ class Tree:
                 self._by_zombie(info)
             if info is None or info.exited:
                 gone.add(pid)
+                if info is not None:
+                    zombies.append(info)
                 continue
             if pid in members:
                 continue
@@ -262,6 +280,10 @@ class Tree:
         grown = True
         while grown:  # a child read before its parent (newest first, or a wrap-around)
             grown = False
+            for z in zombies:
+                if z.pid not in ours and z.ppid in ours:
+                    ours.add(z.pid)  # a parent of the tree, not a member (see above)
+                    grown = True
             for info in pending:
                 if info.pid not in ours and info.ppid in ours and _is_process(info.pid):
                     members[info.pid] = info
@@ -366,6 +388,26 @@ def last_pid() -> int | None:
 
     Read it before spawning a tree's root and pass it as `Tree(since=...)`."""
     return _read_int("/proc/sys/kernel/ns_last_pid")
+
+
+def _has_live_child() -> bool:
+    """A child of ours that has not exited (zombies do not count), by /proc."""
+    me = os.getpid()
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return has_children()
+    for tid in tasks:
+        try:
+            with open(f"/proc/{me}/task/{tid}/children", "rb") as fh:
+                kids = fh.read().split()
+        except OSError:
+            return has_children()  # no CONFIG_PROC_CHILDREN: any child, zombies too
+        for kid in kids:
+            info = read_info(int(kid))
+            if info is not None and not info.exited:
+                return True
+    return False
 
 
 def _is_process(pid: int) -> bool:

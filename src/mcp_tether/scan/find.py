@@ -81,6 +81,17 @@ def _adopter(p: ProcRecord | None, ppid: int) -> bool:
     return p is not None and ppid > 1 and p.comm in SUBREAPERS
 
 
+def _loads_sdk(p: ProcRecord, fds: Any, ident: Identifier) -> bool:
+    """A node/python process on a stdio channel whose own script loads an MCP SDK
+    (`inspect.uses`, through `identify`): a server whatever its command says."""
+    if not p.argv or not INTERPRETERS_RE.match(os.path.basename(split_title(p.argv)[0])):
+        return False
+    head = fds(p.pid) or {}
+    if not head.get(0, "").startswith(("pipe:[", "socket:[")):
+        return False
+    return identify([(p.argv, p.cwd, p.exe, p.pid)], ident).mcp
+
+
 def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
          servers: Iterable[Any] | None = None, users: set[int] | None = None) -> ScanResult:
     """Find stdio server trees, their evidence and what they are. Sends nothing.
@@ -172,6 +183,7 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         return False
 
     # 1. Candidates and how they were found.
+    ident = Identifier()
     found: dict[int, list[str]] = {}
     matched: dict[int, list[Matcher]] = {}
     cmd_names = {m.cmd for m in matchers} | ({"npm"} if any(m.cmd == "npx" for m in matchers)
@@ -193,6 +205,8 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
             how.append("host")
         if looks_like_mcp(p.argv):
             how.append("guess")
+        elif not how and _loads_sdk(p, fds, ident):
+            how.append("sdk")  # no MCP word in its command: what its script imports says so
         if how:
             found[p.pid] = how
     # By evidence: adopted processes whose channel lost its client side. Never init
@@ -251,7 +265,6 @@ def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
         return out
 
     running_hosts = sorted(set(hosts.values()))
-    ident = Identifier()
     out: list[Server] = []
     for r in roots:
         uid = table.owner(r)
@@ -274,15 +287,16 @@ def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
     members = [procs[m] for m in member_pids if m in procs]
     ticks = table.clock_ticks()
     how = sorted({h for m in member_pids for h in found.get(m, ())},
-                 key=("evidence", "config", "host", "guess").index)
-    what = identify([(m.argv, m.cwd, m.exe) for m in members if not is_guard(m.argv)], ident)
+                 key=("evidence", "config", "host", "sdk", "guess").index)
+    what = identify([(m.argv, m.cwd, m.exe, m.pid) for m in members if not is_guard(m.argv)],
+                    ident)
     cfg = {(x.host, x.name, x.path): x for m in member_pids for x in matched.get(m, ())}
     for x in matchers:
         if x.matches_package(what):
             cfg.setdefault((x.host, x.name, x.path), x)
     if cfg and "config" not in how:
         how.append("config")
-    if what.mcp:
+    if what.mcp and "sdk" not in how:
         how.append("sdk")
     elif what.package:
         how.append("package")

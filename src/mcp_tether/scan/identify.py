@@ -20,9 +20,15 @@ from mcp_tether._lazy import regex
 from mcp_tether.records import replace
 from mcp_tether.scan.model import What
 
+TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 __all__ = ["identify", "Identifier", "NODE_SDKS", "PY_SDKS", "split_title"]
 
-NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
+# The 1.x SDK, the 2.x split packages, and TS fastmcp (the same list `inspect.uses` follows).
+NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server",
+             "@modelcontextprotocol/node", "@modelcontextprotocol/core", "fastmcp")
 PY_SDKS = ("mcp", "fastmcp")
 # Compiled on first use (`_lazy.regex`): re loads only when there is something to identify.
 _PY_IMPORT = regex(rb"(?m)^\s*(?:from|import)\s+(mcp|fastmcp)\b")
@@ -80,21 +86,6 @@ class Identifier:
             d = parent
         return None
 
-    def _node_sdk(self, start: str) -> tuple[str, str, str] | None:
-        """(sdk, version, path) resolved as node would, from `start` upwards."""
-        d = start
-        for _ in range(40):
-            for sdk in NODE_SDKS:
-                p = os.path.join(d, "node_modules", sdk, "package.json")
-                doc = self._load_json(p)
-                if doc is not None:
-                    return sdk, str(doc.get("version", "?")), p
-            parent = os.path.dirname(d)
-            if parent == d:
-                return None
-            d = parent
-        return None
-
     def _dist_infos(self, site: str) -> list[tuple[str, str, str]]:
         """(normalized name, version, dist-info path) of every distribution in `site`."""
         if site not in self._dists:
@@ -121,7 +112,9 @@ class Identifier:
             else script
         what.runtime, what.script = "node", path
         found = self._package_json(os.path.dirname(path))
-        if found is not None:
+        if found is None:
+            self._uses(["node", path], cwd, what)
+        else:
             d, doc = found
             what.package, what.version = str(doc["name"]), str(doc.get("version", "")) or None
             how = "npx cache" if "/_npx/" in d else "package.json"
@@ -132,13 +125,12 @@ class Identifier:
                 if isinstance(v, dict):
                     deps.update(v)
             declared = [s for s in NODE_SDKS if s in deps]
-            sdk = self._node_sdk(d)
-            if sdk is not None and (declared or what.package in NODE_SDKS):
-                what.sdk, what.sdk_version = sdk[0], sdk[1]
-                what.source.append(f"{sdk[0]} declared in package.json, installed: {sdk[2]}")
-            elif declared:
+            if what.package not in NODE_SDKS and self._uses(["node", path], cwd, what):
+                return
+            if declared:  # not seen loaded: the declaration is the only evidence
                 what.sdk = declared[0]
-                what.source.append(f"{declared[0]} declared in package.json (not installed)")
+                what.source.append(f"{declared[0]} declared in package.json, not seen "
+                                   "imported from the script (its version unknown)")
 
     # ----- python --------------------------------------------------------------------
 
@@ -187,7 +179,23 @@ class Identifier:
                         return name, version, info
         return None
 
-    def _python(self, argv: list[str], cwd: str, exe: str, what: What) -> None:
+    def _uses(self, argv: list[str], cwd: str, what: What, pid: int | None = None) -> bool:
+        """The shared answer (`inspect.uses`): True when it settled the SDK question.
+        With `pid`, a Python process's environment is read from what it has mapped."""
+        from mcp_tether.inspect.uses import uses_for_command  # only when identifying
+
+        u = uses_for_command(argv, cwd or None, pid)
+        if u.state == "sdk":
+            what.sdk, what.sdk_version = u.sdk_name, u.sdk_version
+            what.source.append(f"loads {u.label()}: {u.how}")
+            return True
+        if u.state == "none":
+            what.source.append(f"no MCP SDK: {u.how}")
+            return True
+        return False
+
+    def _python(self, argv: list[str], cwd: str, exe: str, what: What,
+                pid: int | None = None) -> None:
         what.runtime = "python"
         sites = self._sites(argv[0], exe)
         dist = None
@@ -231,9 +239,13 @@ class Identifier:
             except OSError:
                 reqs = set()
             uses = [s for s in PY_SDKS if s in reqs or name == s]
+            if name not in PY_SDKS and self._uses(argv, cwd, what, pid):
+                return  # the SDK's own CLI (`fastmcp run`) is its own evidence below
             if uses:
                 self._py_sdk(sites, uses[-1], f"declared by {name}", what)
                 return
+        elif self._uses(argv, cwd, what, pid):
+            return
         m = _PY_IMPORT.search(text)
         if m is not None:
             self._py_sdk(sites, m.group(1).decode(), f"imported by {what.script}", what)
@@ -278,16 +290,17 @@ class Identifier:
 
     # ----- entry -----------------------------------------------------------------------
 
-    def identify(self, argv: list[str], cwd: str = "", exe: str = "") -> What:
+    def identify(self, argv: list[str], cwd: str = "", exe: str = "",
+                 pid: int | None = None) -> What:
         """What one process runs (an empty `What` when nothing can be said); the same
         command in the same folder from the same executable is looked into once."""
         key = (tuple(argv), cwd, exe)
         known = self._seen.get(key)
         if known is None:
-            known = self._seen[key] = self._identify(argv, cwd, exe)
+            known = self._seen[key] = self._identify(argv, cwd, exe, pid)
         return replace(known, source=list(known.source))
 
-    def _identify(self, argv: list[str], cwd: str, exe: str) -> What:
+    def _identify(self, argv: list[str], cwd: str, exe: str, pid: int | None) -> What:
         what = What()
         words = split_title(argv)
         if not words:
@@ -297,22 +310,24 @@ class Identifier:
             if _NODE.match(base):
                 self._node(words, cwd, what)
             elif _PYTHON.match(base):
-                self._python(words, cwd, exe, what)
+                self._python(words, cwd, exe, what, pid)
         except (OSError, ValueError):
             pass
         return what
 
 
-def identify(members: list[tuple[list[str], str, str]],
+def identify(members: Sequence[tuple[list[str], str, str] | tuple[list[str], str, str, int]],
              ident: Identifier | None = None) -> What:
     """What a server tree runs: the innermost member that says something wins.
 
-    `members` are (argv, cwd, exe), root first.
+    `members` are (argv, cwd, exe[, pid]), root first; with the pid, a Python process's
+    environment is the one it has mapped (/proc/PID/maps), not the one its argv suggests.
     """
     ident = ident or Identifier()
     best = What()
-    for argv, cwd, exe in reversed(members):
-        w = ident.identify(argv, cwd, exe)
+    for member in reversed(members):
+        pid = member[3] if len(member) == 4 else None  # a 3- or a 4-tuple
+        w = ident.identify(member[0], member[1], member[2], pid)
         if w.sdk:
             return w
         if best.package is None and w.package or best.runtime is None and w.runtime:

@@ -18,7 +18,10 @@ The one shutdown, whichever triggers race, all on the watcher thread:
    lifespan then raise), last resort.
 2. Cleanup hooks, newest first, each in its share of the rest of the deadline; async
    ones on the server's loop while it is alive (see `hooks`).
-3. Flush stdout/stderr (bounded), one line on stderr naming the trigger, the time, and
+3. The server's own children (`children`): armed, the server became the subreaper of its
+   tree where the platform allows; now every live descendant is ended with the ladder
+   (SIGTERM, SIGKILL, identity-checked), never the process group (it may be the host's).
+4. Flush stdout/stderr (bounded), one line on stderr naming the trigger, the time, and
    whatever failed, was cut off at its share or skipped; then `os._exit(status)`, so no
    thread, executor or task group can hold the process. Status 0 for the transport
    ending or parent death, 128+N for signal N, 1 when the server failed.
@@ -94,6 +97,7 @@ class ShutdownCoordinator:
         drain: float | None = None,
         stdio: bool = True,
         exit: Callable[[int], Any] = os._exit,
+        children: bool | None = None,
     ) -> None:
         if not (isinstance(deadline, (int, float)) and math.isfinite(deadline) and deadline > 0):
             raise ValueError(f"deadline must be a finite number of seconds > 0, got {deadline!r}")
@@ -108,6 +112,12 @@ class ShutdownCoordinator:
         self.drain = min(self.drain, room)
         self.stdio = stdio
         self._exit = exit
+        # End the process's own descendants at shutdown. By default only when `exit` is
+        # the real one: a recorder (tests) does not end the process, and the children of
+        # the process it runs in (a test runner) are not the server's to end.
+        self.children = (exit is os._exit) if children is None else children
+        self._adopted = False
+        self.children_ended: str | None = None  # the summary, when there were any
         self._hooks: list[_hooks.Hook] = []
         self._once = threading.Lock()
         self._exited = threading.Event()
@@ -207,6 +217,10 @@ class ShutdownCoordinator:
                 os.register_at_fork(after_in_child=_after_fork_in_child)
                 _fork_hook_installed = True
         self._started = True
+        if self.children:
+            from mcp_tether.tether.children import adopt
+
+            self._adopted = adopt()
         _hooks.armed.set()
         log.use_logging()
         if self.drain_clamped:
@@ -261,6 +275,11 @@ class ShutdownCoordinator:
         self._stdin_fd = None
         if self._parent is not None:
             self._parent.close()
+        if self._adopted:
+            from mcp_tether.tether.children import release
+
+            release()
+            self._adopted = False
         with _active_lock:
             if _active is self:
                 _active = None
@@ -422,6 +441,11 @@ class ShutdownCoordinator:
         b = self._binding
         on_loop = b.run_on_loop if b is not None and b.loop is not None else None
         self.outcomes = _hooks.run_hooks(hooks, until, on_loop)
+        if self.children:  # after the hooks: they may still need the children
+            from mcp_tether.tether.children import end_children
+
+            left = HOST_WINDOW - (time.monotonic() - (t0 if since is None else since))
+            self.children_ended = end_children(left)
         self.cleanup_ms = (time.monotonic() - t0) * 1000
         flusher = threading.Thread(target=flush_std_streams, name="mcp-tether-flush", daemon=True)
         flusher.start()
@@ -438,6 +462,8 @@ class ShutdownCoordinator:
         line = f"mcp-tether: {self.reason}, cleanup {self.cleanup_ms:.0f} ms"
         if self.unwound.startswith(("cut off", "cancelled", "session")):
             line += f"; server's own shutdown {self.unwound}"
+        if self.children_ended:
+            line += f"; {self.children_ended}"
         for word in ("failed", "cut off", "skipped"):
             names = [
                 f"{o.name} ({o.why})" if o.why and word != "failed" else o.name

@@ -22,7 +22,7 @@ class Idle(Scenario):
 
     def client_end(self, c: Client) -> None:
         c.pump(c.spec.idle)
-        if c.status is not None:
+        if c.status is not None and not c.stdout_held():  # gone, and its tree with it
             c.emit("idle", answered=False, why="exited")
         else:
             rid, data = c.sess.request("tools/list")

@@ -1,0 +1,239 @@
+"""The host check: what does a host do to its stdio servers when it ends? (the probe's mirror)
+
+    from mcp_tether.hostcheck import check
+    result = check(["node", "host.mjs", "{server}"], scenarios=["exit", "sigkill"])
+    for r in result.results: print(r["scenario"], r["verdict"])
+
+A host is started with the recorder (`recorder.py`, a stdlib-only MCP server that writes
+down every lifecycle event it sees) as its server: either `{server}` in the host's
+command line is replaced by the recorder's command (as separate arguments), or, with
+`host=NAME`, the recorder is written into that host's config in a throwaway HOME and
+project. Once the host has initialized the recorder, the scenario ends the host its way
+(`scenarios.py`); the verdict says what was left of the server after the host.
+
+Guarantees:
+- Each scenario runs in a keeper process of its own (`keeper.py`), a child subreaper
+  that ends and reaps everything the host started before it returns, also when the
+  check is interrupted or the checking process is SIGKILLed.
+- Bad input fails before anything starts: a missing host command raises
+  `CommandNotFound` (127), one that cannot run `CommandNotExecutable` (126), no
+  `{server}` and no host config `UsageError` (2).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
+from mcp_tether.hostcheck.keeper import PLACEHOLDER, Spec, run_keeper, spec_json
+from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, Scenario, decide
+
+__all__ = ["check", "HostCheck", "SCENARIOS", "Scenario", "decide", "PLACEHOLDER",
+           "default_scenarios"]
+
+
+@dataclass
+class HostCheck:
+    argv: list[str]
+    host: str | None
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(r["verdict"] in PASSING for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def default_scenarios(host: str | None) -> list[str]:
+    """Every scenario that applies: reconnect only where a config file can be edited."""
+    return [n for n, sc in SCENARIOS.items() if not sc.config or host is not None]
+
+
+def _check_command(argv: Sequence[str], env: dict[str, str] | None, cwd: str | None) -> None:
+    name = argv[0]
+    path_var = (env or os.environ).get("PATH", os.defpath)
+    if "/" in name:
+        target = name if os.path.isabs(name) or cwd is None else os.path.join(cwd, name)
+        if not os.path.exists(target):
+            raise CommandNotFound(name)
+        if os.path.isdir(target) or not os.access(target, os.X_OK):
+            raise CommandNotExecutable(name)
+        return
+    if shutil.which(name, path=path_var) is None:
+        found = shutil.which(name, mode=os.F_OK, path=path_var)
+        if found is None:
+            raise CommandNotFound(name)
+        raise CommandNotExecutable(name)
+
+
+def check(
+    argv: Sequence[str],
+    *,
+    host: str | None = None,
+    scenarios: Sequence[str] | None = None,
+    pty: bool = False,
+    quit: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    ready_timeout: float = 30.0,
+    host_timeout: float = 15.0,
+    settle: float = 1.0,
+    eof: str = "stay",
+    grandchild: bool = True,
+    jobs: int = 1,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> HostCheck:
+    """Run each scenario against the host; one result dict per scenario, in order.
+
+    `jobs` scenarios run at once (each its own host); 1 keeps hosts from competing for
+    the machine, which changes timings, never what is left."""
+    argv = list(argv)
+    if not argv:
+        raise UsageError("no host command given (hostcheck -- HOST-ARGV...)")
+    if host is None and PLACEHOLDER not in argv:
+        raise UsageError(f"the host command has no {PLACEHOLDER} argument to replace by the "
+                         "recorder's command (or name the host's config with --host NAME)")
+    if host is not None:
+        from mcp_tether.hostcheck.config import host_names
+
+        if host not in host_names():
+            raise UsageError(f"unknown host {host!r} (one of: {', '.join(host_names())})")
+    names = list(dict.fromkeys(scenarios)) if scenarios else default_scenarios(host)
+    for n in names:
+        if n not in SCENARIOS:
+            raise UsageError(f"unknown scenario {n!r} (one of: {', '.join(SCENARIOS)})")
+        if SCENARIOS[n].config and host is None:
+            raise UsageError(f"scenario {n!r} edits a host config: it needs --host NAME")
+    if eof not in ("stay", "exit"):
+        raise UsageError("--recorder-eof is stay or exit")
+    if host is not None and cwd is None:
+        # The host runs in the throwaway project folder: arguments naming files here
+        # (a script, a config) keep pointing at them.
+        argv = [os.path.abspath(a) if not a.startswith("-") and os.path.exists(a)
+                and not os.path.isabs(a) else a for a in argv]
+    _check_command(argv, env, cwd)
+    out = HostCheck(argv, host)
+    with tempfile.TemporaryDirectory(prefix="mcp-tether-hostcheck-") as tmp:
+        specs = []
+        for n in names:
+            work = os.path.join(tmp, n)
+            os.makedirs(work)
+            specs.append(Spec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
+                              env=env, cwd=cwd, ready_timeout=ready_timeout,
+                              host_timeout=host_timeout, settle=settle, eof=eof,
+                              grandchild=grandchild))
+        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result)
+    return out
+
+
+@dataclass
+class _Running:
+    spec: Spec
+    pid: int
+    ident: Any
+    res_r: int
+    life_w: int
+    data: bytes = b""
+
+
+def _start(spec: Spec) -> _Running:
+    """Fork one scenario's keeper (own session; SIGTERM when we die)."""
+    from mcp_tether.proc import identify
+    from mcp_tether.proc.spawn import fork_call
+
+    text = spec_json(spec)
+    res_r, res_w = os.pipe()
+    life_r, life_w = os.pipe()
+
+    def drop_driver_state() -> None:
+        os.close(res_r)
+        os.close(life_w)
+
+    pid = fork_call(lambda: run_keeper(text, res_w, life_r), before=drop_driver_state,
+                    new_session=True, pdeathsig=signal.SIGTERM, reset_signals=True)
+    os.close(res_w)
+    os.close(life_r)
+    return _Running(spec, pid, identify(pid), res_r, life_w)
+
+
+def _finish(run: _Running) -> dict[str, Any]:
+    import json
+
+    from mcp_tether.proc.reap import wait_child
+
+    os.close(run.res_r)
+    os.close(run.life_w)
+    wait_child(run.pid)
+    try:
+        return dict(json.loads(run.data))
+    except ValueError:
+        return {"scenario": run.spec.scenario, "verdict": "error", "passed": False,
+                "detail": "the scenario's keeper died without a result", "events": []}
+
+
+def run_scenarios(
+    specs: list[Spec],
+    *,
+    jobs: int = 1,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the scenarios' keepers, up to `jobs` at a time; results in `specs` order.
+
+    Each keeper's one result line is read as it comes (poll on the result pipes) and the
+    keeper reaped at its EOF. Ctrl-C: every running keeper is told (SIGTERM, identity
+    checked), still read and reaped, then KeyboardInterrupt goes on; no new one starts.
+    """
+    import select
+
+    from mcp_tether.proc.signals import signal_process
+
+    todo = list(specs)
+    running: dict[int, _Running] = {}
+    done: dict[str, dict[str, Any]] = {}
+    interrupted: BaseException | None = None
+    try:
+        while todo or running:
+            while todo and len(running) < max(1, jobs) and interrupted is None:
+                run = _start(todo.pop(0))
+                running[run.res_r] = run
+            if not running:
+                break
+            poll = select.poll()
+            for fd in running:
+                poll.register(fd, select.POLLIN)
+            try:
+                ready = poll.poll()
+            except KeyboardInterrupt as exc:
+                interrupted, todo = exc, []
+                for run in running.values():
+                    if run.ident is not None:
+                        signal_process(run.ident, signal.SIGTERM)
+                continue
+            for fd, _ev in ready:
+                run = running[fd]
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    run.data += chunk
+                    continue
+                del running[fd]
+                r = _finish(run)
+                done[run.spec.scenario] = r
+                if on_result is not None:
+                    on_result(r)
+    finally:
+        for run in running.values():  # an error of ours: the keepers still end and are reaped
+            if run.ident is not None:
+                signal_process(run.ident, signal.SIGTERM)
+            _finish(run)
+    if interrupted is not None:
+        raise interrupted
+    return [done[sp.scenario] for sp in specs if sp.scenario in done]

@@ -1,0 +1,100 @@
+"""`mcp-tether hostcheck`: argv -> check() -> text / JSON / Markdown / HTML."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from mcp_tether.cliutil import positive_duration
+from mcp_tether.errors import UsageError
+from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
+
+EXAMPLES = """\
+examples:
+  mcp-tether hostcheck -- node host.mjs {server}
+  mcp-tether hostcheck -s exit -s sigkill --json -- python my_host.py {server}
+  mcp-tether hostcheck -- npx @modelcontextprotocol/inspector --cli {server} --method tools/list
+  mcp-tether hostcheck --host claude-code -s exit -- claude mcp list
+
+{server} is replaced by the recorder's command line (separate arguments). With
+--host NAME the recorder is written into that host's config in a throwaway HOME and
+project instead (the host runs there, npm's cache stays where it was).
+
+scenarios (each runs a fresh host; one-shot hosts are judged by `exit`):
+{scenarios}
+
+verdicts:
+{verdicts}
+exit 0: every scenario clean (host-stayed and skipped count as clean); 1: otherwise;
+127/126: the host command is missing / not executable; 2: bad arguments.
+"""
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    rows = "\n".join(f"  {s.name:<10} {s.title}" for s in SCENARIOS.values())
+    verdicts = "\n".join(f"  {v:<19} {w}" for v, w in VERDICT_WORDS.items())
+    parser.epilog = EXAMPLES.replace("{scenarios}", rows).replace("{verdicts}", verdicts) \
+        + "\n" + (parser.epilog or "")
+    parser.add_argument("--host", metavar="NAME",
+                        help="write the recorder into this host's config (see `mcp-tether "
+                        "hosts`) in a throwaway HOME and project, and run the host there")
+    parser.add_argument("-s", "--scenario", action="append", dest="scenarios", metavar="NAME",
+                        help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
+    parser.add_argument("--pty", action="store_true",
+                        help="run the host under a pseudo-terminal (hosts that need one)")
+    parser.add_argument("--quit", metavar="TEXT",
+                        help="what the exit scenario types before stdin EOF (e.g. /quit)")
+    parser.add_argument("--ready-timeout", type=positive_duration, default=30.0, metavar="S",
+                        help="seconds for the host to initialize the recorder (30)")
+    parser.add_argument("--host-timeout", type=positive_duration, default=15.0, metavar="S",
+                        help="seconds for the host to exit after the scenario's action (15)")
+    parser.add_argument("--settle", type=positive_duration, default=1.0, metavar="S",
+                        help="seconds the recorder's processes may take after the host (1)")
+    parser.add_argument("--recorder-eof", choices=("stay", "exit"), default="stay",
+                        help="the recorder at stdin EOF: stay (the default: the host must "
+                        "end it) or exit (a server that honours EOF)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="scenarios run at once, each with its own host (1: hosts do "
+                        "not compete for the machine; timings change, verdicts should not)")
+    parser.add_argument("--no-grandchild", action="store_true",
+                        help="the recorder starts no child of its own")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object per scenario")
+    out.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument("--html", metavar="FILE", help="also write the timelines to FILE")
+    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- HOST-ARGV...")
+
+
+def command(args: argparse.Namespace) -> int:
+    from mcp_tether.hostcheck import check, render
+
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise UsageError("no host command (mcp-tether hostcheck [options] -- HOST-ARGV...)")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    quiet = args.json or args.markdown
+
+    def progress(r: dict[str, object]) -> None:
+        if not quiet:
+            print(f"mcp-tether hostcheck: {r['scenario']}: {r['verdict']}", file=sys.stderr)
+
+    result = check(argv, host=args.host, scenarios=args.scenarios, pty=args.pty, quit=args.quit,
+                   ready_timeout=args.ready_timeout, host_timeout=args.host_timeout,
+                   settle=args.settle, eof=args.recorder_eof, grandchild=not args.no_grandchild,
+                   jobs=args.jobs, on_result=progress)
+    if args.json:
+        render.render_json(result)
+    elif args.markdown:
+        render.render_markdown(result)
+    else:
+        render.render_text(result)
+    if args.html:
+        try:
+            with open(args.html, "w", encoding="utf-8") as fh:
+                fh.write(render.render_html(result))
+        except OSError as exc:
+            raise UsageError(f"--html {args.html}: {exc.strerror}") from None
+    return result.exit_code

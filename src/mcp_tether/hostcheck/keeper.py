@@ -1,0 +1,585 @@
+"""One scenario of the host check, in a process of its own: the keeper.
+
+    hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> recorder -> grandchild
+
+The keeper is a child subreaper (PR_SET_CHILD_SUBREAPER): the recorder and its
+grandchild reparent to it when the host (or the recorder) goes, never to init, so after
+the host is gone "what is left" is exactly the keeper's live descendants, and the keeper
+may end all of it: it started every one of them (`proc.end.Tree`).
+
+Guarantees:
+- Every wait is event-timed: the recorder's events arrive through a FIFO, exits through
+  pidfds (`proc.ExitWaiter`), signals through the core's `SignalInbox`; deadlines only
+  bound them.
+- The keeper never returns before every descendant is killed and reaped. SIGTERM/SIGINT
+  stop it early, and so does the driver's death (PR_SET_PDEATHSIG SIGTERM, and EOF on a
+  pipe whose write end only the driver holds): a SIGKILLed check leaves nothing.
+- Signals to the host go through `proc.signals.signal_process` (identity re-checked).
+- The result is one JSON object written to the driver's pipe (see `result()`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_tether import platform
+from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
+from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, descendants, identify, snapshot
+from mcp_tether.proc.end import Tree
+from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.proc.reap import exit_status, reap_children
+from mcp_tether.proc.signals import signal_process
+from mcp_tether.proc.spawn import spawn
+
+__all__ = ["Spec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
+
+RECORDER = str(Path(__file__).resolve().parent / "recorder.py")
+PLACEHOLDER = "{server}"
+TAIL = 2000
+# How long a host's helper that outlives it (a guard, a wrapper) may go on ending the
+# server after the host is gone: the SDK ladders' 2 s + 2 s, and a margin.
+HELPER_GRACE = 5.0
+# Under a pty the host runs as the foreground job of this stand-in for a terminal's shell
+# (the session leader), which tells us the host's pid; see ttyshell.py.
+TTYSHELL = str(Path(__file__).resolve().parent / "ttyshell.py")
+
+
+@dataclass
+class Spec:
+    argv: list[str]  # the host's command line; PLACEHOLDER args become the recorder's
+    scenario: str
+    work: str  # this scenario's folder: events, throwaway HOME and project, host log
+    host: str | None = None  # --host NAME: the recorder goes into this host's config
+    pty: bool = False
+    quit: str | None = None  # written to the host's stdin before EOF (the exit scenario)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    ready_timeout: float = 30.0
+    host_timeout: float = 15.0
+    settle: float = 1.0
+    eof: str = "stay"  # the recorder at stdin EOF: stay (needs the whole ladder) or exit
+    grandchild: bool = True
+
+
+def recorder_argv(events: str, eof: str = "stay", grandchild: bool = True) -> list[str]:
+    argv = [sys.executable, RECORDER, "--events", events]
+    if eof != "stay":
+        argv += ["--eof", eof]
+    if not grandchild:
+        argv.append("--no-grandchild")
+    return argv
+
+
+def is_recorder(argv: list[str]) -> bool:
+    """A recorder process runs `python RECORDER ...`; a wrapper or guard that merely has
+    the recorder's path among its arguments is not one."""
+    return len(argv) > 1 and argv[1] == RECORDER
+
+
+class Interrupted(Exception):
+    pass
+
+
+@dataclass
+class State:
+    t0: float = 0.0
+    host: ProcessId | None = None
+    host_exit: float | None = None
+    host_status: int | None = None
+    action_at: float | None = None
+    action_note: str = ""
+    initialized_at: float | None = None
+    recorders: dict[int, ProcessId] = field(default_factory=dict)  # pid -> ident
+    roles: dict[int, str] = field(default_factory=dict)
+    statuses: dict[int, int] = field(default_factory=dict)
+    marks: list[dict[str, Any]] = field(default_factory=list)  # the keeper's own events
+    cleanup_at: float = float("inf")  # exits after this instant are the clean-up's
+    tail: bytes = b""
+
+
+class Keeper:
+    def __init__(self, spec: Spec, life_fd: int) -> None:
+        self.spec = spec
+        self.sc = SCENARIOS[spec.scenario]
+        self.life_fd: int | None = life_fd
+        self.s = State()
+        self.waiter = ExitWaiter()
+        self.events_dir = os.path.join(spec.work, "events")
+        self.fifo_buf = b""
+        self.stdin_w: int | None = None
+        self.master: int | None = None
+        self.placement: Any = None
+        self.shell: ProcessId | None = None  # the tty shell, under a pty
+        self.stop = False
+
+    # -- plumbing -----------------------------------------------------------------------
+    def mark(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
+        self.s.marks.append({"t": t, "what": what, "pid": pid, **extra})
+
+    def step(self, timeout: float) -> None:
+        fds = [self.inbox.fileno(), self.fifo]
+        fds += [fd for fd in (self.life_fd, self.master) if fd is not None]
+        self.waiter.wait(max(0.0, timeout), extra_fds=fds)
+        if any(sig != signal.SIGCHLD for sig in self.inbox.drain()):
+            self.stop = True
+        self._drain_fifo()
+        self._drain_master()
+        self._drain_life()
+        self._reap()
+        if self.stop:
+            raise Interrupted
+
+    def _reap(self) -> None:
+        for pid, raw in reap_children():
+            self._on_reap(pid, raw)
+
+    def _on_reap(self, pid: int, raw: int) -> None:
+        self.s.statuses[pid] = exit_status(raw)
+        # The host's status: its own when it is our child, else its tty shell's (the
+        # shell exits with its job's status).
+        ours = [p.pid for p in (self.s.host, self.shell) if p is not None]
+        if pid in ours and self.s.host_status is None:
+            self.s.host_status = self.s.statuses[pid]
+
+    def _drain_fifo(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fifo, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self.fifo_buf += chunk
+        while b"\n" in self.fifo_buf:
+            line, self.fifo_buf = self.fifo_buf.split(b"\n", 1)
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            self._on_recorder(ev)
+
+    def _on_recorder(self, ev: dict[str, Any]) -> None:
+        pid = int(ev.get("pid", 0))
+        if ev.get("what") == "start" and pid not in self.s.recorders:
+            ident = identify(pid)
+            # Ours only if it runs the recorder: a pid is never taken on its word alone.
+            if ident is not None and is_recorder(cmdline(pid)):
+                self.s.recorders[pid] = ident
+                self.s.roles[pid] = ev.get("role", "server")
+                self.waiter.add(ident)
+        if ev.get("what") == "initialized" and self.s.initialized_at is None:
+            self.s.initialized_at = float(ev["t"])
+
+    def _drain_master(self) -> None:
+        while self.master is not None:
+            try:
+                chunk = os.read(self.master, 65536)
+            except BlockingIOError:
+                return
+            except OSError:  # EIO: every slave end is closed
+                chunk = b""
+            if not chunk:
+                os.close(self.master)
+                self.master = None
+                return
+            self.s.tail = (self.s.tail + chunk)[-TAIL:]
+
+    def _drain_life(self) -> None:
+        if self.life_fd is None:
+            return
+        try:
+            chunk = os.read(self.life_fd, 4096)
+        except BlockingIOError:
+            return
+        if not chunk:  # the driver died: stop, clean up, leave nothing
+            os.close(self.life_fd)
+            self.life_fd = None
+            self.stop = True
+
+    def host_gone(self) -> bool:
+        h = self.s.host
+        if h is None:
+            return True
+        if h in self.waiter.exited:
+            self.s.host_exit = self.s.host_exit or self.waiter.exited[h]
+            return True
+        return False
+
+    def wait_until(self, done: Any, deadline: float) -> bool:
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.step(remaining)
+        return True
+
+    def live_recorders(self) -> list[int]:
+        return [pid for pid, ident in self.s.recorders.items() if ident not in self.waiter.exited]
+
+    # -- the scenario -------------------------------------------------------------------
+    def start_host(self) -> None:
+        spec = self.spec
+        os.makedirs(self.events_dir, exist_ok=True)
+        fifo_path = os.path.join(self.events_dir, "events.fifo")
+        os.mkfifo(fifo_path, 0o600)
+        # Read-write: opening never waits for a writer, and EOF never comes.
+        self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
+        rec = recorder_argv(self.events_dir, spec.eof, spec.grandchild)
+        env = dict(os.environ if spec.env is None else spec.env)
+        cwd = spec.cwd
+        argv = list(spec.argv)
+        if spec.host is not None:
+            from mcp_tether.hostcheck.config import host_env, write_recorder
+
+            home = Path(spec.work) / "home"
+            project = Path(spec.work) / "project"
+            home.mkdir(parents=True, exist_ok=True)
+            project.mkdir(parents=True, exist_ok=True)
+            self.placement = write_recorder(spec.host, home, project, rec)
+            env = host_env(home, project, env)
+            cwd = cwd or str(project)
+        argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
+        log_path = os.path.join(spec.work, "host.log")
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        pid_r = pid_w = None
+        try:
+            if spec.pty or self.sc.pty:
+                self.master, slave = os.openpty()
+                os.set_blocking(self.master, False)
+                fds = (slave, slave, slave)
+                pid_r, pid_w = os.pipe()
+                argv = [sys.executable, TTYSHELL, str(pid_w), *argv]
+            else:
+                slave = None
+                stdin_r, self.stdin_w = os.pipe()
+                fds = (stdin_r, log, log)
+            self.s.t0 = time.monotonic()
+            child = spawn(argv, env=env, cwd=cwd, stdin=fds[0], stdout=fds[1], stderr=fds[2],
+                          new_session=True, pass_fds=[pid_w] if pid_w is not None else [])
+        finally:
+            os.close(log)
+            if pid_w is not None:
+                os.close(pid_w)
+            if self.master is not None and slave is not None:
+                os.close(slave)
+            elif self.stdin_w is not None:
+                os.close(stdin_r)
+        child.close()
+        host = child.ident
+        if pid_r is not None:  # the shell's foreground job is the host
+            self.shell = child.ident
+            self.waiter.add(child.ident)
+            self.mark(self.s.t0, "spawn", child.pid, cmd="tty shell")
+            host = self._read_host(pid_r) or child.ident
+        self.s.host = host
+        self.waiter.add(host)
+        self.mark(self.s.t0, "spawn", host.pid, role="client", cmd=" ".join(spec.argv))
+
+    def _read_host(self, fd: int) -> ProcessId | None:
+        """The host's pid from the tty shell (event-timed: the pipe, or the shell's exit)."""
+        data = b""
+        deadline = self.s.t0 + self.spec.ready_timeout
+        os.set_blocking(fd, False)
+        try:
+            while b"\n" not in data and time.monotonic() < deadline:
+                self.waiter.wait(deadline - time.monotonic(), extra_fds=[fd])
+                try:
+                    chunk = os.read(fd, 64)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    break  # the shell died before telling
+                data += chunk
+        finally:
+            os.close(fd)
+        try:
+            return identify(int(data.split(b"\n")[0]))
+        except ValueError:
+            return None
+
+    def act(self) -> float:
+        """End the host the scenario's way (or edit its config: reconnect); the instant."""
+        s, sc, host = self.s, self.sc, self.s.host
+        assert host is not None
+        now = time.monotonic()
+        s.action_at = now
+        if self.host_gone():
+            s.action_note = "the host had already exited by itself"
+            return now
+        if sc.action == "quit":
+            if self.spec.quit is not None:
+                self._write_stdin((self.spec.quit + ("\r" if self.master is not None else "\n"))
+                                  .encode())
+            if self.master is not None:
+                self._write_stdin(b"\x04")  # ^D: EOF at the start of a line in canonical mode
+            elif self.stdin_w is not None:
+                os.close(self.stdin_w)
+                self.stdin_w = None
+            self.mark(now, "eof", host.pid)
+        elif sc.action == "hangup":
+            if self.master is not None:
+                os.close(self.master)
+                self.master = None
+            self.mark(now, "hangup", host.pid)
+        elif sc.action == "config-edit":
+            rec = recorder_argv(self.events_dir, self.spec.eof, self.spec.grandchild)
+            self.placement.edit([*rec, "--generation", "2"])
+            self.mark(now, "config-edit", host.pid)
+        else:
+            sig = getattr(signal, sc.action)
+            outcome = signal_process(host, sig)
+            if outcome != "sent":
+                s.action_note = f"{sc.action} not sent to the host: {outcome}"
+            self.mark(now, sc.action.lower(), host.pid)
+        return now
+
+    def _write_stdin(self, data: bytes) -> None:
+        fd = self.master if self.master is not None else self.stdin_w
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):  # the host closed its stdin or is gone
+            os.write(fd, data)
+
+    def drive(self) -> dict[str, Any]:
+        spec, s = self.spec, self.s
+        self.start_host()
+        # Ready: the handshake is over, and the grandchild runs (its start recorded), so
+        # that what the scenario does reaches a recorder that can tell, not one starting.
+        self.wait_until(lambda: (s.initialized_at is not None and (
+            not spec.grandchild or "grandchild" in s.roles.values())) or self.host_gone(),
+            s.t0 + spec.ready_timeout)
+        self.step(0)  # a one-shot host's last events may be in the FIFO still
+        if s.initialized_at is None and self.host_gone() and s.recorders:
+            # It started the recorder and went without finishing the handshake (a health
+            # check that timed out, a crash): what it left is still its doing.
+            s.action_note = "the host exited before it initialized the recorder"
+            if self.sc.name != "exit":
+                return {"verdict": "skipped", "detail": s.action_note + " (its own exit is "
+                        "the exit scenario)"}
+            s.action_at = s.host_exit
+            return self.settle()
+        if s.initialized_at is None:
+            why = (f"the host exited (status {s.host_status}) before initializing the recorder"
+                   if self.host_gone() else
+                   f"the host did not initialize the recorder within {spec.ready_timeout:g} s")
+            return {"verdict": "error", "detail": why}
+        acted = self.act()
+        if s.action_note.startswith("the host had already exited") and self.sc.name != "exit":
+            return {"verdict": "skipped", "detail": s.action_note + " (a one-shot host: its "
+                    "own exit is the exit scenario)"}
+        if self.sc.action == "config-edit":
+            return self.judge_reconnect(acted)
+        exited = self.wait_until(self.host_gone, acted + spec.host_timeout)
+        if not exited:
+            self._adopt_unseen()
+            live = self.live_recorders()
+            verdict = decide(host_exited=False, left_roles=[s.roles[p] for p in live])
+            detail = (f"the host was still running {spec.host_timeout:g} s after "
+                      f"the {self.sc.action}")
+            if verdict != "host-stayed":
+                detail = VERDICT_WORDS[verdict] + "; " + detail
+            return {"verdict": verdict, "detail": detail, "left": live}
+        return self.settle()
+
+    def settle(self) -> dict[str, Any]:
+        """After the host: the recorder's processes still exiting get `settle` seconds."""
+        s = self.s
+        assert s.host_exit is not None
+        self.mark(s.host_exit, "window-start", None)
+        self.mark(s.host_exit + self.spec.settle, "window-end", None)
+        self._adopt_unseen()
+        # The host's helpers (a guard, a wrapper it started) may still be ending the
+        # server for it: while one lives, the settle time stretches, up to HELPER_GRACE.
+        helpers = [i.ident for i in descendants(os.getpid(), snapshot())
+                   if not i.exited and i.pid not in self.s.recorders]
+        for h in helpers:
+            self.waiter.add(h)
+        settled = s.host_exit + self.spec.settle
+
+        def done() -> bool:
+            if not self.live_recorders():
+                return True
+            return time.monotonic() >= settled and all(h in self.waiter.exited for h in helpers)
+
+        self.wait_until(done, settled + (HELPER_GRACE if helpers else 0.0))
+        self._adopt_unseen()
+        left = self.live_recorders()
+        verdict = decide(host_exited=True, left_roles=[s.roles[p] for p in left])
+        return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left}
+
+    def judge_reconnect(self, acted: float) -> dict[str, Any]:
+        s, spec = self.s, self.spec
+        old = {p for p, r in s.roles.items() if r == "server"}
+        got = self.wait_until(
+            lambda: any(r == "server" and p not in old for p, r in s.roles.items())
+            or self.host_gone(), acted + spec.host_timeout)
+        if not got or self.host_gone():
+            return {"verdict": "skipped", "detail": "the host did not start the server "
+                    "again after its config entry changed (no reconnect)"}
+        started = time.monotonic()
+        self.mark(started, "window-start", None)
+        self.mark(started + spec.settle, "window-end", None)
+        old_tree = set(old) | {p for p in s.roles if p not in old and s.roles[p] == "grandchild"
+                               and self._parent_in(p, old)}
+        self.wait_until(lambda: not (set(self.live_recorders()) & old_tree),
+                        started + spec.settle)
+        left = [p for p in self.live_recorders() if p in old_tree]
+        verdict = decide(host_exited=False, left_roles=[],
+                         abandoned_roles=[s.roles[p] for p in left])
+        if verdict == "host-stayed":
+            verdict = "clean"  # the old copy was ended while the host lives on: right
+        return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left}
+
+    def _parent_in(self, pid: int, parents: set[int]) -> bool:
+        for ev in self._file_events():
+            if ev.get("pid") == pid and ev.get("what") == "start":
+                return ev.get("ppid") in parents
+        return False
+
+    def _adopt_unseen(self) -> None:
+        """Recorder processes whose start event was not read yet: from a full scan."""
+        self._drain_fifo()
+        for info in descendants(os.getpid(), snapshot()):
+            if info.pid in self.s.recorders or info.exited:
+                continue
+            argv = cmdline(info.pid)
+            if is_recorder(argv):
+                self.s.recorders[info.pid] = info.ident
+                role = "grandchild" if "grandchild" in argv else "server"
+                self.s.roles[info.pid] = role
+                self.waiter.add(info.ident)
+
+    def others_left(self) -> list[dict[str, Any]]:
+        """Live descendants that are not the recorder's (a wrapper, a helper)."""
+        out = []
+        for info in descendants(os.getpid(), snapshot()):
+            if info.exited or info.pid in self.s.recorders or (
+                    self.s.host is not None and info.pid == self.s.host.pid):
+                continue
+            out.append({"pid": info.pid, "cmdline": " ".join(cmdline(info.pid))[:200]})
+        return out
+
+    def cleanup(self) -> list[int]:
+        """SIGKILL everything we started, reap it; which recorder pids it had to kill."""
+        self._reap()
+        self.s.cleanup_at = time.monotonic()
+        if self.stdin_w is not None:
+            os.close(self.stdin_w)
+            self.stdin_w = None
+        live = set(self.live_recorders())
+        tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
+        for _attempt in range(3):
+            if tree.empty():
+                break
+            tree.signal(signal.SIGKILL)
+            tree.wait(KILL_WAIT)
+        if self.master is not None:
+            self._drain_master()
+        return sorted(live)
+
+    def _file_events(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        try:
+            names = sorted(os.listdir(self.events_dir))
+        except OSError:
+            return out
+        for name in names:
+            if not name.endswith(".jsonl"):
+                continue
+            with open(os.path.join(self.events_dir, name), "rb") as fh:
+                for line in fh:
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        continue
+        return sorted(out, key=lambda e: e.get("t", 0.0))
+
+    def run(self) -> dict[str, Any]:
+        platform.set_subreaper()
+        self.inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGCHLD))
+        outcome: dict[str, Any]
+        left: list[int] = []
+        try:
+            outcome = self.drive()
+            left = outcome.pop("left", [])
+        except Interrupted:
+            outcome = {"verdict": "error", "detail": "interrupted: the check was stopped"}
+        except Exception as exc:  # noqa: BLE001  # one line in the result, never a trace
+            outcome = {"verdict": "error", "detail": f"{type(exc).__name__}: {exc}"}
+        others = self.others_left() if outcome["verdict"] not in ("error", "skipped") else []
+        killed = self.cleanup()
+        for _ in range(20):  # the pidfds of what the clean-up killed: readable at once
+            if not self.waiter.pending or not self.waiter.wait(0):
+                break
+        return self.result(outcome, left, others, killed)
+
+    def result(self, outcome: dict[str, Any], left: list[int], others: list[dict[str, Any]],
+               killed: list[int]) -> dict[str, Any]:
+        from mcp_tether.hostcheck.timeline import build
+
+        s, sc = self.s, self.sc
+        host_exit = s.host_exit
+        if s.host is not None and host_exit is None and s.host in self.waiter.exited:
+            host_exit = self.waiter.exited[s.host]
+        by_cleanup = host_exit is not None and host_exit >= s.cleanup_at
+        recorded = self._file_events()
+        verdict = outcome["verdict"]
+        tail = s.tail
+        log = os.path.join(self.spec.work, "host.log")
+        if os.path.exists(log):
+            with open(log, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(log) - TAIL))
+                tail = fh.read()
+
+        def ms(t: float | None) -> float | None:
+            return None if t is None else round((t - s.t0) * 1000, 1)
+
+        return {
+            "scenario": sc.name,
+            "title": sc.title,
+            "verdict": verdict,
+            "passed": verdict in PASSING,
+            "detail": (outcome["detail"] + (f" ({s.action_note})" if s.action_note
+                                            and s.action_note not in outcome["detail"] else "")),
+            "spec": sc.spec,
+            "host_argv": self.spec.argv,
+            "host_config": str(self.placement.path) if self.placement is not None else None,
+            "host_pid": s.host.pid if s.host else None,
+            "host_exit_ms": ms(host_exit),
+            "host_status": s.host_status,
+            "host_ended_by_cleanup": by_cleanup,
+            "initialized_ms": ms(s.initialized_at),
+            "action": sc.action,
+            "action_ms": ms(s.action_at),
+            "left": [{"pid": p, "role": s.roles.get(p, "server")} for p in left],
+            "others_left": others,
+            "killed_by_cleanup": killed,
+            "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},
+                          "t_ms": ms(e.get("t"))} for e in recorded],
+            "events": build(s, recorded, self.waiter.exited, killed, ms),
+            "host_output_tail": tail.decode("utf-8", "replace"),
+        }
+
+
+def run_keeper(spec_json: str, result_fd: int, life_fd: int) -> None:
+    """The keeper process's main (forked by the driver): one JSON line to `result_fd`."""
+    spec = Spec(**json.loads(spec_json))
+    os.set_blocking(life_fd, False)
+    out = Keeper(spec, life_fd).run()
+    data = (json.dumps(out) + "\n").encode()
+    while data:
+        data = data[os.write(result_fd, data):]
+    os.close(result_fd)
+
+
+def spec_json(spec: Spec) -> str:
+    return json.dumps(asdict(spec))

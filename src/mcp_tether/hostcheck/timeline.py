@@ -1,0 +1,55 @@
+"""A scenario's events in the probe's timeline form (`events`: what, pid, t_ms, ...).
+
+The probe's HTML renderer (`probe.html`) draws them: the host is the "client" lane, the
+recorder the "server" lane, its grandchild a child lane. Pure data shaping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["build", "WHAT"]
+
+# The recorder's event -> the timeline's `what` (None: not drawn)
+WHAT = {
+    "initialized": "handshake",
+    "stdin-eof": "eof",
+    "stdin-hangup": "eof",
+    "stdin-error": "eof",
+    "stdout-closed": "stdout-closed",
+    "parent-changed": "parent-changed",
+    "second-copy": "second-copy",
+}
+
+
+def build(state: Any, recorded: list[dict[str, Any]], exited: dict[Any, float],
+          killed: list[int], ms: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in state.marks:
+        out.append({**{k: v for k, v in m.items() if k != "t"}, "t_ms": ms(m["t"])})
+    for e in recorded:
+        what, pid = e.get("what"), e.get("pid")
+        if what == "start":
+            role = e.get("role")
+            cmd = "recorder" if role == "server" else "recorder (grandchild)"
+            ev: dict[str, Any] = {"what": "spawn" if role == "server" else "seen", "pid": pid,
+                                  "cmd": cmd, "ppid": e.get("ppid")}
+            if role == "server":
+                ev["role"] = "server"
+            out.append({**ev, "t_ms": ms(e["t"])})
+        elif what == "signal":
+            out.append({"what": str(e.get("signal", "")).lower(), "pid": pid,
+                        "t_ms": ms(e["t"]), "received": True})
+        elif what in WHAT:
+            out.append({"what": WHAT[what], "pid": pid, "t_ms": ms(e["t"]),
+                        "recorded": what})
+    host = state.host
+    for ident, t in exited.items():
+        ev = {"what": "exit", "pid": ident.pid, "t_ms": ms(t),
+              "status": state.statuses.get(ident.pid)}
+        if ident.pid in killed or t >= state.cleanup_at:
+            ev["by"] = "hostcheck-cleanup"
+        if host is not None and ident == host and state.host_status is not None:
+            ev["status"] = state.host_status
+        out.append(ev)
+    return sorted(out, key=lambda e: (e["t_ms"] if e["t_ms"] is not None else 0.0))

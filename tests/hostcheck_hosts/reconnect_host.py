@@ -1,0 +1,76 @@
+"""A host that reloads its config (stdlib only): Cursor's `~/.cursor/mcp.json`.
+
+Starts every stdio server of the file (own session each), does the handshake, then
+watches the file. When an entry changes it starts the new command and, unless
+`--abandon` is given, ends the old server first the way the spec asks (close stdin,
+0.5 s, SIGTERM to its group, 0.5 s, SIGKILL); with `--abandon` it just drops it, as hosts
+observed to leak on a config edit do. On stdin EOF or SIGTERM/SIGINT/SIGHUP it ends all
+servers the same way and exits. Usage: reconnect_host.py [--abandon]
+"""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+
+CONFIG = os.path.expanduser("~/.cursor/mcp.json")
+ABANDON = "--abandon" in sys.argv
+
+
+def start(entry: dict) -> subprocess.Popen:
+    p = subprocess.Popen([entry["command"], *entry.get("args", [])], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, start_new_session=True)
+    for msg in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "reconnect-host", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+        p.stdin.write((json.dumps(msg) + "\n").encode())
+        p.stdin.flush()
+        if "id" in msg:
+            p.stdout.readline()
+    return p
+
+
+def end(p: subprocess.Popen) -> None:
+    p.stdin.close()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            p.wait(0.5)
+            return
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, sig)
+    p.wait()
+
+
+def load() -> dict:
+    with open(CONFIG) as fh:
+        return json.load(fh)["mcpServers"]
+
+
+entries = load()
+servers = {name: start(e) for name, e in entries.items()}
+r, w = os.pipe()
+os.set_blocking(w, False)
+signal.set_wakeup_fd(w)
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, lambda *_: None)
+mtime = os.stat(CONFIG).st_mtime_ns
+while True:
+    ready, _, _ = select.select([0, r], [], [], 0.05)  # the file is looked at every 50 ms
+    if r in ready or (0 in ready and not os.read(0, 4096)):
+        break
+    now = os.stat(CONFIG).st_mtime_ns
+    if now == mtime:
+        continue
+    mtime = now
+    fresh = load()
+    for name, e in fresh.items():
+        if e != entries.get(name):
+            if name in servers and not ABANDON:
+                end(servers[name])
+            servers[name] = start(e)
+    entries = fresh
+for p in servers.values():
+    end(p)

@@ -1,0 +1,219 @@
+"""`mcp-tether hostcheck` against hosts whose behaviour is known from their code.
+
+The hosts (tests/hostcheck_hosts/) each end their server one way: the TypeScript SDK's
+StdioClientTransport (end stdin, 2 s, SIGTERM to the direct child, 2 s, SIGKILL), the
+Python SDK's stdio_client (close stdin, 2 s, killpg SIGTERM, ...), our guarded
+stdio_client (the ladder over the whole tree, and a guard for a SIGKILLed host), and a
+bad host (SIGKILL to its direct child only, stdin left open). The recorder stays at EOF,
+so only what the host does ends it; the verdicts follow from that code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_tether.cli import main
+from mcp_tether.hostcheck import check, decide
+from mcp_tether.hostcheck.keeper import RECORDER
+from mcp_tether.hostcheck.render import render_html, render_markdown, render_text
+from mcp_tether.lab import node_env
+from mcp_tether.proc import ProcessId, cmdline, identify, snapshot
+from mcp_tether.proc.signals import signal_process
+
+pytestmark = pytest.mark.linux
+
+HOSTS = Path(__file__).resolve().parent / "hostcheck_hosts"
+FAST = {"settle": 0.5, "ready_timeout": 60.0, "jobs": 2}
+
+
+def _verdicts(result: Any) -> dict[str, str]:
+    return {r["scenario"]: r["verdict"] for r in result.results}
+
+
+def test_the_verdict_follows_from_what_was_left() -> None:
+    """1. Nothing left: clean. 2. The direct child left: server-left, even with its child.
+    3. Only the grandchild: wrapper-child-left. 4. Host still running: host-stayed, unless
+    it ended its server and left that server's child.
+    5. An old copy alive beside the host's new one: abandoned."""
+    assert decide(host_exited=True, left_roles=[]) == "clean"
+    assert decide(host_exited=True, left_roles=["grandchild", "server"]) == "server-left"
+    assert decide(host_exited=True, left_roles=["grandchild"]) == "wrapper-child-left"
+    assert decide(host_exited=False, left_roles=["server", "grandchild"]) == "host-stayed"
+    assert decide(host_exited=False, left_roles=["grandchild"]) == "wrapper-child-left"
+    assert decide(host_exited=False, left_roles=[], abandoned_roles=["server"]) == "abandoned"
+
+
+def test_bad_input_gets_one_line_and_its_code(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    """Missing host command 127, not executable 126, no {server} and no --host 2."""
+    script = tmp_path / "host.sh"
+    script.write_text("#!/bin/sh\n")
+    assert main(["hostcheck", "--", "no-such-host-xyz", "{server}"]) == 127
+    assert main(["hostcheck", "--", str(script), "{server}"]) == 126
+    assert main(["hostcheck", "--", "true"]) == 2
+    assert main(["hostcheck", "-s", "reconnect", "--", "true", "{server}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("mcp-tether hostcheck: ") for line in err)
+
+
+@pytest.mark.slow
+def test_a_bad_host_leaves_the_wrapped_child_and_a_crash_leaves_the_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """1. The bad host SIGKILLs its direct child only: the grandchild is left.
+    2. SIGKILLed itself, it leaves the server (which stays at EOF) and the grandchild.
+    3. --json: one object per scenario with `scenario` and `verdict`; exit 1."""
+    code = main(["hostcheck", "--json", "--settle", "0.5", "-j", "2", "-s", "exit", "-s", "sigkill",
+                 "--", sys.executable, str(HOSTS / "bad_host.py"), "{server}"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert {r["scenario"]: r["verdict"] for r in rows} == {
+        "exit": "wrapper-child-left", "sigkill": "server-left"}
+    exit_row = rows[0]
+    server_saw = [e for e in exit_row["recorded"] if e["role"] == "server"]
+    # Never EOF before the kill: the bad host does not close stdin.
+    assert not any(e["what"] == "stdin-eof" for e in server_saw)
+    assert exit_row["left"] and {x["role"] for x in exit_row["left"]} == {"grandchild"}
+
+
+@pytest.mark.slow
+def test_the_python_sdk_host_ends_the_group_but_not_after_a_crash() -> None:
+    """The SDK's ladder reaches the grandchild (killpg): clean; SIGKILLed, nothing runs it."""
+    result = check([sys.executable, str(HOSTS / "py_sdk_host.py"), "{server}"],
+                   scenarios=["exit", "sigkill"], **FAST)
+    assert _verdicts(result) == {"exit": "clean", "sigkill": "server-left"}
+    saw = {e["what"] for e in result.results[0]["recorded"] if e["role"] == "server"}
+    assert {"stdin-eof", "signal"} <= saw  # EOF first, then the group's SIGTERM
+    page = render_html(result)
+    assert 'data-verdict="clean"' in page and 'data-verdict="server-left"' in page
+    out = io.StringIO()
+    render_markdown(result, out)
+    assert "| exit | **clean** |" in out.getvalue()
+
+
+@pytest.mark.slow
+def test_the_guarded_client_leaves_nothing_even_when_its_host_is_killed() -> None:
+    """mcp_tether.client.stdio_client: clean on exit and on SIGKILL (its guard)."""
+    result = check([sys.executable, str(HOSTS / "tether_host.py"), "{server}"],
+                   scenarios=["exit", "sigkill"], **FAST)
+    assert _verdicts(result) == {"exit": "clean", "sigkill": "clean"}
+    assert result.exit_code == 0
+    out = io.StringIO()
+    render_text(result, out)
+    assert "every scenario clean" in out.getvalue()
+
+
+@pytest.mark.slow
+@pytest.mark.node
+def test_the_typescript_sdk_host_reaches_only_its_direct_child() -> None:
+    """StdioClientTransport.close(): EOF, 2 s, SIGTERM to the recorder; its child is left."""
+    if node_env.missing_tools():
+        pytest.skip(node_env.missing_tools() or "")
+    folder = node_env.ensure(quiet=True)
+    shutil.copy2(HOSTS / "ts_host.mjs", folder / "hostcheck_ts_host.mjs")
+    result = check(["node", str(folder / "hostcheck_ts_host.mjs"), "{server}"],
+                   scenarios=["exit", "sigkill"], **FAST)
+    assert _verdicts(result) == {"exit": "wrapper-child-left", "sigkill": "server-left"}
+    exit_row = result.results[0]
+    signals = [e["signal"] for e in exit_row["recorded"]
+               if e["role"] == "server" and e["what"] == "signal"]
+    assert signals == ["SIGTERM"]
+
+
+def test_a_host_that_reloads_its_config_ends_the_old_server_or_abandons_it() -> None:
+    """--host cursor writes the recorder into a throwaway ~/.cursor/mcp.json.
+    1. The reconnect scenario edits the entry; the host starts a second copy.
+    2. A host that ends the old copy first: clean. 3. One that drops it: abandoned."""
+    script = str(HOSTS / "reconnect_host.py")
+    good = check([sys.executable, script], host="cursor", scenarios=["reconnect"], **FAST)
+    bad = check([sys.executable, script, "--abandon"], host="cursor",
+                scenarios=["reconnect", "exit"], **FAST)
+    assert _verdicts(good) == {"reconnect": "clean"}
+    assert _verdicts(bad) == {"reconnect": "abandoned", "exit": "clean"}
+    row = bad.results[0]
+    assert row["host_config"].endswith("/home/.cursor/mcp.json")
+    assert any(e["what"] == "second-copy" for e in row["recorded"])
+    assert {x["role"] for x in row["left"]} == {"server", "grandchild"}
+
+
+def _recorders(tag: str) -> list[ProcessId]:
+    out = []
+    for info in snapshot().values():
+        if info.exited:
+            continue
+        argv = cmdline(info.pid)
+        if RECORDER in argv and any(tag in a for a in argv):
+            out.append(info.ident)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+def test_a_stopped_check_leaves_neither_host_nor_recorder(tmp_path: Path, sig: int) -> None:
+    """1. The check runs a host that starts the recorder behind `sh -c` and never
+       initializes it: the keeper would wait its whole --ready-timeout (120 s).
+    2. Once the recorder runs, the check itself is SIGKILLed or Ctrl-C'd.
+    3. Its keeper notices (PDEATHSIG, the pipe's EOF; or the driver's SIGTERM) and ends
+       host, recorder and grandchild at once; an interrupted check exits 130."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_tether", "hostcheck", "-s", "exit", "--ready-timeout",
+         "120", "--", "sh", "-c", '"$@"; true', "sh", "{server}"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    started = False
+    while not started and time.monotonic() < deadline and proc.poll() is None:
+        started = any(b'"start"' in f.read_bytes()
+                      for f in tmp_path.glob("*/exit/events/grandchild-*.jsonl"))
+        if not started:
+            time.sleep(0.05)  # polling a file another process writes, with a deadline
+    assert started, "the recorder never started its grandchild"
+    ident = identify(proc.pid)
+    assert ident is not None and signal_process(ident, sig) == "sent"
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130), err
+    tag = str(tmp_path)
+    deadline = time.monotonic() + 15
+    while _recorders(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _recorders(tag) == []
+
+
+def test_a_host_that_leaves_before_the_handshake_ends_is_still_judged(tmp_path: Path) -> None:
+    """A config probe that sends `initialize`, reads the answer and exits (no
+    `notifications/initialized`): its exit leaves the server; the signal scenarios are
+    skipped (a one-shot host), never reported as a failure of the check."""
+    host = tmp_path / "probe_host.py"
+    host.write_text(
+        "import subprocess, sys\n"
+        "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "p.stdin.write(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\\n')\n"
+        "p.stdin.flush()\n"
+        "p.stdout.readline()\n")
+    result = check([sys.executable, str(host), "{server}"], scenarios=["exit", "sigterm"], **FAST)
+    assert _verdicts(result) == {"exit": "server-left", "sigterm": "skipped"}
+    assert "before it initialized" in result.results[0]["detail"]
+
+
+def test_under_a_pty_eof_is_a_keypress_and_a_hangup_reaches_the_foreground_group() -> None:
+    """The bad host under a pty (--pty). 1. exit: ^D reads as EOF, the host SIGKILLs its
+    direct child only: wrapper-child-left. 2. sighup: the pty's master is closed; the
+    host (session leader) kills its child and exits, and the kernel's SIGHUP to the
+    terminal's foreground group, which the grandchild shares, ends the rest: clean."""
+    result = check([sys.executable, str(HOSTS / "bad_host.py"), "{server}"], pty=True,
+                   scenarios=["exit", "sighup"], **FAST)
+    assert _verdicts(result) == {"exit": "wrapper-child-left", "sighup": "clean"}
+    hup = result.results[1]
+    got = [e.get("signal") for e in hup["recorded"] if e["role"] == "grandchild"]
+    assert "SIGHUP" in got
