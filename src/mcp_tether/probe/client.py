@@ -32,10 +32,11 @@ import time
 from mcp_tether.errors import TetherError
 from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.scenarios import get as get_scenario
+from mcp_tether.probe.spec import STARVED_CAP
 from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify, signal_group, signal_process
 from mcp_tether.proc.fds import stdio_key
-from mcp_tether.proc.progress import Look, look, moved
+from mcp_tether.proc.progress import Look, Starvation, look, moved
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, fork_call, spawn
 
@@ -49,6 +50,7 @@ MAX_NOISE = 5
 READ_SIZE = 1 << 18
 STDOUT_CLOSED_GRACE = 0.5  # seconds: stdout EOF, then is the server gone too?
 PROGRESS_TICK = 1.0  # seconds between looks at the server's tree while awaiting an answer
+OWN_TIME_MIN = 0.5  # seconds: a wait this long (a ladder rung) counts the tree's own time
 # Methods only a client sends: seeing one on the server's stdout means an echo.
 CLIENT_METHODS = {"initialize", "server/discover", "tools/list", "tools/call"}
 
@@ -389,12 +391,28 @@ class Client:
         return signal_process(self.child.ident, sig)  # node: the direct child only
 
     def wait(self, timeout: float) -> float | None:
-        deadline = time.monotonic() + timeout
+        """Until the direct child exits (its instant) or `timeout` of the tree's own time.
+
+        A rung of the ladder (2 s) on a loaded machine: what the tree waited for a CPU
+        meanwhile (`proc.progress.Starvation`) is added, at most STARVED_CAP times the
+        wait, so that an SDK server that needs half a second of CPU to exit after EOF is
+        not SIGTERMed because the machine did not give it one (issue 22 item 5). Where
+        that wait cannot be read, the rung is the wall-clock `timeout`.
+        """
+        start = time.monotonic()
+        deadline = start + timeout
+        starved = Starvation() if timeout >= OWN_TIME_MIN else None
         while self.status is None:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            if starved is not None:
+                tree = self._look()
+                waited = starved.update(list(tree.members)) if tree is not None else 0.0
+                deadline = start + timeout + min(waited, STARVED_CAP * timeout)
+            remaining = deadline - now
             if remaining <= 0:
                 return None
-            self.pump(remaining, until_event=True)
+            self.pump(remaining if starved is None else min(remaining, PROGRESS_TICK / 4),
+                      until_event=True)
         return self.exited_at
 
     def ladder(self) -> None:

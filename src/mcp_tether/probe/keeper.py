@@ -206,7 +206,9 @@ class Keeper(KeeperBase):
 
     def wait_for_ladder(self) -> float | None:
         """Watch while the client climbs its ladder; the instant it ended (None: stuck)."""
-        deadline = time.monotonic() + self.spec.grace + self.spec.term_grace + KILL_WAIT + 5
+        # Each rung may be extended by what the tree waited for a CPU (client.wait).
+        rungs = (1 + STARVED_CAP) * (self.spec.grace + self.spec.term_grace)
+        deadline = time.monotonic() + rungs + KILL_WAIT + 5
         while self.ladder_done_at is None:
             if time.monotonic() > deadline:
                 self.facts.error = "the probe client's ladder did not finish"

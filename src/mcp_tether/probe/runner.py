@@ -61,7 +61,7 @@ def keeper_argv() -> list[str]:
 def spec_budget(spec: Spec) -> float:
     """The longest a keeper may honestly take; past it, the runner gives up on it."""
     return (
-        4 * spec.ready_ceiling + spec.idle + spec.grace + spec.term_grace
+        4 * spec.ready_ceiling + spec.idle + (1 + STARVED_CAP) * (spec.grace + spec.term_grace)
         + 2 * KILL_WAIT + (1 + STARVED_CAP) * spec.effective_window + spec.horizon_s + 30
     )
 
