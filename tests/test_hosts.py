@@ -15,7 +15,7 @@ from mcp_tether.cli import main
 from mcp_tether.errors import ConfigError
 from mcp_tether.hosts import atomic, jsonc
 
-TETHER = "/opt/tether/bin/mcp-tether"
+TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")  # exists: wrap checks
 
 
 @pytest.fixture(autouse=True)

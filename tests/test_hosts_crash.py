@@ -16,7 +16,7 @@ from mcp_tether import hosts
 from mcp_tether.hosts import atomic
 
 pytestmark = [pytest.mark.linux, pytest.mark.slow]
-TETHER = "/opt/tether/bin/mcp-tether"
+TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")  # exists: wrap checks
 KILLS = 16
 SEED = 1501
 

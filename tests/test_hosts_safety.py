@@ -16,7 +16,7 @@ from mcp_tether.cli import main
 from mcp_tether.hosts import atomic
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
-TETHER = "/opt/tether/bin/mcp-tether"
+TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")  # exists: wrap checks
 
 
 @pytest.fixture(autouse=True)

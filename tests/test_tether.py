@@ -208,12 +208,25 @@ class Served:
             self.stdin.flush()
 
     def receive(self, timeout: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
+        """The next line; given up once the server's tree has been idle for `timeout` s
+        (a server still importing on a loaded machine is slow, not hung), or after
+        6 x `timeout` however busy (the probe's rule, `proc.progress`)."""
+        from mcp_tether.proc.progress import look, moved
+
+        start = time.monotonic()
+        deadline, seen = start + timeout, look(os.getpid())
         while b"\n" not in self.buffered:
             remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([self.stdout_fd], [], [], max(0.0, remaining))
+            ready, _, _ = select.select([self.stdout_fd], [], [], max(0.0, min(remaining, 1.0)))
             if not ready:
-                raise AssertionError(f"no answer within {timeout} s; stderr: {self.stderr()}")
+                now, looked = time.monotonic(), look(os.getpid())
+                if moved(seen, looked):
+                    deadline = min(start + 6 * timeout, now + timeout)
+                seen = looked
+                if now < deadline:
+                    continue
+                raise AssertionError(f"no answer within {timeout} s of idleness; "
+                                     f"stderr: {self.stderr()}")
             chunk = os.read(self.stdout_fd, 65536)
             if not chunk:
                 raise AssertionError(f"server closed stdout; stderr: {self.stderr()}")

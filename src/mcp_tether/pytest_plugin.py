@@ -195,9 +195,10 @@ def mcp_lifecycle() -> LifecycleRunner:
     scenarios: names to run (default: all that apply). Options (seconds unless said):
     host_style "node" (default), "python" or both as a sequence; window (2) for the tree
     to go after its client; horizon (grace + term_grace) to tell lingered from orphaned;
-    grace, term_grace (2 each) the client's ladder; idle (3); ready_timeout (10) per
-    handshake answer; call=(tool, arguments) a call in flight at EOF; env (added), cwd,
-    jobs. Any other name raises TypeError listing the valid ones. Call
+    grace, term_grace (2 each) the client's ladder; idle (3); ready_timeout (10) of
+    idleness per handshake answer (a busy server is awaited, up to 6x); call=(tool,
+    arguments) a call in flight at EOF; env (added), cwd, jobs. Any other name raises
+    TypeError listing the valid ones. Call
     `report.assert_passes()` (spec level) or `report.assert_passes(level="robust")` to
     fail the test with every failed scenario, its verdict, the diagnosis, the remedy and
     the processes that outlived their client.

@@ -123,12 +123,16 @@ def read_entry(
     if shape.command_is_argv:
         if not isinstance(command, list) or not command or not isinstance(command[0], str):
             return entry, None, "command is not a non-empty list"
+        if not command[0].strip():
+            return entry, None, 'empty "command": nothing to run'
         argv = _strs(command)
         entry.command, entry.args = argv[0], argv[1:]
         launch = Launch("argv", obj_path, cmd_key, "")
     else:
         if not isinstance(command, str):
             return entry, None, "command is not a string"
+        if not command.strip():
+            return entry, None, 'empty "command": nothing to run'
         args = v.get(shape.args_key, [])
         if not isinstance(args, list):
             return entry, None, "args is not a list"

@@ -95,7 +95,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
             "--tether",
             metavar="PATH",
             help="the mcp-tether executable to put in front "
-            "(default: the one on PATH, else this one)",
+            "(default: the one on PATH, else this one); a path that is missing or not "
+            "executable is refused (exit 2)",
         )
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
 
@@ -116,14 +117,26 @@ def _selected(args: argparse.Namespace) -> list[hosts.ConfigFile]:
         return [hosts.ConfigFile(host or hosts.guess_host(p) or "", "config", p)
                 for p in args.config]
     files: list[hosts.ConfigFile] = []
+    seen: set[Path] = set()
     for host in args.host or [None]:
-        files += hosts.discover(host)
+        for cf in hosts.discover(host):
+            # A file read by several of the hosts asked for (`.mcp.json`: Claude Code,
+            # VS Code, Copilot CLI) is one file: shown and changed once, under the first.
+            real = cf.path.resolve()
+            if real not in seen:
+                seen.add(real)
+                files.append(cf)
     return files
 
 
 def _tether_argv0(explicit: str | None) -> str:
     if explicit:
-        return os.path.abspath(explicit)
+        path = os.path.abspath(explicit)
+        if not os.path.isfile(path):
+            raise UsageError(f"--tether {explicit}: no such file")
+        if not os.access(path, os.X_OK):
+            raise UsageError(f"--tether {explicit}: not executable")
+        return path
     found = shutil.which("mcp-tether")
     if found:
         return os.path.abspath(found)
@@ -218,7 +231,8 @@ def _wrap_hint(listing: list[tuple[hosts.ConfigFile, list[hosts.ServerEntry]]]) 
 
     n, targets, shared = 0, [], 0
     for cf, entries in listing:
-        bare = [e for e in entries if e.transport == "stdio" and not e.wrapped and not e.disabled]
+        bare = [e for e in entries if e.transport == "stdio" and e.command and not e.wrapped
+                and not e.disabled]
         n += len(bare)
         if bare and cf.scope in ("project", "config") and work_tree(cf.path) is not None:
             shared += len(bare)  # wrap leaves these alone without --project
@@ -267,7 +281,7 @@ def _hosts(args: argparse.Namespace) -> int:
         if not listing and not errors:
             _nothing_found(args)
         for cf, entries in listing:
-            print(f"{cf.host or '-'} ({cf.scope}) {cf.path}")
+            print(f"{cf.host or 'any host'} ({cf.scope}) {cf.path}")
             if not entries:
                 print("  (no servers)")
             width = max((len(e.label) for e in entries), default=0)
@@ -277,7 +291,8 @@ def _hosts(args: argparse.Namespace) -> int:
                     state = "wrapped" if e.wrapped else "not wrapped"
                 if e.disabled:
                     state += ", disabled"
-                what = " ".join([e.command, *e.args]) if e.command else "(remote)"
+                what = " ".join([e.command, *e.args]) if e.command else (
+                    "(empty command: skipped)" if e.transport == "stdio" else "(remote)")
                 print(printable(f"  {e.label.ljust(width)}  {state:<21} {what}"))
         _wrap_hint(listing)
     for err in errors:

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mcp_tether.errors import UsageError
+from mcp_tether.errors import ConfigError, UsageError
 from mcp_tether.inspect.node import (
     NODE_PACKAGES,
     find_node_modules,
@@ -38,6 +38,7 @@ def inspect_path(path: str | os.PathLike[str] | None = None) -> list[dict[str, A
         if not root.exists():
             raise UsageError(f"{path}: no such file or directory")
         if (root / "package.json").is_file():
+            _check_package_json(root / "package.json")
             info = inspect_node_package(root)  # PATH is a package folder itself
             if info and info["package"] in NODE_PACKAGES:
                 return [info]
@@ -55,6 +56,20 @@ def inspect_path(path: str | os.PathLike[str] | None = None) -> list[dict[str, A
     for site in find_site_packages(root):
         out += scan_site_packages(site, seen)
     return out
+
+
+def _check_package_json(path: Path) -> None:
+    """The folder asked about is a package: a package.json that is not JSON is said, in
+    one line with its place, not taken for "no MCP SDK found"."""
+    import json
+
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(path), f"not JSON ({exc.msg})", line=exc.lineno,
+                          column=exc.colno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), f"cannot be read ({exc})") from None
 
 
 def _package_uses(root: Path) -> list[dict[str, Any]]:

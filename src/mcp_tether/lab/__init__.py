@@ -197,19 +197,26 @@ def run_lab(
     *,
     jobs: int | None = None,
     window: float | None = None,
+    ready_timeout: float | None = None,
     quiet: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
+    retry: bool = True,
 ) -> list[ScenarioResult]:
     """Run the lab; ScenarioResults with `label` and `block`, in table order.
 
-    `jobs` (scenarios at once outside the reference block) defaults to `default_jobs()`."""
+    `jobs` (scenarios at once outside the reference block) defaults to `default_jobs()`.
+    A row that could not run (verdict `error`: no answer to the handshake on a loaded
+    machine, say) is run once more on its own, nothing else running beside it, before
+    it is reported; its result then says so in its warnings (issue 22 item 5)."""
     from mcp_tether.lab import node_env
     from mcp_tether.probe import ScenarioResult
     from mcp_tether.probe.runner import run_specs
 
     skip_reason = node_env.missing_tools()
     node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
-    extra = {} if window is None else {"window": window}
+    extra: dict[str, float] = {} if window is None else {"window": window}
+    if ready_timeout is not None:
+        extra["ready_timeout"] = ready_timeout
     # The reference block runs alone, all its rows at once (its times are the reference);
     # every other block shares one run, so no block waits for the slowest of the last.
     groups: list[tuple[str, ...]] = [(b,) for b in blocks if b == "reference"]
@@ -222,8 +229,10 @@ def run_lab(
         runnable = [r for r in todo if not (r.needs_node and skip_reason)]
         specs = [spec_for(r, **extra) for r in runnable]
         n = len(specs) if group == ("reference",) else (jobs or default_jobs())
-        for r, raw in zip(runnable, run_specs(specs, jobs=n, should_stop=should_stop),
-                          strict=True):
+        raws = run_specs(specs, jobs=n, should_stop=should_stop)
+        if retry:
+            raws = _retry_alone(specs, raws, should_stop)
+        for r, raw in zip(runnable, raws, strict=True):
             res = ScenarioResult.from_dict(raw)
             setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
             done[(r.block, r.row)] = res
@@ -241,8 +250,29 @@ def run_lab(
     return out
 
 
+def _retry_alone(
+    specs: list[Spec], raws: list[dict[str, Any]], should_stop: Callable[[], bool]
+) -> list[dict[str, Any]]:
+    """Each row that could not run, once more, alone; the second result stands, marked."""
+    from mcp_tether.probe.runner import run_specs
+
+    out = list(raws)
+    for i, raw in enumerate(raws):
+        if raw.get("verdict") != "error":
+            continue
+        (again,) = run_specs([specs[i]], jobs=1, should_stop=should_stop)
+        first = str(raw.get("detail") or "error")
+        note = f"could not run beside the others ({first}); run again alone"
+        again = dict(again, warnings=[*(again.get("warnings") or []), note])
+        out[i] = again
+    return out
+
+
 def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
-    """One word per server (name and host style) across its rows: none / spec / robust."""
+    """One word per server (name and host style) across its rows: none / spec / robust.
+
+    A server with a row that could not run gets no level: "not measured (k of n rows
+    could not run)"; a level from the rows that ran would claim what was not seen."""
     from mcp_tether.probe import level_met
 
     by: dict[str, list[ScenarioResult]] = {}
@@ -251,4 +281,9 @@ def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
             continue
         server = r.label.partition(" ")[2]
         by.setdefault(f"{server} [{r.host_style}]", []).append(r)
-    return {name: level_met(rs) for name, rs in by.items()}
+    out = {}
+    for name, rs in by.items():
+        errors = sum(r.verdict == "error" for r in rs)
+        out[name] = (f"not measured ({errors} of {len(rs)} rows could not run)" if errors
+                     else level_met(rs))
+    return out

@@ -20,6 +20,8 @@ blocks: reference (rows A-J: Node plain/timer/fixed x close/exit/crash, stubborn
   tethered (the orphaning Python fixtures with `mcp_tether.run(mcp)`, every scenario).
 The Node rows need node and npm: on first use the lab installs the pinned SDK into a
 cache folder with `npm ci` (`mcp-tether lab --install-node` does only that).
+A row that could not run (no answer to the handshake, say) is run once more on its own
+before it is reported; a server with a row that still could not run gets no level.
 exit code: 0 when every row ran (whatever its verdict: the lab shows, it does not judge),
   1 when a row could not run (verdict error), 2 set-up error.
 """
@@ -44,6 +46,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         "reference block runs its 10 rows at once)")
     parser.add_argument("--window", type=duration, default=None,
                         help="seconds the tree may take after its client is gone (2)")
+    parser.add_argument("--ready-timeout", type=duration, default=None,
+                        help="seconds a server may stay idle and silent before a handshake "
+                        "answer is given up (10); while it works, the wait goes on")
     parser.add_argument("--install-node", action="store_true",
                         help="only install the Node fixtures' pinned SDK, then exit")
 
@@ -60,7 +65,8 @@ def command(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise TetherError("--jobs must be at least 1")
     with StopSignals("lab") as stop:
-        results = run_lab(blocks, jobs=args.jobs, window=args.window, should_stop=stop)
+        results = run_lab(blocks, jobs=args.jobs, window=args.window,
+                          ready_timeout=args.ready_timeout, should_stop=stop)
     if stop.signum:
         return 128 + stop.signum
     from mcp_tether.probe import render

@@ -72,7 +72,12 @@ def render_summary(
         counts = Counter(r.verdict for r in rows)
         tally = ", ".join(f"{n} {v}" for v, n in counts.most_common())
         w(f"\n{block}: {shows}\n  {len(rows)} rows: {tally}\n")
-        if takeaway:
+        failed = [r for r in rows if r.verdict == "error"]
+        if failed:  # the takeaway is what the rows show: not stated on rows not seen
+            w(f"  takeaway: not stated, {len(failed)} of {len(rows)} rows could not run\n")
+            for r in failed:
+                w(f"  {r.label} {r.scenario}: could not run: {r.detail}\n")
+        elif takeaway:
             w(f"  takeaway: {takeaway}\n")
         leaks = [r for r in rows if r.verdict in ("orphaned", "lingered")]
         first: dict[str, str] = {}  # a fix already shown -> the row it was shown for

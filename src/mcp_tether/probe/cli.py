@@ -10,7 +10,15 @@ from typing import Any
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, all_scenarios
-from mcp_tether.probe.spec import IDLE, LEVELS, READY_TIMEOUT, ROBUST, SPEC, WINDOW
+from mcp_tether.probe.spec import (
+    IDLE,
+    LEVELS,
+    READY_CEILING,
+    READY_TIMEOUT,
+    ROBUST,
+    SPEC,
+    WINDOW,
+)
 
 
 def _examples() -> str:
@@ -70,7 +78,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--idle", type=duration, default=IDLE,
                         help=f"seconds of silence in the idle scenario ({IDLE:g})")
     parser.add_argument("--ready-timeout", type=duration, default=READY_TIMEOUT,
-                        help=f"seconds to wait for each handshake answer ({READY_TIMEOUT:g})")
+                        help="seconds a server may stay idle and silent before a handshake answer "
+                        f"is given up ({READY_TIMEOUT:g}); while its processes use CPU or "
+                        f"start, the wait goes on, up to {READY_CEILING}x this")
     parser.add_argument("--grace", type=duration, default=None,
                         help="client ladder: seconds after closing stdin before SIGTERM (2)")
     parser.add_argument("--term-grace", type=duration, default=None,

@@ -32,9 +32,11 @@ import time
 from mcp_tether.errors import TetherError
 from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.scenarios import get as get_scenario
+from mcp_tether.probe.spec import STARVED_CAP
 from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify, signal_group, signal_process
 from mcp_tether.proc.fds import stdio_key
+from mcp_tether.proc.progress import Look, Starvation, look, moved
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, fork_call, spawn
 
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
 MAX_NOISE = 5
 READ_SIZE = 1 << 18
 STDOUT_CLOSED_GRACE = 0.5  # seconds: stdout EOF, then is the server gone too?
+PROGRESS_TICK = 1.0  # seconds between looks at the server's tree while awaiting an answer
+OWN_TIME_MIN = 0.5  # seconds: a wait this long (a ladder rung) counts the tree's own time
 # Methods only a client sends: seeing one on the server's stdout means an echo.
 CLIENT_METHODS = {"initialize", "server/discover", "tools/list", "tools/call"}
 
@@ -72,6 +76,8 @@ class Client:
         self.status: int | None = None
         self.exited_at: float | None = None
         self.poll = select.poll()
+        self.waited = 0.0  # how long the last await_response waited
+        self.busy = False  # it gave up at its ceiling with the tree still working
 
     # -- reporting ----------------------------------------------------------------
     def emit(self, kind: str, **fields: Any) -> None:
@@ -260,8 +266,23 @@ class Client:
             # server behind a wrapper that died sees EOF now, as under a real Node host.
             self.destroy_stdio()
 
-    def await_response(self, rid: int, timeout: float) -> tuple[dict[str, Any] | None, str]:
-        deadline = time.monotonic() + timeout
+    def await_response(
+        self, rid: int, timeout: float, ceiling: float | None = None
+    ) -> tuple[dict[str, Any] | None, str]:
+        """Wait for the answer to `rid` while the server's tree makes progress.
+
+        Gives up ("timeout") once the tree has been idle for `timeout` seconds in a row
+        (no CPU used, nobody started or ended, nobody runnable: `proc.progress`), or
+        after `ceiling` seconds (default `timeout`: a fixed wait) however busy it stays.
+        Where progress cannot be seen (no /proc), the wait is the fixed `timeout`.
+        """
+        start = time.monotonic()
+        limit = start + max(timeout, ceiling or timeout)
+        deadline = start + timeout  # moves on while the tree is seen doing something
+        tick = max(0.25, min(PROGRESS_TICK, timeout / 4))
+        seen = self._look() if ceiling else None
+        next_look = start + tick
+        self.waited = 0.0
         while rid not in self.responses:
             if self.status is not None and not self.stdout_held():
                 return None, "exited"
@@ -271,11 +292,24 @@ class Client:
                 if self.wait(STDOUT_CLOSED_GRACE) is not None:
                     return None, "exited"
                 return None, "stdout-closed"
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            if seen is not None and now >= next_look:
+                looked = self._look()
+                if moved(seen, looked):
+                    deadline = min(limit, now + timeout)
+                seen, next_look = looked, now + tick
+            self.waited = now - start
+            if now >= deadline:
+                self.busy = deadline >= limit > start + timeout  # the ceiling, not idleness
                 return None, "timeout"
-            self.pump(remaining, until_event=True)
+            wake = deadline if seen is None else min(deadline, next_look)
+            self.pump(max(0.0, wake - now), until_event=True)
         return self.responses.pop(rid), "ok"
+
+    def _look(self) -> Look | None:
+        """The scenario's tree without this client: the keeper's descendants (orphans of
+        the server reparent to the keeper), the client itself not counted."""
+        return look(os.getppid(), frozenset((os.getpid(),)))
 
     def stdout_held(self) -> bool:
         """After the direct child's exit: does its tree still hold the server's stdout?
@@ -297,17 +331,19 @@ class Client:
         t = self.spec.ready_timeout
         rid, data = self.sess.initialize()
         self.send(data)
-        msg, why = self.await_response(rid, t)
+        ceiling = self.spec.ready_ceiling
+        msg, why = self.await_response(rid, t, ceiling)
         method = "initialize"
         if msg is not None and "error" in msg and Session.refused_as_unknown(msg):
             method = "server/discover"
             rid, data = self.sess.discover()
             self.send(data)
-            msg, why = self.await_response(rid, t)
+            msg, why = self.await_response(rid, t, ceiling)
         if msg is None or "error" in msg:
             if msg is not None:
                 why = "error-response"
-            self.emit("handshake", ok=False, method=method, why=why, error=(msg or {}).get("error"))
+            self.emit("handshake", ok=False, method=method, why=why, error=(msg or {}).get("error"),
+                      waited=self.waited, busy=self.busy)
             return False
         if not self.sess.stateless:
             self.send(Session.notification("notifications/initialized"))
@@ -318,9 +354,10 @@ class Client:
         probe_method = "ping" if isinstance(caps, dict) and "tools" not in caps else "tools/list"
         rid, data = self.sess.request(probe_method)
         self.send(data)
-        msg, why = self.await_response(rid, t)
+        msg, why = self.await_response(rid, t, ceiling)
         if msg is None:
-            self.emit("handshake", ok=False, method=probe_method, why=why, error=None)
+            self.emit("handshake", ok=False, method=probe_method, why=why, error=None,
+                      waited=self.waited, busy=self.busy)
             return False
         warn = None if "error" not in msg else f"{probe_method} answered with an error"
         call = self.spec.call
@@ -354,12 +391,28 @@ class Client:
         return signal_process(self.child.ident, sig)  # node: the direct child only
 
     def wait(self, timeout: float) -> float | None:
-        deadline = time.monotonic() + timeout
+        """Until the direct child exits (its instant) or `timeout` of the tree's own time.
+
+        A rung of the ladder (2 s) on a loaded machine: what the tree waited for a CPU
+        meanwhile (`proc.progress.Starvation`) is added, at most STARVED_CAP times the
+        wait, so that an SDK server that needs half a second of CPU to exit after EOF is
+        not SIGTERMed because the machine did not give it one (issue 22 item 5). Where
+        that wait cannot be read, the rung is the wall-clock `timeout`.
+        """
+        start = time.monotonic()
+        deadline = start + timeout
+        starved = Starvation() if timeout >= OWN_TIME_MIN else None
         while self.status is None:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            if starved is not None:
+                tree = self._look()
+                waited = starved.update(list(tree.members)) if tree is not None else 0.0
+                deadline = start + timeout + min(waited, STARVED_CAP * timeout)
+            remaining = deadline - now
             if remaining <= 0:
                 return None
-            self.pump(remaining, until_event=True)
+            self.pump(remaining if starved is None else min(remaining, PROGRESS_TICK / 4),
+                      until_event=True)
         return self.exited_at
 
     def ladder(self) -> None:

@@ -97,8 +97,11 @@ def _plan(cf: Any, e: Any, opts: ProbeOptions) -> _Planned:
     from mcp_tether.hosts.expand import Unresolvable, resolve, workspace_of
 
     p = _Planned(e.label, [], opts, e.path)
-    if e.transport != "stdio" or not e.command:
+    if e.transport != "stdio":
         p.verdict, p.detail = "skipped", "remote (not a stdio server): not probed"
+        return p
+    if not e.command.strip():
+        p.verdict, p.detail = "skipped", 'empty "command": nothing to run, not probed'
         return p
     if e.disabled:
         p.verdict, p.detail = "disabled", "disabled in the config: not started"

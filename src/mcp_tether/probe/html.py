@@ -41,6 +41,7 @@ MARKS = {
     "exit": ("bar", "#2e7d32", ""),
 }
 PLOT_X, PLOT_W, LANE_H, TOP = 170, 600, 30, 22
+SPAN_LABEL_H = 12  # the row under the lanes where "window" and "horizon" are written
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:18px;color:#222;
@@ -136,11 +137,15 @@ def _timeline(r: dict[str, Any], span: float) -> str:
     def X(t: float) -> float:
         return PLOT_X + max(0.0, t) * scale
 
-    height = TOP + LANE_H * max(1, len(lanes)) + 4
+    marks = {e["what"]: e["t_ms"] for e in events if e.get("pid") is None}
+    # The span labels ("window", "horizon") get a row of their own under the lanes: in
+    # the last lane the handshake's "init" is written below its mark, and on exit/crash
+    # cards the window opens right after the handshake, so the two used to overlap.
+    spans = any(f"{n}-start" in marks for n in ("window", "horizon"))
+    height = TOP + LANE_H * max(1, len(lanes)) + 4 + (SPAN_LABEL_H if spans else 0)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{PLOT_X + PLOT_W + 20}" '
            f'height="{height}" role="img">']
     # shaded spans: window (and horizon, when the result carries one)
-    marks = {e["what"]: e["t_ms"] for e in events if e.get("pid") is None}
     for name, fill in (("horizon", "#fde3d3"), ("window", "#fff1b8")):
         a, b = marks.get(f"{name}-start"), marks.get(f"{name}-end")
         if a is not None and b is not None and X(a) < PLOT_X + PLOT_W:
@@ -223,7 +228,9 @@ def _card(r: dict[str, Any], span: float) -> str:
     from mcp_tether.probe.diagnose import explain_line
 
     verdict = r.get("verdict", "")
-    colour = VERDICT_COLOUR.get(verdict, "#555")
+    # A verdict that passes its scenario is drawn as a pass: a guarded `close` ended by
+    # the guard's SIGTERM (`terminated`) is what the guard promises, not a warning.
+    colour = VERDICT_COLOUR["exited"] if r.get("passed") else VERDICT_COLOUR.get(verdict, "#555")
     label = r.get("label") or ""
     exit_ms = r.get("exit_ms")
     how = f"{exit_ms:.0f} ms" if isinstance(exit_ms, (int, float)) else ""
@@ -292,7 +299,8 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
         results = payload.get("results", [])
         span = max([_needs(r) for r in results] or [1000.0]) * 1.03
         passed = sum(1 for r in results if r.get("passed"))
-        body.append(f"<h2>{escape(heading)}</h2>")
+        if not (len(sections) == 1 and heading == title):  # the page title, once
+            body.append(f"<h2>{escape(heading)}</h2>")
         per_server = payload.get("server_summaries")
         if per_server:  # the lab: several servers in one section
             items = "".join(f"<li><b>{escape(name)}</b>: {escape(text)}</li>"

@@ -34,10 +34,11 @@ from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.keeper_base import SCAN_TICK, Interrupted, KeeperBase
 from mcp_tether.probe.scenarios import get as get_scenario
-from mcp_tether.probe.spec import Spec
+from mcp_tether.probe.spec import READY_CEILING, STARVED_CAP, Spec
 from mcp_tether.probe.verdict import Facts
 from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, identify
 from mcp_tether.proc.end import Tree
+from mcp_tether.proc.progress import Starvation
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import fork_call
 
@@ -205,7 +206,9 @@ class Keeper(KeeperBase):
 
     def wait_for_ladder(self) -> float | None:
         """Watch while the client climbs its ladder; the instant it ended (None: stuck)."""
-        deadline = time.monotonic() + self.spec.grace + self.spec.term_grace + KILL_WAIT + 5
+        # Each rung may be extended by what the tree waited for a CPU (client.wait).
+        rungs = (1 + STARVED_CAP) * (self.spec.grace + self.spec.term_grace)
+        deadline = time.monotonic() + rungs + KILL_WAIT + 5
         while self.ladder_done_at is None:
             if time.monotonic() > deadline:
                 self.facts.error = "the probe client's ladder did not finish"
@@ -228,8 +231,7 @@ class Keeper(KeeperBase):
     # -- the scenario -----------------------------------------------------------------
     def drive(self) -> None:
         f = self.facts
-        rt = self.spec.ready_timeout
-        setup_deadline = time.monotonic() + 3 * rt + self.spec.idle + 5
+        setup_deadline = time.monotonic() + 3 * self.spec.ready_ceiling + self.spec.idle + 5
         # Phase 1: until the trigger (or a failure).
         while f.trigger is None and f.error is None and not f.early_exit:
             if f.judge == "answer" and f.answered is not None:
@@ -258,10 +260,22 @@ class Keeper(KeeperBase):
         end = self.sc.window_end(self)
         if end is None:
             return
-        live = self._watch_until(lambda: self.sc.window_end(self) or 0.0)
+        # The window counts the tree's own time: what it waited for a CPU on a loaded
+        # machine is added (issue 22 item 5), at most STARVED_CAP windows.
+        starved = Starvation()
+
+        def window_end() -> float:
+            credit = min(starved.update(self._scan_live), STARVED_CAP * self.window)
+            return (self.sc.window_end(self) or 0.0) + credit
+
+        live = self._watch_until(window_end)
         end = self.sc.window_end(self) or end
         self._ev(end - self.window, "window-start", None)
-        self._ev(end, "window-end", None)
+        credit = min(starved.waited, STARVED_CAP * self.window)
+        if credit >= 0.05:
+            self.warnings.append(f"window extended by {credit:.1f} s: the server's tree "
+                                 "waited that long for a CPU (a loaded machine)")
+        self._ev(end + credit, "window-end", None)
         after = getattr(self.sc, "after_window", None)
         if live and after is not None:
             live = after(self, live)
@@ -448,7 +462,12 @@ def _tell_runner_ready(startup: float | None) -> None:
 def _handshake_reason(ev: dict[str, Any], timeout: float) -> str:
     method, why = ev.get("method", "initialize"), ev.get("why")
     if why == "timeout":
-        return f"no answer to {method} within {timeout:g} s"
+        waited = float(ev.get("waited") or timeout)
+        if ev.get("busy"):
+            return (f"no answer to {method} after {waited:.0f} s, the server still working "
+                    f"(the ceiling: {READY_CEILING} x --ready-timeout {timeout:g} s)")
+        return (f"no answer to {method}: the server idle and silent for {timeout:g} s "
+                f"(--ready-timeout; waited {waited:.0f} s in all)")
     if why == "stdout-closed":
         return f"server closed its stdout without answering {method} (still running)"
     if why == "error-response":

@@ -30,7 +30,7 @@ from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
-from mcp_tether.probe.spec import ROBUST, Spec
+from mcp_tether.probe.spec import ROBUST, STARVED_CAP, Spec
 from mcp_tether.proc import ExitWaiter, descendants, snapshot
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import reap_children
@@ -61,8 +61,8 @@ def keeper_argv() -> list[str]:
 def spec_budget(spec: Spec) -> float:
     """The longest a keeper may honestly take; past it, the runner gives up on it."""
     return (
-        4 * spec.ready_timeout + spec.idle + spec.grace + spec.term_grace
-        + 2 * KILL_WAIT + spec.effective_window + spec.horizon_s + 30
+        4 * spec.ready_ceiling + spec.idle + (1 + STARVED_CAP) * (spec.grace + spec.term_grace)
+        + 2 * KILL_WAIT + (1 + STARVED_CAP) * spec.effective_window + spec.horizon_s + 30
     )
 
 

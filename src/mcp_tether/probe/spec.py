@@ -18,12 +18,23 @@ TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Spec", "WINDOW", "IDLE", "READY_TIMEOUT", "SPEC", "ROBUST", "LEVELS"]
+__all__ = [
+    "Spec", "WINDOW", "IDLE", "READY_TIMEOUT", "READY_CEILING", "STARVED_CAP", "SPEC",
+    "ROBUST", "LEVELS",
+]
 
 # The window: as long after its client went as the ladder gives a server after EOF.
 WINDOW = GRACE_AFTER_EOF
 IDLE = 3.0  # seconds of silence in the idle scenario
-READY_TIMEOUT = 10.0  # seconds to wait for each handshake answer
+# Each handshake answer: the wait gives up once the server's tree has been idle (no CPU
+# used, no process started or ended, none runnable) for READY_TIMEOUT seconds in a row,
+# or, however busy it stays, after READY_CEILING times that (issue 22 item 5: a server
+# importing on a loaded machine is slow, not broken).
+READY_TIMEOUT = 10.0
+READY_CEILING = 6
+# The window is extended by the time the tree waited for a CPU (a loaded machine), by
+# at most this many windows.
+STARVED_CAP = 5
 
 SPEC = "spec"  # what the MCP specification asks of a stdio server
 ROBUST = "robust"  # what real hosts need beyond it
@@ -78,6 +89,11 @@ class Spec:
     def horizon_s(self) -> float:
         """After the window, how long survivors are watched (default: the client's ladder)."""
         return self.grace + self.term_grace if self.horizon is None else float(self.horizon)
+
+    @property
+    def ready_ceiling(self) -> float:
+        """The longest one handshake answer is awaited, however busy the server stays."""
+        return self.ready_timeout * READY_CEILING
 
     @property
     def guarded(self) -> bool:

@@ -8,6 +8,7 @@ exporter's textfile collector (gauges, ending `# EOF`).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -58,7 +59,9 @@ def what_text(s: Server) -> str:
         parts.append(w.package + (f"@{w.version}" if w.version else ""))
     if w.sdk:
         parts.append(f"{w.sdk} {w.sdk_version or '?'}")
-    parts += [f"{c['host']}/{c['name']}" for c in s.config]
+    # A --config file of no known host: its file name stands where the host's would.
+    parts += [f"{c['host'] or os.path.basename(str(c.get('path') or '')) or 'config'}/{c['name']}"
+              for c in s.config]
     if s.host:
         parts.append(f"under {s.host}")
     return "; ".join(parts) or ("mcp-like name" if s.guess else "-")

@@ -73,6 +73,7 @@ class Binding:
         self._recv_scope: Any = None
         self._idle: Any = None  # anyio.Event, set when nothing is in flight
         self._cancel_scopes: list[Any] = []
+        self._write_stream: Any = None  # the SDK's own (untapped) send stream
 
     # -- installed on the SDK ---------------------------------------------------------
 
@@ -84,6 +85,7 @@ class Binding:
 
         async def run(read_stream: Any, write_stream: Any, *args: Any, **kwargs: Any) -> Any:
             binding.attach_loop()
+            binding._write_stream = write_stream
             try:
                 return await original(
                     _ReadTap(read_stream, binding), _WriteTap(write_stream, binding),
@@ -220,9 +222,37 @@ class Binding:
                 break
             with anyio.move_on_after(left):
                 await self._idle.wait()
+        # Answered is not yet written: a send on the SDKs' zero-buffer stream returns
+        # when the transport's writer *takes* the message, and the writer then writes it
+        # in a worker thread and flushes. The end of the stream leads to the transport
+        # being broken or the unwind being cancelled (the coordinator's share, short on
+        # a loaded machine), either of which cancels the writer between its write and
+        # its flush: the drained answer never reached stdout (the drain test, fastmcp,
+        # under load). So the drain also waits, within its time, for the writer.
+        left = (self._end_at or 0.0) - time.monotonic()
+        if self._write_stream is not None and left > 0:
+            with anyio.move_on_after(left):
+                await _writer_caught_up(self._write_stream)
         self.ended.set()
         self.notify()
         raise anyio.EndOfStream
+
+async def _writer_caught_up(write_stream: Any) -> None:
+    """Until the SDK's stdout writer has nothing in hand: nothing buffered in its stream,
+    and it waits for the next message (or has left). Unknown streams: at once. The caller
+    bounds the wait (the drain's end)."""
+    import anyio
+
+    inner = getattr(write_stream, "_inner", write_stream)  # mcp 2.x: a ContextSendStream
+    stats = getattr(inner, "statistics", None)
+    if stats is None:
+        return
+    while True:
+        s = stats()
+        if not s.current_buffer_used and (s.tasks_waiting_receive or not s.open_receive_streams):
+            return
+        await anyio.sleep(0.002)  # polling the writer's state, within the caller's bound
+
 
 class _Tap:
     """A stream of the SDK's, seen through the binding: closing and everything not

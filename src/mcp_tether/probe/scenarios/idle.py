@@ -27,7 +27,7 @@ class Idle(Scenario):
         else:
             rid, data = c.sess.request("tools/list")
             c.send(data)
-            msg, why = c.await_response(rid, c.spec.ready_timeout)
+            msg, why = c.await_response(rid, c.spec.ready_timeout, c.spec.ready_ceiling)
             c.emit("idle", answered=msg is not None, why=why)
         c.ladder()
         c.emit("done")
