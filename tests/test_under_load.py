@@ -182,7 +182,9 @@ def test_a_server_starved_of_cpu_after_eof_is_judged_on_its_own_time(scenario: s
             b.wait()
     (r,) = report.results
     assert r.verdict == "exited", (r.detail, r.warnings)
-    if scenario == "exit":
+    if scenario == "exit" and r.exit_ms is not None and r.exit_ms > 500.0:
+        # past the nominal window, so only the CPU-wait credit kept it in: it is said. (A
+        # server in a scheduling group of its own, autogroup, may get its CPU in time.)
         assert any("waited that long for a CPU" in w for w in r.warnings), r.warnings
 
 
