@@ -41,7 +41,7 @@ from mcp_tether.packages.errors import PackageError, fetch_failed, no_command
 from mcp_tether.packages.spec import NPM, PYPI, PackageSpec, is_package_spec, parse_spec
 
 __all__ = ["prepare", "Prepared", "PackageSpec", "PackageError", "parse_spec",
-           "is_package_spec", "cache_root", "LAUNCHES", "default_launch"]
+           "is_package_spec", "cache_root", "LAUNCHES", "default_launch", "ensure_installed"]
 
 LAUNCHES = ("npx", "uvx", "direct")
 MARKER = ".mcp-tether-package.json"  # written last: its presence means "complete"

@@ -36,7 +36,8 @@ def _npm() -> str:
     return found
 
 
-def _run(argv: list[str], timeout: float, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(argv: list[str], timeout: float,
+         cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, **_QUIET)
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
