@@ -26,6 +26,7 @@ from mcp_tether.errors import EXIT_USAGE, TetherError
 COMMANDS: dict[str, tuple[str, str]] = {
     "lab": ("mcp_tether.lab.cli", "run the reference experiment: bundled servers x scenarios"),
     "probe": ("mcp_tether.probe.cli", "lifecycle conformance suite for any stdio server"),
+    "survey": ("mcp_tether.survey.cli", "probe a list of npm/PyPI servers; one lifecycle table"),
     "run": ("mcp_tether.guard.cli", "guard a server so that it dies with its client"),
     "wrap": ("mcp_tether.hosts.cli", "put the guard in front of a host's stdio servers"),
     "unwrap": ("mcp_tether.hosts.cli", "take the guard out of a host's config again"),
