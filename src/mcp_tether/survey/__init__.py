@@ -237,9 +237,9 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
         row.sdk = f"{sdks[0]['package']} {sdks[0]['version']}"
         row.sdk_exits_on_eof = sdks[0].get("exits_on_eof")
     for style in STYLES:
+        limit = entry.timeout or timeout or PROBE_TIMEOUT
         outcome, payload, tail = _run_probe(
-            _probe_argv(style, entry, got.argv, jobs, ready_timeout), got.cwd, entry.timeout or timeout
-            or PROBE_TIMEOUT, kids)
+            _probe_argv(style, entry, got.argv, jobs, ready_timeout), got.cwd, limit, kids)
         if outcome != "ok" or payload is None:
             row.status = outcome
             row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail)}"
