@@ -6,13 +6,10 @@ zipfile); npm runs offline and pip without an index, so the suite needs no netwo
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import shutil
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,74 +18,14 @@ from mcp_tether.cli import main
 from mcp_tether.errors import UsageError
 from mcp_tether.packages import PackageError, ensure_installed, parse_spec, prepare
 from mcp_tether.packages.spec import PackageSpec, is_package_spec
+from package_fixtures import NODE, go_offline, npm_folder, wheel
 
-HERE = Path(__file__).resolve().parent
-NODE = shutil.which("node") and shutil.which("npm") and shutil.which("npx")
 needs_node = pytest.mark.skipif(not NODE, reason="node, npm and npx are needed")
-
-# A plain-Node stdio server: answers initialize/ping, exits when stdin ends.
-NODE_SERVER = """#!/usr/bin/env node
-const rl = require('readline').createInterface({input: process.stdin});
-rl.on('line', (line) => {
-  let m; try { m = JSON.parse(line); } catch { return; }
-  if (m.id === undefined) return;
-  const result = m.method === 'initialize' ? {protocolVersion: m.params.protocolVersion,
-    capabilities: {}, serverInfo: {name: 'fixture', version: '1.0.0'}} : {};
-  process.stdout.write(JSON.stringify({jsonrpc: '2.0', id: m.id, result}) + '\\n');
-});
-rl.on('close', () => process.exit(0));
-"""
 
 
 @pytest.fixture(autouse=True)
 def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private cache; npm offline with an empty npm cache; pip without any index."""
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("MCP_TETHER_CACHE", str(cache))
-    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))
-    monkeypatch.setenv("npm_config_offline", "true")
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
-    return cache / "packages"
-
-
-def npm_folder(root: Path, name: str, bins: dict[str, str] | str | None) -> Path:
-    d = root / name
-    d.mkdir()
-    meta: dict[str, object] = {"name": name, "version": "1.0.0"}
-    if bins is not None:
-        meta["bin"] = bins
-    (d / "package.json").write_text(json.dumps(meta))
-    (d / "server.js").write_text(NODE_SERVER)
-    (d / "other.js").write_text(NODE_SERVER)
-    return d
-
-
-def wheel(root: Path, name: str, scripts: list[str]) -> Path:
-    """A wheel whose console scripts run tests/servers/mini.py's stdlib server."""
-    mod, version = name.replace("-", "_"), "1.0.0"
-    info = f"{mod}-{version}.dist-info"
-    source = (HERE / "servers" / "mini.py").read_text()
-    files = {
-        f"{mod}.py": "import sys\nSOURCE = " + repr(source) + "\n\ndef main():\n"
-                     "    exec(compile(SOURCE, 'mini', 'exec'), {'__name__': '__main__'})\n",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                         "Tag: py3-none-any\n",
-    }
-    if scripts:
-        files[f"{info}/entry_points.txt"] = "[console_scripts]\n" + "".join(
-            f"{s} = {mod}:main\n" for s in scripts)
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
-    files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
-    out = root / f"{mod}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(out, "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-    return out
+    return go_offline(tmp_path, monkeypatch)
 
 
 def test_specs_name_the_ecosystem_the_package_and_an_exact_version(tmp_path: Path) -> None:

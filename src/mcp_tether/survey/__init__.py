@@ -128,7 +128,7 @@ class _Children:
 
 
 def _probe_argv(style: str, entry: Entry, argv: list[str], jobs: int | None,
-                ready_timeout: float) -> list[str]:
+                ready_timeout: float, scenarios: tuple[str, ...] = ()) -> list[str]:
     out = [sys.executable, "-m", "mcp_tether", "probe", "--json", "--level", "robust",
            "--host-style", "node" if style == "guarded" else style,
            "--ready-timeout", f"{ready_timeout:g}"]
@@ -138,6 +138,8 @@ def _probe_argv(style: str, entry: Entry, argv: list[str], jobs: int | None,
         out += ["--call", entry.call[0], json.dumps(entry.call[1])]
     if jobs:
         out += ["--jobs", str(jobs)]
+    for name in scenarios:
+        out += ["-s", name]
     if style == "guarded":
         argv = [sys.executable, "-m", "mcp_tether", "run", "--", *argv]
     return out + ["--", *argv]
@@ -211,7 +213,8 @@ def _first_line(text: str, pattern: re.Pattern[str] | None = None) -> str:
 
 
 def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
-               jobs: int | None = None, ready_timeout: float = READY_TIMEOUT) -> Row:
+               jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
+               scenarios: tuple[str, ...] = ()) -> Row:
     t0 = time.monotonic()
     row = Row(entry.label, entry.spec.text, launch=entry.launch or "")
     try:
@@ -239,7 +242,8 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
     for style in STYLES:
         limit = entry.timeout or timeout or PROBE_TIMEOUT
         outcome, payload, tail = _run_probe(
-            _probe_argv(style, entry, got.argv, jobs, ready_timeout), got.cwd, limit, kids)
+            _probe_argv(style, entry, got.argv, jobs, ready_timeout, scenarios), got.cwd,
+            limit, kids)
         if outcome != "ok" or payload is None:
             row.status = outcome
             row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail)}"
@@ -274,6 +278,7 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
 
 def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float | None = None,
                scenario_jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
+               scenarios: tuple[str, ...] = (),
                should_stop: Callable[[], bool] = lambda: False,
                on_row: Callable[[Row], None] | None = None) -> SurveyResult:
     """Probe every entry; rows in list order. Returns once every child is reaped."""
@@ -284,7 +289,7 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         pending: dict[Future[Row], int] = {
             pool.submit(survey_one, e, kids, timeout=timeout, jobs=scenario_jobs,
-                        ready_timeout=ready_timeout): i
+                        ready_timeout=ready_timeout, scenarios=scenarios): i
             for i, e in enumerate(entries)}
         try:
             while pending:

@@ -52,6 +52,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--ready-timeout", type=positive_duration, default=30.0,
                         help="seconds each scenario waits for the handshake (30: npx and "
                         "uvx start slowly on a busy machine)")
+    parser.add_argument("-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
+                        help="probe only this scenario (repeatable; default: every one)")
     parser.add_argument("--only", action="append", metavar="TEXT",
                         help="survey only the entries whose spec or name contains TEXT")
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
@@ -86,7 +88,8 @@ def command(args: argparse.Namespace) -> int:
     with StopSignals("survey") as stop:
         result = run_survey(entries, jobs=args.jobs, timeout=args.timeout,
                             scenario_jobs=args.scenario_jobs,
-                            ready_timeout=args.ready_timeout, should_stop=stop,
+                            ready_timeout=args.ready_timeout,
+                            scenarios=tuple(args.scenarios or ()), should_stop=stop,
                             on_row=progress)
     if stop.signum:
         return 128 + stop.signum
