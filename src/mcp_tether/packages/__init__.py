@@ -203,6 +203,8 @@ def prepare(text: str | PackageSpec, *, bin: str | None = None, launch: str | No
             shutil.which("uvx") is None:
         notes.append("launched directly: uvx, which most hosts' configs use, is not on PATH")
     argv, cwd = _launch_argv(spec, d, marker, chosen, launch, list(args))
+    if launch == "uvx":
+        pypi.warm_uvx(spec, argv)
     return Prepared(spec, name, version, str(marker.get("language")), d,
                     dict(marker.get("bins") or {}), chosen, launch, argv, cwd, installed,
                     notes)

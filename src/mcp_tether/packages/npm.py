@@ -48,17 +48,23 @@ def _run(argv: list[str], timeout: float,
 
 
 def npm_reason(stderr: str) -> str:
-    """npm's own reason, one line: `E404 'x@*' is not in this registry.`"""
-    code, text = "", ""
+    """npm's own reason, one line: `E404 'x@*' is not in this registry.`; for a failed
+    install script, its own error line rather than npm's `path`/`command` lines."""
+    code, texts = "", []
     for line in stderr.splitlines():
         body = line.removeprefix("npm error").removeprefix("npm ERR!").strip()
         body = re.sub(r"^\d{3}(?=\s|$)", "", body).strip()  # "404  'x@*' is not in ..."
-        if line.startswith(("npm error", "npm ERR!")) and body:
-            if body.startswith("code ") and not code:
-                code = body[5:].strip()
-            elif not text and not body.startswith(("A complete log", "errno", "syscall",
-                                                   "404 Not Found", "network request")):
-                text = body
+        if not line.startswith(("npm error", "npm ERR!")) or not body:
+            continue
+        if body.startswith("code ") and not code:
+            code = body[5:].strip()
+        elif not body.startswith(("A complete log", "errno", "syscall", "path ", "command ",
+                                  "workdir ", "Not Found", "network request")):
+            texts.append(body)
+    text = next((t for t in texts if re.search(r"rror|fail|not in this registry", t, re.I)),
+                texts[0] if texts else "")
+    if code.isdigit():  # an install script's exit status, not an npm error code
+        code = f"an install script failed (status {code}):"
     return " ".join(p for p in (code, text) if p) or (stderr.strip().splitlines() or ["?"])[-1]
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from mcp_tether.packages.errors import PackageError, fetch_failed
 from mcp_tether.packages.spec import PackageSpec
 
-__all__ = ["latest_version", "install", "describe", "default_bin", "normalize", "PIP_TIMEOUT"]
+__all__ = ["latest_version", "install", "describe", "default_bin", "normalize", "PIP_TIMEOUT",
+           "warm_uvx"]
 
 PIP_TIMEOUT = 900.0
 REPORT = ".pip-report.json"  # pip's install report, kept in the venv for describe()
@@ -134,3 +135,19 @@ def default_bin(name: str, bins: list[str]) -> str | None:
     want = normalize(name)
     hits = [b for b in bins if normalize(b) == want]
     return hits[0] if len(hits) == 1 else None
+
+
+def warm_uvx(spec: PackageSpec, argv: list[str]) -> None:
+    """Let uvx build its environment for `argv` (its own cache, where the host's uvx will
+    look) before the probe starts it: otherwise every scenario's first launch would be an
+    install racing the handshake timeout. Runs `uvx --from SOURCE python -c ''`."""
+    if argv[1] == "--from":
+        source = argv[2]
+    else:
+        name, _, version = argv[1].rpartition("@")
+        source = f"{name}=={version}"
+    got = _run(["uvx", "--from", source, "python", "-c", ""], PIP_TIMEOUT)
+    if got.returncode != 0:
+        lines = [ln.strip() for ln in got.stderr.splitlines() if ln.strip()]
+        raise fetch_failed(spec, f"uvx: {lines[-1] if lines else 'failed'}")
+
