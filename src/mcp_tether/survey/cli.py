@@ -63,7 +63,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from mcp_tether.probe.runner import StopSignals
-    from mcp_tether.proc.pidns import in_pid_namespace, reexec_in_pid_namespace
+    from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
     from mcp_tether.survey import parse_list, run_survey
     from mcp_tether.survey.render import to_html, to_json, to_markdown
 
@@ -77,7 +77,10 @@ def command(args: argparse.Namespace) -> int:
         if getattr(args, opt) is not None and getattr(args, opt) < 1:
             raise UsageError(f"--{opt.replace('_', '-')} must be at least 1")
     if not args.host_namespace and not in_pid_namespace() and _is_entry():
-        reexec_in_pid_namespace([sys.executable, "-m", "mcp_tether", "survey", *sys.argv[2:]])
+        status = run_in_pid_namespace([sys.executable, "-m", "mcp_tether", "survey",
+                                       *sys.argv[2:]])
+        if status is not None:
+            return status
         print("mcp-tether survey: no pid namespace here (unshare not permitted); servers "
               "run in the host's", file=sys.stderr)
 
