@@ -1,7 +1,8 @@
 """Re-check the survey's close/exit/crash verdicts with an independent host: the official
 MCP Python SDK's own `stdio_client` (not our probe's client).
 
-    python bench/sdk_recheck.py docs/survey.json --only server-memory --only mcp-server-time
+    python bench/sdk_recheck.py --only server-memory --only mcp-server-time \
+        --save /tmp/sdk.json --survey docs/survey-table.json
 
 For each surveyed server (a row of the survey's JSON that ran) and each of close, exit
 and crash, a host process runs `stdio_client` + `ClientSession.initialize()` on the row's
@@ -119,47 +120,70 @@ def run_one(argv: list[str], env: dict | None, cwd: str | None, mode: str,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("survey_json")
-    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--list", default="docs/survey.list", help="the survey's list file")
+    ap.add_argument("--only", action="append", default=[],
+                    help="only entries whose label contains TEXT (repeatable)")
+    ap.add_argument("--survey", metavar="JSON",
+                    help="the survey's JSON: compare with its python-style verdicts")
+    ap.add_argument("--save", metavar="JSON", help="write the SDK host's verdicts here")
+    ap.add_argument("--load", metavar="JSON", help="compare verdicts saved by --save")
     ap.add_argument("--python", default=sys.executable,
                     help="an interpreter with the `mcp` SDK (default: this one)")
-    ap.add_argument("--list", default="docs/survey.list",
-                    help="the list file, for each row's env and cwd")
     ap.add_argument("--host-namespace", action="store_true")
     args = ap.parse_args()
-    _pidns.enter(allow_host=args.host_namespace)
-    platform.set_subreaper()  # orphans of a killed host reparent to us, to be seen
-    from mcp_tether.packages import prepare
+    if args.load:
+        sdk_verdicts = json.loads(Path(args.load).read_text())
+    else:
+        _pidns.enter(allow_host=args.host_namespace)
+        platform.set_subreaper()  # orphans of a killed host reparent to us, to be seen
+        sdk_verdicts = _run_sdk(args)
+        if args.save:
+            Path(args.save).write_text(json.dumps(sdk_verdicts, indent=1) + "\n")
+    if args.survey:
+        _compare(sdk_verdicts, json.loads(Path(args.survey).read_text())["rows"])
+    return 0
+
+
+def _run_sdk(args: argparse.Namespace) -> dict[str, dict[str, list[str]]]:
+    from mcp_tether.packages import PackageError, prepare
     from mcp_tether.survey import parse_list
 
-    entries = {e.label: e for e in parse_list(args.list)}
-    rows = json.loads(Path(args.survey_json).read_text())["rows"]
-    agree = total = 0
-    for row in rows:
-        if args.only and not any(t in row["label"] for t in args.only):
+    out: dict[str, dict[str, list[str]]] = {}
+    for e in parse_list(args.list):
+        if args.only and not any(t in e.label for t in args.only):
             continue
-        if row["status"] != "ok" or "python" not in row["verdicts"]:
-            continue
-        e = entries.get(row["label"])
-        got = prepare(e.spec, bin=e.bin, launch=e.launch, args=e.args) if e else None
-        if got is None:
+        try:
+            got = prepare(e.spec, bin=e.bin, launch=e.launch, args=e.args)
+        except PackageError as exc:
+            print(f"{e.label}: {exc.msg}")
             continue
         for mode in ("close", "exit", "crash"):
-            ours = row["verdicts"]["python"].get(mode)
-            if ours in (None, "error"):
+            verdict, note = run_one(got.argv, e.env, got.cwd, mode, args.python)
+            out.setdefault(e.label, {})[mode] = [verdict, note]
+            print(f"{e.label:<58} {mode:<6} sdk host {verdict:<9} ({note})", flush=True)
+    return out
+
+
+def _compare(sdk: dict[str, dict[str, list[str]]], rows: list[dict]) -> None:
+    agree = total = 0
+    for row in rows:
+        theirs = sdk.get(row["label"])
+        ours_all = row.get("verdicts", {}).get("python")
+        if not theirs or not ours_all:
+            continue
+        for mode, (verdict, note) in theirs.items():
+            ours = ours_all.get(mode)
+            if verdict == "error" or ours in (None, "error"):
+                print(f"{row['label']:<58} {mode:<6} not compared (probe {ours}, sdk "
+                      f"{verdict}: {note})")
                 continue
-            sdk, note = run_one(got.argv, e.env, got.cwd, mode, args.python)
-            if sdk == "error":
-                print(f"{row['label']:<58} {mode:<6} probe {ours:<11} sdk error: {note}")
-                continue
-            same = (ours == "exited") == (sdk == "exited")
+            same = (ours == "exited") == (verdict == "exited")
             total += 1
             agree += same
-            print(f"{row['label']:<58} {mode:<6} probe {ours:<11} sdk host {sdk:<9} "
-                  f"({note}) {'agree' if same else 'DISAGREE'}", flush=True)
+            print(f"{row['label']:<58} {mode:<6} probe {ours:<11} sdk host {verdict:<9} "
+                  f"({note}) {'agree' if same else 'DISAGREE'}")
     print(f"agreement: {agree}/{total} verdicts (pass = the whole tree gone within "
           f"{WINDOW:g} s of the trigger, by itself)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EPILOG = """\
 exit codes: 0 ok, 1 a check failed (probe: a scenario of the chosen level; lab: a row
               that could not run; inspect: no SDK found), 2 usage or set-up error,
-            126 command not executable, 127 command not found,
+            126 command not executable (a package without a server command),
+            127 command not found (a package that cannot be fetched),
             128+N the guarded server died of signal N (run), or we were stopped by it
 environment: MCP_TETHER_LOG=debug|info|warning|quiet (default warning) for more on stderr
 """
