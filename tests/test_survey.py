@@ -137,3 +137,38 @@ def _server_running(root: int) -> bool:
 
     return any("stubborn-server" in " ".join(cmdline(i.pid))
                for i in descendants(root, snapshot()))
+
+
+def test_a_server_that_only_passes_devnull_did_not_start() -> None:
+    """`devnull` needs no handshake: its pass does not mean the server started."""
+    from mcp_tether.survey import Failure, Row
+
+    row = Row("x", "npm:x@1", verdicts={"node": {"devnull": "exited", "close": "early-exit"}},
+              failures=[Failure("node", "close", "spec", "early-exit",
+                                "Exited during start-up (status 1): Error: boom.", "")])
+    row.reclassify()
+    assert row.status == "did-not-start" and "boom" in row.note
+    row = Row("y", "npm:y@1", needs="postgres", verdicts={"node": {"close": "early-exit"}})
+    row.reclassify()
+    assert row.status == "needs-service" and row.note.startswith("needs postgres")
+    row = Row("z", "npm:z@1", verdicts={"node": {"devnull": "exited", "close": "orphaned"}})
+    row.reclassify()
+    assert row.status == "ok"
+
+
+def test_a_survey_json_renders_again_without_probing(tmp_path: Path) -> None:
+    """`survey LIST --from-json FILE --out BASE`: the same table, no server started."""
+    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey.render import to_json
+
+    listing = tmp_path / "servers.list"
+    listing.write_text("npm:db@1.0.0 needs=postgres\n")
+    row = Row("npm:db@1.0.0", "npm:db@1.0.0", version="1.0.0",
+              verdicts={"node": {"close": "early-exit"}})
+    saved = tmp_path / "old.json"
+    saved.write_text(to_json(SurveyResult([row], 1.8e9, 12.0, 2, True)))
+    assert main(["survey", str(listing), "--from-json", str(saved),
+                 "--out", str(tmp_path / "new")]) == 0
+    data = json.loads((tmp_path / "new.json").read_text())
+    assert data["rows"][0]["status"] == "needs-service" and data["seconds"] == 12.0
+    assert "needs a service: needs postgres" in (tmp_path / "new.md").read_text()

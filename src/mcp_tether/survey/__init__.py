@@ -78,6 +78,7 @@ class Row:
     sdk_exits_on_eof: bool | None = None
     launch: str = ""
     command: list[str] = field(default_factory=list)
+    needs: str | None = None  # the list's needs=
     status: str = "ok"  # ok | install-failed | no-command | did-not-start | needs-service
     #                     | timeout | stopped | error
     note: str = ""
@@ -96,6 +97,27 @@ class Row:
         d["guard_pass"] = self.guard_pass
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Row:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known["failures"] = [Failure(**f) for f in d.get("failures") or []]
+        return cls(**known)
+
+    def reclassify(self) -> None:
+        """A row whose every style ran but whose server never got past the handshake
+        (only `devnull` passed, which needs none) did not start: say so, and why."""
+        if self.status != "ok" or not self.verdicts or any(
+                started(v) for v in self.verdicts.values()):
+            return
+        text = "\n".join(f.diagnosis for f in self.failures)
+        if self.needs or _SERVICE.search(text):
+            what = f"needs {self.needs}" if self.needs else "needs a service"
+            self.status = "needs-service"
+            self.note = f"{what} it cannot reach here: {_first_line(text, _SERVICE)}"
+        else:
+            self.status = "did-not-start"
+            self.note = _first_line(text) or "no answer to initialize"
+
 
 @dataclass
 class SurveyResult:
@@ -104,6 +126,13 @@ class SurveyResult:
     seconds: float
     jobs: int
     pid_namespace: bool
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SurveyResult:
+        started = time.mktime(time.strptime(d["started"], "%Y-%m-%dT%H:%M:%SZ")) - \
+            time.timezone
+        return cls([Row.from_dict(r) for r in d["rows"]], started, float(d["seconds"]),
+                   int(d["jobs"]), bool(d["pid_namespace"]))
 
     def to_dict(self) -> dict[str, Any]:
         return {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
@@ -192,9 +221,18 @@ def _level_pass(results: list[dict[str, Any]], level: str) -> bool | None:
     return True
 
 
-def _started(results: list[dict[str, Any]]) -> bool:
+# Scenarios judged without a handshake: their verdict says nothing about start-up.
+NO_HANDSHAKE = ("devnull",)
+
+
+def started(verdicts: dict[str, str]) -> bool:
     """Did any scenario get past the handshake? (error/early-exit everywhere: no.)"""
-    return any(r.get("verdict") not in ("error", "early-exit") for r in results)
+    return any(v not in ("error", "early-exit") for s, v in verdicts.items()
+               if s not in NO_HANDSHAKE)
+
+
+def _started(results: list[dict[str, Any]]) -> bool:
+    return started({r["scenario"]: r.get("verdict", "error") for r in results})
 
 
 def _stderr(results: list[dict[str, Any]]) -> str:
@@ -216,7 +254,7 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
                scenarios: tuple[str, ...] = ()) -> Row:
     t0 = time.monotonic()
-    row = Row(entry.label, entry.spec.text, launch=entry.launch or "")
+    row = Row(entry.label, entry.spec.text, launch=entry.launch or "", needs=entry.needs)
     try:
         got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args)
     except PackageError as exc:
@@ -273,6 +311,7 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                 row.failures.append(Failure(style, r["scenario"], r.get("level") or "spec",
                                             r["verdict"], why, r.get("remedy") or ""))
     row.seconds = time.monotonic() - t0
+    row.reclassify()
     return row
 
 

@@ -12,7 +12,7 @@ from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from mcp_tether.survey import Row
+    from mcp_tether.survey import Row, SurveyResult
 
 EPILOG = """\
 LIST: one server a line (# comments; words split like a shell's):
@@ -57,6 +57,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--only", action="append", metavar="TEXT",
                         help="survey only the entries whose spec or name contains TEXT")
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--from-json", metavar="FILE",
+                        help="render a survey's JSON again (with --out), probing nothing")
     parser.add_argument("--host-namespace", action="store_true",
                         help="do not enter a pid namespace of its own")
 
@@ -65,8 +67,9 @@ def command(args: argparse.Namespace) -> int:
     from mcp_tether.probe.runner import StopSignals
     from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
     from mcp_tether.survey import parse_list, run_survey
-    from mcp_tether.survey.render import to_html, to_json, to_markdown
 
+    if args.from_json:
+        return _rerender(args)
     entries = parse_list(args.list)
     if args.only:
         entries = [e for e in entries if any(t in e.spec.text or t in (e.name or "")
@@ -96,6 +99,35 @@ def command(args: argparse.Namespace) -> int:
                             on_row=progress)
     if stop.signum:
         return 128 + stop.signum
+    _write(args, result)
+    print(f"mcp-tether survey: {len(result.rows)} servers in {result.seconds:.0f} s",
+          file=sys.stderr)
+    bad = [r for r in result.rows if r.status in ("install-failed", "error", "timeout")]
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _rerender(args: argparse.Namespace) -> int:
+    """The table again from a survey's JSON; the list supplies each row's needs=."""
+    import json
+
+    from mcp_tether.errors import ConfigError
+    from mcp_tether.survey import SurveyResult, parse_list
+
+    try:
+        result = SurveyResult.from_dict(json.loads(Path(args.from_json).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(args.from_json, f"not a survey's JSON: {exc}") from None
+    needs = {e.label: e.needs for e in parse_list(args.list)}
+    for row in result.rows:
+        row.needs = row.needs or needs.get(row.label)
+        row.reclassify()
+    _write(args, result)
+    return EXIT_OK
+
+
+def _write(args: argparse.Namespace, result: SurveyResult) -> None:
+    from mcp_tether.survey.render import to_html, to_json, to_markdown
+
     if args.out:
         base = Path(args.out)
         base.parent.mkdir(parents=True, exist_ok=True)
@@ -103,10 +135,6 @@ def command(args: argparse.Namespace) -> int:
                           ("html", to_html(result))):
             Path(f"{base}.{ext}").write_text(text)
     sys.stdout.write(to_json(result) if args.json else to_markdown(result))
-    print(f"mcp-tether survey: {len(result.rows)} servers in {result.seconds:.0f} s",
-          file=sys.stderr)
-    bad = [r for r in result.rows if r.status in ("install-failed", "error", "timeout")]
-    return EXIT_FAILED if bad else EXIT_OK
 
 
 def _is_entry() -> bool:
