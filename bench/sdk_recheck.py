@@ -40,7 +40,7 @@ from mcp_tether.proc.reap import reap_children  # noqa: E402
 from mcp_tether.proc.signals import signal_process  # noqa: E402
 
 WINDOW = 2.0  # the probe's window and the SDK's PROCESS_TERMINATION_TIMEOUT
-READY = 60.0
+READY = 120.0  # npx start-ups on a loaded 2-core machine took over 60 s
 
 HOST = r"""
 import anyio, json, os, sys
