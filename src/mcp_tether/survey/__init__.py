@@ -315,12 +315,19 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
     return row
 
 
+def _stop(kids: _Children, pending: dict[Future[Row], int]) -> None:
+    kids.stop_all()
+    for f in pending:
+        f.cancel()
+
+
 def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float | None = None,
                scenario_jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
                scenarios: tuple[str, ...] = (),
                should_stop: Callable[[], bool] = lambda: False,
                on_row: Callable[[Row], None] | None = None) -> SurveyResult:
-    """Probe every entry; rows in list order. Returns once every child is reaped."""
+    """Probe every entry; rows in list order. Returns once every child is reaped; when
+    stopped (should_stop, Ctrl-C), with the rows done and the others `stopped`."""
     jobs = jobs or os.cpu_count() or 2
     kids = _Children()
     started, t0 = time.time(), time.monotonic()
@@ -330,12 +337,11 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
             pool.submit(survey_one, e, kids, timeout=timeout, jobs=scenario_jobs,
                         ready_timeout=ready_timeout, scenarios=scenarios): i
             for i, e in enumerate(entries)}
+        futures = dict(pending)
         try:
             while pending:
                 if should_stop() and not kids.stopping:
-                    kids.stop_all()
-                    for f in pending:
-                        f.cancel()
+                    _stop(kids, pending)
                 done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for f in done:
                     i = pending.pop(f)
@@ -343,11 +349,15 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
                         rows[i] = f.result()
                         if on_row is not None:
                             on_row(rows[i])
+        except KeyboardInterrupt:  # Ctrl-C: stop like SIGTERM, keep the rows done
+            _stop(kids, pending)
         except BaseException:
-            kids.stop_all()
-            for f in pending:
-                f.cancel()
+            _stop(kids, pending)
             raise
+    # The pool is shut down: every worker returned, every probe process is reaped.
+    for f, i in futures.items():
+        if i not in rows and f.done() and not f.cancelled() and f.exception() is None:
+            rows[i] = f.result()
     for i, e in enumerate(entries):
         if i not in rows:
             rows[i] = Row(e.label, e.spec.text, status="stopped", note="not run: stopped")

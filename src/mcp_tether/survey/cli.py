@@ -97,9 +97,9 @@ def command(args: argparse.Namespace) -> int:
                             ready_timeout=args.ready_timeout,
                             scenarios=tuple(args.scenarios or ()), should_stop=stop,
                             on_row=progress)
+    _write(args, result)  # also when stopped: the rows done so far, the rest "stopped"
     if stop.signum:
         return 128 + stop.signum
-    _write(args, result)
     print(f"mcp-tether survey: {len(result.rows)} servers in {result.seconds:.0f} s",
           file=sys.stderr)
     bad = [r for r in result.rows if r.status in ("install-failed", "error", "timeout")]
