@@ -243,11 +243,12 @@ def _stderr(results: list[dict[str, Any]]) -> str:
     return "\n".join(r.get("detail") or "" for r in results[:1])
 
 
-def _first_line(text: str, pattern: re.Pattern[str] | None = None) -> str:
+def _first_line(text: str, pattern: re.Pattern[str] | None = None, last: bool = False) -> str:
+    """The first (or last) line of `text`, preferring lines that match `pattern`."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if pattern is not None:
         lines = [ln for ln in lines if pattern.search(ln)] or lines
-    return (lines[-1] if lines else "")[:200]
+    return ((lines[-1] if last else lines[0]) if lines else "")[:200]
 
 
 def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
@@ -284,7 +285,7 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
             limit, kids)
         if outcome != "ok" or payload is None:
             row.status = outcome
-            row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail)}"
+            row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail, last=True)}"
                                                            if tail else "")
             if outcome == "stopped":
                 break
@@ -295,10 +296,11 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
             if entry.needs or _SERVICE.search(text):
                 row.status = "needs-service"
                 what = f"needs {entry.needs}" if entry.needs else "needs a service"
-                row.note = f"{what} it cannot reach here: {_first_line(text, _SERVICE)}"
+                row.note = f"{what} it cannot reach here: " \
+                    f"{_first_line(text, _SERVICE, last=True)}"
             else:
                 row.status = "did-not-start"
-                row.note = _first_line(text) or "no answer to initialize"
+                row.note = _first_line(text, last=True) or "no answer to initialize"
             break  # the other styles would say the same
         row.verdicts[style] = {r["scenario"]: r["verdict"] for r in results}
         row.spec_pass[style] = _level_pass(results, "spec")
