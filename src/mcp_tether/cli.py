@@ -26,6 +26,7 @@ from mcp_tether.errors import EXIT_USAGE, TetherError
 COMMANDS: dict[str, tuple[str, str]] = {
     "lab": ("mcp_tether.lab.cli", "run the reference experiment: bundled servers x scenarios"),
     "probe": ("mcp_tether.probe.cli", "lifecycle conformance suite for any stdio server"),
+    "survey": ("mcp_tether.survey.cli", "probe a list of npm/PyPI servers; one lifecycle table"),
     "run": ("mcp_tether.guard.cli", "guard a server so that it dies with its client"),
     "wrap": ("mcp_tether.hosts.cli", "put the guard in front of a host's stdio servers"),
     "unwrap": ("mcp_tether.hosts.cli", "take the guard out of a host's config again"),
@@ -39,7 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EPILOG = """\
 exit codes: 0 ok, 1 a check failed (probe: a scenario of the chosen level; lab: a row
               that could not run; inspect: no SDK found), 2 usage or set-up error,
-            126 command not executable, 127 command not found,
+            126 command not executable (a package without a server command),
+            127 command not found (a package that cannot be fetched),
             128+N the guarded server died of signal N (run), or we were stopped by it
 environment: MCP_TETHER_LOG=debug|info|warning|quiet (default warning) for more on stderr
 """

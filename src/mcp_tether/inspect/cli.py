@@ -7,10 +7,13 @@ import json
 import sys
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK
+from mcp_tether.packages.spec import is_package_spec
 
 EPILOG = """\
-PATH: a node_modules folder, a project holding one, a virtualenv or site-packages, or
-  any folder holding those (e.g. ~/.npm/_npx, ~/.cache/uv); default: this interpreter.
+PATH: npm:NAME[@VERSION] or pypi:NAME[==VERSION] (installed into the package cache as
+  `probe` does, then inspected there), a node_modules folder, a project holding one,
+  a virtualenv or site-packages, or any folder holding those (e.g. ~/.npm/_npx,
+  ~/.cache/uv); default: this interpreter.
 Reports for each SDK found (@modelcontextprotocol/sdk, @modelcontextprotocol/server,
   mcp, fastmcp) what its stdio server transport does, read from its installed source:
   the stdin events it listens to, whether stdin EOF ends the session, the signals it
@@ -27,7 +30,8 @@ exit code: 0 some SDK found, 1 none found, 2 usage error
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
-    parser.add_argument("path", nargs="?", help="where to look (default: this interpreter)")
+    parser.add_argument("path", nargs="?", help="where to look (default: this interpreter), "
+                        "or a package spec")
     parser.add_argument("--json", action="store_true", help="print JSON: one object per SDK")
     parser.add_argument("--command", metavar="CMD",
                         help="a server command line: which SDK it loads, and how that was "
@@ -45,7 +49,16 @@ def command(args: argparse.Namespace) -> int:
 
     if args.command is not None:
         return _command_uses(args)
-    sdks = inspect_path(args.path)
+    path = args.path
+    if path and is_package_spec(path):
+        from mcp_tether.packages import ensure_installed, parse_spec
+
+        spec = parse_spec(path)
+        place, marker, _ = ensure_installed(spec)
+        print(f"mcp-tether inspect: {spec.text} -> {marker.get('name')} "
+              f"{marker.get('version')} in {place}", file=sys.stderr)
+        path = str(place)
+    sdks = inspect_path(path)
     if args.json:
         json.dump(sdks, sys.stdout, indent=2)
         print()

@@ -9,6 +9,7 @@ from typing import Any
 
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from mcp_tether.packages.spec import is_package_spec
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, all_scenarios
 from mcp_tether.probe.spec import (
     IDLE,
@@ -30,6 +31,8 @@ examples:
   mcp-tether probe --level robust -- python -m my_server
   mcp-tether probe --host-style python -s close -s crash -- python -m my_server
   mcp-tether probe --call toggle-logging '{{}}' -- npx -y some-server   # busy state
+  mcp-tether probe npm:@modelcontextprotocol/server-memory   # by package: npx -y ...
+  mcp-tether probe pypi:mcp-server-time==2026.10.19 --launch direct -- --local-timezone UTC
   mcp-tether probe --host claude-code          # every stdio server that host runs
   mcp-tether probe --config .mcp.json --yes
 
@@ -47,6 +50,11 @@ verdicts: exited (by itself), terminated (needed SIGTERM), killed (needed SIGKIL
   exits while its daemon or helper keeps the stdio is judged on them, not early-exit.
 a server behind `mcp-tether run` is judged by the guard's promise: its window covers
   the guard's grace + term-grace, and the report names the guard's rung.
+packages: npm:NAME[@VERSION] / pypi:NAME[==VERSION] (or npm:./dir, pypi:./x.whl) is
+  installed once into ~/.cache/mcp-tether/packages ($MCP_TETHER_CACHE), then launched as
+  a host would: --launch npx (npm default), uvx (PyPI default when uvx is installed,
+  else direct) or direct (the installed command). Offline, the newest cached version is
+  used. Exit 127: the package cannot be fetched; 126: it has no server command.
 exit 1 here means: some scenario of the level failed (2 also when the --junit file
   could not be written, after the results were printed)
 """
@@ -111,7 +119,15 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         "and the timelines per server")
     src.add_argument("--yes", action="store_true",
                      help="do not ask before starting configured servers")
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the server command")
+    pkg = parser.add_argument_group("a package instead of a command (npm:NAME[@VERSION], "
+                                    "pypi:NAME[==VERSION])")
+    pkg.add_argument("--launch", choices=("npx", "uvx", "direct"),
+                     help="how the host starts it: npx (npm default), uvx (PyPI default "
+                     "where uvx is installed, else direct) or direct (the installed command)")
+    pkg.add_argument("--bin", metavar="NAME",
+                     help="the package's command to run, where it has several")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER,
+                        help="-- the server command, or PACKAGE [OPTIONS] [-- ARGS]")
 
 
 def _options(args: argparse.Namespace) -> Any:
@@ -164,8 +180,12 @@ def command(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    elif cmd:
+    elif cmd and not is_package_spec(cmd[0]):
         _refuse_our_options_without_dashes(cmd)
+    if cmd and is_package_spec(cmd[0]):
+        cmd = _package_command(cmd, args)
+    elif args.launch or args.bin:
+        raise UsageError("--launch and --bin go with a package spec (npm:NAME, pypi:NAME)")
     opts = _options(args)
     if args.host or args.config:
         if cmd:
@@ -191,6 +211,38 @@ def command(args: argparse.Namespace) -> int:
     if report.start_error in (126, 127):
         return int(report.start_error)
     return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
+    """`PACKAGE [OUR OPTIONS] [-- SERVER ARGS]`: install it, return the host's command
+    line (args.cwd set to npx's project folder where that launch needs one)."""
+    from mcp_tether.cli import build_parser
+    from mcp_tether.packages import prepare
+
+    spec, rest = words[0], words[1:]
+    cut = rest.index("--") if "--" in rest else len(rest)
+    ours, server_args = rest[:cut], rest[cut + 1:]
+    if ours:  # options written after the spec are still ours
+        parser, _ = build_parser(args.command_name if hasattr(args, "command_name")
+                                 else "probe")
+        parser.parse_args(ours, namespace=args)
+        if args.cmd:
+            raise UsageError(f"{' '.join(args.cmd)}: put the server's arguments after `--`: "
+                             f"mcp-tether probe {spec} [OPTIONS] -- ARGS")
+    got = prepare(spec, bin=args.bin, launch=args.launch, args=server_args)
+    if got.cwd is not None:
+        if args.cwd:
+            raise UsageError("--cwd cannot be combined with --launch npx (npx runs in the "
+                             "package's cache folder to find it); use --launch direct")
+        args.cwd = got.cwd
+    import shlex
+
+    how = "installed" if got.installed else "cached"
+    print(f"mcp-tether probe: {got.spec.text} -> {got.name} {got.version} ({how} in "
+          f"{got.dir}); {got.launch}: {shlex.join(got.argv)}", file=sys.stderr)
+    for note in got.notes:
+        print(f"mcp-tether probe: note: {note}", file=sys.stderr)
+    return got.argv
 
 
 def _refuse_our_options_without_dashes(cmd: list[str]) -> None:

@@ -1,0 +1,228 @@
+"""Servers by package name: install `npm:`/`pypi:` specs into a private cache and say how a
+host would launch them.
+
+    from mcp_tether.packages import prepare
+    got = prepare("npm:@modelcontextprotocol/server-memory", launch="npx")
+    got.argv, got.cwd, got.version, got.bins, got.installed
+
+Guarantees:
+- One install per (package, version): the cache (`$MCP_TETHER_CACHE/packages` or
+  `~/.cache/mcp-tether/packages`: `npm/NAME@VERSION/` an npm prefix, `pypi/NAME==VERSION/`
+  a virtualenv) is filled under a file lock and marked complete last, so a second run,
+  a parallel survey or an interrupted install never uses half a tree; a run without a
+  version asks the registry for the newest one, and offline falls back to the newest
+  version cached.
+- The launch forms are the hosts' own: `npx -y NAME@VERSION` (run in the cache prefix,
+  where npx finds the installed copy as in a project that depends on it), `uvx
+  NAME@VERSION` / `uvx --from NAME==VERSION CMD`, or `direct` (the installed command's
+  path). The default is what server READMEs tell host users to write: npx for npm, uvx
+  for PyPI (direct, with a note, where uvx is not installed).
+- Every failure is a `PackageError` with one line and a documented exit code (errors.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_tether.errors import UsageError
+from mcp_tether.packages import npm, pypi
+from mcp_tether.packages.errors import PackageError, fetch_failed, no_command
+from mcp_tether.packages.spec import NPM, PYPI, PackageSpec, is_package_spec, parse_spec
+
+__all__ = ["prepare", "Prepared", "PackageSpec", "PackageError", "parse_spec",
+           "is_package_spec", "cache_root", "LAUNCHES", "default_launch", "ensure_installed"]
+
+LAUNCHES = ("npx", "uvx", "direct")
+MARKER = ".mcp-tether-package.json"  # written last: its presence means "complete"
+_BACKENDS: dict[str, Any] = {NPM: npm, PYPI: pypi}
+
+
+@dataclass
+class Prepared:
+    """An installed package and the command line a host would run for it."""
+
+    spec: PackageSpec
+    name: str  # as installed (a local path's package name)
+    version: str
+    language: str  # node | python
+    dir: Path  # the npm prefix or the virtualenv
+    bins: dict[str, str]  # command -> path relative to dir
+    bin: str
+    launch: str
+    argv: list[str]
+    cwd: str | None = None
+    installed: bool = False  # this call installed it (False: from the cache)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec.text, "name": self.name, "version": self.version,
+                "language": self.language, "dir": str(self.dir), "bins": self.bins,
+                "bin": self.bin, "launch": self.launch, "argv": self.argv, "cwd": self.cwd,
+                "installed": self.installed, "notes": self.notes}
+
+
+def cache_root() -> Path:
+    base = os.environ.get("MCP_TETHER_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcp-tether")
+    return Path(base) / "packages"
+
+
+def default_launch(ecosystem: str) -> str:
+    if ecosystem == NPM:
+        return "npx"
+    return "uvx" if shutil.which("uvx") else "direct"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@=+-]", "+", name)
+
+
+def _key(spec: PackageSpec, version: str | None) -> str:
+    if spec.path:
+        p = Path(spec.path)
+        probe = p / "package.json" if p.is_dir() and spec.ecosystem == NPM else p
+        st = probe.stat() if probe.exists() else p.stat()
+        digest = hashlib.sha256(f"{p}\0{st.st_mtime_ns}\0{st.st_size}".encode()).hexdigest()
+        return f"local-{_safe(spec.name)}-{digest[:12]}"
+    sep = "@" if spec.ecosystem == NPM else "=="
+    name = spec.name if spec.ecosystem == NPM else pypi.normalize(spec.name) + (
+        spec.name[spec.name.index("["):] if "[" in spec.name else "")
+    return f"{_safe(name)}{sep}{version}"
+
+
+def _read_marker(d: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((d / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _cached_versions(eco_dir: Path, spec: PackageSpec) -> list[tuple[float, Path]]:
+    prefix = _key(spec, "")
+    out = []
+    for d in eco_dir.glob(f"{prefix}*") if eco_dir.is_dir() else ():
+        m = _read_marker(d)
+        if m is not None:
+            out.append((float(m.get("installed_at") or 0), d))
+    return sorted(out)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes, also on a crash
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def ensure_installed(spec: PackageSpec, cache: Path | None = None) -> tuple[Path, dict[str, Any],
+                                                                            bool]:
+    """(dir, marker, installed_now). Raises PackageError when it cannot be fetched."""
+    backend = _BACKENDS[spec.ecosystem]
+    eco_dir = (cache or cache_root()) / spec.ecosystem
+    version = spec.version
+    if version is None and not spec.path:
+        version, why = backend.latest_version(spec)
+        if version is None:
+            cached = _cached_versions(eco_dir, spec)
+            if not cached:
+                raise fetch_failed(spec, f"{why} (and no version is cached)")
+            d = cached[-1][1]
+            return d, _read_marker(d) or {}, False
+    d = eco_dir / _key(spec, version)
+    with _locked(eco_dir / (d.name + ".lock")):
+        marker = _read_marker(d)
+        if marker is not None:
+            return d, marker, False
+        if d.exists():  # an install that was interrupted: start again
+            shutil.rmtree(d)
+        try:
+            backend.install(spec, d)
+            marker = dict(backend.describe(spec, d), installed_at=time.time(),
+                          spec=spec.text)
+        except BaseException:
+            shutil.rmtree(d, ignore_errors=True)
+            raise
+        tmp = d / (MARKER + ".tmp")
+        tmp.write_text(json.dumps(marker, indent=1) + "\n")
+        tmp.replace(d / MARKER)
+        return d, marker, True
+
+
+def _choose_bin(spec: PackageSpec, marker: dict[str, Any], wanted: str | None) -> str:
+    bins = sorted(marker.get("bins") or {})
+    version = str(marker.get("version"))
+    what = "no `bin` in its package.json" if spec.ecosystem == NPM else \
+        "no console_scripts entry point"
+    if not bins:
+        raise no_command(spec, version, what)
+    if wanted is not None:
+        if wanted not in bins:
+            raise UsageError(f"{spec.text} ({version}) has no command {wanted!r}; its "
+                             f"commands: {', '.join(bins)}")
+        return wanted
+    got = _BACKENDS[spec.ecosystem].default_bin(str(marker.get("name")), bins)
+    if got is None:
+        raise UsageError(f"{spec.text} ({version}) has {len(bins)} commands: "
+                         f"{', '.join(bins)}; choose one with --bin NAME")
+    return str(got)
+
+
+def prepare(text: str | PackageSpec, *, bin: str | None = None, launch: str | None = None,
+            args: Sequence[str] = (), cache: Path | None = None) -> Prepared:
+    """Install (or find cached) the package and build the host's command line for it."""
+    spec = text if isinstance(text, PackageSpec) else parse_spec(text)
+    launch = launch or default_launch(spec.ecosystem)
+    if launch not in LAUNCHES:
+        raise UsageError(f"unknown launch {launch!r} (choose from {', '.join(LAUNCHES)})")
+    if (spec.ecosystem, launch) in ((NPM, "uvx"), (PYPI, "npx")):
+        raise UsageError(f"--launch {launch} cannot run a {spec.ecosystem} package "
+                         f"(use {default_launch(spec.ecosystem)} or direct)")
+    if launch in ("npx", "uvx") and shutil.which(launch) is None:
+        raise UsageError(f"--launch {launch}: {launch} is not on PATH (use --launch direct)")
+    d, marker, installed = ensure_installed(spec, cache)
+    chosen = _choose_bin(spec, marker, bin)
+    name, version = str(marker.get("name")), str(marker.get("version"))
+    notes = []
+    if spec.ecosystem == PYPI and launch == "direct" and bin is None and \
+            shutil.which("uvx") is None:
+        notes.append("launched directly: uvx, which most hosts' configs use, is not on PATH")
+    argv, cwd = _launch_argv(spec, d, marker, chosen, launch, list(args))
+    if launch == "uvx":
+        pypi.warm_uvx(spec, argv)
+    return Prepared(spec, name, version, str(marker.get("language")), d,
+                    dict(marker.get("bins") or {}), chosen, launch, argv, cwd, installed,
+                    notes)
+
+
+def _launch_argv(spec: PackageSpec, d: Path, marker: dict[str, Any], chosen: str, launch: str,
+                 args: list[str]) -> tuple[list[str], str | None]:
+    name, version = str(marker.get("name")), str(marker.get("version"))
+    if launch == "direct":
+        return [str(d / marker["bins"][chosen])] + args, None
+    if launch == "npx":
+        default = npm.default_bin(name, sorted(marker.get("bins") or {}))
+        pinned = f"{name}@{version}"
+        head = ["npx", "-y", pinned] if chosen == default else \
+            ["npx", "-y", "--package", pinned, chosen]
+        # npx resolves NAME@VERSION from the project it runs in: the cache prefix.
+        return head + args, str(d)
+    source = spec.path or f"{name}=={version}"
+    if spec.path is None and pypi.normalize(chosen) == pypi.normalize(name):
+        return ["uvx", f"{name}@{version}"] + args, None
+    return ["uvx", "--from", source, chosen] + args, None

@@ -1,0 +1,369 @@
+"""The survey: many packaged servers, each probed as hosts launch it, in one table.
+
+    from mcp_tether.survey import parse_list, run_survey
+    result = run_survey(parse_list("docs/survey.list"), jobs=2)
+    [(r.label, r.version, r.spec_pass, r.robust_pass, r.guard_pass) for r in result.rows]
+
+For every entry: install it (`packages.prepare`, the host's launch form), read its SDK
+(`inspect`), then three probes, each the `probe` command in a process of its own with
+every scenario: the node host style, the python host style, and the node style behind
+`mcp-tether run` (the guard). A row says spec/robust pass per host style, each failure's
+diagnosis and remedy, and whether the guard makes it pass.
+
+Guarantees:
+- Entries run in parallel, `jobs` at once (default: the CPU count); each probe has a time
+  limit, after which its probe process is sent SIGTERM (it ends its keepers and their
+  trees) and, 30 s later, SIGKILL; only our own unreaped children are signalled.
+- A server that does not start is not a leak: when no scenario got through the
+  handshake, the row is `did-not-start`, or `needs-service` when the entry declares
+  `needs=` or the server's stderr says it could not reach something (connection
+  refused, unknown host, a missing key).
+- `should_stop()` true (SIGTERM/SIGINT in the CLI): no new probe starts, running ones
+  are stopped as above, and `run_survey` returns only once every child is reaped. The
+  CLI also runs the whole survey in a pid namespace where one can be made (proc.pidns).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mcp_tether.packages import PackageError, prepare
+from mcp_tether.survey.listfile import Entry, parse_line, parse_list
+
+__all__ = ["run_survey", "Row", "SurveyResult", "Entry", "parse_list", "parse_line",
+           "PROBE_TIMEOUT", "STYLES"]
+
+PROBE_TIMEOUT = 240.0  # seconds for one probe run (every scenario of one host style)
+# npx/uvx start-ups on a loaded machine take far longer than one local server: a
+# scenario that cannot get its handshake is an error (unknown), never a verdict.
+READY_TIMEOUT = 30.0
+STOP_GRACE = 30.0  # after SIGTERM, a probe ends its keepers' trees within this
+STYLES = ("node", "python", "guarded")  # the guarded run uses the node host style
+_SERVICE = re.compile(
+    r"ECONNREFUSED|connection refused|could not connect|cannot connect|failed to connect|"
+    r"ENOTFOUND|getaddrinfo|name or service not known|EAI_AGAIN|unreachable|"
+    r"(api[_ ]?key|token|credential|secret)s?\b.{0,40}\b(required|missing|not set|invalid)|"
+    r"\b(required|missing)\b.{0,40}\b(api[_ ]?key|token|credentials?|environment variable)",
+    re.I)
+
+
+@dataclass
+class Failure:
+    style: str
+    scenario: str
+    level: str
+    verdict: str
+    diagnosis: str
+    remedy: str
+
+
+@dataclass
+class Row:
+    label: str
+    spec: str
+    name: str = ""
+    version: str = ""
+    language: str = ""
+    sdk: str = ""  # "@modelcontextprotocol/sdk 1.32.2" (first found; "" none)
+    sdk_exits_on_eof: bool | None = None
+    launch: str = ""
+    command: list[str] = field(default_factory=list)
+    needs: str | None = None  # the list's needs=
+    status: str = "ok"  # ok | install-failed | no-command | did-not-start | needs-service
+    #                     | timeout | stopped | error
+    note: str = ""
+    spec_pass: dict[str, bool | None] = field(default_factory=dict)  # per style
+    robust_pass: dict[str, bool | None] = field(default_factory=dict)
+    verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # style -> scen -> v
+    failures: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def guard_pass(self) -> bool | None:
+        return self.robust_pass.get("guarded")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["guard_pass"] = self.guard_pass
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Row:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known["failures"] = [Failure(**f) for f in d.get("failures") or []]
+        return cls(**known)
+
+    def reclassify(self) -> None:
+        """A row whose every style ran but whose server never got past the handshake
+        (only `devnull` passed, which needs none) did not start: say so, and why."""
+        if self.status != "ok" or not self.verdicts or any(
+                started(v) for v in self.verdicts.values()):
+            return
+        text = "\n".join(f.diagnosis for f in self.failures)
+        if self.needs or _SERVICE.search(text):
+            what = f"needs {self.needs}" if self.needs else "needs a service"
+            self.status = "needs-service"
+            self.note = f"{what} it cannot reach here: {_first_line(text, _SERVICE)}"
+        else:
+            self.status = "did-not-start"
+            self.note = _first_line(text) or "no answer to initialize"
+
+
+@dataclass
+class SurveyResult:
+    rows: list[Row]
+    started: float
+    seconds: float
+    jobs: int
+    pid_namespace: bool
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SurveyResult:
+        started = time.mktime(time.strptime(d["started"], "%Y-%m-%dT%H:%M:%SZ")) - \
+            time.timezone
+        return cls([Row.from_dict(r) for r in d["rows"]], started, float(d["seconds"]),
+                   int(d["jobs"]), bool(d["pid_namespace"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
+                "seconds": round(self.seconds, 1), "jobs": self.jobs,
+                "pid_namespace": self.pid_namespace, "rows": [r.to_dict() for r in self.rows]}
+
+
+class _Children:
+    """Our running probe processes, so a stop can end them (ours, unreaped: safe)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: set[subprocess.Popen[str]] = set()
+        self.stopping = False
+
+    def stop_all(self) -> None:
+        with self.lock:
+            self.stopping = True
+            for p in self.running:
+                if p.returncode is None:
+                    p.terminate()  # an unreaped child of ours: its pid cannot be reused
+
+
+def _probe_argv(style: str, entry: Entry, argv: list[str], jobs: int | None,
+                ready_timeout: float, scenarios: tuple[str, ...] = ()) -> list[str]:
+    out = [sys.executable, "-m", "mcp_tether", "probe", "--json", "--level", "robust",
+           "--host-style", "node" if style == "guarded" else style,
+           "--ready-timeout", f"{ready_timeout:g}"]
+    for k, v in entry.env.items():
+        out += ["--env", f"{k}={v}"]
+    if entry.call:
+        out += ["--call", entry.call[0], json.dumps(entry.call[1])]
+    if jobs:
+        out += ["--jobs", str(jobs)]
+    for name in scenarios:
+        out += ["-s", name]
+    if style == "guarded":
+        argv = [sys.executable, "-m", "mcp_tether", "run", "--", *argv]
+    return out + ["--", *argv]
+
+
+def _run_probe(argv: list[str], cwd: str | None, timeout: float,
+               kids: _Children) -> tuple[str, dict[str, Any] | None, str]:
+    """(outcome, payload, stderr tail); outcome ok | timeout | stopped | error."""
+    with kids.lock:
+        if kids.stopping:
+            return "stopped", None, ""
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=cwd)
+        kids.running.add(p)
+    outcome = "ok"
+    try:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            outcome = "timeout"
+            p.terminate()
+            try:
+                out, err = p.communicate(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+    finally:
+        with kids.lock:
+            kids.running.discard(p)
+    if kids.stopping and outcome == "ok" and p.returncode and p.returncode >= 128:
+        outcome = "stopped"
+    tail = "\n".join(err.strip().splitlines()[-3:])
+    try:
+        payload = json.loads(out) if out.strip() else None
+    except ValueError:
+        payload = None
+    if outcome == "ok" and not isinstance(payload, dict):
+        outcome = "error"
+    return outcome, payload if isinstance(payload, dict) else None, tail
+
+
+def _level_pass(results: list[dict[str, Any]], level: str) -> bool | None:
+    """False when a scenario of the level failed; None (unknown) when none failed but
+    one could not run (verdict error); True when all passed."""
+    counted = [r for r in results if level == "robust" or r.get("level") == "spec"]
+    if any(not r.get("passed") and r.get("verdict") != "error" for r in counted):
+        return False
+    if not counted or any(r.get("verdict") == "error" for r in counted):
+        return None
+    return True
+
+
+# Scenarios judged without a handshake: their verdict says nothing about start-up.
+NO_HANDSHAKE = ("devnull",)
+
+
+def started(verdicts: dict[str, str]) -> bool:
+    """Did any scenario get past the handshake? (error/early-exit everywhere: no.)"""
+    return any(v not in ("error", "early-exit") for s, v in verdicts.items()
+               if s not in NO_HANDSHAKE)
+
+
+def _started(results: list[dict[str, Any]]) -> bool:
+    return started({r["scenario"]: r.get("verdict", "error") for r in results})
+
+
+def _stderr(results: list[dict[str, Any]]) -> str:
+    for r in results:
+        tail = (r.get("stderr_tail") or "").strip()
+        if tail:
+            return tail
+    return "\n".join(r.get("detail") or "" for r in results[:1])
+
+
+def _first_line(text: str, pattern: re.Pattern[str] | None = None, last: bool = False) -> str:
+    """The first (or last) line of `text`, preferring lines that match `pattern`."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if pattern is not None:
+        lines = [ln for ln in lines if pattern.search(ln)] or lines
+    return ((lines[-1] if last else lines[0]) if lines else "")[:200]
+
+
+def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
+               jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
+               scenarios: tuple[str, ...] = ()) -> Row:
+    t0 = time.monotonic()
+    row = Row(entry.label, entry.spec.text, launch=entry.launch or "", needs=entry.needs)
+    try:
+        got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args)
+    except PackageError as exc:
+        row.status = "no-command" if exc.exit_code == 126 else "install-failed"
+        row.note = exc.msg
+        row.seconds = time.monotonic() - t0
+        return row
+    except Exception as exc:  # a usage error in the list (several bins) is this row's
+        row.status, row.note = "error", str(exc)
+        row.seconds = time.monotonic() - t0
+        return row
+    row.name, row.version, row.language = got.name, got.version, got.language
+    row.launch, row.command = got.launch, got.argv
+    try:
+        from mcp_tether.inspect import inspect_path
+
+        sdks = inspect_path(got.dir)
+    except Exception:  # inspect answers best effort; the probe is the evidence
+        sdks = []
+    if sdks:
+        row.sdk = f"{sdks[0]['package']} {sdks[0]['version']}"
+        row.sdk_exits_on_eof = sdks[0].get("exits_on_eof")
+    for style in STYLES:
+        limit = entry.timeout or timeout or PROBE_TIMEOUT
+        outcome, payload, tail = _run_probe(
+            _probe_argv(style, entry, got.argv, jobs, ready_timeout, scenarios), got.cwd,
+            limit, kids)
+        if outcome != "ok" or payload is None:
+            row.status = outcome
+            row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail, last=True)}"
+                                                           if tail else "")
+            if outcome == "stopped":
+                break
+            continue
+        results = payload.get("results") or []
+        if not _started(results):
+            text = _stderr(results)
+            if entry.needs or _SERVICE.search(text):
+                row.status = "needs-service"
+                what = f"needs {entry.needs}" if entry.needs else "needs a service"
+                row.note = f"{what} it cannot reach here: " \
+                    f"{_first_line(text, _SERVICE, last=True)}"
+            else:
+                row.status = "did-not-start"
+                row.note = _first_line(text, last=True) or "no answer to initialize"
+            break  # the other styles would say the same
+        row.verdicts[style] = {r["scenario"]: r["verdict"] for r in results}
+        row.spec_pass[style] = _level_pass(results, "spec")
+        row.robust_pass[style] = _level_pass(results, "robust")
+        for r in results:
+            if not r.get("passed"):
+                why = r.get("diagnosis") or r.get("detail") or ""
+                if r["verdict"] == "error" and not r.get("diagnosis"):
+                    why = f"could not run the scenario: {r.get('detail') or '?'}"
+                row.failures.append(Failure(style, r["scenario"], r.get("level") or "spec",
+                                            r["verdict"], why, r.get("remedy") or ""))
+    row.seconds = time.monotonic() - t0
+    row.reclassify()
+    return row
+
+
+def _stop(kids: _Children, pending: dict[Future[Row], int]) -> None:
+    kids.stop_all()
+    for f in pending:
+        f.cancel()
+
+
+def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float | None = None,
+               scenario_jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
+               scenarios: tuple[str, ...] = (),
+               should_stop: Callable[[], bool] = lambda: False,
+               on_row: Callable[[Row], None] | None = None) -> SurveyResult:
+    """Probe every entry; rows in list order. Returns once every child is reaped; when
+    stopped (should_stop, Ctrl-C), with the rows done and the others `stopped`."""
+    jobs = jobs or os.cpu_count() or 2
+    kids = _Children()
+    started, t0 = time.time(), time.monotonic()
+    rows: dict[int, Row] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending: dict[Future[Row], int] = {
+            pool.submit(survey_one, e, kids, timeout=timeout, jobs=scenario_jobs,
+                        ready_timeout=ready_timeout, scenarios=scenarios): i
+            for i, e in enumerate(entries)}
+        futures = dict(pending)
+        try:
+            while pending:
+                if should_stop() and not kids.stopping:
+                    _stop(kids, pending)
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for f in done:
+                    i = pending.pop(f)
+                    if not f.cancelled():
+                        rows[i] = f.result()
+                        if on_row is not None:
+                            on_row(rows[i])
+        except KeyboardInterrupt:  # Ctrl-C: stop like SIGTERM, keep the rows done
+            _stop(kids, pending)
+        except BaseException:
+            _stop(kids, pending)
+            raise
+    # The pool is shut down: every worker returned, every probe process is reaped.
+    for f, i in futures.items():
+        if i not in rows and f.done() and not f.cancelled() and f.exception() is None:
+            rows[i] = f.result()
+    for i, e in enumerate(entries):
+        if i not in rows:
+            rows[i] = Row(e.label, e.spec.text, status="stopped", note="not run: stopped")
+    from mcp_tether.proc.pidns import in_pid_namespace
+
+    return SurveyResult([rows[i] for i in range(len(entries))], started,
+                        time.monotonic() - t0, jobs, in_pid_namespace())

@@ -1,0 +1,144 @@
+"""`mcp-tether survey LIST`: probe every packaged server of a list file; one table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from mcp_tether.cliutil import positive_duration
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp_tether.survey import Row, SurveyResult
+
+EPILOG = """\
+LIST: one server a line (# comments; words split like a shell's):
+  SPEC [launch=npx|uvx|direct] [bin=NAME] [env=KEY=VALUE]... [call=TOOL:JSON]
+       [needs=SERVICE] [name=LABEL] [timeout=SECONDS] [-- SERVER ARGS...]
+  SPEC is npm:NAME[@VERSION] or pypi:NAME[==VERSION] (as for `probe`); env= gives dummy
+  keys; call= adds the busy-state scenario; needs= names a service the server wants, so
+  that not starting without it reads "needs SERVICE", not a failure.
+each server: installed into the package cache, launched as the host would (npx/uvx by
+  default), its SDK read (`inspect`), then probed with every scenario three times: the
+  node host style, the python host style, and behind `mcp-tether run`. A row gives spec
+  and robust pass per host style, each failure's diagnosis and remedy, and whether the
+  guard makes it pass. Servers that did not start (or need a service they cannot reach
+  here) are reported as such, not as leaks.
+examples:
+  mcp-tether survey docs/survey.list --out docs/survey
+  mcp-tether survey my-servers.list --jobs 1 --json
+the survey runs in a pid namespace of its own where one can be made (root or user
+  namespaces): when it ends, or is interrupted or killed, nothing it started is left.
+exit code: 0 every row ran (whatever its verdicts: the survey reports, it does not
+  judge), 1 some row could not be probed (install failed, error, timeout), 2 usage error
+"""
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.epilog = EPILOG + "\n" + (parser.epilog or "")
+    parser.add_argument("list", help="the list file")
+    parser.add_argument("--out", metavar="BASE",
+                        help="write BASE.md, BASE.json and BASE.html (the table, the "
+                        "diagnoses and remedies)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="servers at once (default: the CPU count)")
+    parser.add_argument("--scenario-jobs", type=int, default=None,
+                        help="scenarios at once within one server's probe (default: all)")
+    parser.add_argument("--timeout", type=positive_duration, default=None,
+                        help="seconds for each probe run of one server (240)")
+    parser.add_argument("--ready-timeout", type=positive_duration, default=30.0,
+                        help="seconds each scenario waits for the handshake (30: npx and "
+                        "uvx start slowly on a busy machine)")
+    parser.add_argument("-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
+                        help="probe only this scenario (repeatable; default: every one)")
+    parser.add_argument("--only", action="append", metavar="TEXT",
+                        help="survey only the entries whose spec or name contains TEXT")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--from-json", metavar="FILE",
+                        help="render a survey's JSON again (with --out), probing nothing")
+    parser.add_argument("--host-namespace", action="store_true",
+                        help="do not enter a pid namespace of its own")
+
+
+def command(args: argparse.Namespace) -> int:
+    from mcp_tether.probe.runner import StopSignals
+    from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
+    from mcp_tether.survey import parse_list, run_survey
+
+    if args.from_json:
+        return _rerender(args)
+    entries = parse_list(args.list)
+    if args.only:
+        entries = [e for e in entries if any(t in e.spec.text or t in (e.name or "")
+                                             for t in args.only)]
+        if not entries:
+            raise UsageError(f"--only {' '.join(args.only)}: no entry of {args.list} matches")
+    for opt in ("jobs", "scenario_jobs"):
+        if getattr(args, opt) is not None and getattr(args, opt) < 1:
+            raise UsageError(f"--{opt.replace('_', '-')} must be at least 1")
+    if not args.host_namespace and not in_pid_namespace() and _is_entry():
+        status = run_in_pid_namespace([sys.executable, "-m", "mcp_tether", "survey",
+                                       *sys.argv[2:]])
+        if status is not None:
+            return status
+        print("mcp-tether survey: no pid namespace here (unshare not permitted); servers "
+              "run in the host's", file=sys.stderr)
+
+    def progress(row: Row) -> None:
+        print(f"mcp-tether survey: {row.label}: {row.status} ({row.seconds:.0f} s)",
+              file=sys.stderr)
+
+    with StopSignals("survey") as stop:
+        result = run_survey(entries, jobs=args.jobs, timeout=args.timeout,
+                            scenario_jobs=args.scenario_jobs,
+                            ready_timeout=args.ready_timeout,
+                            scenarios=tuple(args.scenarios or ()), should_stop=stop,
+                            on_row=progress)
+    _write(args, result)  # also when stopped: the rows done so far, the rest "stopped"
+    if stop.signum:
+        return 128 + stop.signum
+    print(f"mcp-tether survey: {len(result.rows)} servers in {result.seconds:.0f} s",
+          file=sys.stderr)
+    bad = [r for r in result.rows if r.status in ("install-failed", "error", "timeout")]
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _rerender(args: argparse.Namespace) -> int:
+    """The table again from a survey's JSON; the list supplies each row's needs=."""
+    import json
+
+    from mcp_tether.errors import ConfigError
+    from mcp_tether.survey import SurveyResult, parse_list
+
+    try:
+        result = SurveyResult.from_dict(json.loads(Path(args.from_json).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(args.from_json, f"not a survey's JSON: {exc}") from None
+    needs = {e.label: e.needs for e in parse_list(args.list)}
+    for row in result.rows:
+        row.needs = row.needs or needs.get(row.label)
+        row.reclassify()
+    _write(args, result)
+    return EXIT_OK
+
+
+def _write(args: argparse.Namespace, result: SurveyResult) -> None:
+    from mcp_tether.survey.render import to_html, to_json, to_markdown
+
+    if args.out:
+        base = Path(args.out)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        for ext, text in (("md", to_markdown(result)), ("json", to_json(result)),
+                          ("html", to_html(result))):
+            Path(f"{base}.{ext}").write_text(text)
+    sys.stdout.write(to_json(result) if args.json else to_markdown(result))
+
+
+def _is_entry() -> bool:
+    """Re-executing only makes sense when this process is `mcp-tether survey ...` itself
+    (not a test calling main(argv) in-process)."""
+    return len(sys.argv) > 1 and sys.argv[1] == "survey" and \
+        os.path.basename(sys.argv[0]) in ("mcp-tether", "__main__.py")

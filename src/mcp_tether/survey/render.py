@@ -1,0 +1,127 @@
+"""The survey's renderings of one `SurveyResult`: Markdown, JSON, HTML.
+
+Guarantees: the three say the same thing (one table, then each failing row's diagnosis
+and remedy) and are computed from the result alone; HTML is self-contained and every
+value is escaped; a failure is never shown without its remedy when the probe gave one.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from mcp_tether.survey import Row, SurveyResult
+
+__all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells"]
+
+COLUMNS = ("server", "version", "language", "SDK", "launch", "spec (node / python)",
+           "robust (node / python)", "behind the guard", "failures")
+
+
+def _mark(v: bool | None) -> str:
+    return "?" if v is None else ("pass" if v else "FAIL")
+
+
+def _failed_scenarios(row: Row, style: str) -> list[str]:
+    return [f.scenario for f in row.failures if f.style == style]
+
+
+def cells(row: Row) -> list[str]:
+    if row.status not in ("ok", "timeout") or not row.spec_pass:
+        what = {"needs-service": "needs a service", "did-not-start": "did not start",
+                "install-failed": "cannot be installed here", "no-command": "no server command",
+                "stopped": "not run (stopped)", "error": "error"}.get(row.status, row.status)
+        return [row.label, row.version or "—", row.language or "—", row.sdk or "—",
+                row.launch or "—", "—", "—", "—", f"{what}: {row.note}"]
+    spec = " / ".join(_mark(row.spec_pass.get(s)) for s in ("node", "python"))
+    robust = " / ".join(_mark(row.robust_pass.get(s)) for s in ("node", "python"))
+    guard = row.robust_pass.get("guarded")
+    guard_text = "passes" if guard else ("—" if guard is None else
+                                         "FAIL: " + ", ".join(_failed_scenarios(row, "guarded")))
+    fails = []
+    for style in ("node", "python"):
+        names = _failed_scenarios(row, style)
+        if names:
+            fails.append(f"{style}: {', '.join(names)}")
+    if row.status == "timeout":
+        fails.append(row.note)
+    return [row.label, row.version, row.language, row.sdk or "—", row.launch, spec, robust,
+            guard_text, "; ".join(fails) or "none"]
+
+
+def _details(row: Row) -> list[tuple[str, str, str]]:
+    """(what, diagnosis, remedy) per distinct failure: one line for a scenario that fails
+    alike under several host styles."""
+    groups: dict[tuple[str, str, str, str], list[str]] = {}
+    for f in row.failures:
+        groups.setdefault((f.scenario, f.level, f.verdict, f.diagnosis), []).append(f.style)
+    remedies = {(f.scenario, f.level, f.verdict, f.diagnosis): f.remedy for f in row.failures}
+    return [(f"{scen} [{level}] ({'/'.join(styles)}): {verdict}", diag,
+             remedies[(scen, level, verdict, diag)])
+            for (scen, level, verdict, diag), styles in groups.items()]
+
+
+def _header(result: SurveyResult) -> str:
+    d = result.to_dict()
+    ns = "in a pid namespace" if result.pid_namespace else "in the host pid namespace"
+    return (f"Surveyed {d['started']}: {len(result.rows)} servers in {d['seconds']} s, "
+            f"{result.jobs} at once, {ns}.")
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(result: SurveyResult) -> str:
+    lines = [_header(result), "", "| " + " | ".join(COLUMNS) + " |",
+             "|" + "---|" * len(COLUMNS)]
+    for row in result.rows:
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells(row)) + " |")
+    lines += ["", "### Why each failing row fails, and what fixes it", ""]
+    for row in result.rows:
+        details = _details(row)
+        if not details:
+            continue
+        cmd = _md_cell(" ".join(row.command))
+        lines.append(f"**{_md_cell(row.label)}** ({row.version}, `{cmd}`)")
+        lines.append("")
+        for what, diag, remedy in details:
+            lines.append(f"- {what}: {_md_cell(diag) or 'no diagnosis'}")
+            if remedy:
+                lines.append(f"  - fix: {_md_cell(remedy)}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(result: SurveyResult) -> str:
+    payload: dict[str, Any] = result.to_dict()
+    return json.dumps(payload, indent=1) + "\n"
+
+
+def to_html(result: SurveyResult) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(c)}</th>" for c in COLUMNS)
+    body = []
+    for row in result.rows:
+        tds = []
+        for c in cells(row):
+            cls = ' class="fail"' if "FAIL" in c else (' class="pass"' if c.startswith("pass")
+                                                       else "")
+            tds.append(f"<td{cls}>{e(c)}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    detail = []
+    for row in result.rows:
+        items = "".join(
+            f"<li><b>{e(w)}</b>: {e(d) or 'no diagnosis'}"
+            + (f"<br><i>fix:</i> {e(r)}" if r else "") + "</li>"
+            for w, d, r in _details(row))
+        if items:
+            detail.append(f"<h3>{e(row.label)} {e(row.version)}</h3><ul>{items}</ul>")
+    return ("<!doctype html><meta charset=utf-8><title>mcp-tether survey</title><style>"
+            "body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}"
+            ".fail{background:#fdd}.pass{background:#dfd}</style>"
+            f"<h1>mcp-tether survey</h1><p>{e(_header(result))}</p>"
+            f"<table><tr>{head}</tr>{''.join(body)}</table>"
+            f"<h2>Why each failing row fails, and what fixes it</h2>{''.join(detail)}\n")

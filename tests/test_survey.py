@@ -1,0 +1,175 @@
+"""The survey: list files, one table from real probes, services that are not there, and
+nothing left running after an interrupted survey.
+
+The servers are local fixture wheels (tests/package_fixtures.py); pip runs without an
+index, so no test reaches a registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcp_tether.cli import main
+from mcp_tether.errors import ConfigError
+from mcp_tether.survey import parse_line, parse_list
+from package_fixtures import go_offline, wheel
+
+SERVICE_DOWN = (  # the wheel's console script runs this as __main__
+    "import sys\n"
+    "sys.stderr.write('Error: connect ECONNREFUSED 127.0.0.1:5432\\n')\n"
+    "sys.exit(1)\n")
+
+
+@pytest.fixture(autouse=True)
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return go_offline(tmp_path, monkeypatch)
+
+
+def test_a_list_line_gives_spec_launch_env_call_needs_and_the_server_arguments() -> None:
+    """Words split like a shell's; everything after `--` is the server's."""
+    e = parse_line("npm:x@1.0.0 launch=direct bin=x-server env=API_KEY=dummy env=B=2 "
+                   "'call=echo:{\"message\": \"hi\"}' needs=postgres name=X timeout=60 "
+                   "-- --flag 'a b'  # comment", 3)
+    assert e is not None and e.spec.text == "npm:x@1.0.0" and e.launch == "direct"
+    assert e.bin == "x-server" and e.env == {"API_KEY": "dummy", "B": "2"}
+    assert e.call == ("echo", {"message": "hi"}) and e.needs == "postgres"
+    assert e.label == "X" and e.timeout == 60.0 and e.args == ["--flag", "a b"] and e.line == 3
+    assert parse_line("   # only a comment") is None
+
+
+@pytest.mark.parametrize("line, why", [
+    ("npm:x launch=docker", "launch='docker'"),
+    ("npm:x --flag", "server arguments go after `--`"),
+    ("npm:x call=t:{not json}", "not JSON"),
+    ("npm:x env=NOVALUE", "env=KEY=VALUE"),
+    ("cargo:x", "not a package spec"),
+])
+def test_a_bad_list_line_is_a_config_error_naming_the_line(
+        tmp_path: Path, line: str, why: str) -> None:
+    f = tmp_path / "servers.list"
+    f.write_text(f"# servers\npypi:ok==1.0\n{line}\n")
+    with pytest.raises(ConfigError, match=rf"servers.list:3:1: .*{why}"):
+        parse_list(f)
+
+
+def test_a_survey_row_has_both_host_styles_the_guard_and_every_rendering(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """1. A server that exits on EOF passes; 2. one that a non-daemon thread keeps alive
+    after EOF fails `close` in both host styles, with a diagnosis and a remedy, and passes
+    behind the guard; 3. Markdown, JSON and HTML carry the same rows."""
+    good = wheel(tmp_path, "good-server", ["good-server"])
+    bad = wheel(tmp_path, "stubborn-server", ["stubborn-server"])
+    listing = tmp_path / "servers.list"
+    listing.write_text(f"pypi:{good} launch=direct name=good\n"
+                       f"pypi:{bad} launch=direct name=stubborn -- --thread\n")
+    out = tmp_path / "out" / "survey"
+    code = main(["survey", str(listing), "--host-namespace", "-s", "close",
+                 "--out", str(out), "--jobs", "2"])
+    assert code == 0
+    data = json.loads(Path(f"{out}.json").read_text())
+    rows = {r["label"]: r for r in data["rows"]}
+    assert rows["good"]["spec_pass"] == {"node": True, "python": True, "guarded": True}
+    assert rows["good"]["language"] == "python" and rows["good"]["version"] == "1.0.0"
+    stubborn = rows["stubborn"]
+    assert stubborn["spec_pass"]["node"] is False and stubborn["spec_pass"]["python"] is False
+    assert stubborn["guard_pass"] is True
+    failed = {(f["style"], f["scenario"]) for f in stubborn["failures"]}
+    assert failed == {("node", "close"), ("python", "close")}
+    assert all(f["diagnosis"] and f["remedy"] for f in stubborn["failures"])
+    md = Path(f"{out}.md").read_text()
+    assert "| stubborn | 1.0.0 | python |" in md and "| passes |" in md
+    assert "fix: " in md and "FAIL / FAIL" in md
+    page = Path(f"{out}.html").read_text()
+    assert "<td>stubborn</td>" in page and "behind the guard" in page
+    assert capsys.readouterr().out == md
+
+
+def test_a_server_that_cannot_reach_its_service_is_reported_so_not_as_a_leak(
+        tmp_path: Path) -> None:
+    """Its stderr says ECONNREFUSED and it never answers: `needs-service`, no verdicts."""
+    whl = wheel(tmp_path, "db-server", ["db-server"], source=SERVICE_DOWN)
+    listing = tmp_path / "servers.list"
+    listing.write_text(f"pypi:{whl} launch=direct\n")
+    from mcp_tether.survey import run_survey
+
+    result = run_survey(parse_list(listing), scenarios=("close",), ready_timeout=5)
+    row = result.rows[0]
+    assert row.status == "needs-service" and "ECONNREFUSED" in row.note
+    assert not row.failures and not row.spec_pass
+
+
+def test_an_interrupted_survey_ends_every_server_it_started(tmp_path: Path) -> None:
+    """1. A survey of a server that ignores EOF and SIGTERM is running its probes;
+    2. SIGTERM to the survey; 3. it exits 143, and nothing it started is left (the
+    suite's leftover check covers every process carrying the session's cookie)."""
+    whl = wheel(tmp_path, "stubborn-server", ["stubborn-server"])
+    listing = tmp_path / "servers.list"
+    listing.write_text(f"pypi:{whl} launch=direct -- --thread --ignore-term\n")
+    p = subprocess.Popen([sys.executable, "-m", "mcp_tether", "survey", str(listing),
+                          "--host-namespace", "-s", "idle"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # poll: until the server itself runs
+        if _server_running(p.pid):
+            break
+        time.sleep(0.05)
+    else:
+        p.kill()
+        p.communicate()
+        pytest.fail("the survey never started the server")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert "stopped by SIGTERM; nothing left running" in err
+    assert "stubborn_server" in out  # the table of what was done is still printed
+
+
+def _server_running(root: int) -> bool:
+    from mcp_tether.proc import cmdline, descendants, snapshot
+
+    return any("stubborn-server" in " ".join(cmdline(i.pid))
+               for i in descendants(root, snapshot()))
+
+
+def test_a_server_that_only_passes_devnull_did_not_start() -> None:
+    """`devnull` needs no handshake: its pass does not mean the server started."""
+    from mcp_tether.survey import Failure, Row
+
+    row = Row("x", "npm:x@1", verdicts={"node": {"devnull": "exited", "close": "early-exit"}},
+              failures=[Failure("node", "close", "spec", "early-exit",
+                                "Exited during start-up (status 1): Error: boom.", "")])
+    row.reclassify()
+    assert row.status == "did-not-start" and "boom" in row.note
+    row = Row("y", "npm:y@1", needs="postgres", verdicts={"node": {"close": "early-exit"}})
+    row.reclassify()
+    assert row.status == "needs-service" and row.note.startswith("needs postgres")
+    row = Row("z", "npm:z@1", verdicts={"node": {"devnull": "exited", "close": "orphaned"}})
+    row.reclassify()
+    assert row.status == "ok"
+
+
+def test_a_survey_json_renders_again_without_probing(tmp_path: Path) -> None:
+    """`survey LIST --from-json FILE --out BASE`: the same table, no server started."""
+    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey.render import to_json
+
+    listing = tmp_path / "servers.list"
+    listing.write_text("npm:db@1.0.0 needs=postgres\n")
+    row = Row("npm:db@1.0.0", "npm:db@1.0.0", version="1.0.0",
+              verdicts={"node": {"close": "early-exit"}})
+    saved = tmp_path / "old.json"
+    saved.write_text(to_json(SurveyResult([row], 1.8e9, 12.0, 2, True)))
+    assert main(["survey", str(listing), "--from-json", str(saved),
+                 "--out", str(tmp_path / "new")]) == 0
+    data = json.loads((tmp_path / "new.json").read_text())
+    assert data["rows"][0]["status"] == "needs-service" and data["seconds"] == 12.0
+    assert "needs a service: needs postgres" in (tmp_path / "new.md").read_text()
