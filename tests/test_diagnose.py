@@ -264,3 +264,26 @@ def test_a_python_server_that_exited_in_the_window_leaving_children_is_told_they
     fix = remedy(r, argv, [{"language": "python", "state": "sdk", "package": "mcp"}])
     assert fix is not None and "mcp_tether.run(mcp)" in fix
     assert "child processes (pid 41 python kid.py, pid 42 python grand.py)" in fix
+
+
+def test_a_signal_kept_by_a_live_launcher_is_told_to_drop_the_launcher() -> None:
+    """On a result dict (the shape of a real `npx` server under the node host style's
+    SIGINT): npm exec kept the SIGINT and lives on with its sh and node below it, which
+    never received it; the remedy says the launcher is in between, not only the Node fix."""
+    cmd = ["npx", "-y", "some-server"]
+    ev = [{"t_ms": 0.0, "what": "spawn", "pid": 10, "role": "client", "cmd": "probe client"},
+          {"t_ms": 5.0, "what": "spawn", "pid": 20, "role": "server",
+           "cmd": "npx -y some-server"},
+          {"t_ms": 9.0, "what": "seen", "pid": 30, "ppid": 20, "cmd": "sh -c some-server"},
+          {"t_ms": 9.0, "what": "seen", "pid": 40, "ppid": 30, "cmd": "node some-server"},
+          {"t_ms": 50.0, "what": "sigint", "pid": 20},
+          {"t_ms": 50.0, "what": "window-start", "pid": None},
+          {"t_ms": 2050.0, "what": "window-end", "pid": None}]
+    r = {"scenario": "sigint", "host_style": "node", "verdict": "killed", "passed": False,
+         "events": ev, "survivors": [],
+         "killed_at_window": [{"pid": p, "evidence": {"alive": True}} for p in (20, 30, 40)]}
+    fix = remedy(r, cmd, [{"language": "node", "state": "sdk"}])
+    assert fix is not None and fix.startswith("`npx` stays in between")
+    r["killed_at_window"] = [{"pid": 20, "evidence": {"alive": True}}]  # the server itself
+    fix = remedy(r, ["node", "server.js"], [{"language": "node", "state": "sdk"}])
+    assert fix is not None and "stays in between" not in fix

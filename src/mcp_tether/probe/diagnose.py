@@ -356,6 +356,18 @@ def _sentence(text: str) -> str:
     return (text[:1].upper() + text[1:]).rstrip(".") + "."
 
 
+def _signal_stopped_in_between(r: dict[str, Any], command: list[str]) -> bool:
+    """A host's signal went to a launcher or shell that is still alive and kept it: a
+    process below it never received it. No line in the server can fix that."""
+    sc = r.get("scenario")
+    head = _base(command[0]) if command else ""
+    if sc not in ("sigterm", "sigint") or (head not in _SHELLS and head not in _LAUNCHERS):
+        return False
+    target = _signal_target(r, sc)
+    left = {x.get("pid") for x in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]}
+    return target in left and any(pid != target for pid in left)
+
+
 def remedy(
     r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]] | None = None
 ) -> str | None:
@@ -366,7 +378,7 @@ def remedy(
         return None
     steps: list[str] = []
     if _failed(r):
-        wrapper = _wrapper_failure(r)
+        wrapper = _wrapper_failure(r) or _signal_stopped_in_between(r, command)
         lang = _language(r, command, sdks)
         head = _base(command[0]) if command else ""
         if wrapper and head in _SHELLS:
