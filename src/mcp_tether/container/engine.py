@@ -20,6 +20,12 @@ import os
 
 from mcp_tether.container import api
 
+# What one rung did to a container (a follower's answer), shared by both followers.
+SENT, GONE, DENIED = "sent", "gone", "denied"
+# How often a follower's wait_gone asks the engine (each ask is one short CLI call, ~0.1 s).
+POLL_MIN = 0.05
+POLL_MAX = 0.25
+
 __all__ = ["Engine", "EngineError", "engine_for", "ENGINES", "PROBE_TIMEOUT"]
 
 # Container clients whose `run -i` we know how to follow.

@@ -38,8 +38,15 @@ import signal as _signal
 import time
 
 from mcp_tether import log
-from mcp_tether.container.engine import Engine, EngineError
-from mcp_tether.container.follow import DENIED, GONE, POLL_MAX, POLL_MIN, SENT
+from mcp_tether.container.engine import (
+    DENIED,
+    GONE,
+    POLL_MAX,
+    POLL_MIN,
+    SENT,
+    Engine,
+    EngineError,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -30,15 +30,20 @@ import time
 
 from mcp_tether import log
 from mcp_tether.container.command import RunCommand, parse_run
-from mcp_tether.container.engine import Engine, EngineError, engine_for
+from mcp_tether.container.engine import (
+    DENIED,
+    GONE,
+    POLL_MAX,
+    POLL_MIN,
+    SENT,
+    Engine,
+    EngineError,
+    engine_for,
+)
 from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
 
 __all__ = ["Box", "ContainerFollow", "follow_for", "owner_label", "LABEL_RUN", "LABEL_OWNER"]
 
-SENT, GONE, DENIED = "sent", "gone", "denied"
-# How often wait_gone asks the engine (each ask is one short CLI call, ~0.1 s).
-POLL_MIN = 0.05
-POLL_MAX = 0.25
 # How far back to look for the `die` event of a container removed before we looked.
 EVENTS_SINCE = 3600
 

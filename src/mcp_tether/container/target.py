@@ -15,7 +15,8 @@ from __future__ import annotations
 import signal
 import time
 
-from mcp_tether.container.follow import DENIED, SENT, ContainerFollow
+from mcp_tether.container.engine import DENIED, SENT
+from mcp_tether.container.follow import ContainerFollow
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -355,10 +355,10 @@ def write_junit_or_say(path: str | None, suites: dict[str, Any], level: str) -> 
     """Write JUnit after the results were shown; on failure, one line and exit 2."""
     if not path:
         return None
-    from mcp_tether.probe import render
+    from mcp_tether.probe.junit import write_junit
 
     try:
-        render.write_junit(path, suites, level)
+        write_junit(path, suites, level)
     except OSError as exc:
         print(f"mcp-tether: cannot write --junit {path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -16,10 +16,9 @@ from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
 from mcp_tether.probe.api import ScenarioResult, level_met
-from mcp_tether.probe.junit import write_junit
 from mcp_tether.probe.spec import ROBUST, SPEC
 
-__all__ = ["render_table", "render_json", "write_junit", "render_matrix", "VERDICT_STYLE"]
+__all__ = ["render_table", "render_json", "render_matrix", "VERDICT_STYLE"]
 
 VERDICT_STYLE = {
     "exited": "green",
