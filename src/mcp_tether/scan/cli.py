@@ -166,7 +166,7 @@ def _reap(args: argparse.Namespace) -> int:
             raise UsageError("--interval must be > 0")
         return _watch(args, users)
     if not (args.yes or args.dry_run or _terminal()):
-        raise UsageError("reap: no terminal to ask on and no --yes: refusing "
+        raise UsageError("no terminal to ask on and no --yes: refusing "
                          "(see the plan with --dry-run, then pass --yes)")
     from mcp_tether.scan.reap import REAP_MIN_AGE
 
