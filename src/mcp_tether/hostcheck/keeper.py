@@ -477,11 +477,7 @@ class Keeper:
             self.stdin_w = None
         live = set(self.live_recorders())
         tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
-        for _attempt in range(3):
-            if tree.empty():
-                break
-            tree.signal(signal.SIGKILL)
-            tree.wait(KILL_WAIT)
+        tree.kill_all(KILL_WAIT)
         if self.master is not None:
             self._drain_master()
         return sorted(live)

@@ -379,11 +379,7 @@ class Keeper(KeeperBase):
         if self.follow is not None:
             self.follow.end()  # removes it if it still runs (rm -f), or if --rm / ours
         tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
-        for _attempt in range(3):
-            if tree.empty():
-                break
-            tree.signal(signal.SIGKILL)
-            tree.wait(KILL_WAIT)
+        tree.kill_all(KILL_WAIT)
         if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
             from mcp_tether.container import end_owned_by
 

@@ -359,6 +359,16 @@ class Tree:
             finally:
                 _close_all(fds)
 
+    def kill_all(self, wait: float, attempts: int = 3) -> bool:
+        """SIGKILL the whole tree and reap it, again while something is left (a fork
+        between the look and the kill), at most `attempts` times; True when empty."""
+        for _attempt in range(attempts):
+            if self.empty():
+                return True
+            self.signal(signal.SIGKILL)
+            self.wait(wait)
+        return self.empty()
+
     def _sleep(self, seconds: float, fds: list[int]) -> None:
         poller = select.poll()
         for fd in fds:
