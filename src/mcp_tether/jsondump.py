@@ -11,7 +11,8 @@ None; anything else is a TypeError, as there. No cycle check: our documents are 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 

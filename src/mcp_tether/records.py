@@ -15,7 +15,8 @@ that `mcp-tether ps` took on a machine with 1000 processes (issue 10 holds `ps` 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing (with re and contextlib) stays off `ps`'s start-up
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar, overload

@@ -17,7 +17,7 @@ the tree is gone. Names load on first use: `spawn` never imports the MCP SDK.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: keep this package import-light
+from typing import TYPE_CHECKING
 
 __all__ = ["stdio_client", "spawn", "ServerProcess", "guard_command"]
 

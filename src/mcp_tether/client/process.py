@@ -19,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
+from typing import TYPE_CHECKING
 
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import Settled, settle, settle_budget
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 from mcp_tether.proc import ProcessId, identify
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
     from collections.abc import Mapping, Sequence

@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import signal as _signal
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether import log
 from mcp_tether.container.engine import (
@@ -48,7 +49,6 @@ from mcp_tether.container.engine import (
     EngineError,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.container.command import RunCommand
 

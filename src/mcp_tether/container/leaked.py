@@ -24,12 +24,12 @@ import json
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.container import api
 from mcp_tether.container.engine import Engine, EngineError, engine_for
 from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

@@ -14,8 +14,8 @@ asking the engine: `leaked` and everything it needs load once a daemon answers.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
 

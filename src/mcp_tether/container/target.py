@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.container.engine import DENIED, SENT
 from mcp_tether.container.follow import ContainerFollow
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.ladder import LadderTarget
 

@@ -60,7 +60,8 @@ __all__ = [
 ]
 
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any

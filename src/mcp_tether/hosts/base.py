@@ -10,12 +10,12 @@ reading of one entry from plain values lives here, once, for every host and form
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_tether.hosts.guardargv import guard_prefix
 from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
 from mcp_tether.records import field, record
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

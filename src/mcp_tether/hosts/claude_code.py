@@ -12,12 +12,12 @@ whose `allowedMcpServers` may match servers by exact `serverCommand`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_tether.hosts.base import Host, Shape
 from mcp_tether.hosts.guardargv import is_tether_name
 from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from typing import Any
 

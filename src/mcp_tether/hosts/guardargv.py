@@ -8,9 +8,10 @@ by any path, `python [flags] -m mcp_tether run ...`, `uvx mcp-tether[@ver] run .
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether.guard.argv import GuardCommand, parse_guard_argv
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

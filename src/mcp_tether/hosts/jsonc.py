@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from mcp_tether.errors import ConfigError
 from mcp_tether.records import field, record
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_tether.hosts import (
     claude_code,
@@ -32,7 +33,6 @@ from mcp_tether.hosts import (
 from mcp_tether.hosts.base import Host, Shape
 from mcp_tether.hosts.model import ConfigFile, Machine
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_tether.errors import ConfigError
 from mcp_tether.hosts import jsonc
@@ -23,7 +24,6 @@ from mcp_tether.hosts.base import Launch, Shape, read_entry
 from mcp_tether.hosts.model import ServerEntry
 from mcp_tether.records import field, record
 
-TYPE_CHECKING = False  # typing and dataclasses stay off `ps`'s start-up
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any

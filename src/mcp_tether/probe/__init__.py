@@ -25,7 +25,8 @@ __all__ = [
     "level_met",
 ]
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from mcp_tether.probe.api import (
         HOST_STYLES,

@@ -28,6 +28,7 @@ import select
 import signal
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.errors import TetherError
 from mcp_tether.ladder import run_ladder
@@ -40,7 +41,6 @@ from mcp_tether.proc.progress import Look, Starvation, look, moved
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, fork_call, spawn
 
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 

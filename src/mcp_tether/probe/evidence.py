@@ -18,8 +18,8 @@ It only reads; it never signals anything.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the keeper starts per scenario: no typing at import
 if TYPE_CHECKING:
     from typing import Any
 

@@ -29,6 +29,7 @@ import json
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
@@ -48,7 +49,6 @@ CONTAINER = ProcessId(0, -1.0)
 # it is named as left running (a wrapper's children dying with it take milliseconds).
 LEFTOVER_SETTLE = 0.5
 
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -12,12 +12,12 @@ import json
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.proc import ProcessId, cmdline, descendants, read_info, snapshot
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, reap_children
 
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any
 

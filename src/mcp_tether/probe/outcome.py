@@ -11,10 +11,10 @@ ended it.
 from __future__ import annotations
 
 import resource
+from typing import TYPE_CHECKING
 
 from mcp_tether.probe.verdict import decide
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,10 +11,10 @@ start-up path.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any
 

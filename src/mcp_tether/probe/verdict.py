@@ -13,7 +13,8 @@ Facts (all instants CLOCK_MONOTONIC seconds):
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

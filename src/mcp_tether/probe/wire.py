@@ -9,8 +9,8 @@ client capabilities carried in every request's `_meta`, SEP-2575).
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from typing import Any
 

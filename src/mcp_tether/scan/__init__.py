@@ -9,7 +9,8 @@ ending them, identity pinned), `watch` (the `reap --watch` loop and service file
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from mcp_tether.scan.find import scan
     from mcp_tether.scan.match import classify_host, looks_like_mcp

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

@@ -33,10 +33,10 @@ import marshal
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
@@ -53,7 +54,6 @@ from mcp_tether.scan.model import (
     Server,
 )
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any

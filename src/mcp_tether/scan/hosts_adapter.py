@@ -6,7 +6,8 @@ move, this file is the one-line fix.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -15,12 +15,12 @@ Guarantees:
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mcp_tether._lazy import regex
 from mcp_tether.records import replace
 from mcp_tether.scan.model import What
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

@@ -13,6 +13,7 @@ Guarantees:
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mcp_tether._lazy import regex
 from mcp_tether.records import record
@@ -20,7 +21,6 @@ from mcp_tether.scan import hosts_adapter
 from mcp_tether.scan.identify import split_title
 from mcp_tether.scan.model import What
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from typing import Any

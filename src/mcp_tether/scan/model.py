@@ -11,10 +11,11 @@ Guarantees:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether.proc.identity import ProcessId
 from mcp_tether.records import field, record
 
-TYPE_CHECKING = False  # typing stays off `ps`'s start-up
 if TYPE_CHECKING:
     from typing import Any
 

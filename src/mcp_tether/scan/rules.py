@@ -24,6 +24,7 @@ Guarantees:
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
@@ -36,7 +37,6 @@ from mcp_tether.scan.model import (
     Channel,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -6,11 +6,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.survey import Row, SurveyResult
 

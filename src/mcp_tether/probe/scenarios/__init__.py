@@ -8,8 +8,8 @@ A new scenario is one new module here plus its name in ORDER.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.scenarios.base import Scenario
 

@@ -12,9 +12,10 @@ Plain classes, no dataclasses: keepers import their scenario on their start-up p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether.probe.spec import SPEC
 
-TYPE_CHECKING = False  # typing costs ~11 ms; keepers start per scenario
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
     from mcp_tether.probe.keeper import Keeper

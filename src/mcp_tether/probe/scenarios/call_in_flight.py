@@ -7,9 +7,10 @@ says whether the answer arrived before the server exited (`call_answered`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether.probe.scenarios.base import Scenario
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
 

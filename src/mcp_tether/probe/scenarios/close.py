@@ -10,9 +10,10 @@ counts there.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether.probe.scenarios.base import Scenario
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
     from mcp_tether.probe.keeper import Keeper

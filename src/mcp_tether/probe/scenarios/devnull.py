@@ -12,11 +12,11 @@ Waiting longer can only delay a verdict, never make a correct server fail.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.probe.scenarios.base import Scenario
 from mcp_tether.proc import read_info
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
     from mcp_tether.probe.keeper import Keeper

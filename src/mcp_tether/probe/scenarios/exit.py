@@ -9,10 +9,10 @@ window.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mcp_tether.probe.scenarios.base import Scenario
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
 

@@ -9,9 +9,10 @@ never look like an early exit (issue 9 item 5).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether.probe.scenarios.base import Scenario
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
 

@@ -6,9 +6,10 @@ client's signals) end a stdio session.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether.probe.scenarios.base import Scenario
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.probe.scenarios.base import Scenario
 from mcp_tether.probe.spec import ROBUST
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.client import Client
     from mcp_tether.probe.keeper import Keeper

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from mcp_tether.probe.scenarios.base import Scenario
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.probe.keeper import Keeper
     from mcp_tether.proc import ProcessId
