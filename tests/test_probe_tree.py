@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mcp_tether.probe.keeper_base import own_tree
+from mcp_tether.probe.keeper import own_tree
 from mcp_tether.proc import descendants, snapshot
 
 pytestmark = pytest.mark.linux
