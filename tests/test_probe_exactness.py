@@ -167,15 +167,13 @@ def test_devnull_allows_the_start_up_others_measured_not_the_ready_timeout() -> 
     class FakeKeeper:
         def __init__(self, startup: float | None) -> None:
             self.spec = Spec(["x"], "devnull", window=2.0, ready_timeout=10.0, startup=startup)
-            self.facts: Any = type("F", (), {"trigger": 100.0})()
-            self.startup_seen = 0.0
 
         def live_members(self) -> list[Any]:
             return []
 
     devnull = get("devnull")
-    assert devnull.window_end(FakeKeeper(None)) == 112.0  # type: ignore[arg-type]
-    assert devnull.window_end(FakeKeeper(0.25)) == pytest.approx(103.0)  # type: ignore[arg-type]
+    assert devnull.window(FakeKeeper(None), 100.0)() == 112.0  # type: ignore[arg-type]
+    assert devnull.window(FakeKeeper(0.25), 100.0)() == pytest.approx(103.0)  # type: ignore[arg-type]
 
 
 def test_devnull_waits_while_the_server_is_still_starting(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@ ends the way the scenario says (ladder, exit, crash, half-close, ...).
 
 It runs in a process forked by the scenario's keeper (`keeper.py`) and reports each
 step as a JSON line on the control fd, stamped with CLOCK_MONOTONIC (system-wide, so
-the keeper can compare instants). Stdlib and mcp_tether.proc only: it must be cheap.
+the keeper can compare instants). The scenario (`scenarios/`) drives it through
+`scenarios.base.ClientPort`: the handshake, then its ending.
 
 Host styles (SPEC-NOTES, "Client ladders as implemented"; docs/probe.md):
 - node: stdin and stdout are UNIX socketpairs (libuv), the server stays in the client's
@@ -63,7 +64,7 @@ class Client:
         self.style = spec.host_style
         self.scenario = spec.scenario
         self.sc = get_scenario(spec.scenario)
-        self.announce_close = False  # the close scenario: closing stdin is the trigger
+        self.announce_close = False  # closing stdin is the trigger (ladder(announce=True))
         self.sess = Session()
         self.child: Spawned | None = None
         self.pidfd: int | None = None
@@ -157,6 +158,12 @@ class Client:
             return True
         except OSError:
             return False
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        """Send a request; its id."""
+        rid, data = self.sess.request(method, params)
+        self.send(data)
+        return rid
 
     def _on_line(self, line: bytes) -> None:
         kind, msg = classify(line)
@@ -284,7 +291,7 @@ class Client:
         next_look = start + tick
         self.waited = 0.0
         while rid not in self.responses:
-            if self.status is not None and not self.stdout_held():
+            if self.gone():
                 return None, "exited"
             if self.stdout_fd is None:
                 # A server that exits closes stdout a moment before it can be reaped:
@@ -305,6 +312,17 @@ class Client:
             wake = deadline if seen is None else min(deadline, next_look)
             self.pump(max(0.0, wake - now), until_event=True)
         return self.responses.pop(rid), "ok"
+
+    def await_answer_or_end(self, rid: int) -> bool:
+        """Serve until `rid` is answered, or the server exits or closes its stdout;
+        whether the answer came."""
+        while rid not in self.responses and self.status is None and self.stdout_fd is not None:
+            self.pump(None, until_event=True)
+        return rid in self.responses
+
+    def gone(self) -> bool:
+        """The direct child has exited and nothing of its tree holds its stdout."""
+        return self.status is not None and not self.stdout_held()
 
     def _look(self) -> Look | None:
         """The scenario's tree without this client: the keeper's descendants (orphans of
@@ -352,8 +370,7 @@ class Client:
         # answered by every server (the spec's basic utilities).
         caps = (msg.get("result") or {}).get("capabilities")
         probe_method = "ping" if isinstance(caps, dict) and "tools" not in caps else "tools/list"
-        rid, data = self.sess.request(probe_method)
-        self.send(data)
+        rid = self.request(probe_method)
         msg, why = self.await_response(rid, t, ceiling)
         if msg is None:
             self.emit("handshake", ok=False, method=probe_method, why=why, error=None,
@@ -362,10 +379,7 @@ class Client:
         warn = None if "error" not in msg else f"{probe_method} answered with an error"
         call = self.spec.call
         if call and send_call:
-            _rid, data = self.sess.request(
-                "tools/call", {"name": call[0], "arguments": call[1]}
-            )
-            self.send(data)
+            self.request("tools/call", {"name": call[0], "arguments": call[1]})
             self.pump(0.05)  # let the call reach the server before we end the session
         self.emit("handshake", ok=True, method=method, stateless=self.sess.stateless, warn=warn)
         return True
@@ -415,7 +429,9 @@ class Client:
                       until_event=True)
         return self.exited_at
 
-    def ladder(self) -> None:
+    def ladder(self, *, announce: bool = False) -> None:
+        """The host's shutdown ladder; `announce`: closing stdin is the trigger."""
+        self.announce_close = announce
         res = run_ladder(self, grace=self.spec.grace, term_grace=self.spec.term_grace)
         self.destroy_stdio()  # both SDKs close their ends when the ladder is over
         self.emit(

@@ -107,7 +107,6 @@ class Keeper:
         self.error_code: int | None = None
         self.cleanup_at = float("inf")
         self.at_window_end: list[dict[str, Any]] = []  # escalation: who was alive then
-        self.startup_seen = 0.0  # devnull: how long the tree was seen still starting
         self._scan_at = 0.0
         self._scan_exits = -1
         self._scan_live: list[ProcessId] = []
@@ -166,7 +165,14 @@ class Keeper:
             what = "client-exit" if self.scenario == "exit" else ev["what"]
             self._ev(ev["t"], what, on.pid if on else None)
         elif kind == "ready":
-            self.sc.keeper_trigger(self)
+            pulled = self.sc.keeper_trigger(self)
+            if pulled is None:
+                f.early_exit = True
+            else:
+                f.trigger, f.trigger_what = pulled.at, pulled.what
+                if pulled.missed:  # meant for the server, which was already gone
+                    pid = self.server.pid if self.server else None
+                    self._ev(pulled.at, pulled.what, pid, missed="gone")
         elif kind == "ladder":
             f.rungs = ev["rungs"]
             for r in f.rungs:
@@ -217,10 +223,9 @@ class Keeper:
             self._ev(t, signal.Signals(sig).name.lower(), self.server.pid)
         return sent
 
-    def note_missed_signal(self, t: float, sig: int) -> None:
-        """On the timeline: `sig` was meant for the server, which was already gone."""
-        pid = self.server.pid if self.server else None
-        self._ev(t, signal.Signals(sig).name.lower(), pid, missed="gone")
+    def tree_still_serving(self) -> bool:
+        """The direct child is gone, but a member of its tree holds the client's stdio."""
+        return self.server is not None and not self.launcher_gone_alone()
 
     def live_members(self) -> list[ProcessId]:
         return self._members(force=False)
@@ -278,7 +283,9 @@ class Keeper:
         if f.error is not None or f.early_exit or f.judge == "answer":
             return
         # Phase 2: the window, however the scenario places its end.
-        end = self.sc.window_end(self)
+        assert f.trigger is not None
+        window_end_at = self.sc.window(self, f.trigger)
+        end = window_end_at()
         if end is None:
             return
         # The window counts the tree's own time: what it waited for a CPU on a loaded
@@ -287,10 +294,10 @@ class Keeper:
 
         def window_end() -> float:
             credit = min(starved.update(self._scan_live), STARVED_CAP * self.window)
-            return (self.sc.window_end(self) or 0.0) + credit
+            return (window_end_at() or 0.0) + credit
 
         live = self._watch_until(window_end)
-        end = self.sc.window_end(self) or end
+        end = window_end_at() or end
         self._ev(end - self.window, "window-start", None)
         credit = min(starved.waited, STARVED_CAP * self.window)
         if credit >= 0.05:

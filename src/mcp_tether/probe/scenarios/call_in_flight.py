@@ -7,12 +7,7 @@ says whether the answer arrived before the server exited (`call_answered`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from mcp_tether.probe.scenarios.base import Scenario
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.client import Client
+from mcp_tether.probe.scenarios.base import ClientPort, Scenario
 
 
 class CallInFlight(Scenario):
@@ -22,19 +17,14 @@ class CallInFlight(Scenario):
     cites = "EOF with a request in flight: the server exits (the answer may be dropped)"
     needs_call = True
 
-    def client_run(self, c: Client) -> None:
+    def client_run(self, c: ClientPort) -> None:
         if not c.handshake(send_call=False):
             c.pump(None)
         assert c.spec.call is not None
-        rid, data = c.sess.request(
-            "tools/call", {"name": c.spec.call[0], "arguments": c.spec.call[1]}
-        )
-        c.send(data)
+        rid = c.request("tools/call", {"name": c.spec.call[0], "arguments": c.spec.call[1]})
         c.emit("trigger", what="eof")
         c.close_stdin()
-        while rid not in c.responses and c.status is None and c.stdout_fd is not None:
-            c.pump(None, until_event=True)
-        c.emit("call", answered=rid in c.responses)
+        c.emit("call", answered=c.await_answer_or_end(rid))
         c.pump(None)
 
 

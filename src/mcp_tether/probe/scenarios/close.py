@@ -10,13 +10,7 @@ counts there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from mcp_tether.probe.scenarios.base import Scenario
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.client import Client
-    from mcp_tether.probe.keeper import Keeper
+from mcp_tether.probe.scenarios.base import ClientPort, KeeperPort, Scenario, WindowEnd
 
 
 class Close(Scenario):
@@ -27,15 +21,16 @@ class Close(Scenario):
     judge = "ladder"
     early_exit_needs_handshake = True
 
-    def client_end(self, c: Client) -> None:
-        c.announce_close = True
-        c.ladder()
+    def client_end(self, c: ClientPort) -> None:
+        c.ladder(announce=True)
         c.emit("done")
         c.pump(None)
 
-    def window_end(self, k: Keeper) -> float | None:
+    def window(self, k: KeeperPort, trigger: float) -> WindowEnd:
+        """The window opens when the client's ladder has ended, not at the trigger."""
         done = k.wait_for_ladder()
-        return None if done is None else done + k.spec.effective_window
+        end = None if done is None else done + k.spec.effective_window
+        return lambda: end
 
     def passes(self, verdict: str, guarded: bool) -> bool:
         return verdict == "exited" or (guarded and verdict == "terminated")

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import TYPE_CHECKING
 
-from mcp_tether.probe.scenarios.base import Scenario
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.keeper import Keeper
+from mcp_tether.probe.scenarios.base import KeeperPort, Scenario, Trigger
 
 
 class Crash(Scenario):
@@ -21,10 +17,10 @@ class Crash(Scenario):
     description = "the probe SIGKILLs the client; pass: tree gone within the window"
     cites = "stdin at EOF when the client crashes: the server exits"
 
-    def keeper_trigger(self, k: Keeper) -> None:
+    def keeper_trigger(self, k: KeeperPort) -> Trigger:
         t = time.monotonic()
         k.kill_client(signal.SIGKILL)
-        k.facts.trigger, k.facts.trigger_what = t, self.trigger_what
+        return Trigger(t, self.trigger_what)
 
 
 SCENARIO = Crash()

@@ -12,14 +12,9 @@ Waiting longer can only delay a verdict, never make a correct server fail.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from mcp_tether.probe.scenarios.base import Scenario
+from mcp_tether.probe.scenarios.base import ClientPort, KeeperPort, Scenario, WindowEnd
 from mcp_tether.proc import read_info
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.client import Client
-    from mcp_tether.probe.keeper import Keeper
 
 # Start-up measured elsewhere, under the same load: allow this much more.
 STARTUP_FACTOR = 2.0
@@ -32,23 +27,34 @@ class Devnull(Scenario):
     cites = "stdin at EOF from the start: the server exits"
     stdin_at_eof = True
 
-    def client_run(self, c: Client) -> None:
+    def client_run(self, c: ClientPort) -> None:
         c.emit("trigger", what="eof")
         c.pump(None)
 
-    def window_end(self, k: Keeper) -> float | None:
-        t = k.facts.trigger
-        assert t is not None
-        rt = k.spec.ready_timeout
-        s = k.spec.startup
+    def window(self, k: KeeperPort, trigger: float) -> WindowEnd:
+        return _Allowance(k, trigger)
+
+
+class _Allowance:
+    """The window's end after the server's start-up allowance: the start-up the runner
+    sent (read each time: it may arrive while this keeper watches), or --ready-timeout;
+    while the tree is still starting it grows, up to --ready-timeout."""
+
+    def __init__(self, k: KeeperPort, trigger: float) -> None:
+        self.k, self.trigger = k, trigger
+        self.seen_starting = 0.0  # how long after the trigger it was seen still starting
+
+    def __call__(self) -> float:
+        spec, t = self.k.spec, self.trigger
+        rt, s = spec.ready_timeout, spec.startup
         allowance = rt if s is None else min(rt, s * STARTUP_FACTOR + STARTUP_SLACK)
         now = time.monotonic()
-        if allowance < now - t < rt and _starting(k):
-            k.startup_seen = max(k.startup_seen, now - t)  # still starting: not yet judged
-        return t + max(allowance, k.startup_seen) + k.spec.effective_window
+        if allowance < now - t < rt and _starting(self.k):
+            self.seen_starting = max(self.seen_starting, now - t)  # not yet judged
+        return t + max(allowance, self.seen_starting) + spec.effective_window
 
 
-def _starting(k: Keeper) -> bool:
+def _starting(k: KeeperPort) -> bool:
     """Is a process of the tree runnable or in disk sleep (not blocked on input)?"""
     for p in k.live_members():
         info = read_info(p.pid)

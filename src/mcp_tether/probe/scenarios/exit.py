@@ -9,12 +9,8 @@ window.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
-from mcp_tether.probe.scenarios.base import Scenario
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.client import Client
+from mcp_tether.probe.scenarios.base import ClientPort, Scenario
 
 
 class Exit(Scenario):
@@ -22,7 +18,7 @@ class Exit(Scenario):
     description = "client exits without closing anything; pass: tree gone within the window"
     cites = "stdin at EOF when the client's process ends: the server exits"
 
-    def client_end(self, c: Client) -> None:
+    def client_end(self, c: ClientPort) -> None:
         c.emit("trigger", what="eof")
         os._exit(0)
 

@@ -9,12 +9,7 @@ never look like an early exit (issue 9 item 5).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from mcp_tether.probe.scenarios.base import Scenario
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.client import Client
+from mcp_tether.probe.scenarios.base import ClientPort, Scenario
 
 
 class HalfClose(Scenario):
@@ -25,7 +20,7 @@ class HalfClose(Scenario):
     def applies(self, host_style: str) -> bool:
         return host_style != "python"  # a pipe has no half-close: closing it is the close
 
-    def client_end(self, c: Client) -> None:
+    def client_end(self, c: ClientPort) -> None:
         c.emit("trigger", what="eof")  # first: the server may be gone a moment later
         c.close_stdin()
         c.pump(None)

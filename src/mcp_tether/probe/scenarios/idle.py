@@ -6,12 +6,7 @@ client's signals) end a stdio session.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from mcp_tether.probe.scenarios.base import Scenario
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.client import Client
+from mcp_tether.probe.scenarios.base import ClientPort, Scenario
 
 
 class Idle(Scenario):
@@ -21,13 +16,12 @@ class Idle(Scenario):
     pass_verdict = "alive"
     judge = "answer"
 
-    def client_end(self, c: Client) -> None:
+    def client_end(self, c: ClientPort) -> None:
         c.pump(c.spec.idle)
-        if c.status is not None and not c.stdout_held():  # gone, and its tree with it
+        if c.gone():  # and its tree with it
             c.emit("idle", answered=False, why="exited")
         else:
-            rid, data = c.sess.request("tools/list")
-            c.send(data)
+            rid = c.request("tools/list")
             msg, why = c.await_response(rid, c.spec.ready_timeout, c.spec.ready_ceiling)
             c.emit("idle", answered=msg is not None, why=why)
         c.ladder()

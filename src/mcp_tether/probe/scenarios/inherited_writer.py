@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import TYPE_CHECKING
 
-from mcp_tether.probe.scenarios.base import Scenario
+from mcp_tether.probe.scenarios.base import ClientPort, KeeperPort, Scenario, Trigger
 from mcp_tether.probe.spec import ROBUST
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.client import Client
-    from mcp_tether.probe.keeper import Keeper
 
 
 class InheritedWriter(Scenario):
@@ -26,15 +21,15 @@ class InheritedWriter(Scenario):
     level = ROBUST
     trigger_what = "parent-death"
 
-    def client_end(self, c: Client) -> None:
+    def client_end(self, c: ClientPort) -> None:
         c.fork_writer_holder()
         c.emit("ready")
         c.pump(None)
 
-    def keeper_trigger(self, k: Keeper) -> None:
+    def keeper_trigger(self, k: KeeperPort) -> Trigger:
         t = time.monotonic()
         k.kill_client(signal.SIGKILL)
-        k.facts.trigger, k.facts.trigger_what = t, self.trigger_what
+        return Trigger(t, self.trigger_what)
 
 
 SCENARIO = InheritedWriter()

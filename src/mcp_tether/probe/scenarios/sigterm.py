@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import TYPE_CHECKING
 
-from mcp_tether.probe.scenarios.base import Scenario
-
-if TYPE_CHECKING:
-    from mcp_tether.probe.keeper import Keeper
-    from mcp_tether.proc import ProcessId
+from mcp_tether.probe.scenarios.base import KeeperPort, Scenario, Trigger
+from mcp_tether.proc import ProcessId
 
 
 class Sigterm(Scenario):
@@ -25,19 +21,17 @@ class Sigterm(Scenario):
     trigger_what = "sigterm"
     signum = signal.SIGTERM
 
-    def keeper_trigger(self, k: Keeper) -> None:
+    def keeper_trigger(self, k: KeeperPort) -> Trigger | None:
         t = time.monotonic()
         if k.signal_server(self.signum):
-            k.facts.trigger, k.facts.trigger_what = t, self.trigger_what
-        elif k.server is not None and not k.launcher_gone_alone():
+            return Trigger(t, self.trigger_what)
+        if k.tree_still_serving():
             # A launcher gone, its tree still serving (issue 22): the host's signal to
             # its child finds no one, as it would under a real host; judge the tree.
-            k.facts.trigger, k.facts.trigger_what = t, self.trigger_what
-            k.note_missed_signal(t, self.signum)
-        else:
-            k.facts.early_exit = True
+            return Trigger(t, self.trigger_what, missed=True)
+        return None
 
-    def after_window(self, k: Keeper, live: list[ProcessId]) -> list[ProcessId]:
+    def after_window(self, k: KeeperPort, live: list[ProcessId]) -> list[ProcessId]:
         return k.escalate(live)
 
 
