@@ -14,7 +14,7 @@ import pytest
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound
 from mcp_tether.probe import ProbeOptions, probe
-from mcp_tether.probe.verdict import Facts, decide
+from mcp_tether.probe.verdict import Facts, Rung, Survivor, decide
 from mcp_tether.proc import descendants, identify, signal_process
 
 pytestmark = pytest.mark.linux
@@ -178,18 +178,17 @@ def test_an_interrupted_probe_leaves_nothing_running(sig: int) -> None:
 
 
 def test_verdicts_follow_the_rungs() -> None:
-    rungs = [{"action": "close-stdin", "sent_at": 10.0}, {"action": "sigterm", "sent_at": 12.0},
-             {"action": "sigkill", "sent_at": 14.0}]
-    f = Facts("close", trigger=10.0, gone_at=10.01, rungs=rungs)
+    rungs = [Rung("close-stdin", 10.0), Rung("sigterm", 12.0), Rung("sigkill", 14.0)]
+    f = Facts("close", judge="ladder", trigger=10.0, gone_at=10.01, rungs=rungs)
     assert decide(f) == ("exited", "eof", 10.0)
     f.gone_at = 12.002
     assert decide(f)[:2] == ("terminated", "sigterm")
     f.gone_at = 14.5
     assert decide(f)[:2] == ("killed", "sigkill")
-    f.survivors = [{"pid": 1}]
+    f.survivors = [Survivor(1)]
     assert decide(f)[0] == "orphaned"
     assert decide(Facts("exit", trigger=1.0, gone_at=1.25, trigger_what="eof")) == (
         "exited", "eof", 250.0)
-    assert decide(Facts("idle", answered=True))[0] == "alive"
+    assert decide(Facts("idle", judge="answer", answered=True))[0] == "alive"
     assert decide(Facts("crash", error="boom"))[0] == "error"
     assert os.getpid() > 0

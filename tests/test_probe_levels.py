@@ -13,7 +13,7 @@ import pytest
 
 from mcp_tether.cli import main
 from mcp_tether.probe import ProbeOptions, ScenarioResult, probe
-from mcp_tether.probe.verdict import Facts, decide
+from mcp_tether.probe.verdict import Facts, Survivor, decide
 from mcp_tether.pytest_plugin import run_lifecycle
 
 pytestmark = pytest.mark.linux
@@ -192,9 +192,9 @@ def test_a_server_still_alive_at_the_horizon_is_orphaned() -> None:
 
 def test_lingered_and_orphaned_are_decided_from_the_survivors_exit_instants() -> None:
     f = Facts("exit", trigger=10.0, trigger_what="eof",
-              survivors=[{"pid": 5, "gone_at": 12.5}, {"pid": 6, "gone_at": 11.0}])
+              survivors=[Survivor(5, gone_at=12.5), Survivor(6, gone_at=11.0)])
     assert decide(f) == ("lingered", "eof", 2500.0)
-    f.survivors.append({"pid": 7})
+    f.survivors.append(Survivor(7))
     assert decide(f)[0] == "orphaned"
 
 

@@ -33,13 +33,15 @@ import json
 import os
 import signal
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.probe.outcome import Event, Exit, Observation, result
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.spec import READY_CEILING, STARVED_CAP, Spec
-from mcp_tether.probe.verdict import Facts
+from mcp_tether.probe.verdict import Facts, Rung, Survivor
 from mcp_tether.proc import (
     ExitWaiter,
     ProcessId,
@@ -63,10 +65,6 @@ CONTAINER = ProcessId(0, -1.0)
 LEFTOVER_SETTLE = 0.5
 STDERR_TAIL = 2000
 SCAN_TICK = 0.25  # seconds between tree rescans while nothing happens
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
 
 
 class Interrupted(Exception):
@@ -106,12 +104,11 @@ class Keeper:
         self.stop_why = "interrupted"
         self.error_code: int | None = None
         self.cleanup_at = float("inf")
-        self.at_window_end: list[dict[str, Any]] = []  # escalation: who was alive then
+        self.at_window_end: list[Survivor] = []  # escalation: who was alive then
         self._scan_at = 0.0
         self._scan_exits = -1
         self._scan_live: list[ProcessId] = []
-        # The timeline (`events` in the result): (t, what, pid, extra), t monotonic.
-        self.events: list[tuple[float, str, int | None, dict[str, Any]]] = []
+        self.events: list[Event] = []  # the timeline (`events` in the result)
         self.t0 = time.monotonic()
         self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
         self.wire_keys: set[tuple[int, int]] = set()  # the same ends, as (st_dev, st_ino)
@@ -174,12 +171,12 @@ class Keeper:
                     pid = self.server.pid if self.server else None
                     self._ev(pulled.at, pulled.what, pid, missed="gone")
         elif kind == "ladder":
-            f.rungs = ev["rungs"]
+            f.rungs = [Rung(r["action"], r["sent_at"], r.get("outcome")) for r in ev["rungs"]]
             for r in f.rungs:
-                what = {"close-stdin": "eof"}.get(r["action"], r["action"])
-                self._ev(r["sent_at"], what, self.server.pid if self.server else None)
+                what = {"close-stdin": "eof"}.get(r.action, r.action)
+                self._ev(r.sent_at, what, self.server.pid if self.server else None)
             if f.rungs:
-                f.trigger, f.trigger_what = f.rungs[0]["sent_at"], "eof"
+                f.trigger, f.trigger_what = f.rungs[0].sent_at, "eof"
             self.ladder_done_at = ev["t"]
         elif kind == "idle":
             f.answered = bool(ev["answered"])
@@ -322,10 +319,10 @@ class Keeper:
         exited = self.waiter.exited
         for s, p in zip(f.survivors, live, strict=True):
             if p == CONTAINER and self.follow.stopped_at is not None:
-                s["gone_at"], s["status"] = self.follow.stopped_at, self.follow.exit_code
+                s.gone_at, s.status = self.follow.stopped_at, self.follow.exit_code
             elif p in exited and exited[p] < self.cleanup_at:
-                s["gone_at"] = exited[p]
-                s["status"] = self.reaped.get(p.pid)
+                s.gone_at = exited[p]
+                s.status = self.reaped.get(p.pid)
 
     def _name_leftovers(self) -> None:
         """An early exit that left members of the tree running: name them (the clean-up
@@ -374,31 +371,26 @@ class Keeper:
             self._step(0.05)
         self._reap()
 
-    def _describe(self, p: ProcessId) -> dict[str, Any]:
+    def _describe(self, p: ProcessId) -> Survivor:
         """One survivor, with the evidence of what keeps it alive (taken before the
         clean-up kills anything)."""
         from mcp_tether.probe.evidence import collect
-        from mcp_tether.proc import read_info
 
         if p == CONTAINER:  # the container of a `docker run -i` server
             inside = self.follow.survivors()
             what = "; ".join(f"`{d['cmdline']}`" for d in inside)[:300]
-            return {"pid": 0, "ppid": None, "ppid_is_probe": False,
-                    "cmdline": f"container {self.follow.short_id}: {what}",
-                    "container": self.follow.short_id}
+            return Survivor(0, f"container {self.follow.short_id}: {what}",
+                            container=self.follow.short_id)
         info = read_info(p.pid)
-        return {
-            "pid": p.pid,
-            "ppid": info.ppid if info else None,
-            "ppid_is_probe": bool(info and info.ppid == self.me),
-            "cmdline": " ".join(cmdline(p.pid))[:300],
-            "evidence": collect(p.pid, self.wire),
-        }
+        return Survivor(p.pid, " ".join(cmdline(p.pid))[:300],
+                        ppid=info.ppid if info else None,
+                        ppid_is_probe=bool(info and info.ppid == self.me),
+                        evidence=collect(p.pid, self.wire))
 
     # -- plumbing: the timeline, the poll step, reaping, the tree scan -------------------
     def _ev(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
         """Note one event of the timeline (monotonic instant, what, which process)."""
-        self.events.append((t, what, pid, extra))
+        self.events.append(Event(t, what, pid, extra))
 
     def _setup_signals(self) -> None:
         # Handlers only record (the core's SignalInbox); `_step` acts on what it drained.
@@ -551,7 +543,6 @@ class Keeper:
     # -- main -------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         from mcp_tether.probe.client import client_main
-        from mcp_tether.probe.outcome import result
 
         platform.set_subreaper()
         self._setup_signals()
@@ -583,14 +574,25 @@ class Keeper:
         self.client = identify(pid) or ProcessId(pid, -1)
         self.client_side.add(pid)
         self._ev(self.t0, "spawn", pid, role="client", cmd="probe client")
-        interrupted = False
         try:
             self.drive()
         except Interrupted:
-            interrupted = True
+            self.facts.error = self.stop_why
         finally:
             self.cleanup()
-        return result(self, interrupted)
+        return result(self.observation())
+
+    def observation(self) -> Observation:
+        """What this keeper saw, as typed facts for the result line."""
+        exited = self.waiter.exited
+        return Observation(
+            spec=self.spec, facts=self.facts, stderr=self.stderr_tail.decode(errors="replace"),
+            status=self.status, server=self.server,
+            exits=[Exit(p, exited[p], self.reaped.get(p.pid)) for p in self.seen if p in exited],
+            cleanup_at=self.cleanup_at, t0=self.t0, events=self.events,
+            at_window_end=self.at_window_end, warnings=self.warnings, startup=self.startup,
+            handshake=self.handshake, error_code=self.error_code, client_cpu=self.client_cpu,
+        )
 
 
 _CHILDREN: list[bool] = []  # cached: does this kernel have /proc/<pid>/task/<tid>/children?

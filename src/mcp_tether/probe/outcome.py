@@ -1,24 +1,66 @@
 """The keeper's result line: the verdict and the words that explain it.
 
-From what the keeper observed (facts, exit status, stderr, the runner's spec) to the
-JSON object the runner parses into a `ScenarioResult`. Verdicts come from
-`verdict.decide`; here only the detail is worded: who was alive at the window's end,
-what the probe then did, what outlived that (issue 9 item 4), how long a `lingered`
-process took and what ended it, and, for a guarded server, which rung of the guard
-ended it.
+From what the keeper observed (an `Observation`: typed facts, no keeper) to the JSON
+object the runner parses into a `ScenarioResult`. Verdicts come from `verdict.decide`;
+here only the detail is worded: who was alive at the window's end, what the probe then
+did, what outlived that (issue 9 item 4), how long a `lingered` process took and what
+ended it, and, for a guarded server, which rung of the guard ended it. Survivors and
+events become dicts here, at the JSON edge, and nowhere else.
 """
 
 from __future__ import annotations
 
 import resource
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
-from mcp_tether.probe.verdict import decide
+from mcp_tether.probe.scenarios import get as get_scenario
+from mcp_tether.probe.spec import Spec
+from mcp_tether.probe.verdict import Facts, Survivor, decide
+from mcp_tether.proc import ProcessId
 
-if TYPE_CHECKING:
-    from typing import Any
+__all__ = ["Event", "Exit", "Observation", "result", "cause", "guard_rung"]
 
-    from mcp_tether.probe.keeper import Keeper
+
+@dataclass
+class Event:
+    """One event of the timeline: its monotonic instant, what, which process, details."""
+
+    t: float
+    what: str
+    pid: int | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Exit:
+    """A process of the tree seen to exit: when, and its status if we reaped it."""
+
+    ident: ProcessId
+    t: float
+    status: int | None
+
+
+@dataclass
+class Observation:
+    """Everything one keeper saw of its scenario, as the result line needs it."""
+
+    spec: Spec
+    facts: Facts
+    stderr: str  # the tail of the server's stderr
+    status: int | None  # the server's exit status, as the scenario saw it
+    server: ProcessId | None
+    exits: list[Exit]  # of every process of the tree seen to exit
+    cleanup_at: float  # when the keeper's clean-up began (inf: never)
+    t0: float  # when the client was forked: the timeline's zero
+    events: list[Event] = field(default_factory=list)
+    at_window_end: list[Survivor] = field(default_factory=list)  # escalation: alive then
+    warnings: list[str] = field(default_factory=list)
+    startup: float | None = None  # spawn -> handshake answered, seconds
+    handshake: str | None = None  # the method that was answered
+    error_code: int | None = None  # the spawn's exit code (127, 126) when it failed
+    client_cpu: float = 0.0  # seconds of CPU the probe's client used
+
 
 SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV",
                 13: "SIGPIPE", 15: "SIGTERM"}
@@ -53,115 +95,127 @@ def guard_rung(stderr: str) -> str | None:
     return "self"
 
 
-def _who(survivors: list[dict[str, Any]]) -> str:
+def _who(survivors: list[Survivor]) -> str:
     return ", ".join(
-        s["cmdline"] if s.get("container") else  # "container 5a74…: `sleep`"
-        f"pid {s['pid']} (ppid {s['ppid']}{' = probe' if s.get('ppid_is_probe') else ''})"
-        f" {s['cmdline']}"
+        s.cmdline if s.container else  # "container 5a74…: `sleep`"
+        f"pid {s.pid} (ppid {s.ppid}{' = probe' if s.ppid_is_probe else ''}) {s.cmdline}"
         for s in survivors
     )
 
 
-def result(k: Keeper, interrupted: bool) -> dict[str, Any]:
-    f = k.facts
-    spec = k.spec
-    if interrupted:
-        f.error = k.stop_why
+def described(s: Survivor) -> dict[str, Any]:
+    """A survivor as it was described at its deadline (`killed_at_window` in the JSON)."""
+    d: dict[str, Any] = {"pid": s.pid, "ppid": s.ppid, "ppid_is_probe": s.ppid_is_probe,
+                         "cmdline": s.cmdline}
+    if s.container is not None:
+        d["container"] = s.container
+    else:
+        d["evidence"] = s.evidence
+    return d
+
+
+def result(o: Observation) -> dict[str, Any]:
+    f = o.facts
+    spec = o.spec
+    sc = get_scenario(spec.scenario)
+    window_s = spec.effective_window
     verdict, rung, exit_ms = decide(f)
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    stderr = k.stderr_tail.decode(errors="replace")
+    stderr = o.stderr
     detail = f.error or ""
-    window = f"{k.window:g} s"
+    window = f"{window_s:g} s"
     if verdict in ("orphaned", "lingered"):
-        gone = [s for s in f.survivors if s.get("gone_at") is not None]
-        alive = [s for s in f.survivors if s.get("gone_at") is None]
+        gone = [s for s in f.survivors if s.gone_at is not None]
+        alive = [s for s in f.survivors if s.gone_at is None]
         parts = []
-        if k.at_window_end:
-            parts.append(f"alive {window} after {k.scenario.upper()}: {_who(k.at_window_end)};"
-                         " the probe then SIGKILLed the server, as a host would")
+        if o.at_window_end:
+            parts.append(f"alive {window} after {spec.scenario.upper()}: "
+                         f"{_who(o.at_window_end)}; the probe then SIGKILLed the server, "
+                         "as a host would")
             parts.append(f"outlived that: {_who(f.survivors)}")
         else:
             parts.append(f"alive {window} after the trigger: {_who(f.survivors)}")
         for s in gone:
-            assert f.trigger is not None
-            ms = (s["gone_at"] - f.trigger) * 1000
-            parts.append(f"pid {s['pid']} lingered: gone {ms:.0f} ms after the trigger, "
-                         + cause(s.get("status"), stderr))
+            assert f.trigger is not None and s.gone_at is not None
+            ms = (s.gone_at - f.trigger) * 1000
+            parts.append(f"pid {s.pid} lingered: gone {ms:.0f} ms after the trigger, "
+                         + cause(s.status, stderr))
         if alive and gone:
             parts.append(f"still alive {spec.horizon_s:g} s after the window")
         elif alive:
             parts.append(f"still alive {spec.horizon_s:g} s after the window (orphaned)")
         detail = "; ".join(parts)
     elif verdict == "early-exit":
-        detail = f"server exited before the trigger (status {k.status})"
+        detail = f"server exited before the trigger (status {o.status})"
         if f.survivors:  # named, never removed silently; the clean-up ended them
             detail += (f"; it left running: {_who(f.survivors)} "
                        "(the probe's clean-up ended them)")
     elif verdict == "killed" and f.killed_by_probe is not None:
-        detail = (f"did not exit within {window} of {k.scenario.upper()}: "
-                  f"alive then: {_who(k.at_window_end)}; the probe SIGKILLed the server, "
+        detail = (f"did not exit within {window} of {spec.scenario.upper()}: "
+                  f"alive then: {_who(o.at_window_end)}; the probe SIGKILLed the server, "
                   "as a host would; nothing outlived that")
-    if k.server is not None and k.status is None:
+    server_status = o.status
+    if o.server is not None and server_status is None:
         # Only an exit seen before our clean-up is the server's own doing.
-        exited = k.waiter.exited.get(k.server)
-        if exited is not None and exited < k.cleanup_at:
-            k.status = k.reaped.get(k.server.pid)
-    status = None if verdict in ("alive", "error") else k.status
+        for e in o.exits:
+            if e.ident == o.server and e.t < o.cleanup_at:
+                server_status = e.status
+    status = None if verdict in ("alive", "error") else server_status
     # ...what our clean-up did to an idle or failed server says nothing about it.
     g_rung = guard_rung(stderr) if spec.guarded and verdict != "error" else None
     if spec.guarded and detail == "" and g_rung:
         detail = f"guarded: the guard ended it at rung {g_rung}"
     return {
-        "scenario": k.scenario,
+        "scenario": spec.scenario,
         "host_style": spec.host_style,
-        "level": k.sc.level,
+        "level": sc.level,
         "verdict": verdict,
-        "passed": k.sc.passes(verdict, spec.guarded),
+        "passed": sc.passes(verdict, spec.guarded),
         "exit_ms": exit_ms,
         "rung": rung,
         "exit_status": status,
         "survivors": [
-            {"pid": s["pid"], "ppid": s["ppid"], "cmdline": s["cmdline"],
-             "evidence": s.get("evidence"), "container": s.get("container"),
-             "lingered_ms": None if s.get("gone_at") is None or f.trigger is None
-             else round((s["gone_at"] - f.trigger) * 1000, 1),
-             "cause": None if s.get("gone_at") is None else cause(s.get("status"), stderr)}
+            {"pid": s.pid, "ppid": s.ppid, "cmdline": s.cmdline,
+             "evidence": s.evidence, "container": s.container,
+             "lingered_ms": None if s.gone_at is None or f.trigger is None
+             else round((s.gone_at - f.trigger) * 1000, 1),
+             "cause": None if s.gone_at is None else cause(s.status, stderr)}
             for s in f.survivors
         ],
-        "warnings": k.warnings,
+        "warnings": o.warnings,
         "detail": detail,
         "guarded": spec.guarded,
         "guard_rung": g_rung,
         "call_answered": f.call_answered,
-        "window_s": k.window,
-        "startup_ms": None if k.startup is None else round(k.startup * 1000, 1),
-        "handshake": k.handshake,
-        "error_code": k.error_code,
+        "window_s": window_s,
+        "startup_ms": None if o.startup is None else round(o.startup * 1000, 1),
+        "handshake": o.handshake,
+        "error_code": o.error_code,
         "stderr_tail": stderr,
-        "probe_cpu_ms": round((ru.ru_utime + ru.ru_stime + k.client_cpu) * 1000, 1),
+        "probe_cpu_ms": round((ru.ru_utime + ru.ru_stime + o.client_cpu) * 1000, 1),
         "trigger_at": f.trigger,
         "gone_at": f.gone_at,
-        "t0": k.t0,
-        "events": timeline(k),
-        "killed_at_window": k.at_window_end,
+        "t0": o.t0,
+        "events": timeline(o),
+        "killed_at_window": [described(s) for s in o.at_window_end],
     }
 
 
-def timeline(k: Keeper) -> list[dict[str, Any]]:
+def timeline(o: Observation) -> list[dict[str, Any]]:
     """The keeper's events plus each process's exit, in ms since the client was forked.
 
     Only what was alive at the window's end was ended by the clean-up; any other exit
     seen after the clean-up began was noticed late (a loaded keeper), not caused by it.
     """
-    evs = list(k.events)
-    alive = {d["pid"] for d in k.facts.survivors + k.at_window_end}
-    for p in k.seen:
-        t = k.waiter.exited.get(p)
-        if t is not None:
-            extra: dict[str, Any] = {"status": k.reaped.get(p.pid)}
-            if t >= k.cleanup_at:
-                extra["by" if p.pid in alive else "noticed"] = (
-                    "probe-cleanup" if p.pid in alive else "late")
-            evs.append((t, "exit", p.pid, extra))
-    evs.sort(key=lambda e: e[0])
-    return [dict(e[3], t_ms=round((e[0] - k.t0) * 1000, 1), what=e[1], pid=e[2]) for e in evs]
+    evs = list(o.events)
+    alive = {s.pid for s in o.facts.survivors + o.at_window_end}
+    for e in o.exits:
+        extra: dict[str, Any] = {"status": e.status}
+        if e.t >= o.cleanup_at:
+            pid = e.ident.pid
+            extra["by" if pid in alive else "noticed"] = (
+                "probe-cleanup" if pid in alive else "late")
+        evs.append(Event(e.t, "exit", e.ident.pid, extra))
+    evs.sort(key=lambda e: e.t)
+    return [dict(e.extra, t_ms=round((e.t - o.t0) * 1000, 1), what=e.what, pid=e.pid)
+            for e in evs]

@@ -6,51 +6,58 @@ Facts (all instants CLOCK_MONOTONIC seconds):
 - gone_at: when the last process of the server's tree was seen to exit (None: not gone)
 - survivors: processes of the tree alive when the window closed; each may carry
   `gone_at` (it exited later, within the horizon: the scenario `lingered`)
-- rungs: the client's ladder [{action, sent_at, outcome}] (close and idle)
+- rungs: the client's ladder (close and idle), each `Rung(action, sent_at, outcome)`
 - early_exit: the server exited before the trigger
 - killed_by_probe: for sigterm/sigint, the probe (as host) had to SIGKILL after the window
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
-if TYPE_CHECKING:
-    from typing import Any
-
-__all__ = ["Facts", "decide"]
+__all__ = ["Facts", "Rung", "Survivor", "decide"]
 
 
+@dataclass
+class Rung:
+    """One rung of the client's ladder, as the client climbed it."""
+
+    action: str  # close-stdin | sigterm | sigkill
+    sent_at: float
+    outcome: str | None = None
+
+
+@dataclass
+class Survivor:
+    """A process of the tree alive at a deadline, with what keeps it alive."""
+
+    pid: int
+    cmdline: str = ""
+    ppid: int | None = None
+    ppid_is_probe: bool = False
+    evidence: dict[str, Any] | None = None  # `evidence.collect`; None for a container
+    container: str | None = None  # the short id, when the member is a container
+    gone_at: float | None = None  # it exited later, within the horizon
+    status: int | None = None  # its exit status, when we reaped it
+
+
+@dataclass
 class Facts:
-    """What one scenario showed. A plain class: the keeper starts without dataclasses."""
+    """What one scenario showed."""
 
-    def __init__(
-        self,
-        scenario: str,
-        trigger: float | None = None,
-        trigger_what: str | None = None,  # eof | parent-death | sigterm | sigint
-        gone_at: float | None = None,
-        survivors: list[dict[str, Any]] | None = None,
-        rungs: list[dict[str, Any]] | None = None,
-        early_exit: bool = False,
-        error: str | None = None,
-        answered: bool | None = None,  # idle
-        killed_by_probe: float | None = None,
-        judge: str | None = None,
-    ) -> None:
-        self.scenario = scenario
-        self.trigger = trigger
-        self.trigger_what = trigger_what
-        self.gone_at = gone_at
-        self.survivors = survivors if survivors is not None else []
-        self.rungs = rungs if rungs is not None else []
-        self.early_exit = early_exit
-        self.error = error
-        self.answered = answered
-        self.killed_by_probe = killed_by_probe
-        # Older callers name the scenario only; the two special judges follow from it.
-        self.judge = judge or {"close": "ladder", "idle": "answer"}.get(scenario, "window")
-        self.call_answered: bool | None = None  # call-in-flight
+    scenario: str
+    judge: str = "window"
+    trigger: float | None = None
+    trigger_what: str | None = None  # eof | parent-death | sigterm | sigint
+    gone_at: float | None = None
+    survivors: list[Survivor] = field(default_factory=list)
+    rungs: list[Rung] = field(default_factory=list)
+    early_exit: bool = False
+    error: str | None = None
+    answered: bool | None = None  # idle
+    killed_by_probe: float | None = None
+    call_answered: bool | None = None  # call-in-flight
 
 
 def decide(f: Facts) -> tuple[str, str | None, float | None]:
@@ -65,13 +72,14 @@ def decide(f: Facts) -> tuple[str, str | None, float | None]:
         return "error", None, None
     exit_ms = None if f.gone_at is None else round((f.gone_at - f.trigger) * 1000, 1)
     if f.survivors:
-        last = f.rungs[-1]["action"] if f.rungs else f.trigger_what
-        if all(s.get("gone_at") is not None for s in f.survivors):
-            late = max(float(s["gone_at"]) for s in f.survivors)
+        last = f.rungs[-1].action if f.rungs else f.trigger_what
+        gone = [s.gone_at for s in f.survivors]
+        if all(t is not None for t in gone):
+            late = max(t for t in gone if t is not None)
             return "lingered", _rung_name(last), round((late - f.trigger) * 1000, 1)
         return "orphaned", _rung_name(last), None
     if f.judge == "ladder":
-        sent = {r["action"]: r["sent_at"] for r in f.rungs}
+        sent = {r.action: r.sent_at for r in f.rungs}
         assert f.gone_at is not None
         if "sigterm" not in sent or f.gone_at < sent["sigterm"]:
             return "exited", "eof", exit_ms
@@ -85,9 +93,3 @@ def decide(f: Facts) -> tuple[str, str | None, float | None]:
 
 def _rung_name(action: str | None) -> str | None:
     return {"close-stdin": "eof"}.get(action or "", action)
-
-
-def passed(scenario: str, verdict: str, guarded: bool = False) -> bool:
-    from mcp_tether.probe.scenarios import get
-
-    return get(scenario).passes(verdict, guarded)
