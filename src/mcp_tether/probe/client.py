@@ -22,6 +22,7 @@ The client signals only its own direct child, which it has not reaped yet: the p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -29,23 +30,18 @@ import select
 import signal
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import Any, NoReturn
 
 from mcp_tether.errors import TetherError
 from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.scenarios import get as get_scenario
-from mcp_tether.probe.spec import STARVED_CAP
+from mcp_tether.probe.spec import STARVED_CAP, Spec
 from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify, signal_group, signal_process
 from mcp_tether.proc.fds import stdio_key
 from mcp_tether.proc.progress import Look, Starvation, look, moved
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, fork_call, spawn
-
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
-
-    from mcp_tether.probe.spec import Spec
 
 MAX_NOISE = 5
 READ_SIZE = 1 << 18
@@ -85,10 +81,8 @@ class Client:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         fields.update(kind=kind, t=time.monotonic(), cpu=ru.ru_utime + ru.ru_stime)
         data = (json.dumps(fields) + "\n").encode()
-        try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
+        with contextlib.suppress(OSError):  # the keeper is gone: nobody to tell
             os.write(self.ctrl_fd, data)
-        except OSError:
-            pass
 
     # -- spawning -------------------------------------------------------------------
     def spawn(self) -> None:
@@ -389,10 +383,8 @@ class Client:
         if self.announce_close:
             self.emit("trigger", what="eof")  # before the act: the server may exit at once
         if self.stdin_sock is not None:
-            try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
+            with contextlib.suppress(OSError):  # already shut down, or the peer is gone
                 self.stdin_sock.shutdown(socket.SHUT_WR)  # Node's stdin.end()
-            except OSError:
-                pass
         elif self.stdin_fd is not None:
             os.close(self.stdin_fd)
             self.stdin_fd = None

@@ -29,6 +29,7 @@ reaps (`proc.reap`: the 128+N status in one place).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -37,7 +38,10 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_tether import platform
+from mcp_tether.container import end_owned_by, follow_for, maybe_container_run
 from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.probe.client import client_main
+from mcp_tether.probe.evidence import collect, stdio_links
 from mcp_tether.probe.outcome import Event, Exit, Observation, result
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.spec import READY_CEILING, STARVED_CAP, Spec
@@ -52,6 +56,7 @@ from mcp_tether.proc import (
     snapshot,
 )
 from mcp_tether.proc.end import Tree
+from mcp_tether.proc.fds import holds
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.progress import Starvation
 from mcp_tether.proc.reap import exit_status, reap_children
@@ -126,8 +131,6 @@ class Keeper:
             if self.server is not None:
                 self.seen.add(self.server)
                 self.waiter.add(self.server)
-                from mcp_tether.probe.evidence import stdio_links
-
                 self.wire = stdio_links(self.server.pid)
                 cmd = " ".join(cmdline(self.server.pid)) or " ".join(self.spec.argv)
                 self._ev(ev["t"], "spawn", ev["pid"], role="server", cmd=cmd)
@@ -374,8 +377,6 @@ class Keeper:
     def _describe(self, p: ProcessId) -> Survivor:
         """One survivor, with the evidence of what keeps it alive (taken before the
         clean-up kills anything)."""
-        from mcp_tether.probe.evidence import collect
-
         if p == CONTAINER:  # the container of a `docker run -i` server
             inside = self.follow.survivors()
             what = "; ".join(f"`{d['cmdline']}`" for d in inside)[:300]
@@ -446,8 +447,6 @@ class Keeper:
         core's open-file check, `proc.fds.holds`); only a sure "holds" counts."""
         if not self.wire_keys:
             return []
-        from mcp_tether.proc.fds import holds
-
         return [p for p in self._members(force=force) if holds(p.pid, self.wire_keys)]
 
     def _step(self, timeout: float) -> None:
@@ -535,15 +534,11 @@ class Keeper:
         tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
         tree.kill_all(KILL_WAIT)
         if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
-            from mcp_tether.container import end_owned_by
-
             end_owned_by(self.spec.argv, self.seen)
         self._drain_stderr()
 
     # -- main -------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        from mcp_tether.probe.client import client_main
-
         platform.set_subreaper()
         self._setup_signals()
         self.ctrl_r, ctrl_w = os.pipe()
@@ -639,13 +634,9 @@ def own_tree(root: int) -> list[Any] | None:
 
 def _container_follow(spec: Spec) -> Any:
     """A `docker|podman run` server: follow its container (the command gets a cidfile and
-    labels naming this keeper), else None. Other commands import nothing more."""
-    from mcp_tether.container import maybe_container_run
-
+    labels naming this keeper), else None."""
     if not maybe_container_run(spec.argv):
         return None
-    from mcp_tether.container import follow_for
-
     follow = follow_for(spec.argv)
     if follow is not None:
         spec.argv = follow.argv
@@ -655,10 +646,8 @@ def _container_follow(spec: Spec) -> Any:
 def _tell_runner_ready(startup: float | None) -> None:
     """One line before the result: our start-up is over (and how long the server's took)."""
     line = "ready " + json.dumps({"startup": startup}) + "\n"
-    try:  # noqa: SIM105  # contextlib would pull functools onto the keeper's start-up
+    with contextlib.suppress(OSError):  # the runner is gone: the tree is ended all the same
         os.write(1, line.encode())
-    except OSError:
-        pass
 
 
 def _handshake_reason(ev: dict[str, Any], timeout: float) -> str:
@@ -700,10 +689,8 @@ def main() -> None:
     keeper = Keeper(spec, in_fd=0)
     keeper.in_buf = rest
     out = keeper.run()
-    try:  # noqa: SIM105  # contextlib would pull functools onto the keeper's start-up
+    with contextlib.suppress(OSError):  # the runner is gone (a killed probe)
         os.write(1, (json.dumps(out) + "\n").encode())
-    except OSError:
-        pass  # the runner is gone (a killed probe): the tree is ended all the same
     os._exit(0)
 
 

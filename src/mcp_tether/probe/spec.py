@@ -4,19 +4,17 @@ A `Spec` is built by the API (`api.build_specs`), written by the runner to the k
 stdin as one JSON document (never argv: a 140 KB environment would not fit, issue 9
 item 7), and read back by the keeper. Its defaults are the ladder's (`ladder.py`): the
 client's ladder is the SDKs' 2 s + 2 s, and the window a tree gets after its client
-went is one such rung. Plain class, no dataclasses: the keeper imports this on its
-start-up path.
+went is one such rung.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
-
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = [
     "Spec", "WINDOW", "IDLE", "READY_TIMEOUT", "READY_CEILING", "STARVED_CAP", "SPEC",
@@ -40,50 +38,33 @@ SPEC = "spec"  # what the MCP specification asks of a stdio server
 ROBUST = "robust"  # what real hosts need beyond it
 LEVELS = (SPEC, ROBUST)
 
-_FIELDS = (
-    "argv", "scenario", "host_style", "env", "cwd", "window", "idle", "ready_timeout",
-    "call", "grace", "term_grace", "horizon", "guard", "startup", "parent",
-)
-
-
+@dataclass(eq=False, repr=False)
 class Spec:
     """One scenario against one server command, as the keeper runs it."""
 
-    __slots__ = _FIELDS
+    argv: list[str]
+    scenario: str
+    host_style: str = "node"
+    env: dict[str, str] | None = None  # the server's whole environment; None: ours
+    cwd: str | None = None
+    window: float = WINDOW
+    idle: float = IDLE
+    ready_timeout: float = READY_TIMEOUT
+    call: list[Any] | None = None  # [tool name, arguments]
+    grace: float = GRACE_AFTER_EOF  # the client's ladder
+    term_grace: float = TERM_GRACE
+    horizon: float | None = None  # watch survivors this long after the window
+    guard: list[float] | None = None  # [grace, term_grace] of our own guard in front
+    startup: float | None = None  # the server's start-up time, if already measured
+    parent: int | None = None  # the runner's pid, so a keeper can see it is gone
 
-    def __init__(
-        self,
-        argv: list[str],
-        scenario: str,
-        host_style: str = "node",
-        env: dict[str, str] | None = None,  # the server's whole environment; None: ours
-        cwd: str | None = None,
-        window: float = WINDOW,
-        idle: float = IDLE,
-        ready_timeout: float = READY_TIMEOUT,
-        call: list[Any] | None = None,  # [tool name, arguments]
-        grace: float = GRACE_AFTER_EOF,  # the client's ladder
-        term_grace: float = TERM_GRACE,
-        horizon: float | None = None,  # watch survivors this long after the window
-        guard: list[float] | None = None,  # [grace, term_grace] of our own guard in front
-        startup: float | None = None,  # the server's start-up time, if already measured
-        parent: int | None = None,  # the runner's pid, so a keeper can see it is gone
-    ) -> None:
-        self.argv = list(argv)
-        self.scenario = scenario
-        self.host_style = host_style
-        self.env = env
-        self.cwd = cwd
-        self.window = float(window)
-        self.idle = float(idle)
-        self.ready_timeout = float(ready_timeout)
-        self.call = call
-        self.grace = float(grace)
-        self.term_grace = float(term_grace)
-        self.horizon = horizon
-        self.guard = guard
-        self.startup = startup
-        self.parent = parent
+    def __post_init__(self) -> None:
+        self.argv = list(self.argv)  # the JSON gives numbers as ints where they are whole
+        self.window = float(self.window)
+        self.idle = float(self.idle)
+        self.ready_timeout = float(self.ready_timeout)
+        self.grace = float(self.grace)
+        self.term_grace = float(self.term_grace)
 
     @property
     def horizon_s(self) -> float:
@@ -112,14 +93,15 @@ class Spec:
         return json.dumps([self.argv, self.cwd, self.host_style, sorted((self.env or {}).items())])
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _FIELDS}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Spec:
-        return cls(**{k: v for k, v in d.items() if k in _FIELDS})
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Spec:
