@@ -50,24 +50,11 @@ class KeeperPort(Protocol):
     spec: Spec
 
     def kill_client(self, sig: int) -> None: ...
-
-    def signal_server(self, sig: int) -> bool:
-        """Send `sig` to the server (identity-checked); False when it is already gone."""
-        ...
-
-    def tree_still_serving(self) -> bool:
-        """The direct child is gone, but a member of its tree holds the client's stdio."""
-        ...
-
+    def signal_server(self, sig: int) -> bool: ...  # False: the server was already gone
+    def tree_still_serving(self) -> bool: ...  # its launcher gone, its tree holds the stdio
     def live_members(self) -> list[ProcessId]: ...
-
-    def wait_for_ladder(self) -> float | None:
-        """Watch while the client climbs its ladder; the instant it ended (None: stuck)."""
-        ...
-
-    def escalate(self, live: list[ProcessId]) -> list[ProcessId]:
-        """SIGKILL the still-connected server, as a host would; what is left after it."""
-        ...
+    def wait_for_ladder(self) -> float | None: ...  # the client's ladder ended (None: stuck)
+    def escalate(self, live: list[ProcessId]) -> list[ProcessId]: ...  # SIGKILL, as a host
 
 
 class ClientPort(Protocol):
@@ -75,39 +62,17 @@ class ClientPort(Protocol):
 
     spec: Spec
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        """Tell the keeper (one event on the control pipe, stamped with the instant)."""
-        ...
-
+    def emit(self, kind: str, **fields: Any) -> None: ...  # an event for the keeper
     def handshake(self, send_call: bool = True) -> bool: ...
-
-    def pump(self, timeout: float | None, *, until_event: bool = False) -> None:
-        """Serve the server's stdout and watch it for up to `timeout` (None: forever)."""
-        ...
-
-    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
-        """Send a request; its id."""
-        ...
-
+    def pump(self, timeout: float | None, *, until_event: bool = False) -> None: ...
+    def request(self, method: str, params: dict[str, Any] | None = None) -> int: ...
     def await_response(
         self, rid: int, timeout: float, ceiling: float | None = None
     ) -> tuple[dict[str, Any] | None, str]: ...
-
-    def await_answer_or_end(self, rid: int) -> bool:
-        """Serve until `rid` is answered or the server exits or closes its stdout;
-        whether the answer came."""
-        ...
-
-    def gone(self) -> bool:
-        """The server has exited and nothing of its tree holds its stdout."""
-        ...
-
+    def await_answer_or_end(self, rid: int) -> bool: ...
+    def gone(self) -> bool: ...  # exited, and nothing of its tree holds its stdout
     def close_stdin(self) -> None: ...
-
-    def ladder(self, *, announce: bool = False) -> None:
-        """The host's shutdown ladder; `announce`: closing stdin is the trigger."""
-        ...
-
+    def ladder(self, *, announce: bool = False) -> None: ...  # announce: EOF is the trigger
     def fork_writer_holder(self) -> None: ...
 
 
