@@ -1,14 +1,6 @@
 """From the facts a keeper observed to a verdict: a pure function, tested without processes.
 
-Facts (all instants CLOCK_MONOTONIC seconds):
-- judge: how the scenario is judged: "window", "ladder" (close) or "answer" (idle)
-- trigger: when the client went away / EOF was sent / the signal was sent (None: never)
-- gone_at: when the last process of the server's tree was seen to exit (None: not gone)
-- survivors: processes of the tree alive when the window closed; each may carry
-  `gone_at` (it exited later, within the horizon: the scenario `lingered`)
-- rungs: the client's ladder (close and idle), each `Rung(action, sent_at, outcome)`
-- early_exit: the server exited before the trigger
-- killed_by_probe: for sigterm/sigint, the probe (as host) had to SIGKILL after the window
+Every instant is CLOCK_MONOTONIC seconds.
 """
 
 from __future__ import annotations
@@ -47,16 +39,17 @@ class Facts:
     """What one scenario showed."""
 
     scenario: str
-    judge: str = "window"
-    trigger: float | None = None
+    judge: str = "window"  # "window", "ladder" (close) or "answer" (idle): Scenario.judge
+    trigger: float | None = None  # the client went / EOF was sent / the signal was sent
     trigger_what: str | None = None  # eof | parent-death | sigterm | sigint
-    gone_at: float | None = None
+    gone_at: float | None = None  # the last process of the server's tree was seen to exit
+    # Alive when the window closed; one that exited within the horizon has `gone_at`.
     survivors: list[Survivor] = field(default_factory=list)
-    rungs: list[Rung] = field(default_factory=list)
-    early_exit: bool = False
+    rungs: list[Rung] = field(default_factory=list)  # the client's ladder (close, idle)
+    early_exit: bool = False  # the server exited before the trigger
     error: str | None = None
-    answered: bool | None = None  # idle
-    killed_by_probe: float | None = None
+    answered: bool | None = None  # idle: it still answered
+    killed_by_probe: float | None = None  # sigterm/sigint: the probe, as a host, SIGKILLed
     call_answered: bool | None = None  # call-in-flight
 
 
