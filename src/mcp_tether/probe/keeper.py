@@ -161,8 +161,8 @@ class Keeper:
             self._ev(ev["t"], "spawn", ev["pid"], role="helper", cmd="stdin writer holder")
         elif kind == "trigger":
             f.trigger, f.trigger_what = ev["t"], ev["what"]
-            on = self.client if self.scenario == "exit" else self.server
-            what = "client-exit" if self.scenario == "exit" else ev["what"]
+            on = self.client if self.sc.trigger_is_client_exit else self.server
+            what = "client-exit" if self.sc.trigger_is_client_exit else ev["what"]
             self._ev(ev["t"], what, on.pid if on else None)
         elif kind == "ready":
             pulled = self.sc.keeper_trigger(self)

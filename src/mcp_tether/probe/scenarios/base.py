@@ -87,6 +87,7 @@ class Scenario:
     # "answer" (does it still answer?).
     judge = "window"
     trigger_what = "eof"  # eof | parent-death | sigterm | sigint
+    trigger_is_client_exit = False  # on the timeline: the client's exit, not the server's EOF
     needs_call = False  # only with --call
     # The server dying before the trigger is an early exit only once the handshake is
     # known to have finished (the close scenario's trigger follows it at once).

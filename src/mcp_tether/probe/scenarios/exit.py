@@ -17,6 +17,7 @@ class Exit(Scenario):
     name = "exit"
     description = "client exits without closing anything; pass: tree gone within the window"
     cites = "stdin at EOF when the client's process ends: the server exits"
+    trigger_is_client_exit = True
 
     def client_end(self, c: ClientPort) -> None:
         c.emit("trigger", what="eof")
