@@ -67,11 +67,13 @@ def backup_path(path: Path) -> Path:
     return folder / (f"{real.name}.bak" if n == 0 else f"{real.name}.bak.{n}")
 
 
-def read_servers(path: Path | str, host: str | None = None) -> list[ServerEntry]:
+def read_servers(path: Path | str, host: str | None = None, *,
+                 scope: str = "config") -> list[ServerEntry]:
     """Every server entry of one config file (stdio and remote), in file order.
 
     `host` picks the entry shape and tables; None accepts any known JSON shape (and
-    the Codex/Goose shapes for .toml/.yaml files).
+    the Codex/Goose shapes for .toml/.yaml files). `scope` is the file's
+    (`ConfigFile.scope`), carried by each entry: it says where the host's workspace is.
     """
     path = Path(path)
     fmt = format_of(path, host)
@@ -84,7 +86,10 @@ def read_servers(path: Path | str, host: str | None = None) -> list[ServerEntry]
         shape = REGISTRY["goose"].shape
     else:
         shape = ANY_SHAPE
-    return [s.entry for s in load(path, fmt, shape, host).spots]
+    entries = [s.entry for s in load(path, fmt, shape, host).spots]
+    for entry in entries:
+        entry.scope = scope
+    return entries
 
 
 def configured_servers(
@@ -111,7 +116,7 @@ def configured_servers(
     errors: list[ConfigError] = []
     for cf in files:
         try:
-            entries += read_servers(cf.path, cf.host or None)
+            entries += read_servers(cf.path, cf.host or None, scope=cf.scope)
         except ConfigError as exc:
             errors.append(exc)
     return entries, errors

@@ -116,6 +116,7 @@ class ServerEntry:
     env_file: str | None = None  # VS Code / Cursor `envFile`
     extra: dict[str, Any] = field(default_factory=dict)  # the raw entry (for skip checks)
     guard_prefix: int = 0  # how many leading args belong to the guard when wrapped
+    scope: str = "config"  # the file's ConfigFile.scope (where a host's workspace is)
 
     @property
     def label(self) -> str:
