@@ -45,15 +45,11 @@ def positive_duration(text: str) -> float:
 
 
 def exit_at_once(status: int) -> NoReturn:
-    """End this process now with `status`, without interpreter teardown.
-
-    For a command whose work is done: every child reaped, no thread or cleanup left to
-    run, and a caller waiting on its exit (the host, for `mcp-tether run`). Python's
-    buffered stdout and stderr are flushed first (`os._exit` would drop them). A stdout
-    that cannot take its output raises, for cli.main's BrokenPipeError handler (`ps |
-    head` exits 0 without a trace); a closed or missing stream, or a failing stderr, is
-    passed over: there is nowhere left to say anything.
-    """
+    """End this process now with `status`, without interpreter teardown: for a command
+    whose work is done (children reaped, no thread left) and whose caller waits on its
+    exit (the host, for `mcp-tether run`). Buffered stdout and stderr are flushed first;
+    a stdout that cannot take its output raises (cli.main's BrokenPipeError handler);
+    a missing or closed stream, or a failing stderr, is passed over."""
     if sys.stdout is not None and not sys.stdout.closed:
         sys.stdout.flush()
     try:  # noqa: SIM105  # contextlib would pull functools onto the guard's start-up
