@@ -229,36 +229,30 @@ def probe_planned(
         for spec in build_specs(p.argv, p.options):
             specs.append(spec)
             owners.append(p)
-    servers = [ServerResult(p.label, p.argv, [_row(p, style)])
-               for p in planned if p.verdict == "error"]
     raw = run_specs(specs, jobs=options.probe.jobs, should_stop=should_stop) if specs else []
+    rows: dict[int, list[ScenarioResult]] = {}
     for p in runnable:
         mine = [r for o, r in zip(owners, raw, strict=False) if o is p]
         annotate(mine, p.argv)  # each server's failures explained from its own command
-        results = []
-        for r in mine:
-            res = ScenarioResult.from_dict(r)
-            res.label = p.label
-            # The keeper's whole record (timeline, survivors' evidence) for --html and
-            # --detail; not a field, so to_dict() stays the stable schema.
-            setattr(res, "raw", r)  # noqa: B010
-            results.append(res)
-        servers.append(ServerResult(p.label, p.argv, results))
-    servers += [ServerResult(p.label, p.argv, [_row(p, style)])
-                for p in planned if p.verdict in NOT_RUN]
-    return ConfiguredReport(_merged(servers), options.level)
+        rows[id(p)] = [_result(r, p.label) for r in mine]
+    # Two entries of one name (a user and a project file) are one server of the report,
+    # as the matrix shows them.
+    servers: dict[str, ServerResult] = {}
+    order = [p for p in planned if p.verdict == "error"] + runnable + [
+        p for p in planned if p.verdict in NOT_RUN]
+    for p in order:
+        server = servers.setdefault(p.label, ServerResult(p.label, p.argv, []))
+        server.results += rows[id(p)] if p.runnable else [_row(p, style)]
+    return ConfiguredReport(list(servers.values()), options.level)
 
 
-def _merged(servers: list[ServerResult]) -> list[ServerResult]:
-    """One server per label, in first-seen order: two entries of one name (a user and a
-    project file) are reported together, as the matrix shows them."""
-    by: dict[str, ServerResult] = {}
-    for s in servers:
-        if s.label in by:
-            by[s.label].results += s.results
-        else:
-            by[s.label] = ServerResult(s.label, s.argv, list(s.results))
-    return list(by.values())
+def _result(record: dict[str, Any], label: str) -> ScenarioResult:
+    res = ScenarioResult.from_dict(record)
+    res.label = label
+    # The keeper's whole record (timeline, survivors' evidence) for --html and --detail;
+    # not a field, so to_dict() stays the stable schema.
+    setattr(res, "raw", record)  # noqa: B010
+    return res
 
 
 def probe_configured(
