@@ -15,16 +15,12 @@ scan) load on first use of their own modules.
 
 from __future__ import annotations
 
-import os as _os
+from mcp_tether import _launch  # noqa: F401  # (pid, ppid) at first import, taken now
 
 # Not `from typing import ...`: typing costs ~15 ms to import, on every server launch.
 TYPE_CHECKING = False
 
 __version__ = "0.1.0"
-
-# (pid, ppid) when this package was first imported: a parent that dies while the server
-# is still importing its SDK (hundreds of ms) must not go unnoticed by the helper later.
-_STARTED_UNDER = (_os.getpid(), _os.getppid())
 
 __all__ = ["__version__", "on_shutdown", "run", "tethered", "ShutdownCoordinator"]
 
