@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether import platform
+from mcp_tether.hostcheck.config import host_env, write_recorder
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
+from mcp_tether.hostcheck.timeline import build
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, descendants, identify, snapshot
 from mcp_tether.proc.end import Tree
@@ -238,8 +240,6 @@ class Keeper:
         cwd = spec.cwd
         argv = list(spec.argv)
         if spec.host is not None:
-            from mcp_tether.hostcheck.config import host_env, write_recorder
-
             home = Path(spec.work) / "home"
             project = Path(spec.work) / "project"
             home.mkdir(parents=True, exist_ok=True)
@@ -520,8 +520,6 @@ class Keeper:
 
     def result(self, outcome: dict[str, Any], left: list[int], others: list[dict[str, Any]],
                killed: list[int]) -> dict[str, Any]:
-        from mcp_tether.hostcheck.timeline import build
-
         s, sc = self.s, self.sc
         host_exit = s.host_exit
         if s.host is not None and host_exit is None and s.host in self.waiter.exited:
