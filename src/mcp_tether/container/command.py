@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 
 __all__ = ["RunCommand", "parse_run", "why_not_followed"]
 
@@ -136,8 +137,6 @@ class RunCommand:
     def rewrite(self, extra: list[str]) -> list[str]:
         """argv with `extra` inserted right after the `run` word."""
         if self.shell_index is not None:
-            import shlex
-
             text = self.argv[self.shell_index]
             assert self.text_at is not None  # parse_run found the verb's word
             added = " " + " ".join(shlex.quote(w) for w in extra)
@@ -225,8 +224,6 @@ def _shell_words(text: str) -> list[tuple[str, int]] | None:
     just past it; None for anything else (see the module doc). Quotes and backslashes
     are read as the shell reads them; `$(...)` and backquotes, even inside double
     quotes, run another command and make it more than one."""
-    import shlex
-
     out: list[tuple[str, int]] = []
     i, n = 0, len(text)
     while i < n:
