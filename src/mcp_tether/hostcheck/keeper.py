@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether import platform
-from mcp_tether.hostcheck.config import host_env, write_recorder
+from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
 from mcp_tether.hostcheck.timeline import build
 from mcp_tether.ladder import KILL_WAIT
@@ -119,7 +119,7 @@ class Keeper:
         self.fifo_buf = b""
         self.stdin_w: int | None = None
         self.master: int | None = None
-        self.placement: Any = None
+        self.placement: Placement | None = None
         self.shell: ProcessId | None = None  # the tty shell, under a pty
         self.stop = False
 
@@ -332,6 +332,7 @@ class Keeper:
             self.mark(now, "hangup", host.pid)
         elif sc.action == "config-edit":
             rec = recorder_argv(self.events_dir, self.spec.eof, self.spec.grandchild)
+            assert self.placement is not None  # check() runs config scenarios with a host only
             self.placement.edit([*rec, "--generation", "2"])
             self.mark(now, "config-edit", host.pid)
         else:
