@@ -24,9 +24,8 @@ from typing import Any
 
 from mcp_tether.errors import UsageError
 from mcp_tether.hosts import read_servers
-from mcp_tether.hosts.base import Shape
 from mcp_tether.hosts.locations import HOSTS, REGISTRY
-from mcp_tether.hosts.model import Machine
+from mcp_tether.hosts.model import Machine, Shape
 
 __all__ = ["ENTRY_NAME", "Placement", "write_recorder", "host_names"]
 
