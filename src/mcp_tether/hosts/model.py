@@ -1,7 +1,7 @@
-"""The records the hosts package hands out: files, server entries, change results, machines.
+"""The records the hosts package hands out: files, server entries, change results, machines,
+and what reading a file gives (`Shape` of a host's entries, `Launch`, `Spot`, `Doc`).
 
-Guarantees: plain records (`mcp_tether.records`) with `to_json()` (the CLI's JSON schema
-is these dicts);
+Guarantees: dataclasses with `to_json()` (the CLI's JSON schema is these dicts);
 a label never contains a lone surrogate (names come from JSON `\\ud800` escapes and
 must still print on any terminal).
 """
@@ -9,16 +9,16 @@ must still print on any terminal).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from mcp_tether.records import field, record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["ConfigFile", "ServerEntry", "ChangeResult", "Machine", "printable"]
+__all__ = ["ConfigFile", "ServerEntry", "ChangeResult", "Machine", "printable", "Shape",
+           "Launch", "Spot", "Doc"]
 
 
 def printable(text: str) -> str:
@@ -30,7 +30,7 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Machine:
     """What discovery looks at: the OS, the home, the environment and the project folder.
 
@@ -86,7 +86,7 @@ class Machine:
         return Path(self.var("LOCALAPPDATA") or self.home / "AppData" / "Local")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ConfigFile:
     """One host config file: who reads it, at which scope, and where it is."""
 
@@ -98,7 +98,7 @@ class ConfigFile:
     general: bool = False  # an editor's general settings file: listed only with servers
 
 
-@record
+@dataclass
 class ServerEntry:
     """One server of a config file, as the host would launch it."""
 
@@ -116,6 +116,7 @@ class ServerEntry:
     env_file: str | None = None  # VS Code / Cursor `envFile`
     extra: dict[str, Any] = field(default_factory=dict)  # the raw entry (for skip checks)
     guard_prefix: int = 0  # how many leading args belong to the guard when wrapped
+    scope: str = "config"  # the file's ConfigFile.scope (where a host's workspace is)
 
     @property
     def label(self) -> str:
@@ -149,7 +150,7 @@ class ServerEntry:
         }
 
 
-@record
+@dataclass
 class ChangeResult:
     """What `wrap`/`unwrap` did (or would do, on a dry run) to one file."""
 
@@ -177,3 +178,60 @@ class ChangeResult:
             "dry_run": self.dry_run,
             "backup": str(self.backup) if self.backup else None,
         }
+
+
+# --- what reading one config file gives: the entry shape, and each entry's place ------
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Where a host keeps servers and how one entry names its launch command."""
+
+    tables: tuple[tuple[str, ...], ...]  # key paths of server tables ("*" = any key)
+    command_key: str = "command"
+    args_key: str = "args"
+    env_keys: tuple[str, ...] = ("env",)
+    command_is_argv: bool = False  # OpenCode: "command": ["npx", "-y", "pkg"]
+    stdio_types: tuple[Any, ...] = (None, "stdio")  # values of "type" meaning stdio
+    remote_keys: tuple[str, ...] = ("url", "serverUrl", "httpUrl")
+
+
+@dataclass
+class Launch:
+    """Where an entry's launch command sits, for the editors.
+
+    kind "pair": `obj[cmd_key]` is a string and `obj[args_key]` an optional list;
+    kind "argv": `obj[cmd_key]` is one list holding the command and its args.
+    `obj_path` is the key path from the entry to `obj` (() or ("command",) for Zed's
+    older object form).
+    """
+
+    kind: str
+    obj_path: tuple[str, ...]
+    cmd_key: str
+    args_key: str
+
+
+@dataclass
+class Spot:
+    """One entry and where its launch command sits (`launch` None: nothing to edit)."""
+
+    entry: ServerEntry
+    launch: Launch | None
+    problem: str = ""
+    node: Any = None  # the entry's jsonc.Node (JSON, YAML) or tomlkit table (TOML)
+
+
+@dataclass
+class Doc:
+    """One config file read: its bytes, its parsed tree and its entries (`spots`)."""
+
+    path: Path  # as given (for messages)
+    real: Path  # symlinks resolved (what we write)
+    raw: bytes
+    format: str  # "json" | "yaml" | "toml"
+    bom: str
+    text: str
+    root: Any  # jsonc.Node, or a tomlkit document
+    shape: Shape | None = None
+    spots: list[Spot] = field(default_factory=list)
