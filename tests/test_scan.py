@@ -13,13 +13,13 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from mcp_tether import scan
 from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
-from mcp_tether.records import replace
 from mcp_tether.scan import find, reap
 from scan_lab import DEADLINE, Lab, assert_consistent, entry, kids, lab_fixture, ps_json, run_cli
 

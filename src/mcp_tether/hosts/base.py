@@ -9,12 +9,12 @@ reading of one entry from plain values lives here, once, for every host and form
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcp_tether.hosts.guardargv import guard_prefix
 from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
-from mcp_tether.records import field, record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Shape", "Host", "Launch", "read_entry", "STANDARD"]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Shape:
     """Where a host keeps servers and how one entry names its launch command."""
 
@@ -42,7 +42,7 @@ class Shape:
 STANDARD = Shape(tables=(("mcpServers",),))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Host:
     """One supported host (see the module docstring)."""
 
@@ -55,7 +55,7 @@ class Host:
     notes: tuple[str, ...] = field(default_factory=tuple)  # documented, not detectable
 
 
-@record
+@dataclass
 class Launch:
     """Where an entry's launch command sits, for the editors.
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcp_tether.errors import ConfigError
-from mcp_tether.records import field, record
 
 if TYPE_CHECKING:
     from typing import Any
@@ -38,7 +38,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
 
-@record
+@dataclass
 class Node:
     """One JSON value: its kind, Python value and `[start, end)` span in the text.
 
@@ -66,7 +66,7 @@ class Node:
         return source[self.start : self.end]
 
 
-@record
+@dataclass
 class Member:
     """`"key": value` inside an object; `key_start`/`key_end` span the quoted key."""
 

@@ -1,7 +1,6 @@
 """The records the hosts package hands out: files, server entries, change results, machines.
 
-Guarantees: plain records (`mcp_tether.records`) with `to_json()` (the CLI's JSON schema
-is these dicts);
+Guarantees: dataclasses with `to_json()` (the CLI's JSON schema is these dicts);
 a label never contains a lone surrogate (names come from JSON `\\ud800` escapes and
 must still print on any terminal).
 """
@@ -9,10 +8,9 @@ must still print on any terminal).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from mcp_tether.records import field, record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -30,7 +28,7 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Machine:
     """What discovery looks at: the OS, the home, the environment and the project folder.
 
@@ -86,7 +84,7 @@ class Machine:
         return Path(self.var("LOCALAPPDATA") or self.home / "AppData" / "Local")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ConfigFile:
     """One host config file: who reads it, at which scope, and where it is."""
 
@@ -98,7 +96,7 @@ class ConfigFile:
     general: bool = False  # an editor's general settings file: listed only with servers
 
 
-@record
+@dataclass
 class ServerEntry:
     """One server of a config file, as the host would launch it."""
 
@@ -149,7 +147,7 @@ class ServerEntry:
         }
 
 
-@record
+@dataclass
 class ChangeResult:
     """What `wrap`/`unwrap` did (or would do, on a dry run) to one file."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,6 @@ from mcp_tether.errors import ConfigError
 from mcp_tether.hosts import jsonc
 from mcp_tether.hosts.base import Launch, Shape, read_entry
 from mcp_tether.hosts.model import ServerEntry
-from mcp_tether.records import field, record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Doc", "Spot", "load", "from_bytes", "read_bytes"]
 
 
-@record
+@dataclass
 class Spot:
     """One entry and where its launch command sits (`launch` None: nothing to edit)."""
 
@@ -41,7 +41,7 @@ class Spot:
     node: Any = None  # the entry's jsonc.Node (JSON, YAML) or tomlkit table (TOML)
 
 
-@record
+@dataclass
 class Doc:
     path: Path  # as given (for messages)
     real: Path  # symlinks resolved (what we write)

@@ -15,10 +15,10 @@ Guarantees:
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mcp_tether._lazy import regex
-from mcp_tether.records import replace
 from mcp_tether.scan.model import What
 
 if TYPE_CHECKING:

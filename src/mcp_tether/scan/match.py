@@ -13,10 +13,10 @@ Guarantees:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcp_tether._lazy import regex
-from mcp_tether.records import record
 from mcp_tether.scan import hosts_adapter
 from mcp_tether.scan.identify import split_title
 from mcp_tether.scan.model import What
@@ -175,7 +175,7 @@ def _norm(name: str) -> str:
     return _SEPARATORS.sub("-", name).lower()
 
 
-@record
+@dataclass
 class Matcher:
     host: str
     name: str
