@@ -25,6 +25,9 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc"),
 ]
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+# `ps --json` in a fresh interpreter; the names of the modules it loaded go to stderr.
+PS_MODULES = ("import sys; from mcp_tether.cli import main; rc = main(['ps', '--json']); "
+              "sys.stderr.write(' '.join(sys.modules)); sys.exit(rc)")
 
 
 def start(follow: ContainerFollow) -> subprocess.Popen[bytes]:
@@ -201,8 +204,6 @@ def test_ps_with_a_daemon_up_loads_the_api_reader_but_not_the_follower_or_argpar
     """With a daemon answering, `ps --json` reads the Engine API (json) and judges the
     running containers, but loads neither the follower's machinery (shutil, signal,
     subprocess) nor argparse or typing: those are for `run`, `probe` and `reap`."""
-    from test_jsondump import PS_MODULES
-
     p = subprocess.run([sys.executable, "-c", PS_MODULES], stdin=subprocess.DEVNULL,
                        capture_output=True, timeout=dockertest.DEADLINE)
     assert p.returncode == 0, p.stderr.decode()[-2000:]

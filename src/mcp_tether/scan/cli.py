@@ -107,10 +107,10 @@ def _ps(config: str | None, fmt: str) -> int:
     _warn(result.config_errors)
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
     if fmt == "json":
-        from mcp_tether.jsondump import dumps  # json.dumps without json's import of re
+        import json
 
-        print(dumps({**result.to_dict(), "containers": machine.as_json(boxes),
-                     "container_support": off}))
+        print(json.dumps({**result.to_dict(), "containers": machine.as_json(boxes),
+                          "container_support": off}, indent=2))
     elif fmt == "openmetrics":
         from mcp_tether.scan.render import render_openmetrics
 
