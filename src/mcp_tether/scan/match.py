@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mcp_tether import hosts
 from mcp_tether._lazy import regex
-from mcp_tether.scan import hosts_adapter
 from mcp_tether.scan.identify import split_title
 from mcp_tether.scan.model import What
 
@@ -236,35 +237,22 @@ def _matchers(entries: Iterable[Any]) -> list[Matcher]:
     ]
 
 
-def _read(observed: Any = None, **kw: Any) -> tuple[list[Matcher], list[str]]:
+def _read(**kw: Any) -> tuple[list[Matcher], list[str]]:
     try:
-        entries, errors = hosts_adapter.configured_servers(observed=observed, **kw)
+        entries, errors = hosts.configured_servers(**kw)
     except Exception as exc:  # noqa: BLE001  # config trouble must not stop the scan
         return [], [f"host configs: {exc}"]
     return _matchers(entries), [str(e) for e in errors]
 
 
-def _discovered(observed: Any) -> tuple[list[tuple[Any, ...]], list[str]]:
-    matchers, errors = _read(observed)
-    return [tuple(getattr(m, f) for f in Matcher.__match_args__) for m in matchers], errors
-
-
 def load_config(home: str | None, cwd: str | None, config: str | None,
                 servers: Iterable[Any] | None) -> tuple[list[Matcher], list[str]]:
-    """Matchers for every stdio server of every host config found (plus `config`).
-
-    The real machine's discovery (no `home` or `cwd`) is remembered between scans by
-    `config_index`, and reused only while every input it looked at is unchanged.
-    """
+    """Matchers for every stdio server of every host config found (plus `config`),
+    read afresh on every call: an edit to a config is seen by the next scan."""
     if servers is not None:
         return _matchers(servers), []
-    if home is None and cwd is None:
-        from mcp_tether.scan import config_index
-
-        fields, errors = config_index.cached(_discovered, len(Matcher.__match_args__))
-        matchers = [Matcher(*f) for f in fields]
-    else:
-        matchers, errors = _read(home=home, cwd=cwd)
+    matchers, errors = _read(home=None if home is None else Path(home),
+                             cwd=None if cwd is None else Path(cwd))
     if config is not None:
         more, errs = _read(config=config)
         matchers, errors = matchers + more, errors + errs
