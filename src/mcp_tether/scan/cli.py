@@ -5,6 +5,8 @@ Nothing is ended without a yes: a prompt on a TTY that lists each candidate with
 evidence and states the minimum age, else `--yes`; without either (and without
 `--dry-run`) `reap` refuses at once, in one line, with exit 2. Only the caller's own
 processes unless root with `--all-users`. Durations must be finite and >= 0 (exit 2).
+`reap --watch` ends on SIGTERM or SIGINT between actions: the signals are only recorded
+(`SignalInbox`), and the loop looks at them between rounds.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from mcp_tether import ladder
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.reap import INCLUDE_CHOICES, REAP_MIN_AGE, Pins, plan, reap_servers
@@ -182,25 +185,18 @@ def _terminal() -> bool:
 
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
-    stop: list[int] = []
+    interval = args.interval if args.interval is not None else WATCH_INTERVAL
+    print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
+    with SignalInbox((signal.SIGTERM, signal.SIGINT)) as inbox:
+        received: list[int] = []
 
-    def on_signal(signum: int, _frame: object) -> None:  # record only; the loop acts
-        stop.append(signum)
+        def should_stop() -> bool:
+            received.extend(inbox.drain())
+            return bool(received)
 
-    old = signal.signal(signal.SIGTERM, on_signal)
-    old_int = signal.signal(signal.SIGINT, on_signal)
-    try:
-        def emit(line: str) -> None:
-            print(line, flush=True)
-
-        interval = args.interval if args.interval is not None else WATCH_INTERVAL
-        print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
         watch_mod.watch(interval=interval,
                         min_age=args.min_age if args.min_age is not None else WATCH_MIN_AGE,
                         allow=args.allow, include=set(args.include), grace=args.grace,
-                        scan_kwargs={"config": args.config, "users": users}, emit=emit,
-                        should_stop=lambda: bool(stop))
-    finally:
-        signal.signal(signal.SIGTERM, old)
-        signal.signal(signal.SIGINT, old_int)
+                        scan_kwargs={"config": args.config, "users": users},
+                        emit=lambda line: print(line, flush=True), should_stop=should_stop)
     return EXIT_OK
