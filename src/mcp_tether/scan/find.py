@@ -19,6 +19,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from typing import TYPE_CHECKING
@@ -88,10 +89,8 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
     callers that already read them); `users` limits the result to those uids.
     """
     t0 = time.monotonic()
-    # Thousands of short-lived records, freed by reference counting: the cyclic
-    # collector would run dozens of times for nothing (~4 ms of `ps` at 1000 processes).
-    import gc
-
+    # Thousands of short-lived records per scan, all freed by reference counting: the
+    # cyclic collector, triggered by allocation counts, would only walk them in vain.
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -12,6 +12,9 @@ import os
 import sys
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import (
     HOST_GONE,
@@ -95,9 +98,6 @@ def _totals_line(result: ScanResult) -> str:
 def print_ps(result: ScanResult) -> None:
     rows = _rows(result)
     if sys.stdout.isatty():
-        from rich.console import Console  # lazily: only a human at a terminal pays
-        from rich.table import Table
-
         table = Table(box=None, header_style="bold")
         for h in HEADERS:
             table.add_column(h, overflow="fold" if h == "COMMAND" else "ellipsis")

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+from xml.sax.saxutils import escape
 
 from mcp_tether import ladder
 from mcp_tether.proc import ProcessId
@@ -117,8 +118,6 @@ def render_unit(kind: str, opts: list[str]) -> str:
             "",
         ])
     if kind == "launchd":
-        from xml.sax.saxutils import escape
-
         args = "\n".join(f"    <string>{escape(a)}</string>" for a in argv)
         return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!-- ~/Library/LaunchAgents/dev.mcp-tether.reap.plist
