@@ -12,9 +12,6 @@ import os
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import (
     HOST_GONE,
@@ -97,7 +94,10 @@ def _totals_line(result: ScanResult) -> str:
 
 def print_ps(result: ScanResult) -> None:
     rows = _rows(result)
-    if sys.stdout.isatty():
+    if sys.stdout.isatty():  # rich draws for a terminal only: pipes get plain columns
+        from rich.console import Console
+        from rich.table import Table
+
         table = Table(box=None, header_style="bold")
         for h in HEADERS:
             table.add_column(h, overflow="fold" if h == "COMMAND" else "ellipsis")
