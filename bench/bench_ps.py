@@ -10,7 +10,9 @@ Both sides are timed at 0 extra processes, then again with N, interleaved run by
 The bench runs in a pid namespace of its own (`--host-namespace` to run beside the
 machine's processes instead), so that the count between the two points is exactly the N
 added here, whatever else the machine starts or ends meanwhile, and so that nobody
-else's `ps` sees our extra processes.
+else's `ps` sees our extra processes. The process scan is what is measured: DOCKER_HOST
+points at a socket that does not exist, so container support is off and no daemon's
+round trips (or `docker stats` runs) weigh on one side; `--daemon` keeps the machine's.
 
 Default: the extra processes are children of this script (fork, pause), so they are
 cheap and are all ended at the end by the identities held here, nothing else.
@@ -172,9 +174,13 @@ def main() -> int:
     ap.add_argument("--host-namespace", action="store_true",
                     help="run beside the machine's processes, not in a pid namespace of "
                          "its own (the count between the two points is then not exact)")
+    ap.add_argument("--daemon", action="store_true",
+                    help="let ps ask the machine's container daemon, as a user's would")
     args = ap.parse_args()
     if not args.host_namespace or args.orphans:
         _pidns.enter()
+    if not args.daemon:
+        os.environ["DOCKER_HOST"] = "unix:///nonexistent/bench-ps-no-daemon.sock"
     tether = shutil.which("mcp-tether", path=os.path.dirname(sys.executable)) or "mcp-tether"
     load0 = _load()
     start_all, _ = timed([[tether, "--version"]], args.runs)
@@ -189,8 +195,9 @@ def main() -> int:
     load1 = _load()
     shape = f"orphans: {args.orphans}" if args.orphans else "children of the bench"
     where = "host namespace" if args.host_namespace and not args.orphans else "own pid namespace"
-    print(f"{args.extra} extra processes ({shape}), {where}; load average {load0} before, "
-          f"{load1} after, on {os.cpu_count()} CPUs; medians of {args.runs} runs")
+    daemon = "the machine's container daemon" if args.daemon else "no container daemon"
+    print(f"{args.extra} extra processes ({shape}), {where}, {daemon}; load average {load0} "
+          f"before, {load1} after, on {os.cpu_count()} CPUs; medians of {args.runs} runs")
     print(f"interpreter start-up alone (mcp-tether --version): "
           f"{statistics.median(start_all[0]) * 1000:.1f} ms wall")
     for p in (base, full):
