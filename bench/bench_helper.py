@@ -13,6 +13,12 @@ tools/list), then close stdin at t0; t1 is the instant a pidfd on the server tur
 readable (the exit itself, not the reap). Untethered runs are SIGKILLed after --timeout.
 
     python bench/bench_helper.py [--runs 20] [--timeout 3]
+    python bench/bench_helper.py --against OTHER/src [--runs 40]
+
+With `--against SRC` (another checkout's src/, e.g. the previous main's), only the
+tethered and lifespan servers run, this tree's and that one's interleaved run by run in
+one process, and the ratio of medians (this / that) is printed: a regression check that
+a change in the machine's load hits both sides alike.
 """
 
 from __future__ import annotations
@@ -105,7 +111,7 @@ def _line(proc: subprocess.Popen[bytes], timeout: float = 180.0) -> bytes:
     return proc.stdout.readline()
 
 
-def one_run(script: Path, timeout: float) -> float | None:
+def one_run(script: Path, timeout: float, src: Path = SRC) -> float | None:
     """Seconds from closing stdin to the process gone; None if it outlived `timeout`.
 
     With a marker file (the lifespan server), a run whose cleanup did not complete
@@ -115,7 +121,7 @@ def one_run(script: Path, timeout: float) -> float | None:
     marker.unlink(missing_ok=True)
     env = {
         **os.environ,
-        "PYTHONPATH": str(SRC),
+        "PYTHONPATH": str(src),
         "MCP_TETHER_LOG": "quiet",
         "BENCH_MARKER": str(marker),
     }
@@ -184,7 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="runs of the server that never exits (each costs --timeout)",
     )
+    ap.add_argument("--against", type=Path, metavar="SRC",
+                    help="another checkout's src/: compare EOF-to-gone, this tree / that one")
     args = ap.parse_args(argv)
+    if args.against is not None and not (args.against / "mcp_tether").is_dir():
+        ap.error(f"--against {args.against}: no mcp_tether package there")
     if not hasattr(os, "pidfd_open"):
         print("needs Linux pidfds", file=sys.stderr)
         return 2
@@ -194,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         f"python {sys.version.split()[0]}, mcp {_version('mcp')}, "
         f"{args.runs} runs (untethered: {args.untethered_runs})"
     )
+    if args.against is not None:
+        return _against(args.against.resolve(), args.runs, args.timeout)
     with tempfile.TemporaryDirectory(prefix="bench-helper-") as tmp:
         scripts = {}
         for name, text in SERVERS.items():
@@ -232,6 +244,34 @@ def main(argv: list[str] | None = None) -> int:
             f"{medians['lifespan'] / base:.2f}x ({medians['lifespan'] - base:+.1f} ms)"
         )
     return 0
+
+
+def _against(other: Path, runs: int, timeout: float) -> int:
+    """This tree vs `other`, interleaved: tethered and lifespan, EOF to gone."""
+    print(f"this tree {SRC} vs {other}; load average {os.getloadavg()[0]:.1f}")
+    sides = {"this": SRC, "that": other}
+    with tempfile.TemporaryDirectory(prefix="bench-helper-") as tmp:
+        times: dict[tuple[str, str], list[float]] = {}
+        failed = 0
+        for name in ("tethered", "lifespan"):
+            script = Path(tmp) / f"{name}.py"
+            script.write_text(SERVERS[name])
+            for i in range(runs):
+                order = ("this", "that") if i % 2 == 0 else ("that", "this")
+                for side in order:
+                    t = one_run(script, timeout, sides[side])
+                    if t is None:
+                        failed += 1
+                    else:
+                        times.setdefault((name, side), []).append(t * 1000)
+    print(f"{'server':<10} {'this (ms)':>10} {'that (ms)':>10} {'this/that':>10}")
+    for name in ("tethered", "lifespan"):
+        a = statistics.median(times.get((name, "this"), [float("nan")]))
+        b = statistics.median(times.get((name, "that"), [float("nan")]))
+        print(f"{name:<10} {a:>10.1f} {b:>10.1f} {a / b:>9.3f}x")
+    if failed:
+        print(f"{failed} run(s) did not exit within {timeout:g} s or lost their cleanup")
+    return 1 if failed else 0
 
 
 def _version(dist: str) -> str:

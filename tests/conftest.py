@@ -9,6 +9,7 @@ the session's cookie in its environment (orphans reparented to init keep their e
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -52,6 +53,44 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     if base and not explicit and item.get_closest_marker("timeout") is None:
         item.add_marker(pytest.mark.timeout(float(base) * load_factor()))
     yield
+
+
+DURATIONS = os.path.join(os.path.dirname(__file__), "durations.json")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """MCP_TETHER_SHARD=K/N keeps the K-th of N halves of the suite (tests/run runs them at
+    once, each in a pid namespace of its own): whole files, dealt heaviest first to the
+    lightest shard by their seconds in tests/durations.json (a file not listed there
+    weighs the median), so each file's shared fixtures stay in one pass."""
+    shard = os.environ.get("MCP_TETHER_SHARD")
+    if not shard:
+        return
+    try:
+        k, n = (int(x) for x in shard.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: expected K/N, e.g. 1/2") from None
+    if not 1 <= k <= n:
+        raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: K must be 1..N")
+    try:
+        with open(DURATIONS) as fh:
+            weights: dict[str, float] = json.load(fh)
+    except (OSError, ValueError):
+        weights = {}
+    files = sorted({item.path.name for item in items})
+    known = sorted(weights.values()) or [1.0]
+    median = known[len(known) // 2]
+    load = [0.0] * n
+    owner: dict[str, int] = {}
+    for name in sorted(files, key=lambda f: (-weights.get(f, median), f)):
+        i = load.index(min(load))
+        owner[name] = i
+        load[i] += weights.get(name, median)
+    keep = [item for item in items if owner[item.path.name] == k - 1]
+    dropped = [item for item in items if owner[item.path.name] != k - 1]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
 
 
 COOKIE_VAR = "MCP_TETHER_TEST_SESSION"

@@ -25,9 +25,6 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc"),
 ]
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-# `ps --json` in a fresh interpreter; the names of the modules it loaded go to stderr.
-PS_MODULES = ("import sys; from mcp_tether.cli import main; rc = main(['ps', '--json']); "
-              "sys.stderr.write(' '.join(sys.modules)); sys.exit(rc)")
 
 
 def start(follow: ContainerFollow) -> subprocess.Popen[bytes]:
@@ -196,16 +193,3 @@ def test_ps_lists_a_leaked_container_and_reap_ends_it_but_not_one_with_a_live_cl
         live.wait_gone(30)
         live.end()
         leaked.end()
-
-
-def test_ps_with_a_daemon_up_loads_the_api_reader_but_not_the_follower(
-    docker_engine: Engine,
-) -> None:
-    """With a daemon answering, `ps --json` reads the Engine API (json) and judges the
-    running containers, but never loads the follower (that is for `run`)."""
-    p = subprocess.run([sys.executable, "-c", PS_MODULES], stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=dockertest.DEADLINE)
-    assert p.returncode == 0, p.stderr.decode()[-2000:]
-    loaded = set(p.stderr.decode().split())
-    assert "mcp_tether.container.leaked" in loaded and "json" in loaded
-    assert "mcp_tether.container.follow" not in loaded

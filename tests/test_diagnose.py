@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mcp_tether.inspect import Transport
 from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, build_specs
 from mcp_tether.probe.diagnose import annotate, diagnose, explain_line, remedy, summary
@@ -135,9 +136,9 @@ def test_behind_the_guard_the_child_is_diagnosed_and_the_guard_not_suggested() -
             {"t_ms": 90.0, "what": "seen", "pid": 3, "ppid": 2, "cmd": "node /srv/timer.mjs"},
         ],
     }
-    sdks = [{"language": "python", "package": "mcp", "version": "2", "exits_on_eof": True},
-            {"language": "node", "package": "@modelcontextprotocol/sdk", "version": "1.30.0",
-             "exits_on_eof": False, "stdin_events": ["data", "error"]}]
+    sdks = [Transport(language="python", package="mcp", version="2", exits_on_eof=True),
+            Transport(language="node", package="@modelcontextprotocol/sdk", version="1.30.0",
+                      exits_on_eof=False, stdin_events=["data", "error"])]
     text = diagnose(r, cmd, sdks)
     assert text is not None and "@modelcontextprotocol/sdk 1.30.0" in text and "mcp 2" not in text
     fix = remedy(r, cmd, sdks)
@@ -261,7 +262,7 @@ def test_a_python_server_that_exited_in_the_window_leaving_children_is_told_they
                        {"pid": 42, "cmdline": "python grand.py", "evidence": {}}]}
     text = diagnose(r, argv)
     assert text is not None and "wrapper" not in text and "left its descendant" in text
-    fix = remedy(r, argv, [{"language": "python", "state": "sdk", "package": "mcp"}])
+    fix = remedy(r, argv, [Transport(language="python", state="sdk", package="mcp")])
     assert fix is not None and "mcp_tether.run(mcp)" in fix
     assert "child processes (pid 41 python kid.py, pid 42 python grand.py)" in fix
 
@@ -282,8 +283,8 @@ def test_a_signal_kept_by_a_live_launcher_is_told_to_drop_the_launcher() -> None
     r = {"scenario": "sigint", "host_style": "node", "verdict": "killed", "passed": False,
          "events": ev, "survivors": [],
          "killed_at_window": [{"pid": p, "evidence": {"alive": True}} for p in (20, 30, 40)]}
-    fix = remedy(r, cmd, [{"language": "node", "state": "sdk"}])
+    fix = remedy(r, cmd, [Transport(language="node", state="sdk")])
     assert fix is not None and fix.startswith("`npx` stays in between")
     r["killed_at_window"] = [{"pid": 20, "evidence": {"alive": True}}]  # the server itself
-    fix = remedy(r, ["node", "server.js"], [{"language": "node", "state": "sdk"}])
+    fix = remedy(r, ["node", "server.js"], [Transport(language="node", state="sdk")])
     assert fix is not None and "stays in between" not in fix

@@ -32,23 +32,23 @@ def _pinned_sdk_version() -> str:
 def test_the_lab_node_sdk_registers_no_eof_listener_on_stdin(node_dir: Path) -> None:
     """1.30.0's StdioServerTransport listens for data and error only: EOF ends nothing."""
     (sdk,) = [s for s in inspect_path(node_dir / "node_modules")
-              if s["package"] == "@modelcontextprotocol/sdk"]
-    assert sdk["version"] == _pinned_sdk_version()
-    assert sorted(sdk["stdin_events"]) == ["data", "error"]
-    assert sdk["exits_on_eof"] is False
-    assert sdk["transport_file"].endswith("server/stdio.js")
-    assert sdk["signals"] == [] and sdk["parent_watch"] is False
+              if s.package == "@modelcontextprotocol/sdk"]
+    assert sdk.version == _pinned_sdk_version()
+    assert sorted(sdk.stdin_events) == ["data", "error"]
+    assert sdk.exits_on_eof is False
+    assert sdk.transport_file.endswith("server/stdio.js")
+    assert sdk.signals == [] and sdk.parent_watch is False
 
 
 def test_the_installed_python_sdk_ends_its_session_on_eof() -> None:
     """The venv's `mcp` reads stdin in a loop that ends at EOF."""
-    found = [s for s in inspect_path(None) if s["package"] == "mcp"]
+    found = [s for s in inspect_path(None) if s.package == "mcp"]
     assert found, "mcp is a dependency: it must be found in this interpreter"
     sdk = found[0]
-    assert sdk["version"] == importlib.metadata.version("mcp")
-    assert sdk["exits_on_eof"] is True
-    assert "eof" in sdk["stdin_events"]
-    assert sdk["transport_file"].endswith("stdio.py")
+    assert sdk.version == importlib.metadata.version("mcp")
+    assert sdk.exits_on_eof is True
+    assert "eof" in sdk.stdin_events
+    assert sdk.transport_file.endswith("stdio.py")
 
 
 def _fake_node_sdk(root: Path, version: str, listeners: str) -> Path:
@@ -75,35 +75,35 @@ def test_a_transport_that_listens_for_end_and_close_is_reported_to_exit_on_eof(
     they do not count."""
     _fake_node_sdk(tmp_path, "9.9.9", "this._stdin.once(\"end\", f); this._stdin.on(`close`, f);")
     (sdk,) = inspect_path(tmp_path)
-    assert sdk["version"] == "9.9.9"
-    assert sdk["stdin_events"] == ["data", "end", "close"]
-    assert sdk["exits_on_eof"] is True
+    assert sdk.version == "9.9.9"
+    assert sdk.stdin_events == ["data", "end", "close"]
+    assert sdk.exits_on_eof is True
 
 
 def test_a_listener_outside_the_transport_class_does_not_count(tmp_path: Path) -> None:
     _fake_node_sdk(tmp_path, "9.9.8", "")
     (sdk,) = inspect_path(tmp_path)
-    assert sdk["stdin_events"] == ["data"]
-    assert sdk["exits_on_eof"] is False
+    assert sdk.stdin_events == ["data"]
+    assert sdk.exits_on_eof is False
 
 
 @needs_node
 def test_a_node_script_command_locates_its_nearest_sdk(node_dir: Path) -> None:
     sdks = sdks_for_command(["node", str(node_dir / "timer.mjs")])
-    assert [s["package"] for s in sdks] == ["@modelcontextprotocol/sdk"]
+    assert [s.package for s in sdks] == ["@modelcontextprotocol/sdk"]
 
 
 def test_a_python_module_that_cannot_be_found_is_unknown_not_the_installed_sdk() -> None:
     """Issue 27: `mcp` installed beside it says nothing about what the server loads."""
     (sdk,) = sdks_for_command([sys.executable, "-m", "some_server"])
-    assert sdk["state"] == "unknown" and sdk["package"] is None
-    assert "some_server not found" in sdk["how"]
+    assert sdk.state == "unknown" and sdk.package is None
+    assert "some_server not found" in sdk.how
 
 
 @needs_node
 def test_a_sh_c_wrapper_is_seen_through(node_dir: Path) -> None:
     sdks = sdks_for_command(["sh", "-c", f"node {node_dir / 'timer.mjs'}; true"])
-    assert [s["package"] for s in sdks] == ["@modelcontextprotocol/sdk"]
+    assert [s.package for s in sdks] == ["@modelcontextprotocol/sdk"]
 
 
 def test_inspect_json_has_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
@@ -161,13 +161,13 @@ def test_python_fastmcp_is_reported_as_using_the_mcp_transport(tmp_path: Path) -
     """The transport is found by parsing, and a re-user is followed to the definer."""
     site = tmp_path / "lib" / "python3.11" / "site-packages"
     _fake_site(site)
-    found = {s["package"]: s for s in inspect_path(tmp_path)}
-    assert found["mcp"]["exits_on_eof"] is True and found["mcp"]["version"] == "7.0.0"
-    assert found["mcp"]["signals"] == []  # importing signal is not handling one
+    found = {s.package: s for s in inspect_path(tmp_path)}
+    assert found["mcp"].exits_on_eof is True and found["mcp"].version == "7.0.0"
+    assert found["mcp"].signals == []  # importing signal is not handling one
     slim = found["fastmcp-slim"]
-    assert slim["delegates_to"] == "mcp@7.0.0" and slim["exits_on_eof"] is True
-    assert found["fastmcp"]["delegates_to"] == "fastmcp-slim"
-    assert found["fastmcp"]["exits_on_eof"] is None
+    assert slim.delegates_to == "mcp@7.0.0" and slim.exits_on_eof is True
+    assert found["fastmcp"].delegates_to == "fastmcp-slim"
+    assert found["fastmcp"].exits_on_eof is None
 
 
 def test_a_uvx_command_locates_the_environment_uv_made(
@@ -187,8 +187,8 @@ def test_a_uvx_command_locates_the_environment_uv_made(
     (sdk,) = sdks_for_command(["uvx", "mcp-server-time"])
     # What its console script's module imports (through its own submodule), not every
     # SDK in the environment.
-    assert (sdk["state"], sdk["package"], sdk["version"]) == ("sdk", "mcp", "7.0.0")
-    assert sdk["exits_on_eof"] is True and "uvx environment" in sdk["how"]
+    assert (sdk.state, sdk.package, sdk.version) == ("sdk", "mcp", "7.0.0")
+    assert sdk.exits_on_eof is True and "uvx environment" in sdk.how
 
 
 def test_a_bundled_transport_class_expression_is_found_through_the_exports_map(
@@ -208,5 +208,5 @@ def test_a_bundled_transport_class_expression_is_found_through_the_exports_map(
         "};\nexport { StdioServerTransport };\n"
     )
     (sdk,) = inspect_path(tmp_path)
-    assert sdk["transport_file"].endswith("dist/stdio.mjs")
-    assert sdk["stdin_events"] == ["data", "end"] and sdk["exits_on_eof"] is True
+    assert sdk.transport_file.endswith("dist/stdio.mjs")
+    assert sdk.stdin_events == ["data", "end"] and sdk.exits_on_eof is True

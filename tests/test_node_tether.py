@@ -222,6 +222,6 @@ def test_inspect_gives_the_one_line_fix_for_both_installed_sdk_lines(fx: Path) -
     """`mcp-tether inspect node_modules`: 1.x and 2.x both carry the package's fix."""
     from mcp_tether.inspect import inspect_path
 
-    sdks = {s["package"]: s for s in inspect_path(str(fx / "node_modules"))}
+    sdks = {s.package: s for s in inspect_path(str(fx / "node_modules"))}
     for name in ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server"):
-        assert "`tether(server);`" in (sdks[name]["remedy"] or ""), name
+        assert "`tether(server);`" in (sdks[name].remedy or ""), name

@@ -180,7 +180,7 @@ def test_an_interrupted_probe_leaves_nothing_running(sig: int) -> None:
 def test_verdicts_follow_the_rungs() -> None:
     rungs = [{"action": "close-stdin", "sent_at": 10.0}, {"action": "sigterm", "sent_at": 12.0},
              {"action": "sigkill", "sent_at": 14.0}]
-    f = Facts("close", trigger=10.0, gone_at=10.01, rungs=rungs)
+    f = Facts("close", trigger=10.0, gone_at=10.01, rungs=rungs, judge="ladder")
     assert decide(f) == ("exited", "eof", 10.0)
     f.gone_at = 12.002
     assert decide(f)[:2] == ("terminated", "sigterm")
@@ -190,6 +190,6 @@ def test_verdicts_follow_the_rungs() -> None:
     assert decide(f)[0] == "orphaned"
     assert decide(Facts("exit", trigger=1.0, gone_at=1.25, trigger_what="eof")) == (
         "exited", "eof", 250.0)
-    assert decide(Facts("idle", answered=True))[0] == "alive"
+    assert decide(Facts("idle", answered=True, judge="answer"))[0] == "alive"
     assert decide(Facts("crash", error="boom"))[0] == "error"
     assert os.getpid() > 0

@@ -242,3 +242,47 @@ def test_an_unknown_server_name_lists_the_names_there_are(
                  "--yes"]) == 2
     err = capsys.readouterr().err
     assert "no server named godo; there are: good, lingering" in err
+
+
+# --- the Python API: probe_configured(entries, options) -> report ---------------------
+
+
+def test_probe_configured_returns_typed_results_and_neither_asks_nor_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1. the entries of a config, read by `hosts`; 2. `probe_configured` with the
+    probe's options: one ServerResult per server, in the CLI's order (config errors,
+    probed, not run), no prompt and no output; 3. its dict is the CLI's --json."""
+    from mcp_tether import hosts
+    from mcp_tether.probe import ConfiguredOptions, ProbeOptions, probe_configured
+
+    entries, errors = hosts.configured_servers(config=_config(tmp_path))
+    assert not errors
+    fast = ProbeOptions(scenarios=("close", "exit"), window=0.5, grace=0.3, term_grace=0.3)
+    report = probe_configured(entries, ConfiguredOptions(fast))
+    assert capsys.readouterr() == ("", "")
+    by = {s.label: s for s in report.servers}
+    assert list(by) == ["missing", "good", "lingering", "remote"]
+    assert by["good"].meets == "spec" and by["good"].passes("spec")
+    assert {r.scenario: r.verdict for r in by["good"].results} == {
+        "close": "exited", "exit": "exited"}
+    assert by["lingering"].meets == "none" and not by["lingering"].passes("spec")
+    assert by["missing"].probed and by["missing"].results[0].verdict == "error"
+    assert not by["remote"].probed and by["remote"].meets == "skipped"
+    assert report.passed is False
+    assert report.to_dict()["servers"][1] == by["good"].to_dict()
+
+
+def test_plan_configured_says_what_would_start_without_starting_anything(
+    tmp_path: Path
+) -> None:
+    """The plan is the host's argv (variables expanded) or the reason it is not run."""
+    from mcp_tether import hosts
+    from mcp_tether.probe import plan_configured
+
+    entries, _ = hosts.configured_servers(config=_config(tmp_path))
+    planned = {p.label: p for p in plan_configured(entries)}
+    assert planned["good"].runnable and planned["good"].argv == [sys.executable, "-S", MINI]
+    assert planned["missing"].verdict == "error"
+    assert "command not found" in planned["missing"].detail
+    assert (planned["remote"].verdict, planned["remote"].argv) == ("skipped", [])

@@ -6,6 +6,7 @@ doing what the README promises, a test here fails.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -94,6 +95,29 @@ def test_the_node_recipe_without_its_one_line_leaks(tmp_path: Path) -> None:
     report = probe(["node", str(script)],
                    ProbeOptions(scenarios=("close",), ready_timeout=60))
     assert [r.verdict for r in report.results] == ["terminated"], report.results
+
+
+def test_the_configured_servers_recipe_reports_each_server_and_fails_on_a_leak(
+    tmp_path: Path,
+) -> None:
+    """1. a Claude Code config: a server that exits, one that leaks a thread, a remote;
+    2. the recipe prints one line each (the leak meets none) and exits 1; the API
+       itself neither asks nor lists what it starts (the CLI does)."""
+    mini = ROOT / "tests" / "servers" / "mini.py"
+    config = tmp_path / ".mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "good": {"command": sys.executable, "args": ["-S", str(mini)]},
+        "leaky": {"command": sys.executable, "args": ["-S", str(mini), "--thread"]},
+        "remote": {"url": "https://example.invalid/mcp"}}}))
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "configured" / "check_configs.py"), "claude-code",
+         str(config)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["good: spec", "leaky: none", "remote: skipped"], (
+        proc.stdout + proc.stderr)
+    assert "will start" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def _leaked_servers_commands() -> list[list[str]]:

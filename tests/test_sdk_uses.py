@@ -64,9 +64,9 @@ def test_a_server_depending_on_both_sdk_lines_is_named_by_the_2x_one_it_loads() 
     assert "1.32.2" not in diagnosis
     # `inspect PACKAGE`: what the entry point loads comes first; the other is marked.
     first, *others = inspect_path(BOTH)
-    assert (first["package"], first["version"]) == ("@modelcontextprotocol/server", "2.4.0")
-    assert [o["package"] for o in others] == ["@modelcontextprotocol/sdk"]
-    assert "not what the entry point loads" in others[0]["notes"][-1]
+    assert (first.package, first.version) == ("@modelcontextprotocol/server", "2.4.0")
+    assert [o.package for o in others] == ["@modelcontextprotocol/sdk"]
+    assert "not what the entry point loads" in others[0].notes[-1]
 
 
 def test_an_sdk_bundled_into_a_library_of_the_server_is_found_by_its_transport() -> None:
@@ -84,8 +84,8 @@ def test_an_sdk_bundled_into_a_library_of_the_server_is_found_by_its_transport()
     assert "bundled into fx-bundle-core 1.2.0 via @modelcontextprotocol/sdk, whose stdio " \
            "transport does not react to EOF" in diagnosis
     [found] = inspect_path(BUNDLED)  # `inspect PACKAGE` no longer says "no MCP SDK found"
-    assert found["transport_file"].endswith("mcpBundleImpl.js")
-    assert found["exits_on_eof"] is False
+    assert found.transport_file.endswith("mcpBundleImpl.js")
+    assert found.exits_on_eof is False
 
 
 @pytest.mark.parametrize("python", [sys.executable, MCP1], ids=["mcp2", "mcp1"])
@@ -101,7 +101,7 @@ def test_a_stdlib_server_beside_an_installed_mcp_is_never_said_to_use_it(
     assert "imports no MCP SDK" in uses.how
     assert what.sdk is None and not what.mcp
     assert "loads no MCP SDK" in diagnosis and "mcp 2" not in diagnosis
-    assert sdks_for_command(argv)[0]["state"] == "none"
+    assert sdks_for_command(argv)[0].state == "none"
 
 
 def test_a_fastmcp_server_is_named_fastmcp_through_mcp() -> None:
@@ -113,7 +113,7 @@ def test_a_fastmcp_server_is_named_fastmcp_through_mcp() -> None:
     uses, what, diagnosis = _three_answers(argv, FIX)
     assert (uses.state, uses.package) == ("sdk", "fastmcp")
     assert uses.via is not None and uses.via.startswith("mcp ")
-    assert uses.info is not None and uses.info["exits_on_eof"] is True
+    assert uses.info is not None and uses.info.exits_on_eof is True
     assert (what.sdk, what.sdk_version) == ("fastmcp", uses.version)
     assert f"loads fastmcp {uses.version} via {uses.via}, whose stdio transport ends " \
            "its session on EOF" in diagnosis

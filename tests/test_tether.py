@@ -4,7 +4,7 @@ Each test writes a small server into tmp_path, starts it with pipes (or a socket
 Node hosts do), speaks the MCP handshake to it, then ends the client one way or another
 and checks how the server went: exit status, the one stderr line, and a hook log proving
 each cleanup hook ran exactly once. Waits are pidfd/poll waits with deadlines, never
-sleeps. The in-process tests at the end drive a `Tether` with a recording `exit`.
+sleeps. The in-process tests at the end drive a `ShutdownCoordinator` with a recording `exit`.
 """
 
 from __future__ import annotations
@@ -850,11 +850,11 @@ def test_a_drain_longer_than_the_host_allows_is_clamped_and_said(
 
 
 @pytest.fixture
-def recorded() -> Iterator[tuple[helper.Tether, list[int]]]:
+def recorded() -> Iterator[tuple[helper.ShutdownCoordinator, list[int]]]:
     codes: list[int] = []
     saved = list(hook_registry._global)
     hook_registry._global.clear()  # this test's hooks only
-    tether = helper.Tether(deadline=0.5, stdio=False, exit=codes.append)
+    tether = helper.ShutdownCoordinator(deadline=0.5, stdio=False, exit=codes.append)
     tether.start()
     try:
         yield tether, codes
@@ -929,7 +929,7 @@ def test_signal_in_process_reaches_the_watcher(recorded: Any) -> None:
 def test_only_one_tether_at_a_time(recorded: Any) -> None:
     """Signal handlers are per process: a second active tether is refused."""
     with pytest.raises(RuntimeError):
-        helper.Tether(stdio=False).start()
+        helper.ShutdownCoordinator(stdio=False).start()
 
 
 def test_run_refuses_a_low_level_server() -> None:

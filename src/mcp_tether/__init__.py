@@ -15,18 +15,14 @@ scan) load on first use of their own modules.
 
 from __future__ import annotations
 
-import os as _os
+from mcp_tether import _launch  # noqa: F401  # (pid, ppid) at first import, taken now
 
 # Not `from typing import ...`: typing costs ~15 ms to import, on every server launch.
 TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
-# (pid, ppid) when this package was first imported: a parent that dies while the server
-# is still importing its SDK (hundreds of ms) must not go unnoticed by the helper later.
-_STARTED_UNDER = (_os.getpid(), _os.getppid())
-
-__all__ = ["__version__", "on_shutdown", "run", "tethered", "ShutdownCoordinator", "Tether"]
+__all__ = ["__version__", "on_shutdown", "run", "tethered", "ShutdownCoordinator"]
 
 # Public name -> module that defines it, imported on first attribute access (PEP 562).
 _LAZY = {
@@ -34,11 +30,10 @@ _LAZY = {
     "run": "mcp_tether.tether",
     "tethered": "mcp_tether.tether",
     "ShutdownCoordinator": "mcp_tether.tether",
-    "Tether": "mcp_tether.tether",  # the former name of ShutdownCoordinator
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mcp_tether.tether import ShutdownCoordinator, Tether, on_shutdown, run, tethered
+    from mcp_tether.tether import ShutdownCoordinator, on_shutdown, run, tethered
 
 
 def __getattr__(name: str) -> object:

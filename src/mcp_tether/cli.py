@@ -20,6 +20,7 @@ import os
 import sys
 
 from mcp_tether import __version__
+from mcp_tether.cliutil import exit_at_once
 from mcp_tether.errors import EXIT_USAGE, TetherError
 
 # name -> (module, one-line summary). Order is the order of `mcp-tether --help`.
@@ -85,18 +86,6 @@ def build_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
     return parser, module
 
 
-def _exit_at_once(status: int) -> None:
-    """End a fast command's process now. Unlike the guard's own (which never writes
-    stdout), a stdout that cannot be flushed raises here, for main's BrokenPipeError
-    handler: `ps | head` still exits 0 without a trace."""
-    sys.stdout.flush()
-    try:  # noqa: SIM105  # contextlib would pull functools onto the guard's start-up
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    os._exit(status)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
@@ -114,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = fast(args[1:]) if fast is not None else None
         if status is not None:
             if argv is None:
-                _exit_at_once(int(status))
+                exit_at_once(int(status))
             return int(status)
         parser, module = build_parser(name)
         ns = parser.parse_args(args[1:])

@@ -1,4 +1,4 @@
-"""Small argument types shared by every command's parser.
+"""Small helpers shared by every command: argument types, and the one way to exit at once.
 
 `positive_duration` is the argparse `type=` for any option in seconds (`--grace`,
 `--term-grace`, `--window`, `reap --grace` ...): a finite number >= 0, else argparse's
@@ -6,11 +6,19 @@ usage error (exit 2) naming the option. `parse_duration` is the same check for c
 that parses without argparse (`guard.argv.parse_guard_argv`), raising ValueError.
 `float()` alone accepts "nan", "inf" and "-1": a NaN deadline never passes (a hang), an
 infinite one overflows poll(2) (a traceback).
+`exit_at_once(status)` ends a command's process once its work is done, output flushed.
 """
 
 from __future__ import annotations
 
-__all__ = ["parse_duration", "positive_duration"]
+import os
+import sys
+
+TYPE_CHECKING = False  # typing stays off the guard's start-up path (`mcp-tether run`)
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+__all__ = ["exit_at_once", "parse_duration", "positive_duration"]
 
 
 def parse_duration(text: str) -> float:
@@ -34,3 +42,19 @@ def positive_duration(text: str) -> float:
         import argparse  # here: the guard's fast path parses without argparse
 
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def exit_at_once(status: int) -> NoReturn:
+    """End this process now with `status`, without interpreter teardown: for a command
+    whose work is done (children reaped, no thread left) and whose caller waits on its
+    exit (the host, for `mcp-tether run`). Buffered stdout and stderr are flushed first;
+    a stdout that cannot take its output raises (cli.main's BrokenPipeError handler);
+    a missing or closed stream, or a failing stderr, is passed over."""
+    if sys.stdout is not None and not sys.stdout.closed:
+        sys.stdout.flush()
+    try:  # noqa: SIM105  # contextlib would pull functools onto the guard's start-up
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(status)

@@ -18,12 +18,14 @@ Guarantees:
 - `assert_passes(level="spec")` fails when a `spec` scenario failed; robust failures
   are listed in the message only when `level="robust"`, which counts both.
 - No process is left behind: the probe ends every tree it started, whatever the verdict.
-- Loading the plugin costs nothing: the probe is imported when the fixture is first used,
-  so installing mcp-tether never slows down or breaks anyone's pytest start-up.
+- pytest loads this plugin in every test run where mcp-tether is installed: it imports
+  nothing of the probe until the fixture is first used, so a suite that never uses it
+  runs exactly as without mcp-tether.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -168,9 +170,7 @@ def run_lifecycle(
     argv: Sequence[str], scenarios: str | Iterable[str] | None = None, **options: Any
 ) -> LifecycleReport:
     """Probe `argv` like the fixture does (usable outside pytest too)."""
-    import dataclasses
-
-    from mcp_tether.probe import ProbeOptions, probe  # deferred: only when a test asks
+    from mcp_tether.probe import ProbeOptions, probe  # when a test asks (module doc)
 
     valid = sorted({f.name for f in dataclasses.fields(ProbeOptions)} - {"scenarios"})
     unknown = sorted(set(options) - set(valid))

@@ -12,38 +12,26 @@ Both put the guard between the host and the server, so the server's tree (wrappe
 the real server, helpers that left its group) ends when the host closes it, crashes, or
 is SIGKILLed. Leaving the block / `close()` runs the spec's ladder on the whole tree
 (close stdin, grace, SIGTERM, term grace, SIGKILL) and returns once the last process of
-the tree is gone. Names load on first use: `spawn` never imports the MCP SDK.
+the tree is gone. `spawn` needs no MCP SDK: a host without one (or without anyio) can
+use it, so `stdio_client`, which needs both, is imported when first asked for.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["stdio_client", "spawn", "ServerProcess", "guard_command"]
+from mcp_tether.client.launch import guard_command
+from mcp_tether.client.process import ServerProcess, spawn
 
-_LAZY = {
-    "stdio_client": "mcp_tether.client.stdio",
-    "spawn": "mcp_tether.client.process",
-    "ServerProcess": "mcp_tether.client.process",
-    "guard_command": "mcp_tether.client.launch",
-}
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mcp_tether.client.launch import guard_command
-    from mcp_tether.client.process import ServerProcess, spawn
+if TYPE_CHECKING:
     from mcp_tether.client.stdio import stdio_client
+
+__all__ = ["stdio_client", "spawn", "ServerProcess", "guard_command"]
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcp_tether.client' has no attribute {name!r}")
-    import importlib
+    if name == "stdio_client":  # the SDK's client: needs `mcp` and `anyio` (see above)
+        from mcp_tether.client.stdio import stdio_client
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+        return stdio_client
+    raise AttributeError(f"module 'mcp_tether.client' has no attribute {name!r}")

@@ -20,10 +20,7 @@ import errno
 import os
 import stat
 import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["guard_command", "check_command", "package_root"]
 

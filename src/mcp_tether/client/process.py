@@ -17,20 +17,17 @@ raises FileNotFoundError / PermissionError before anything is spawned, as
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import IO
 
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import Settled, settle, settle_budget
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 from mcp_tether.proc import ProcessId, identify
-
-if TYPE_CHECKING:
-    import os
-    from collections.abc import Mapping, Sequence
-    from types import TracebackType
-    from typing import IO
 
 __all__ = ["spawn", "ServerProcess"]
 

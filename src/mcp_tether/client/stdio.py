@@ -26,31 +26,29 @@ ends the tree with the host).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+from anyio.abc import Process
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from anyio.streams.text import TextReceiveStream
+from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.shared.message import SessionMessage
 
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import settle, settle_budget
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 from mcp_tether.proc import ProcessId, identify
 
-if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable
-
-    from anyio.abc import Process
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-    from mcp.client.stdio import StdioServerParameters
-    from mcp.shared.message import SessionMessage
-
-    ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
-    WriteStream = MemoryObjectSendStream[SessionMessage]
+ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
+WriteStream = MemoryObjectSendStream[SessionMessage]
 
 __all__ = ["stdio_client", "WRITER_FLUSH_TIMEOUT", "REAP_TIMEOUT"]
 
@@ -74,11 +72,6 @@ class _Codec:
     """
 
     def __init__(self) -> None:
-        import importlib
-
-        from mcp.shared.message import SessionMessage
-
-        self.session_message = SessionMessage
         validate: Callable[[str], Any]
         try:
             adapter = importlib.import_module("mcp_types").jsonrpc_message_adapter
@@ -100,7 +93,7 @@ class _Codec:
         except Exception as exc:  # noqa: BLE001  # the SDK hands any parse failure over
             logger.exception("Failed to parse JSONRPC message from server")
             return exc
-        return self.session_message(message)
+        return SessionMessage(message)
 
     def dump(self, session_message: SessionMessage) -> str:
         message = session_message.message
@@ -123,8 +116,6 @@ async def stdio_client(
     `term_grace`: seconds between SIGTERM and SIGKILL (both 2 s by default, as in the
     SDKs). Raises FileNotFoundError / PermissionError when the command cannot start.
     """
-    from mcp.client.stdio import get_default_environment
-
     if sys.platform == "win32":  # pragma: no cover - the guard is POSIX; the SDK has Jobs
         from mcp.client.stdio import stdio_client as sdk_stdio_client
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import dataclass, field
 
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.proc import ExitWaiter, ProcessId, descendants, signal_process, wait_gone
@@ -29,19 +30,14 @@ def settle_budget(grace: float, term_grace: float) -> float:
     return grace + term_grace + KILL_WAIT + SAFETY_MARGIN
 
 
+@dataclass
 class Settled:
     """How the wait ended: "exited" (by itself, the normal case), "killed" (safety
     rung), "survived" (even SIGKILL was not seen to work: D state), with the instant."""
 
-    __slots__ = ("how", "at", "survivors")
-
-    def __init__(self, how: str, at: float, survivors: list[ProcessId] | None = None) -> None:
-        self.how = how
-        self.at = at
-        self.survivors = survivors or []
-
-    def __repr__(self) -> str:
-        return f"Settled({self.how!r}, {self.at!r}, survivors={self.survivors!r})"
+    how: str
+    at: float
+    survivors: list[ProcessId] = field(default_factory=list)
 
 
 def settle(guard: ProcessId | None, timeout: float, kill_wait: float = KILL_WAIT) -> Settled:

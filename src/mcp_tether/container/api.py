@@ -1,12 +1,11 @@
 """The Docker Engine API on its local UNIX socket, for reads only: ping, list, inspect.
 
-Why: `mcp-tether ps` asks the engine about running containers on every call, and each
-`docker` CLI call costs 15-30 ms of CPU (a Go binary, started twice: `version`, then
-`ps`). One HTTP/1.0 GET on the daemon's socket costs well under a millisecond. Only the
-plain local case takes this road: engine `docker`, no global options, no `DOCKER_CONTEXT`
-and no current context in the CLI's config, `DOCKER_HOST` unset or `unix://`. Anything
-else (remote hosts, contexts, podman) goes through the CLI as before, and so do all
-actions (kill, rm), which stay with the CLI.
+Why: `mcp-tether ps` asks the engine about running containers on every call; one HTTP/1.0
+GET on the daemon's socket answers that without starting the `docker` CLI (a separate
+program, twice: `version`, then `ps`). Only the plain local case takes this road: engine
+`docker`, no global options, no `DOCKER_CONTEXT` and no current context in the CLI's
+config, `DOCKER_HOST` unset or `unix://`. Anything else (remote hosts, contexts, podman)
+goes through the CLI as before, and so do all actions (kill, rm), which stay with the CLI.
 
 Guarantees: `local_socket()` names the socket this road would use, or None; `get(sock,
 path)` returns the decoded JSON body of a 200 answer. A socket that is missing or
@@ -17,7 +16,9 @@ and the caller falls back to the CLI. Stdlib only.
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 
 __all__ = ["local_socket", "get", "ApiError", "Unreachable"]
 
@@ -61,15 +62,12 @@ def local_socket(global_args: list[str] | None = None) -> str | None:
 
 def get(sock_path: str, path: str, timeout: float = TIMEOUT) -> object:
     """GET `path` from the Engine API on `sock_path`; the decoded JSON of a 200 answer."""
-    try:  # no socket, no daemon: `ps` answers without importing socket
+    try:
         os.stat(sock_path)
     except FileNotFoundError as e:
         raise Unreachable(f"{sock_path}: {e.strerror}") from e
     except OSError:
         pass  # connect() says what is wrong
-    import json
-    import socket
-
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(timeout)

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+from dataclasses import dataclass
 
 __all__ = ["RunCommand", "parse_run", "why_not_followed"]
 
@@ -59,29 +61,21 @@ def _name(word: str) -> str:
     return os.path.basename(word)
 
 
+@dataclass
 class RunCommand:
     """A container-run command line, taken apart."""
 
-    def __init__(self, argv: list[str], engine: str, global_args: list[str],
-                 run_at: int, options: list[str], image: str | None,
-                 shell_index: int | None = None, inner: RunCommand | None = None,
-                 words: list[str] | None = None, verb: str = "run",
-                 text_at: int | None = None) -> None:
-        self.argv = argv
-        self.verb = verb  # "run" | "exec"
-        self.text_at = text_at  # in a -c string: the offset right after the verb word
-        self.engine = engine  # the engine word as written ("docker", "/usr/bin/podman")
-        self.global_args = global_args  # e.g. ["-H", "unix:///x.sock"]
-        self.run_at = run_at  # index of the `run` word in argv (or in the -c words)
-        self.options = options  # the run options as given, up to the image
-        self.image = image  # for `exec`: the container, as named
-        self.shell_index = shell_index  # index of the -c string in argv, for a wrapper
-        self.inner = inner  # the command inside that -c string
-        self.words = options if words is None else words  # option words, values left out
-
-    def __repr__(self) -> str:
-        return (f"RunCommand(engine={self.engine!r}, image={self.image!r}, "
-                f"options={self.options!r}, shell={self.shell_index is not None})")
+    argv: list[str]
+    engine: str  # the engine word as written ("docker", "/usr/bin/podman")
+    global_args: list[str]  # e.g. ["-H", "unix:///x.sock"]
+    run_at: int  # index of the `run` word in argv (or in the -c words)
+    options: list[str]  # the run options as given, up to the image
+    image: str | None  # for `exec`: the container, as named
+    words: list[str]  # the option words, values left out
+    verb: str = "run"  # "run" | "exec"
+    shell_index: int | None = None  # index of the -c string in argv, for a wrapper
+    inner: RunCommand | None = None  # the command inside that -c string
+    text_at: int | None = None  # in a -c string: the offset right after the verb word
 
     @property
     def engine_name(self) -> str:
@@ -136,8 +130,6 @@ class RunCommand:
     def rewrite(self, extra: list[str]) -> list[str]:
         """argv with `extra` inserted right after the `run` word."""
         if self.shell_index is not None:
-            import shlex
-
             text = self.argv[self.shell_index]
             assert self.text_at is not None  # parse_run found the verb's word
             added = " " + " ".join(shlex.quote(w) for w in extra)
@@ -215,8 +207,7 @@ def _parse_engine(argv: list[str], at: int) -> RunCommand | None:
         image = argv[i]
     if image is None or "--help" in options or (verb == "exec" and i + 1 >= len(argv)):
         return None
-    cmd = RunCommand(argv, argv[at], global_args, run_at, options, image, words=words,
-                     verb=verb)
+    cmd = RunCommand(argv, argv[at], global_args, run_at, options, image, words, verb=verb)
     return None if cmd.detached else cmd
 
 
@@ -225,8 +216,6 @@ def _shell_words(text: str) -> list[tuple[str, int]] | None:
     just past it; None for anything else (see the module doc). Quotes and backslashes
     are read as the shell reads them; `$(...)` and backquotes, even inside double
     quotes, run another command and make it more than one."""
-    import shlex
-
     out: list[tuple[str, int]] = []
     i, n = 0, len(text)
     while i < n:
@@ -297,9 +286,8 @@ def parse_run(argv: list[str]) -> RunCommand | None:
     inner = parse_run([w for w, _end in spans])
     if inner is None or inner.shell_index is not None:
         return None
-    return RunCommand(argv, inner.engine, inner.global_args, inner.run_at,
-                      inner.options, inner.image, shell_index=k, inner=inner,
-                      words=inner.words, verb=inner.verb,
+    return RunCommand(argv, inner.engine, inner.global_args, inner.run_at, inner.options,
+                      inner.image, inner.words, verb=inner.verb, shell_index=k, inner=inner,
                       text_at=spans[inner.run_at][1])
 
 

@@ -17,6 +17,9 @@ Stdlib only: the guard imports this module when (and only when) it runs a contai
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
 
 from mcp_tether.container import api
 
@@ -42,19 +45,19 @@ class EngineError(Exception):
     """An engine command could not be run or did not answer in time."""
 
 
+@dataclass
 class Engine:
     """One engine executable plus the global options that pick its daemon."""
 
-    def __init__(self, name: str, exe: str | None, global_args: list[str],
-                 off: str | None = None) -> None:
-        self.name = name  # "docker" | "podman"
-        self.exe = exe  # absolute path, None when not installed
-        self.global_args = list(global_args)  # e.g. ["-H", "unix:///x.sock"]
-        self.off = off  # None when usable, else "container support is off: <why>"
-        self.socket: str | None = None  # the Engine API socket reads may use (docker)
+    name: str  # "docker" | "podman"
+    exe: str | None  # absolute path, None when not installed
+    global_args: list[str]  # e.g. ["-H", "unix:///x.sock"]
+    off: str | None = None  # None when usable, else "container support is off: <why>"
+    # The Engine API socket reads may use (docker), set once the daemon answered there.
+    socket: str | None = field(default=None, init=False)
 
-    def __repr__(self) -> str:
-        return f"Engine({self.name!r}, {self.exe!r}, off={self.off!r})"
+    def __post_init__(self) -> None:
+        self.global_args = list(self.global_args)  # ours: the caller's list may change
 
     @property
     def usable(self) -> bool:
@@ -64,8 +67,6 @@ class Engine:
         """Run `<engine> <global args> <args>`; (exit code, stdout, stderr)."""
         if self.exe is None:
             raise EngineError(f"{self.name}: not installed")
-        import subprocess  # here: `ps` on a machine with no daemon never pays for it
-
         try:
             done = subprocess.run(
                 [self.exe, *self.global_args, *args],
@@ -98,7 +99,7 @@ def engine_for(name: str = "docker", global_args: list[str] | None = None,
            tuple(global_args or ()))
     if path is None and key in _cache:
         return _cache[key]
-    exe = _which(name, path)
+    exe = shutil.which(name, path=path)
     if exe is None:
         engine = Engine(base, None, global_args or [],
                         off=f"container support is off: {base} not found on PATH")
@@ -116,20 +117,6 @@ def engine_for(name: str = "docker", global_args: list[str] | None = None,
     if path is None:
         _cache[key] = engine
     return engine
-
-
-def _which(name: str, path: str | None) -> str | None:
-    """`shutil.which` for an executable on POSIX, without shutil's import (it loads zlib,
-    bz2 and lzma: a few ms on every `ps`, which asks for the engine each time)."""
-    if os.sep in name:
-        dirs = [""]
-    else:
-        dirs = (path if path is not None else os.environ.get("PATH", os.defpath)).split(os.pathsep)
-    for d in dirs:
-        exe = os.path.join(d, name)
-        if os.path.isfile(exe) and os.access(exe, os.X_OK):
-            return exe
-    return None
 
 
 def _probe_cli(engine: Engine) -> Engine:

@@ -36,9 +36,9 @@ from __future__ import annotations
 import os
 import signal as _signal
 import time
-from typing import TYPE_CHECKING
 
 from mcp_tether import log
+from mcp_tether.container.command import RunCommand
 from mcp_tether.container.engine import (
     DENIED,
     GONE,
@@ -48,9 +48,6 @@ from mcp_tether.container.engine import (
     Engine,
     EngineError,
 )
-
-if TYPE_CHECKING:
-    from mcp_tether.container.command import RunCommand
 
 __all__ = ["ExecFollow", "EXEC_ENV"]
 

@@ -26,10 +26,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal as _signal
+import tempfile
 import time
 
 from mcp_tether import log
-from mcp_tether.container.command import RunCommand, parse_run
+from mcp_tether.container.command import RunCommand, parse_run, why_not_followed
 from mcp_tether.container.engine import (
     DENIED,
     GONE,
@@ -40,7 +41,9 @@ from mcp_tether.container.engine import (
     EngineError,
     engine_for,
 )
+from mcp_tether.container.execfollow import ExecFollow
 from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
+from mcp_tether.proc import read_info
 
 __all__ = ["Box", "ContainerFollow", "follow_for", "owner_label", "LABEL_RUN", "LABEL_OWNER"]
 
@@ -50,8 +53,6 @@ EVENTS_SINCE = 3600
 
 def owner_label(pid: int | None = None) -> str:
     """`<pid>:<start ticks>:<pid namespace inode>` of `pid` (default: this process)."""
-    from mcp_tether.proc import read_info
-
     pid = os.getpid() if pid is None else pid
     info = read_info(pid)
     start = "?" if info is None else repr(info.start)
@@ -225,8 +226,6 @@ class ContainerFollow(Box):
             self.cidfile = cmd.cidfile
             extra: list[str] = []
         else:
-            import tempfile  # here: only a guard that follows a container needs it
-
             self._dir = tempfile.mkdtemp(prefix="mcp-tether-cid.")
             self.cidfile = os.path.join(self._dir, "cid")
             extra = ["--cidfile", self.cidfile]
@@ -278,8 +277,6 @@ def follow_for(argv: list[str], *, owner: str | None = None,
     cmd = parse_run(argv)
     if cmd is None:
         if not quiet:
-            from mcp_tether.container.command import why_not_followed
-
             why = why_not_followed(argv)
             if why is not None:
                 log.warning(f"not following the container of this command ({why}): it "
@@ -291,8 +288,6 @@ def follow_for(argv: list[str], *, owner: str | None = None,
             log.say(f"mcp-tether: {engine.off}")
         return None
     if cmd.verb == "exec":
-        from mcp_tether.container.execfollow import ExecFollow
-
         return ExecFollow(engine, cmd, owner or owner_label())  # type: ignore[return-value]  # same interface, duck-typed by the ladder and the keeper
     return ContainerFollow(engine, cmd, owner or owner_label())
 

@@ -20,18 +20,20 @@ container that is not running any more or not the one listed.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
+import signal
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from mcp_tether.container import api
 from mcp_tether.container.engine import Engine, EngineError, engine_for
+from mcp_tether.container.follow import Box
 from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable
+from mcp_tether.proc import read_info
 
 __all__ = ["LeakedContainer", "leaked_containers", "end_container", "remove_owned",
            "container_support",
@@ -41,23 +43,23 @@ LEAKED, LIVE, UNKNOWN = "leaked", "live", "unknown"
 _O_ACCMODE = 0o3
 
 
+@dataclass(repr=False)
 class LeakedContainer:
     """One running `-i` container and what we know of its client."""
 
-    def __init__(self, **kw: object) -> None:
-        self.engine: Engine = kw["engine"]  # type: ignore[assignment]  # set by _judge
-        self.id: str = str(kw["id"])
-        self.name: str = str(kw.get("name", ""))
-        self.image: str = str(kw.get("image", ""))
-        self.cmdline: str = str(kw.get("cmdline", ""))
-        self.started: str = str(kw.get("started", ""))  # the engine's StartedAt, as is
-        self.age: float | None = kw.get("age")  # type: ignore[assignment]  # seconds
-        self.memory: int | None = kw.get("memory")  # type: ignore[assignment]  # bytes
-        self.state: str = str(kw.get("state", UNKNOWN))  # LEAKED | LIVE | UNKNOWN
-        self.evidence: str = str(kw.get("evidence", ""))
-        self.ours: bool = bool(kw.get("ours", False))  # carries our labels
-        self.auto_remove: bool = bool(kw.get("auto_remove", False))
-        self.init_pid: int | None = kw.get("init_pid")  # type: ignore[assignment]
+    engine: Engine
+    id: str
+    name: str = ""
+    image: str = ""
+    cmdline: str = ""
+    started: str = ""  # the engine's StartedAt, as is
+    age: float | None = None  # seconds
+    memory: int | None = None  # bytes
+    state: str = UNKNOWN  # LEAKED | LIVE | UNKNOWN
+    evidence: str = ""
+    ours: bool = False  # carries our labels
+    auto_remove: bool = False
+    init_pid: int | None = None
 
     @property
     def short_id(self) -> str:
@@ -79,11 +81,9 @@ def container_support(name: str = "docker") -> str | None:
 
 
 def _age(started: str) -> float | None:
-    import datetime as _dt  # here: `ps` pays for it only when a container runs
-
     try:
         head, _, frac = started.rstrip("Z").partition(".")
-        when = _dt.datetime.fromisoformat(head).replace(tzinfo=_dt.timezone.utc)
+        when = datetime.datetime.fromisoformat(head).replace(tzinfo=datetime.timezone.utc)
         secs = when.timestamp() + (float("0." + frac[:6]) if frac.isdigit() else 0.0)
     except ValueError:
         return None
@@ -98,8 +98,6 @@ def _pidns() -> str:
 
 
 def _owner_evidence(label: str) -> tuple[str, str] | None:
-    from mcp_tether.proc import read_info
-
     pid_s, _, rest = label.partition(":")
     start_s, _, ns = rest.partition(":")
     if not pid_s.isdigit() or ns != _pidns() or ns == "?":
@@ -325,10 +323,6 @@ def end_container(c: LeakedContainer, *, grace: float = 2.0, kill_wait: float = 
     running, _, started = out.strip().partition(" ")
     if code != 0 or running != "true" or started != c.started:
         return "gone"
-    import signal  # the ending path only: listing for `ps` needs neither
-
-    from mcp_tether.container.follow import Box
-
     box = Box(c.engine, c.id, remove=c.ours or c.auto_remove)
     try:
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):

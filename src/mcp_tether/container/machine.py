@@ -7,40 +7,29 @@ A thin layer over `leaked` for the scan CLI, so that its diff stays a few lines:
   image, name or command matches an `allow` glob; the same rules as for processes;
 - `end(chosen, grace)` -> one outcome dict per container (`end_container`);
 - text and JSON renderings of each.
-On a machine where container support is off (no engine, no daemon) `ps` pays only for
-asking the engine: `leaked` and everything it needs load once a daemon answers.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import sys
-from typing import TYPE_CHECKING
+from typing import IO, Any
 
-if TYPE_CHECKING:
-    from typing import IO, Any
-
-    from mcp_tether.container.leaked import LeakedContainer
+from mcp_tether.container.engine import engine_for
+from mcp_tether.container.leaked import LEAKED, LeakedContainer, end_container, stdio_containers
 
 __all__ = ["listing", "plan", "end", "print_listing", "print_plan", "as_json"]
 
 
 def listing(engine: str = "docker") -> tuple[str | None, list[LeakedContainer]]:
-    from mcp_tether.container.engine import engine_for
-
     off = engine_for(engine).off
     if off is not None:
         return off, []
-    from mcp_tether.container.leaked import stdio_containers
-
     return None, stdio_containers(engine)
 
 
 def plan(items: list[LeakedContainer], min_age: float = 0.0, allow: list[str] | None = None
          ) -> tuple[list[LeakedContainer], list[tuple[LeakedContainer, str]]]:
-    import fnmatch
-
-    from mcp_tether.container.leaked import LEAKED
-
     chosen: list[LeakedContainer] = []
     skipped: list[tuple[LeakedContainer, str]] = []
     for c in items:
@@ -62,8 +51,6 @@ def plan(items: list[LeakedContainer], min_age: float = 0.0, allow: list[str] | 
 
 
 def end(chosen: list[LeakedContainer], grace: float) -> list[dict[str, Any]]:
-    from mcp_tether.container.leaked import end_container
-
     out = []
     for c in chosen:
         outcome = end_container(c, grace=grace)

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import TYPE_CHECKING
 
 from mcp_tether.container.engine import DENIED, SENT
 from mcp_tether.container.follow import ContainerFollow
-
-if TYPE_CHECKING:
-    from mcp_tether.ladder import LadderTarget
+from mcp_tether.ladder import LadderTarget
 
 __all__ = ["WithContainer", "CLIENT_LINGER"]
 

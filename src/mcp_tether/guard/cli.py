@@ -8,10 +8,8 @@ passed to the server.
 
 from __future__ import annotations
 
-import sys
-
 from mcp_tether import log
-from mcp_tether.cliutil import positive_duration
+from mcp_tether.cliutil import exit_at_once, positive_duration
 from mcp_tether.errors import UsageError
 from mcp_tether.guard.argv import misplaced_options, parse_guard_argv
 from mcp_tether.guard.session import run_guarded
@@ -22,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["configure", "command", "fast_command", "EXIT_AT_ONCE"]
 
-# `command()` ends the process itself once the run is over (see `_exit_at_once`);
+# `command()` ends the process itself once the run is over (`cliutil.exit_at_once`);
 # set to False to call it in-process (run_guarded never exits).
 EXIT_AT_ONCE = True
 
@@ -73,7 +71,7 @@ def _run(cmd: list[str], grace: float | None, term_grace: float | None) -> int:
     result = run_guarded(cmd, grace=grace, term_grace=term_grace, front=EXIT_AT_ONCE)
     log.say(f"mcp-tether run: {result.summary()}")
     if EXIT_AT_ONCE:
-        _exit_at_once(result.exit_status)
+        exit_at_once(result.exit_status)
     return result.exit_status
 
 
@@ -95,17 +93,3 @@ def _misplaced_hint(cmd: list[str]) -> str:
     return (f"{' '.join(misplaced_options(cmd))} after the server command would go to the "
             f"server; for the guard: `mcp-tether run {shlex.join(ours)} -- {shlex.join(rest)}`"
             f", for the server: `mcp-tether run -- {shlex.join(cmd)}`")
-
-
-def _exit_at_once(status: int) -> None:
-    """Skip interpreter teardown (~5 ms): the host is waiting for our exit, we hold no
-    buffered output (stdout is never written, log lines go through os.write) and every
-    child is reaped. Same as returning `status` through cli.main, minus the wait."""
-    import os
-
-    for stream in (sys.stdout, sys.stderr):
-        try:  # noqa: SIM105  # contextlib would pull functools onto the guard's start-up
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-    os._exit(status)

@@ -22,7 +22,9 @@ Guarantees:
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import shutil
 import signal
 import tempfile
@@ -31,8 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
+from mcp_tether.hostcheck.config import host_names
 from mcp_tether.hostcheck.keeper import PLACEHOLDER, Spec, run_keeper, spec_json
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, Scenario, decide
+from mcp_tether.proc import ProcessId, identify
+from mcp_tether.proc.reap import wait_child
+from mcp_tether.proc.signals import signal_process
+from mcp_tether.proc.spawn import fork_call
 
 __all__ = ["check", "HostCheck", "SCENARIOS", "Scenario", "decide", "PLACEHOLDER",
            "default_scenarios"]
@@ -102,11 +109,8 @@ def check(
     if host is None and PLACEHOLDER not in argv:
         raise UsageError(f"the host command has no {PLACEHOLDER} argument to replace by the "
                          "recorder's command (or name the host's config with --host NAME)")
-    if host is not None:
-        from mcp_tether.hostcheck.config import host_names
-
-        if host not in host_names():
-            raise UsageError(f"unknown host {host!r} (one of: {', '.join(host_names())})")
+    if host is not None and host not in host_names():
+        raise UsageError(f"unknown host {host!r} (one of: {', '.join(host_names())})")
     names = list(dict.fromkeys(scenarios)) if scenarios else default_scenarios(host)
     for n in names:
         if n not in SCENARIOS:
@@ -139,7 +143,7 @@ def check(
 class _Running:
     spec: Spec
     pid: int
-    ident: Any
+    ident: ProcessId | None
     res_r: int
     life_w: int
     data: bytes = b""
@@ -147,9 +151,6 @@ class _Running:
 
 def _start(spec: Spec) -> _Running:
     """Fork one scenario's keeper (own session; SIGTERM when we die)."""
-    from mcp_tether.proc import identify
-    from mcp_tether.proc.spawn import fork_call
-
     text = spec_json(spec)
     res_r, res_w = os.pipe()
     life_r, life_w = os.pipe()
@@ -166,10 +167,6 @@ def _start(spec: Spec) -> _Running:
 
 
 def _finish(run: _Running) -> dict[str, Any]:
-    import json
-
-    from mcp_tether.proc.reap import wait_child
-
     os.close(run.res_r)
     os.close(run.life_w)
     wait_child(run.pid)
@@ -192,10 +189,6 @@ def run_scenarios(
     keeper reaped at its EOF. Ctrl-C: every running keeper is told (SIGTERM, identity
     checked), still read and reaped, then KeyboardInterrupt goes on; no new one starts.
     """
-    import select
-
-    from mcp_tether.proc.signals import signal_process
-
     todo = list(specs)
     running: dict[int, _Running] = {}
     done: dict[str, dict[str, Any]] = {}

@@ -7,6 +7,7 @@ import sys
 
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
+from mcp_tether.hostcheck import check, render
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
 
 EXAMPLES = """\
@@ -66,8 +67,6 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.hostcheck import check, render
-
     argv = list(args.argv)
     if argv and argv[0] == "--":
         argv = argv[1:]

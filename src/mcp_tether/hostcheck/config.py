@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether.errors import UsageError
+from mcp_tether.hosts import read_servers
+from mcp_tether.hosts.locations import HOSTS, REGISTRY
+from mcp_tether.hosts.model import Machine, Shape
 
 __all__ = ["ENTRY_NAME", "Placement", "write_recorder", "host_names"]
 
@@ -30,8 +33,6 @@ ENTRY_NAME = "mcp-tether-recorder"
 
 
 def host_names() -> tuple[str, ...]:
-    from mcp_tether.hosts.locations import HOSTS
-
     return HOSTS
 
 
@@ -57,7 +58,7 @@ class Placement:
     path: Path
     key_path: tuple[str, ...]
     fmt: str
-    shape: Any
+    shape: Shape
 
     def _entry(self, argv: list[str]) -> dict[str, Any]:
         s = self.shape
@@ -85,8 +86,6 @@ class Placement:
 
     def edit(self, argv: list[str]) -> None:
         """Write the entry with `argv` (atomically), and check that the host reads it."""
-        from mcp_tether.hosts import read_servers
-
         # Not hosts.atomic.write_config: its backups go to the user's state folder, and
         # this file is a throwaway one. A rename still makes the edit atomic for a host
         # watching the file.
@@ -102,9 +101,6 @@ class Placement:
 
 def write_recorder(host: str, home: Path, project: Path, argv: list[str]) -> Placement:
     """Write the recorder's entry into `host`'s first user file under `home`."""
-    from mcp_tether.hosts.locations import REGISTRY
-    from mcp_tether.hosts.model import Machine
-
     if host not in REGISTRY:
         raise UsageError(f"unknown host {host!r} (one of: {', '.join(REGISTRY)})")
     h = REGISTRY[host]

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether import platform
+from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
+from mcp_tether.hostcheck.timeline import build
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, descendants, identify, snapshot
 from mcp_tether.proc.end import Tree
@@ -117,7 +119,7 @@ class Keeper:
         self.fifo_buf = b""
         self.stdin_w: int | None = None
         self.master: int | None = None
-        self.placement: Any = None
+        self.placement: Placement | None = None
         self.shell: ProcessId | None = None  # the tty shell, under a pty
         self.stop = False
 
@@ -238,8 +240,6 @@ class Keeper:
         cwd = spec.cwd
         argv = list(spec.argv)
         if spec.host is not None:
-            from mcp_tether.hostcheck.config import host_env, write_recorder
-
             home = Path(spec.work) / "home"
             project = Path(spec.work) / "project"
             home.mkdir(parents=True, exist_ok=True)
@@ -332,6 +332,7 @@ class Keeper:
             self.mark(now, "hangup", host.pid)
         elif sc.action == "config-edit":
             rec = recorder_argv(self.events_dir, self.spec.eof, self.spec.grandchild)
+            assert self.placement is not None  # check() runs config scenarios with a host only
             self.placement.edit([*rec, "--generation", "2"])
             self.mark(now, "config-edit", host.pid)
         else:
@@ -520,8 +521,6 @@ class Keeper:
 
     def result(self, outcome: dict[str, Any], left: list[int], others: list[dict[str, Any]],
                killed: list[int]) -> dict[str, Any]:
-        from mcp_tether.hostcheck.timeline import build
-
         s, sc = self.s, self.sc
         host_exit = s.host_exit
         if s.host is not None and host_exit is None and s.host in self.waiter.exited:

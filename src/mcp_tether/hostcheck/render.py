@@ -11,6 +11,7 @@ import sys
 from typing import IO, Any
 
 from mcp_tether.hostcheck.scenarios import VERDICT_WORDS
+from mcp_tether.probe.html import render_html as page
 
 __all__ = ["render_text", "render_json", "render_markdown", "render_html", "saw_line"]
 
@@ -127,8 +128,6 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
 
 
 def render_html(result: Any, title: str = "") -> str:
-    from mcp_tether.probe.html import render_html as page
-
     results = []
     for r in result.results:
         row = dict(r)

@@ -1,7 +1,8 @@
 """Host config files: where every host keeps its servers, reading them, and wrapping them.
 
 The rooms (one job each):
-- `model`: the records handed out (`ConfigFile`, `ServerEntry`, `ChangeResult`, `Machine`);
+- `model`: the records handed out (`ConfigFile`, `ServerEntry`, `ChangeResult`, `Machine`)
+  and what reading a file gives (`Shape`, `Launch`, `Spot`, `Doc`);
 - `base`: what a host is (files, entry shape, variables, wrap hazards) and entry reading;
 - one module per host (`claude_desktop`, `claude_code`, `cursor`, `vscode`, `windsurf`,
   `zed`, `copilot_cli`, `gemini_cli`, `cline`, `kiro`, `codex`, `opencode`, `goose`),
@@ -12,17 +13,16 @@ The rooms (one job each):
   its verification, the diff, the crash-safe write with backups in the state folder;
 - `safety`: what wrapping would break, version-controlled trees; `expand`: variables,
   `envFile` and `cwd` as each host resolves them; `cli`: the commands.
-
-Public names kept from the single-module `mcp_tether.hosts` of before are re-exported
-here; heavy parts (YAML, TOML) are imported only when such a file is read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from mcp_tether.errors import ConfigError
-from mcp_tether.hosts.guardargv import TETHER_NAMES, is_tether_name, parse_guard_argv
+from mcp_tether.hosts import atomic
+from mcp_tether.hosts.edit import change, unwrap, wrap
 from mcp_tether.hosts.locations import (
     ANY_SHAPE,
     HOSTS,
@@ -35,6 +35,7 @@ from mcp_tether.hosts.locations import (
     searched,
 )
 from mcp_tether.hosts.model import ChangeResult, ConfigFile, Machine, ServerEntry
+from mcp_tether.hosts.read import load
 
 __all__ = [
     "HOSTS",
@@ -52,50 +53,12 @@ __all__ = [
     "wrap",
     "unwrap",
     "change",
-    "is_tether_command",
-    "parse_guard_argv",
     "backup_path",
-    "jsonc",
-    "TETHER_NAMES",
 ]
-
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from mcp_tether.hosts.edit import change, unwrap, wrap
-
-
-def __getattr__(name: str) -> object:
-    """`wrap`, `unwrap`, `change` load the editing machinery (spans, diff, atomic
-    writes, safety checks) on first use only: `ps` and `probe --host` read configs and
-    never edit them."""
-    if name in ("change", "unwrap", "wrap"):
-        from mcp_tether.hosts import edit
-
-        return getattr(edit, name)
-    if name == "jsonc":  # the JSONC reader (with json and re) loads when a file is read
-        import importlib  # not `from ... import jsonc`: that asks this function again
-
-        return importlib.import_module("mcp_tether.hosts.jsonc")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def is_tether_command(command: str, tether_argv0: str | None = None) -> bool:
-    """Is `command` the mcp-tether executable (by name, or the given path)?"""
-    import os
-
-    if tether_argv0 and os.path.abspath(command) == os.path.abspath(tether_argv0):
-        return True
-    return is_tether_name(command)
 
 
 def backup_path(path: Path) -> Path:
     """Where the next backup of `path` goes (in the per-user state folder)."""
-    from mcp_tether.hosts import atomic
-
     real = Path(path).resolve()
     existing = atomic.backups_of(real)
     folder = atomic.backup_dir(real)
@@ -103,14 +66,14 @@ def backup_path(path: Path) -> Path:
     return folder / (f"{real.name}.bak" if n == 0 else f"{real.name}.bak.{n}")
 
 
-def read_servers(path: Path | str, host: str | None = None) -> list[ServerEntry]:
+def read_servers(path: Path | str, host: str | None = None, *,
+                 scope: str = "config") -> list[ServerEntry]:
     """Every server entry of one config file (stdio and remote), in file order.
 
     `host` picks the entry shape and tables; None accepts any known JSON shape (and
-    the Codex/Goose shapes for .toml/.yaml files).
+    the Codex/Goose shapes for .toml/.yaml files). `scope` is the file's
+    (`ConfigFile.scope`), carried by each entry: it says where the host's workspace is.
     """
-    from mcp_tether.hosts.read import load
-
     path = Path(path)
     fmt = format_of(path, host)
     h = host_of(host)
@@ -122,7 +85,10 @@ def read_servers(path: Path | str, host: str | None = None) -> list[ServerEntry]
         shape = REGISTRY["goose"].shape
     else:
         shape = ANY_SHAPE
-    return [s.entry for s in load(path, fmt, shape, host).spots]
+    entries = [s.entry for s in load(path, fmt, shape, host).spots]
+    for entry in entries:
+        entry.scope = scope
+    return entries
 
 
 def configured_servers(
@@ -146,7 +112,7 @@ def configured_servers(
     errors: list[ConfigError] = []
     for cf in files:
         try:
-            entries += read_servers(cf.path, cf.host or None)
+            entries += read_servers(cf.path, cf.host or None, scope=cf.scope)
         except ConfigError as exc:
             errors.append(exc)
     return entries, errors

@@ -22,6 +22,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import subprocess
@@ -64,8 +65,6 @@ def state_dir() -> Path:
 def backup_dir(real: Path) -> Path:
     name = quote(str(real), safe="")
     if len(name) > 200:  # file-name limit: keep the tail, which names the file
-        import hashlib
-
         name = hashlib.sha256(str(real).encode("utf-8", "surrogatepass")).hexdigest()[:16] \
             + "-" + name[-180:]
     return state_dir() / "backups" / name

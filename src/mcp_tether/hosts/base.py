@@ -9,34 +9,19 @@ reading of one entry from plain values lives here, once, for every host and form
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from mcp_tether.hosts.guardargv import guard_prefix
-from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
+from mcp_tether.guard.argv import parse_guard_argv
+from mcp_tether.hosts.model import ConfigFile, Launch, Machine, ServerEntry, Shape
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+# A wrap hazard: (entry, the machine) -> the reason wrapping would break it, or None.
+Check = Callable[[ServerEntry, Machine], str | None]
 
-    # A wrap hazard: (entry, the machine) -> the reason wrapping would break it, or None.
-    Check = Callable[[ServerEntry, Machine], str | None]
-
-__all__ = ["Shape", "Host", "Launch", "read_entry", "STANDARD"]
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Where a host keeps servers and how one entry names its launch command."""
-
-    tables: tuple[tuple[str, ...], ...]  # key paths of server tables ("*" = any key)
-    command_key: str = "command"
-    args_key: str = "args"
-    env_keys: tuple[str, ...] = ("env",)
-    command_is_argv: bool = False  # OpenCode: "command": ["npx", "-y", "pkg"]
-    stdio_types: tuple[Any, ...] = (None, "stdio")  # values of "type" meaning stdio
-    remote_keys: tuple[str, ...] = ("url", "serverUrl", "httpUrl")
+__all__ = ["Host", "read_entry", "is_tether_name", "STANDARD"]
 
 
 STANDARD = Shape(tables=(("mcpServers",),))
@@ -55,25 +40,7 @@ class Host:
     notes: tuple[str, ...] = field(default_factory=tuple)  # documented, not detectable
 
 
-@dataclass
-class Launch:
-    """Where an entry's launch command sits, for the editors.
-
-    kind "pair": `obj[cmd_key]` is a string and `obj[args_key]` an optional list;
-    kind "argv": `obj[cmd_key]` is one list holding the command and its args.
-    `obj_path` is the key path from the entry to `obj` (() or ("command",) for Zed's
-    older object form).
-    """
-
-    kind: str
-    obj_path: tuple[str, ...]
-    cmd_key: str
-    args_key: str
-
-
 def _strs(value: list[Any]) -> list[str]:
-    import json
-
     return [v if isinstance(v, str) else json.dumps(v) for v in value]
 
 
@@ -85,8 +52,6 @@ def read_entry(
     value: Any,
 ) -> tuple[ServerEntry, Launch | None, str]:
     """One entry from its plain value: (entry, where to edit it or None, why not)."""
-    from collections.abc import Mapping  # here: only when a config file is read
-
     name = key_path[-1]
     entry = ServerEntry(name, host, path, key_path, None, transport="remote")
     if not isinstance(value, Mapping):
@@ -138,8 +103,15 @@ def read_entry(
             return entry, None, "args is not a list"
         entry.command, entry.args = command, _strs(args)
         launch = Launch("pair", obj_path, cmd_key, shape.args_key)
-    prefix = guard_prefix([entry.command, *entry.args])
-    if prefix is not None:
+    guard = parse_guard_argv([entry.command, *entry.args])
+    if guard is not None:
         entry.wrapped = True
-        entry.guard_prefix = prefix - 1  # counted in args, not argv
+        # How many leading args (not argv words) are the guard's: `wrap` never nests a
+        # second guard, `unwrap` removes exactly these, `probe` starts them as the host does.
+        entry.guard_prefix = len(entry.args) - len(guard.command)
     return entry, launch, ""
+
+
+def is_tether_name(word: str) -> bool:
+    """Is `word` the mcp-tether executable, by its file name (any folder, `.exe` too)?"""
+    return word.replace("\\", "/").rsplit("/", 1)[-1].lower() in ("mcp-tether", "mcp-tether.exe")

@@ -11,12 +11,12 @@ whose `allowedMcpServers` may match servers by exact `serverCommand`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.guardargv import is_tether_name
-from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
+from mcp_tether.hosts.base import Host, is_tether_name
+from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry, Shape
 
 if TYPE_CHECKING:
     from typing import Any
@@ -46,8 +46,6 @@ def files(m: Machine) -> list[ConfigFile]:
 
 def managed_allowlist(entry: ServerEntry, m: Machine) -> str | None:
     """Managed `allowedMcpServers` with `serverCommand` rules match command + args exactly."""
-    import json  # here: a wrap check, never on `ps`'s path
-
     path = managed_dir(m) / "managed-settings.json"
     try:
         rules = json.loads(path.read_text(encoding="utf-8")).get("allowedMcpServers")

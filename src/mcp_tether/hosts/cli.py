@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +22,9 @@ from typing import Any
 
 from mcp_tether import hosts
 from mcp_tether.errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
+from mcp_tether.hosts.base import is_tether_name
 from mcp_tether.hosts.model import printable
+from mcp_tether.hosts.safety import work_tree
 from mcp_tether.log import say
 
 EXAMPLES = {
@@ -141,7 +144,7 @@ def _tether_argv0(explicit: str | None) -> str:
     if found:
         return os.path.abspath(found)
     me = Path(sys.argv[0]).resolve()
-    if me.name in hosts.TETHER_NAMES:
+    if is_tether_name(me.name):
         return str(me)
     raise UsageError("cannot find the installed mcp-tether executable; pass --tether PATH")
 
@@ -225,10 +228,6 @@ def _nothing_found(args: argparse.Namespace) -> None:
 
 def _wrap_hint(listing: list[tuple[hosts.ConfigFile, list[hosts.ServerEntry]]]) -> None:
     """After the listing: how to put the guard in front of the stdio servers without it."""
-    import shlex
-
-    from mcp_tether.hosts.safety import work_tree
-
     n, targets, shared = 0, [], 0
     for cf, entries in listing:
         bare = [e for e in entries if e.transport == "stdio" and e.command and not e.wrapped

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.model import ConfigFile, Machine
+from mcp_tether.hosts.base import Host
+from mcp_tether.hosts.model import ConfigFile, Machine, Shape
 
 NAME = "codex"
 DOC = "https://github.com/openai/codex/blob/main/docs/config.md"

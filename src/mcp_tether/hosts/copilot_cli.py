@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.model import ConfigFile, Machine
+from mcp_tether.hosts.base import Host
+from mcp_tether.hosts.model import ConfigFile, Machine, Shape
 
 NAME = "copilot-cli"
 DOC = "https://docs.github.com/en/copilot/how-tos/use-copilot-agents/use-copilot-cli"

@@ -25,11 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mcp_tether.errors import ConfigError
-from mcp_tether.hosts import atomic, diff, spans
-from mcp_tether.hosts.base import Shape
+from mcp_tether.hosts import atomic, diff, spans, toml
 from mcp_tether.hosts.locations import ANY_SHAPE, format_of, host_of
-from mcp_tether.hosts.model import ChangeResult, Machine
-from mcp_tether.hosts.read import Doc, Spot, from_bytes, load
+from mcp_tether.hosts.model import ChangeResult, Doc, Machine, Shape, Spot
+from mcp_tether.hosts.read import from_bytes, load
 from mcp_tether.hosts.safety import hazard, work_tree
 
 __all__ = ["change", "wrap", "unwrap", "PORTABLE_NAME"]
@@ -46,8 +45,6 @@ def _shape(host: str | None) -> Shape:
 def _render(doc: Doc, todo: list[Spot], action: str, argv0: str) -> tuple[str, str]:
     """(new text, diff) with `todo` wrapped or unwrapped."""
     if doc.format == "toml":
-        from mcp_tether.hosts import toml
-
         fresh = toml.parse(doc.text, str(doc.path))
         keyed = {s.entry.key_path: s for s in toml.spots(fresh, _shape_of(doc), None, doc.path)}
         for spot in todo:

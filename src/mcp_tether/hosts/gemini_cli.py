@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.model import ConfigFile, Machine
+from mcp_tether.hosts.base import Host
+from mcp_tether.hosts.model import ConfigFile, Machine, Shape
 
 NAME = "gemini-cli"
 DOC = "https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/configuration.md"

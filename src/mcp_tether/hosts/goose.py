@@ -8,8 +8,8 @@ YAML, edited at the exact spans of the values so that every other byte stays.
 
 from __future__ import annotations
 
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.model import ConfigFile, Machine
+from mcp_tether.hosts.base import Host
+from mcp_tether.hosts.model import ConfigFile, Machine, Shape
 
 NAME = "goose"
 DOC = "https://block.github.io/goose/docs/guides/config-files"

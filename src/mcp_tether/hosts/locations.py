@@ -30,8 +30,8 @@ from mcp_tether.hosts import (
     windsurf,
     zed,
 )
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.model import ConfigFile, Machine
+from mcp_tether.hosts.base import Host
+from mcp_tether.hosts.model import ConfigFile, Machine, Shape
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

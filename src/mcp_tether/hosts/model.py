@@ -1,4 +1,5 @@
-"""The records the hosts package hands out: files, server entries, change results, machines.
+"""The records the hosts package hands out: files, server entries, change results, machines,
+and what reading a file gives (`Shape` of a host's entries, `Launch`, `Spot`, `Doc`).
 
 Guarantees: dataclasses with `to_json()` (the CLI's JSON schema is these dicts);
 a label never contains a lone surrogate (names come from JSON `\\ud800` escapes and
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["ConfigFile", "ServerEntry", "ChangeResult", "Machine", "printable"]
+__all__ = ["ConfigFile", "ServerEntry", "ChangeResult", "Machine", "printable", "Shape",
+           "Launch", "Spot", "Doc"]
 
 
 def printable(text: str) -> str:
@@ -108,6 +110,7 @@ class ServerEntry:
     env_file: str | None = None  # VS Code / Cursor `envFile`
     extra: dict[str, Any] = field(default_factory=dict)  # the raw entry (for skip checks)
     guard_prefix: int = 0  # how many leading args belong to the guard when wrapped
+    scope: str = "config"  # the file's ConfigFile.scope (where a host's workspace is)
 
     @property
     def label(self) -> str:
@@ -169,3 +172,60 @@ class ChangeResult:
             "dry_run": self.dry_run,
             "backup": str(self.backup) if self.backup else None,
         }
+
+
+# --- what reading one config file gives: the entry shape, and each entry's place ------
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Where a host keeps servers and how one entry names its launch command."""
+
+    tables: tuple[tuple[str, ...], ...]  # key paths of server tables ("*" = any key)
+    command_key: str = "command"
+    args_key: str = "args"
+    env_keys: tuple[str, ...] = ("env",)
+    command_is_argv: bool = False  # OpenCode: "command": ["npx", "-y", "pkg"]
+    stdio_types: tuple[Any, ...] = (None, "stdio")  # values of "type" meaning stdio
+    remote_keys: tuple[str, ...] = ("url", "serverUrl", "httpUrl")
+
+
+@dataclass
+class Launch:
+    """Where an entry's launch command sits, for the editors.
+
+    kind "pair": `obj[cmd_key]` is a string and `obj[args_key]` an optional list;
+    kind "argv": `obj[cmd_key]` is one list holding the command and its args.
+    `obj_path` is the key path from the entry to `obj` (() or ("command",) for Zed's
+    older object form).
+    """
+
+    kind: str
+    obj_path: tuple[str, ...]
+    cmd_key: str
+    args_key: str
+
+
+@dataclass
+class Spot:
+    """One entry and where its launch command sits (`launch` None: nothing to edit)."""
+
+    entry: ServerEntry
+    launch: Launch | None
+    problem: str = ""
+    node: Any = None  # the entry's jsonc.Node (JSON, YAML) or tomlkit table (TOML)
+
+
+@dataclass
+class Doc:
+    """One config file read: its bytes, its parsed tree and its entries (`spots`)."""
+
+    path: Path  # as given (for messages)
+    real: Path  # symlinks resolved (what we write)
+    raw: bytes
+    format: str  # "json" | "yaml" | "toml"
+    bom: str
+    text: str
+    root: Any  # jsonc.Node, or a tomlkit document
+    shape: Shape | None = None
+    spots: list[Spot] = field(default_factory=list)

@@ -15,43 +15,16 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from mcp_tether.errors import ConfigError
-from mcp_tether.hosts import jsonc
-from mcp_tether.hosts.base import Launch, Shape, read_entry
-from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.hosts import jsonc, toml, yamlspan
+from mcp_tether.hosts.base import read_entry
+from mcp_tether.hosts.model import Doc, Shape, Spot
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
-
-__all__ = ["Doc", "Spot", "load", "from_bytes", "read_bytes"]
-
-
-@dataclass
-class Spot:
-    """One entry and where its launch command sits (`launch` None: nothing to edit)."""
-
-    entry: ServerEntry
-    launch: Launch | None
-    problem: str = ""
-    node: Any = None  # the entry's jsonc.Node (JSON, YAML) or tomlkit table (TOML)
-
-
-@dataclass
-class Doc:
-    path: Path  # as given (for messages)
-    real: Path  # symlinks resolved (what we write)
-    raw: bytes
-    format: str  # "json" | "yaml" | "toml"
-    bom: str
-    text: str
-    root: Any  # jsonc.Node, or a tomlkit document
-    shape: Shape | None = None
-    spots: list[Spot] = field(default_factory=list)
+__all__ = ["load", "from_bytes", "read_bytes"]
 
 
 def read_bytes(path: Path) -> tuple[Path, bytes]:
@@ -100,17 +73,10 @@ def from_bytes(path: Path, real: Path, raw: bytes, fmt: str, shape: Shape,
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     text = text[len(bom) :]
     if fmt == "toml":
-        from mcp_tether.hosts import toml
-
         doc = Doc(path, real, raw, fmt, bom, text, toml.parse(text, str(path)), shape)
         doc.spots = toml.spots(doc.root, shape, host, path)
         return doc
-    if fmt == "yaml":
-        from mcp_tether.hosts import yamlspan
-
-        root = yamlspan.parse(text, str(path))
-    else:
-        root = jsonc.parse(text, str(path))
+    root = (yamlspan if fmt == "yaml" else jsonc).parse(text, str(path))
     if root.kind != "object":
         raise ConfigError(str(path), "top level is not an object", line=1, column=1)
     doc = Doc(path, real, raw, fmt, bom, text, root, shape)

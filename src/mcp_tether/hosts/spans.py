@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 
-from mcp_tether.hosts.base import Launch
 from mcp_tether.hosts.diff import Edit
 from mcp_tether.hosts.jsonc import Node
+from mcp_tether.hosts.model import Launch
 
 __all__ = ["wrap_edits", "unwrap_edits"]
 

@@ -6,7 +6,8 @@ command's own string item, quotes and all) and unwrap removes exactly that. Wher
 `args` was absent, wrap appends `args = ["run", "--", CMD]` (tomlkit's own spacing,
 which its in-place inserts never produce) and unwrap recognises that and deletes the
 key again. Whatever tomlkit does, the caller checks that unwrap(wrap(x)) == x before
-writing, and refuses otherwise. tomlkit is imported lazily, never on the guard's path.
+writing, and refuses otherwise. tomlkit is imported where a TOML file is read or edited:
+without it, only TOML files fail, with one line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether.errors import ConfigError
-from mcp_tether.hosts.base import Shape, read_entry
+from mcp_tether.hosts.base import read_entry
+from mcp_tether.hosts.model import Shape, Spot
 
 __all__ = ["parse", "spots", "wrap_entry", "unwrap_entry", "dumps"]
 
@@ -44,9 +46,8 @@ def dumps(doc: Any) -> str:
     return str(_tomlkit().dumps(doc))
 
 
-def spots(doc: Any, shape: Shape, host: str | None, path: Path) -> list[Any]:
-    from mcp_tether.hosts.read import Spot
-
+def spots(doc: Any, shape: Shape, host: str | None, path: Path) -> list[Spot]:
+    """Every entry of the server tables of `doc`, with the tomlkit table to edit."""
     out = []
     for table_path in shape.tables:
         node: Any = doc

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
+from mcp_tether.hosts.base import Host
+from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry, Shape
 
 NAME = "vscode"
 DOC = "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration"

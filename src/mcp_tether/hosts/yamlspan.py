@@ -4,8 +4,8 @@ Guarantees: every value knows its exact `[start, end)` character span in the tex
 PyYAML's composer marks) and its Python value (PyYAML's safe constructor), so a YAML
 config is edited like a JSONC one: only the bytes of the values that change. Block
 collections carry `style="block"`, flow ones `style="flow"`. Anchors, tags and merge
-keys are refused as "not editable" rather than guessed at. PyYAML is imported here
-only, lazily, never on the guard's path.
+keys are refused as "not editable" rather than guessed at. PyYAML is imported where a
+YAML file is read: without it, only YAML files fail, with one line.
 """
 
 from __future__ import annotations

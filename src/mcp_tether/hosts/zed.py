@@ -10,8 +10,8 @@ remote (SSH/WSL) machine, where this machine's mcp-tether path means nothing.
 
 from __future__ import annotations
 
-from mcp_tether.hosts.base import Host, Shape
-from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry
+from mcp_tether.hosts.base import Host
+from mcp_tether.hosts.model import ConfigFile, Machine, ServerEntry, Shape
 
 NAME = "zed"
 DOC = "https://zed.dev/docs/configuring-zed"

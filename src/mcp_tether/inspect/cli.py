@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.inspect import NodeTransport, Transport, inspect_path, server_uses
+from mcp_tether.packages import ensure_installed, parse_spec
 from mcp_tether.packages.spec import is_package_spec
 
 EPILOG = """\
@@ -45,14 +48,10 @@ def _yes_no(value: object) -> str:
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.inspect import inspect_path
-
     if args.command is not None:
         return _command_uses(args)
     path = args.path
     if path and is_package_spec(path):
-        from mcp_tether.packages import ensure_installed, parse_spec
-
         spec = parse_spec(path)
         place, marker, _ = ensure_installed(spec)
         print(f"mcp-tether inspect: {spec.text} -> {marker.get('name')} "
@@ -60,23 +59,23 @@ def command(args: argparse.Namespace) -> int:
         path = str(place)
     sdks = inspect_path(path)
     if args.json:
-        json.dump(sdks, sys.stdout, indent=2)
+        json.dump([s.to_dict() for s in sdks], sys.stdout, indent=2)
         print()
     else:
         for s in sdks:
-            via = f" (via {s['delegates_to']})" if s["delegates_to"] else ""
-            print(f"{s['package']} {s['version']}{via}  [{s['language']}]  {s['path']}")
-            if s.get("how"):
-                print(f"  loaded:         {s['how']}")
-            print(f"  transport:      {s['transport_file'] or '—'}")
-            print(f"  stdin events:   {', '.join(s['stdin_events']) or 'none found'}")
-            print(f"  exits on EOF:   {_yes_no(s['exits_on_eof'])}")
-            print(f"  signals:        {', '.join(s['signals']) or 'none handled'}")
-            print(f"  parent watch:   {_yes_no(s['parent_watch'])}")
-            for n in s["notes"]:
+            via = f" (via {s.delegates_to})" if s.delegates_to else ""
+            print(f"{s.package} {s.version}{via}  [{s.language}]  {s.path}")
+            if s.how:
+                print(f"  loaded:         {s.how}")
+            print(f"  transport:      {s.transport_file or '—'}")
+            print(f"  stdin events:   {', '.join(s.stdin_events) or 'none found'}")
+            print(f"  exits on EOF:   {_yes_no(s.exits_on_eof)}")
+            print(f"  signals:        {', '.join(s.signals) or 'none handled'}")
+            print(f"  parent watch:   {_yes_no(s.parent_watch)}")
+            for n in s.notes:
                 print(f"  note: {n}")
-            if s.get("remedy"):
-                print(f"  fix:  {s['remedy']}")
+            if isinstance(s, NodeTransport) and s.remedy:
+                print(f"  fix:  {s.remedy}")
         if not sdks:
             where = args.path or "this interpreter's site-packages"
             print(f"mcp-tether inspect: no MCP SDK found under {where}", file=sys.stderr)
@@ -84,11 +83,6 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _command_uses(args: argparse.Namespace) -> int:
-    import shlex
-
-    from mcp_tether.errors import UsageError
-    from mcp_tether.inspect import server_uses
-
     try:
         argv = shlex.split(args.command)
     except ValueError as exc:
@@ -102,9 +96,9 @@ def _command_uses(args: argparse.Namespace) -> int:
     else:
         print(f"sdk: {u.label()}  [{u.language or 'language unknown'}]")
         print(f"  how:            {u.how}")
-        t = u.info or {}
         if u.found:
-            print(f"  transport:      {t.get('transport_file') or '—'}")
-            print(f"  stdin events:   {', '.join(t.get('stdin_events') or []) or 'none found'}")
-            print(f"  exits on EOF:   {_yes_no(t.get('exits_on_eof'))}")
+            t = u.info or Transport()
+            print(f"  transport:      {t.transport_file or '—'}")
+            print(f"  stdin events:   {', '.join(t.stdin_events) or 'none found'}")
+            print(f"  exits on EOF:   {_yes_no(t.exits_on_eof)}")
     return EXIT_OK if u.found else EXIT_FAILED

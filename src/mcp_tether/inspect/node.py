@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from mcp_tether.inspect.model import NodeTransport, Transport
 
 __all__ = ["NODE_PACKAGES", "find_node_modules", "inspect_node_package", "scan_node_modules"]
 
@@ -46,6 +49,9 @@ _IMPORT_FROM = re.compile(
 )
 _PARENT = re.compile(r"\bppid\b|\bparentPid\b|kill\s*\(\s*[\w$.]*ppid\s*,\s*0\s*\)")
 _EXIT = re.compile(r"\bprocess\s*\.\s*exit\s*\(")
+# What a package that re-exports another's transport takes over from it.
+_DELEGATED = ("transport_file", "stdin_events", "stdout_events", "signals", "parent_watch",
+              "exits_on_eof")
 
 
 def _exports_target(value: Any) -> str | None:
@@ -155,7 +161,8 @@ def locate_transport(pkg_dir: Path, pkg: dict[str, Any]) -> tuple[Path | None, s
 
 
 def analyse_transport(source: str) -> dict[str, Any]:
-    """Listener registrations in the transport class: stdin events, signals, parent watch."""
+    """Listener registrations in the transport class: stdin events, signals, parent watch
+    (the `Transport` fields they fill, by name)."""
     m = _CLASS.search(source)
     body = class_body(source, m.start()) if m else source
     stdin: list[str] = []
@@ -197,64 +204,47 @@ def _nearest_package(name: str, start: Path) -> Path | None:
     return None
 
 
-def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> dict[str, Any] | None:
+def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> NodeTransport | None:
     try:
         pkg = json.loads((pkg_dir / "package.json").read_text())
     except (OSError, ValueError):
         return None
-    out: dict[str, Any] = {
-        "language": "node",
-        "package": pkg.get("name") or pkg_dir.name,
-        "version": pkg.get("version"),
-        "path": str(pkg_dir),
-        "transport_file": None,
-        "delegates_to": None,
-        "stdin_events": [],
-        "stdout_events": [],
-        "signals": [],
-        "parent_watch": False,
-        "calls_process_exit": False,
-        "exits_on_eof": None,
-        "notes": [],
-        "remedy": None,
-    }
+    out = NodeTransport(language="node", package=pkg.get("name") or pkg_dir.name,
+                        version=pkg.get("version"), path=str(pkg_dir))
     path, delegate = locate_transport(pkg_dir, pkg)
     if path is not None:
-        out["transport_file"] = str(path)
-        out.update(analyse_transport(_read(path) or ""))
-        if out["exits_on_eof"] is True and not out["calls_process_exit"]:
-            out["notes"].append(
+        out = replace(out, transport_file=str(path), **analyse_transport(_read(path) or ""))
+        if out.exits_on_eof is True and not out.calls_process_exit:
+            out.notes.append(
                 "stdin 'end'/'close' close the transport; the process then exits only if "
                 "nothing else keeps its event loop alive"
             )
-        if out["exits_on_eof"] is False:
-            out["notes"].append(
+        if out.exits_on_eof is False:
+            out.notes.append(
                 "no stdin 'end'/'close' listener: EOF ends nothing; the server exits only "
                 "if nothing else keeps its event loop alive"
             )
     elif delegate and _depth < 2:
-        out["delegates_to"] = delegate
+        out.delegates_to = delegate
         base = delegate.split("/")[:2] if delegate.startswith("@") else delegate.split("/")[:1]
         found = _nearest_package("/".join(base), pkg_dir)
         sub = inspect_node_package(found, _depth + 1) if found else None
         if sub:
-            out["delegates_to"] = f"{sub['package']}@{sub['version']}"
-            for key in ("transport_file", "stdin_events", "stdout_events", "signals",
-                        "parent_watch", "exits_on_eof"):
-                out[key] = sub[key]
+            out = replace(out, delegates_to=f"{sub.package}@{sub.version}",
+                          **{key: getattr(sub, key) for key in _DELEGATED})
         else:
-            out["notes"].append(f"uses {delegate}'s transport, which is not installed here")
+            out.notes.append(f"uses {delegate}'s transport, which is not installed here")
     else:
-        out["notes"].append(f"no {CLASS_NAME} found in the package's JavaScript")
-    if path is not None or out["delegates_to"]:
+        out.notes.append(f"no {CLASS_NAME} found in the package's JavaScript")
+    if path is not None or out.delegates_to:
         # No SDK line ends the process (1.x ignores EOF; 2.x closes the transport only).
-        out["remedy"] = None if out["calls_process_exit"] else NODE_REMEDY
+        out.remedy = None if out.calls_process_exit else NODE_REMEDY
     return out
 
 
-def scan_node_modules(nm: Path, seen: set[Path], depth: int = 0) -> list[dict[str, Any]]:
+def scan_node_modules(nm: Path, seen: set[Path], depth: int = 0) -> list[Transport]:
     """The MCP SDKs in one node_modules folder and the node_modules nested in it."""
-    out: list[dict[str, Any]] = []
+    out: list[Transport] = []
     for name in NODE_PACKAGES:
         cand = nm / name
         if (cand / "package.json").is_file():

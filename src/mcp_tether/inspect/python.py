@@ -16,8 +16,11 @@ import ast
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from mcp_tether.inspect.model import Transport
 
 __all__ = ["PYTHON_PACKAGES", "find_site_packages", "scan_site_packages", "inspect_python_dist"]
 
@@ -26,6 +29,9 @@ FUNC = "stdio_server"
 MAX_FILE = 2_000_000
 _SIGNAL_CALLS = ("signal", "add_signal_handler", "open_signal_receiver", "set_wakeup_fd")
 _PARENT = re.compile(r"getppid|PDEATHSIG|PR_SET_PDEATHSIG|parent_pid|parent_death")
+# What a package that re-uses another's `stdio_server` takes over from it.
+_DELEGATED = ("transport_file", "stdin_events", "signals", "parent_watch", "exits_on_eof",
+              "notes")
 
 
 def _norm(name: str) -> str:
@@ -124,6 +130,8 @@ def _mentions_stdin(node: ast.AST) -> bool:
 
 
 def analyse_module(tree: ast.Module, source: str) -> dict[str, Any]:
+    """The loop over stdin, handled signals and parent watch (the `Transport` fields they
+    fill, by name)."""
     func = _defines(tree)
     scope: ast.AST = func if func is not None else tree
     loops = [
@@ -154,34 +162,21 @@ def analyse_module(tree: ast.Module, source: str) -> dict[str, Any]:
         "stdin_events": stdin_events,
         "signals": signals,
         "parent_watch": bool(_PARENT.search(source)),
-        "exits_on_eof": True if loops else (None if not reads else None),
+        "exits_on_eof": True if loops else None,
     }
 
 
-def inspect_python_dist(site: Path, dist_info: Path, _depth: int = 0) -> dict[str, Any]:
+def inspect_python_dist(site: Path, dist_info: Path, _depth: int = 0) -> Transport:
     name, version = _metadata(dist_info)
     tops = _top_levels(dist_info, name)
-    out: dict[str, Any] = {
-        "language": "python",
-        "package": name,
-        "version": version,
-        "path": str(site / tops[0]) if tops else str(site),
-        "transport_file": None,
-        "delegates_to": None,
-        "stdin_events": [],
-        "stdout_events": [],
-        "signals": [],
-        "parent_watch": False,
-        "calls_process_exit": False,
-        "exits_on_eof": None,
-        "notes": [],
-    }
+    out = Transport(language="python", package=name, version=version,
+                    path=str(site / tops[0]) if tops else str(site))
     present = [t for t in tops if (site / t).is_dir() or (site / f"{t}.py").is_file()]
     if not present:
         req = _first_requirement(dist_info)
-        out["delegates_to"] = req
-        out["notes"].append("no code of its own (a metapackage)"
-                            + (f": the code comes with {req}" if req else ""))
+        out.delegates_to = req
+        out.notes.append("no code of its own (a metapackage)"
+                         + (f": the code comes with {req}" if req else ""))
         return out
     delegate = None
     for top in present:
@@ -198,10 +193,9 @@ def inspect_python_dist(site: Path, dist_info: Path, _depth: int = 0) -> dict[st
             if tree is None:
                 continue
             if _defines(tree) is not None:
-                out["transport_file"] = str(path)
-                out.update(analyse_module(tree, text))
-                if out["exits_on_eof"]:
-                    out["notes"].append(
+                out = replace(out, transport_file=str(path), **analyse_module(tree, text))
+                if out.exits_on_eof:
+                    out.notes.append(
                         "stdin EOF ends the read loop and the session; the process then "
                         "exits unless a non-daemon thread or a task keeps it alive"
                     )
@@ -212,20 +206,17 @@ def inspect_python_dist(site: Path, dist_info: Path, _depth: int = 0) -> dict[st
         for di in sorted(site.glob("*.dist-info")):
             if top in _top_levels(di, _metadata(di)[0]):
                 sub = inspect_python_dist(site, di, _depth + 1)
-                out["delegates_to"] = f"{sub['package']}@{sub['version']}"
-                for key in ("transport_file", "stdin_events", "signals", "parent_watch",
-                            "exits_on_eof", "notes"):
-                    out[key] = sub[key]
-                return out
-        out["delegates_to"] = delegate
-        out["notes"].append(f"uses {delegate}'s transport, which is not installed here")
-    elif not out["transport_file"]:
-        out["notes"].append(f"no `{FUNC}` found in the package")
+                return replace(out, delegates_to=f"{sub.package}@{sub.version}",
+                               **{key: getattr(sub, key) for key in _DELEGATED})
+        out.delegates_to = delegate
+        out.notes.append(f"uses {delegate}'s transport, which is not installed here")
+    elif not out.transport_file:
+        out.notes.append(f"no `{FUNC}` found in the package")
     return out
 
 
-def scan_site_packages(site: Path, seen: set[Path]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def scan_site_packages(site: Path, seen: set[Path]) -> list[Transport]:
+    out: list[Transport] = []
     try:
         infos = sorted(site.glob("*.dist-info"))
     except OSError:

@@ -33,10 +33,12 @@ import re
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mcp_tether.guard.argv import parse_guard_argv
+from mcp_tether.inspect.model import Transport
 from mcp_tether.inspect.node import (
     _CLASS,
     CLASS_NAME,
@@ -45,8 +47,10 @@ from mcp_tether.inspect.node import (
     inspect_node_package,
     resolve_export,
 )
+from mcp_tether.inspect.python import _metadata, _norm, _top_levels, inspect_python_dist
 
-__all__ = ["Uses", "uses_for_command", "node_uses", "python_uses", "NODE_SDKS", "PY_SDKS"]
+__all__ = ["Uses", "uses_for_command", "node_uses", "python_uses", "NODE_SDKS", "PY_SDKS",
+           "npx_package_dirs", "uvx_site_packages", "guarded_command"]
 
 NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server",
              "@modelcontextprotocol/node", "@modelcontextprotocol/core", "fastmcp")
@@ -73,7 +77,7 @@ class Uses:
     bundled: bool = False
     path: str | None = None  # the SDK's folder, or the bundle file
     how: str = ""
-    info: dict[str, Any] | None = None  # `inspect`'s reading of its stdio transport
+    info: Transport | None = None  # `inspect`'s reading of its stdio transport
 
     @property
     def found(self) -> bool:
@@ -91,7 +95,7 @@ class Uses:
         return {"state": self.state, "language": self.language, "package": self.package,
                 "version": self.version, "via": self.via, "bundled": self.bundled,
                 "path": self.path, "how": self.how, "label": self.label(),
-                "transport": self.info}
+                "transport": None if self.info is None else self.info.to_dict()}
 
     @property
     def sdk_name(self) -> str | None:
@@ -104,16 +108,13 @@ class Uses:
     def sdk_version(self) -> str | None:
         return None if self.bundled or self.state != "sdk" else self.version
 
-    def as_inspect(self) -> list[dict[str, Any]]:
-        """One `inspect`-shaped record for what the server loads (what `probe`'s
-        diagnosis reads), with `state`, `label` and `how`; a "none"/"unknown" answer is
-        a record without a package, so the diagnosis can say so."""
-        base: dict[str, Any] = dict(self.info or {}) if self.state == "sdk" else {
-            "package": None, "version": None, "exits_on_eof": None, "stdin_events": [],
-            "delegates_to": None, "notes": []}
-        base.update(language=self.language, state=self.state, how=self.how,
-                    label=self.label())
-        return [base]
+    def as_inspect(self) -> list[Transport]:
+        """One `inspect` finding for what the server loads (what `probe`'s diagnosis
+        reads), with `state`, `label` and `how`; a "none"/"unknown" answer is a finding
+        without a package, so the diagnosis can say so."""
+        base = self.info if self.state == "sdk" and self.info is not None else Transport()
+        return [replace(base, language=self.language, state=self.state, how=self.how,
+                        label=self.label())]
 
 
 # ----- Node -------------------------------------------------------------------------
@@ -232,8 +233,8 @@ def node_uses(entry: Path) -> Uses:
                                              reached[0])
         info = inspect_node_package(pkg_dir)
         out.state, out.package, out.path = "sdk", name, str(pkg_dir)
-        out.version = (info or {}).get("version")
-        out.via = (info or {}).get("delegates_to")
+        out.version = info.version if info else None
+        out.via = info.delegates_to if info else None
         out.info = info
         out.how = (f"{_rel(importer, own)} imports '{spec}', resolved from there to "
                    f"{pkg_dir}")
@@ -250,9 +251,9 @@ def node_uses(entry: Path) -> Uses:
         out.package = str((doc or {}).get("name") or path.name)
         out.version = (doc or {}).get("version")
         out.via = source
-        out.info = {"package": out.package, "version": out.version, "path": str(path),
-                    "transport_file": str(path), "delegates_to": source,
-                    "stdout_events": [], "notes": ["bundled"], **analyse_transport(text)}
+        out.info = Transport(package=out.package, version=out.version, path=str(path),
+                             transport_file=str(path), delegates_to=source, notes=["bundled"],
+                             **analyse_transport(text))
         out.how = (f"{CLASS_NAME} defined in {path} (bundled; reached from {rel})"
                    + (f", bundled from {source}" if source else ""))
         return out
@@ -323,8 +324,6 @@ def _mapped_sites(pid: int) -> list[Path]:
 
 
 def _dists(site: Path) -> list[tuple[str, str | None, Path]]:
-    from mcp_tether.inspect.python import _metadata, _norm
-
     out = []
     for di in sorted(site.glob("*.dist-info")):
         name, version = _metadata(di)
@@ -334,8 +333,6 @@ def _dists(site: Path) -> list[tuple[str, str | None, Path]]:
 
 def _dist_for_top(sites: list[Path], top: str) -> tuple[Path, Path] | None:
     """(site, dist-info) of the distribution that provides import package `top`."""
-    from mcp_tether.inspect.python import _norm, _top_levels
-
     for site in sites:
         if not ((site / top).is_dir() or (site / f"{top}.py").is_file()):
             continue
@@ -414,8 +411,6 @@ def python_uses(python: str, *, script: Path | None = None, module: str | None =
                 pid: int | None = None, sites: list[Path] | None = None,
                 env_how: str | None = None) -> Uses:
     """What a Python server imports, in its interpreter's environment."""
-    from mcp_tether.inspect.python import inspect_python_dist
-
     out = Uses(language="python")
     if sites is None:
         sites, env_how = _sites_of(python, pid)
@@ -466,27 +461,25 @@ def python_uses(python: str, *, script: Path | None = None, module: str | None =
         return out  # unknown: it would fail to import, or we look at the wrong env
     site, di = got
     info = inspect_python_dist(site, di)
-    out.state, out.version, out.path = "sdk", info.get("version"), str(di)
+    out.state, out.version, out.path = "sdk", info.version, str(di)
     # A metapackage (fastmcp 4 -> fastmcp-slim) or a re-export: follow to the transport.
     for _ in range(3):
-        if info.get("transport_file") or not info.get("delegates_to"):
+        if info.transport_file or not info.delegates_to:
             break
-        nxt = _dist_named(sites, str(info["delegates_to"]).split("@")[0])
+        nxt = _dist_named(sites, info.delegates_to.split("@")[0])
         if nxt is None:
             break
         info = inspect_python_dist(*nxt)
     out.info = info
-    if info.get("delegates_to"):
-        out.via = str(info["delegates_to"]).replace("@", " ")
-    elif info.get("package") != sdk:
-        out.via = f"{info.get('package')} {info.get('version')}"
+    if info.delegates_to:
+        out.via = info.delegates_to.replace("@", " ")
+    elif info.package != sdk:
+        out.via = f"{info.package} {info.version}"
     out.how = f"{why}; installed in {site} ({env_how})"
     return out
 
 
 def _dist_named(sites: list[Path], name: str) -> tuple[Path, Path] | None:
-    from mcp_tether.inspect.python import _norm
-
     for site in sites:
         for norm, _v, di in _dists(site):
             if norm == _norm(name):
@@ -506,6 +499,37 @@ def _requires_sdk(dist_info: Path) -> str | None:
 
 # ----- commands ---------------------------------------------------------------------
 
+def npx_package_dirs(package: str) -> list[Path]:
+    """Where `npx <package>` installed it: the npm cache's `_npx/*/node_modules`."""
+    cache = (
+        os.environ.get("npm_config_cache")  # noqa: SIM112  # npm's own lower-case name
+        or os.path.expanduser("~/.npm")
+    )
+    name = package.rsplit("@", 1)[0] if package.rfind("@") > 0 else package
+    out = []
+    for nm in sorted(Path(cache, "_npx").glob("*/node_modules")):
+        if (nm / name / "package.json").is_file():
+            out.append(nm / name)
+    return out
+
+
+def uvx_site_packages(package: str) -> list[Path]:
+    """Where `uvx <package>` installed it: uv's cache environments, newest first."""
+    base = os.environ.get("UV_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "uv")
+    name = package.split("@", 1)[0].split("==", 1)[0].replace("-", "_").lower()
+    hits = Path(base).glob(f"archive-v0/*/lib/python*/site-packages/{name}-*.dist-info")
+    sites = {h.parent for h in hits}
+    return sorted(sites, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def guarded_command(argv: list[str]) -> list[str] | None:
+    """The server behind a guard command line (`mcp-tether run [OPTIONS] -- CMD`, however
+    spelled: see `guard.argv`), or None when argv is not one."""
+    got = parse_guard_argv(list(argv))
+    return None if got is None else got.command
+
+
 def uses_for_command(argv: list[str], cwd: str | None = None, pid: int | None = None) -> Uses:
     """The SDK the server started by `argv` (in `cwd`; running as `pid`, if it is) loads.
     Never raises on odd commands: "unknown" with the reason."""
@@ -516,8 +540,6 @@ def uses_for_command(argv: list[str], cwd: str | None = None, pid: int | None = 
 
 
 def _command(argv: list[str], here: Path, pid: int | None, depth: int) -> Uses:
-    from mcp_tether.inspect import guarded_command, npx_package_dirs, uvx_site_packages
-
     if not argv or depth > 3:
         return Uses(how="no command")
     base = os.path.basename(argv[0])

@@ -10,15 +10,16 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from mcp_tether.probe.api import ScenarioResult
-    from mcp_tether.probe.spec import Spec
+from mcp_tether.lab import node_env
+from mcp_tether.probe import ProbeOptions, ScenarioResult, build_specs, level_met
+from mcp_tether.probe.runner import run_specs
+from mcp_tether.probe.scenarios import all_scenarios
+from mcp_tether.probe.spec import Spec
 
 __all__ = [
     "Row", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
@@ -157,8 +158,6 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
         add("guarded", f"G{i}", f"run -- {server}", guarded(argv), style, sc)
 
     # The Python fixtures that orphan, with the library helper's one call added.
-    from mcp_tether.probe.scenarios import all_scenarios
-
     n = 0
     for fx in ("thread", "anyio_group", "executor", "stubborn"):
         for scenario in all_scenarios():
@@ -171,8 +170,6 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
 
 
 def spec_for(row: Row, **opts: Any) -> Spec:
-    from mcp_tether.probe import ProbeOptions, build_specs
-
     if row.window is not None:
         opts["window"] = max(row.window, opts.get("window", 0.0))
     if row.env:
@@ -187,8 +184,6 @@ def default_jobs() -> int:
     an mcp 2.x server (about 1.9 s of CPU to import on a 2-core machine here) and its exit
     (0.5 s of CPU) must land inside the 2 s window; with 8 at once on 2 cores five rows
     read `lingered`/`terminated` instead of `exited` (4 at once: none, in the same time)."""
-    import os
-
     return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
@@ -208,10 +203,6 @@ def run_lab(
     A row that could not run (verdict `error`: no answer to the handshake on a loaded
     machine, say) is run once more on its own, nothing else running beside it, before
     it is reported; its result then says so in its warnings (issue 22 item 5)."""
-    from mcp_tether.lab import node_env
-    from mcp_tether.probe import ScenarioResult
-    from mcp_tether.probe.runner import run_specs
-
     skip_reason = node_env.missing_tools()
     node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
     extra: dict[str, float] = {} if window is None else {"window": window}
@@ -254,8 +245,6 @@ def _retry_alone(
     specs: list[Spec], raws: list[dict[str, Any]], should_stop: Callable[[], bool]
 ) -> list[dict[str, Any]]:
     """Each row that could not run, once more, alone; the second result stands, marked."""
-    from mcp_tether.probe.runner import run_specs
-
     out = list(raws)
     for i, raw in enumerate(raws):
         if raw.get("verdict") != "error":
@@ -273,8 +262,6 @@ def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
 
     A server with a row that could not run gets no level: "not measured (k of n rows
     could not run)"; a level from the rows that ran would claim what was not seen."""
-    from mcp_tether.probe import level_met
-
     by: dict[str, list[ScenarioResult]] = {}
     for r in results:
         if r.verdict == "skipped":

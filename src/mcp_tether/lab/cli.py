@@ -8,7 +8,15 @@ from typing import Any
 
 from mcp_tether.cliutil import positive_duration as duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
+from mcp_tether.inspect import Transport, sdks_for_command
+from mcp_tether.lab import BLOCKS, node_env, run_lab, server_levels
+from mcp_tether.lab.summary import render_summary
+from mcp_tether.probe import render
 from mcp_tether.probe.cli import write_junit_or_say
+from mcp_tether.probe.diagnose import annotate, summary
+from mcp_tether.probe.html import write_html
+from mcp_tether.probe.markdown import write_markdown
+from mcp_tether.probe.runner import StopSignals
 
 EPILOG = """\
 blocks: reference (rows A-J: Node plain/timer/fixed x close/exit/crash, stubborn close),
@@ -29,8 +37,6 @@ exit code: 0 when every row ran (whatever its verdict: the lab shows, it does no
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
-    from mcp_tether.lab import BLOCKS
-
     parser.add_argument("--block", action="append", choices=BLOCKS,
                         help="run only this block (repeatable)")
     parser.add_argument("--table", action="store_true",
@@ -54,9 +60,6 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.lab import BLOCKS, node_env, run_lab, server_levels
-    from mcp_tether.probe.runner import StopSignals
-
     if args.install_node:
         path = node_env.ensure()
         print(f"mcp-tether lab: Node fixtures ready in {path}", file=sys.stderr)
@@ -69,8 +72,6 @@ def command(args: argparse.Namespace) -> int:
                           ready_timeout=args.ready_timeout, should_stop=stop)
     if stop.signum:
         return 128 + stop.signum
-    from mcp_tether.probe import render
-
     levels = server_levels(results)
     sections = _annotated(results, blocks)
     if args.html or args.markdown:
@@ -90,8 +91,6 @@ def command(args: argparse.Namespace) -> int:
         for name, word in levels.items():
             print(f"  {name:<{width}}  {word}", file=sys.stderr)
     else:
-        from mcp_tether.lab.summary import render_summary
-
         render_summary(results, blocks, levels)
     suites = {b: [r for r in results if getattr(r, "block", "") == b] for b in blocks}
     code = write_junit_or_say(args.junit, suites, "spec")
@@ -105,12 +104,9 @@ def command(args: argparse.Namespace) -> int:
 
 def _annotated(results: list[Any], blocks: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
     """Each row's full result with its diagnosis and remedy, grouped by block."""
-    from mcp_tether.inspect import sdks_for_command
-    from mcp_tether.probe.diagnose import annotate
+    cache: dict[str, list[Transport]] = {}
 
-    cache: dict[str, list[dict[str, Any]]] = {}
-
-    def locate(argv: list[str]) -> list[dict[str, Any]]:
+    def locate(argv: list[str]) -> list[Transport]:
         key = "\0".join(argv)
         if key not in cache:
             cache[key] = sdks_for_command(argv)
@@ -143,19 +139,13 @@ def _pictures(args: argparse.Namespace, sections: list[tuple[str, dict[str, Any]
     """--html / --markdown: each row's full result, annotated with its diagnosis."""
     title = "mcp-tether lab: does each server die with its client?"
     if args.html:
-        from mcp_tether.probe.html import write_html
-
         write_html(args.html, sections, title=title)
     if args.markdown:
-        from mcp_tether.probe.markdown import write_markdown
-
         write_markdown(args.markdown, sections)
 
 
 def _per_server(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """The lab mixes servers in a block: one summary line per server (label minus row)."""
-    from mcp_tether.probe.diagnose import summary
-
     servers = list(dict.fromkeys(str(r.get("label", "")).partition(" ")[2] for r in rows))
     return [(s, summary([r for r in rows if str(r.get("label", "")).partition(" ")[2] == s]))
             for s in servers]

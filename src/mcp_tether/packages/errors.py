@@ -9,12 +9,8 @@ commands and no `--bin` is a usage error (2) listing the choices.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mcp_tether.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, TetherError
-
-if TYPE_CHECKING:
-    from mcp_tether.packages.spec import PackageSpec
+from mcp_tether.packages.spec import PackageSpec
 
 __all__ = ["PackageError", "fetch_failed", "no_command", "EXIT_NO_PACKAGE", "EXIT_NO_COMMAND"]
 

@@ -14,6 +14,7 @@ picks the command: the only script, else the one named like the project.
 from __future__ import annotations
 
 import configparser
+import importlib.util
 import json
 import os
 import re
@@ -38,8 +39,6 @@ def normalize(name: str) -> str:
 
 def _has_pip() -> bool:
     try:
-        import importlib.util
-
         return importlib.util.find_spec("pip") is not None
     except (ImportError, ValueError):
         return False

@@ -4,9 +4,15 @@
     report = probe(["node", "server.js"], ProbeOptions(host_style="node"))
     report.passes("spec"), [(r.scenario, r.level, r.verdict) for r in report.results]
 
+    from mcp_tether import hosts                       # every server of a host's configs
+    from mcp_tether.probe import probe_configured
+    entries, errors = hosts.configured_servers("cursor")
+    report = probe_configured(entries)
+    report.passed, [(s.label, s.meets) for s in report.servers]
+
 Each scenario runs in a keeper process of its own (`keeper.py`), all in parallel. The
-public names load lazily from `api.py`: a keeper imports this package on its start-up
-path and must not pay for dataclasses, shutil and the error types it never uses.
+public names load from `api.py` and `configured.py` when first used: every keeper
+imports this package before its own module, and needs neither (nor `hosts`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ __all__ = [
     "build_specs",
     "resolve_command",
     "level_met",
+    "probe_configured",
+    "plan_configured",
+    "probe_planned",
+    "ConfiguredOptions",
+    "ConfiguredReport",
+    "PlannedServer",
+    "ServerResult",
 ]
 
 from typing import TYPE_CHECKING
@@ -41,11 +54,24 @@ if TYPE_CHECKING:
         probe,
         resolve_command,
     )
+    from mcp_tether.probe.configured import (
+        ConfiguredOptions,
+        ConfiguredReport,
+        PlannedServer,
+        ServerResult,
+        plan_configured,
+        probe_configured,
+        probe_planned,
+    )
+
+_CONFIGURED = {"probe_configured", "plan_configured", "probe_planned", "ConfiguredOptions",
+               "ConfiguredReport", "PlannedServer", "ServerResult"}
 
 
 def __getattr__(name: str) -> object:
     if name in __all__:
-        from mcp_tether.probe import api
+        import importlib
 
-        return getattr(api, name)
+        module = "configured" if name in _CONFIGURED else "api"
+        return getattr(importlib.import_module(f"mcp_tether.probe.{module}"), name)
     raise AttributeError(f"module 'mcp_tether.probe' has no attribute {name!r}")

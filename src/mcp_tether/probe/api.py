@@ -18,8 +18,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
+from mcp_tether.guard.argv import parse_guard_argv
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
-from mcp_tether.probe.guarded import guard_promise
+from mcp_tether.probe.diagnose import annotate
+from mcp_tether.probe.runner import run_specs
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, get
 from mcp_tether.probe.spec import IDLE, LEVELS, READY_TIMEOUT, ROBUST, SPEC, WINDOW, Spec
 
@@ -237,7 +239,10 @@ def build_specs(argv: list[str], opts: ProbeOptions) -> list[Spec]:
     if opts.env is not None:
         env = dict(os.environ)
         env.update(opts.env)
-    guard = guard_promise(list(argv))
+    # Behind our guard, a server is judged by the guard's promise (issue 14): its tree is
+    # gone within grace + term-grace of the client, so the window covers that ladder.
+    found = parse_guard_argv(list(argv))
+    guard = None if found is None else [float(found.grace), float(found.term_grace)]
     return [
         Spec(
             list(argv), s, opts.host_style, env=env, cwd=opts.cwd, window=opts.window,
@@ -261,16 +266,12 @@ def probe(
     `should_stop()` is asked while it runs: when true, every keeper ends its tree and
     KeyboardInterrupt is raised (the CLI maps it to 128+N).
     """
-    from mcp_tether.probe.runner import run_specs
-
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (choose from {', '.join(LEVELS)})")
     opts = options or ProbeOptions()
     resolve_command(argv, opts.env, opts.cwd)
     specs = build_specs(argv, opts)
     raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop)
-    from mcp_tether.probe.diagnose import annotate
-
     annotate(raw, list(argv))
     results = []
     for d in raw:

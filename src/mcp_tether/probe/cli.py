@@ -4,12 +4,43 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
+from mcp_tether import hosts
+from mcp_tether.cli import build_parser
 from mcp_tether.cliutil import positive_duration
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from mcp_tether.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandNotExecutable,
+    CommandNotFound,
+    ConfigError,
+    TetherError,
+    UsageError,
+)
+from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.packages import prepare
 from mcp_tether.packages.spec import is_package_spec
+from mcp_tether.probe import render
+from mcp_tether.probe.api import ProbeOptions, ProbeReport, ScenarioResult, probe
+from mcp_tether.probe.configured import (
+    NOT_RUN,
+    ConfiguredOptions,
+    ConfiguredReport,
+    PlannedServer,
+    plan_configured,
+    probe_planned,
+)
+from mcp_tether.probe.diagnose import explain_line, summary
+from mcp_tether.probe.html import write_html
+from mcp_tether.probe.interfere import rerun_note, suggest_jobs_1
+from mcp_tether.probe.junit import start_error_result, write_junit
+from mcp_tether.probe.markdown import write_markdown
+from mcp_tether.probe.runner import StopSignals
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, all_scenarios
 from mcp_tether.probe.spec import (
     IDLE,
@@ -20,6 +51,7 @@ from mcp_tether.probe.spec import (
     SPEC,
     WINDOW,
 )
+from mcp_tether.probe.timeline import print_timelines
 
 
 def _examples() -> str:
@@ -130,9 +162,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="-- the server command, or PACKAGE [OPTIONS] [-- ARGS]")
 
 
-def _options(args: argparse.Namespace) -> Any:
-    from mcp_tether.probe import ProbeOptions
-
+def _options(args: argparse.Namespace) -> ProbeOptions:
     scenarios: list[str] = []
     for item in args.scenarios or []:
         names = [s.strip() for s in item.split(",") if s.strip()]
@@ -174,9 +204,6 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.probe import probe
-    from mcp_tether.probe.runner import StopSignals
-
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -190,13 +217,9 @@ def command(args: argparse.Namespace) -> int:
     if args.host or args.config:
         if cmd:
             raise UsageError("give either a command or --host/--config, not both")
-        from mcp_tether.probe.configured import probe_configured
-
-        return probe_configured(args, opts)
+        return _configured(args, opts)
     if not cmd:
         raise UsageError("no server command given: mcp-tether probe [OPTIONS] -- CMD [ARGS...]")
-    from mcp_tether.errors import CommandNotExecutable, CommandNotFound
-
     try:
         with StopSignals("probe") as stop:
             report = probe(cmd, opts, level=args.level, should_stop=stop)
@@ -216,9 +239,6 @@ def command(args: argparse.Namespace) -> int:
 def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
     """`PACKAGE [OUR OPTIONS] [-- SERVER ARGS]`: install it, return the host's command
     line (args.cwd set to npx's project folder where that launch needs one)."""
-    from mcp_tether.cli import build_parser
-    from mcp_tether.packages import prepare
-
     spec, rest = words[0], words[1:]
     cut = rest.index("--") if "--" in rest else len(rest)
     ours, server_args = rest[:cut], rest[cut + 1:]
@@ -235,8 +255,6 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
             raise UsageError("--cwd cannot be combined with --launch npx (npx runs in the "
                              "package's cache folder to find it); use --launch direct")
         args.cwd = got.cwd
-    import shlex
-
     how = "installed" if got.installed else "cached"
     print(f"mcp-tether probe: {got.spec.text} -> {got.name} {got.version} ({how} in "
           f"{got.dir}); {got.launch}: {shlex.join(got.argv)}", file=sys.stderr)
@@ -252,23 +270,15 @@ def _refuse_our_options_without_dashes(cmd: list[str]) -> None:
             "--ready-timeout", "--grace", "--term-grace", "--jobs")
     mine = [w for w in cmd[1:] if w.split("=", 1)[0] in ours]
     if mine:
-        import shlex
-
         raise UsageError(
             f"{' '.join(mine)} after the server command would go to the server; put `--` "
             f"between the probe's options and the command: mcp-tether probe [OPTIONS] -- "
             f"{shlex.join([w for w in cmd if w not in mine][:2])} ...")
 
 
-def emit(report: Any, args: argparse.Namespace) -> int | None:
+def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
     """Print the report; write --html/--markdown/--junit last. An exit code when a file
     could not be written (the results were shown first)."""
-    import shlex
-
-    from mcp_tether.probe import render
-    from mcp_tether.probe.diagnose import explain_line, summary
-    from mcp_tether.probe.interfere import rerun_note, suggest_jobs_1
-
     payload = report.to_dict()
     # The keepers' records carry what the typed result leaves out (the timeline, each
     # survivor's evidence); the typed fields win where both have a key.
@@ -302,8 +312,6 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
                   f"`mcp-tether run -- {shlex.join(report.command)}` (or `mcp-tether wrap`)",
                   file=sys.stderr)
         if getattr(args, "detail", False):
-            from mcp_tether.probe.timeline import print_timelines
-
             sys.stdout.flush()
             print_timelines(payload["results"])
     code = None
@@ -318,10 +326,6 @@ def emit(report: Any, args: argparse.Namespace) -> int | None:
 def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exception) -> None:
     """127/126: --junit and --markdown are still written (CI reads them), then the
     error goes on to the CLI's one line and exit code."""
-    import shlex
-
-    from mcp_tether.probe.junit import start_error_result
-
     r = start_error_result(exc, args.host_style)  # type: ignore[arg-type]
     title = f"mcp-tether probe: {shlex.join(cmd)}"
     d = r.to_dict()
@@ -338,12 +342,8 @@ def _write_picture(path: str, kind: str, title: str, payload: dict[str, Any]) ->
     """--html / --markdown, after the results were shown; one line and exit 2 on failure."""
     try:
         if kind == "html":
-            from mcp_tether.probe.html import write_html
-
             write_html(path, [(title, payload)])
         else:
-            from mcp_tether.probe.markdown import write_markdown
-
             write_markdown(path, [(title, payload)])
     except OSError as exc:
         print(f"mcp-tether: cannot write --{kind} {path}: {exc.strerror or exc}", file=sys.stderr)
@@ -355,11 +355,157 @@ def write_junit_or_say(path: str | None, suites: dict[str, Any], level: str) -> 
     """Write JUnit after the results were shown; on failure, one line and exit 2."""
     if not path:
         return None
-    from mcp_tether.probe.junit import write_junit
-
     try:
         write_junit(path, suites, level)
     except OSError as exc:
         print(f"mcp-tether: cannot write --junit {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return None
+
+
+# --- configured servers: --host NAME / --config FILE --------------------------------
+
+
+def _configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
+    """Read the configs, show what will start and ask (unless --yes), probe, report."""
+    entries = _entries(args)
+    planned = plan_configured(entries, ConfiguredOptions(opts, args.level))
+    runnable = [p for p in planned if p.runnable]
+    if not runnable and all(p.verdict in NOT_RUN for p in planned):
+        raise UsageError("only remote or disabled servers there: nothing to probe")
+    if runnable and not _confirm(runnable, args.yes):
+        print("mcp-tether probe: nothing started", file=sys.stderr)
+        return EXIT_OK
+    with StopSignals("probe") as stop:
+        report = probe_planned(planned, ConfiguredOptions(opts, args.level), should_stop=stop)
+    if stop.signum:
+        return 128 + stop.signum
+    code = _emit_configured(report, args)
+    commands = {s.label: s.argv for s in report.servers}
+    for path, kind in ((args.html, "html"), (args.markdown, "markdown")):
+        if path:
+            code = _write_configured_pictures(path, kind, report.results, commands) or code
+    if code is not None:
+        return code
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _entries(args: argparse.Namespace) -> list[ServerEntry]:
+    """The entries of --config (its host named or guessed) or of --host's files; the
+    --server ones only. Unreadable files are said on stderr; nothing left is an error."""
+    if args.host and args.host not in hosts.HOSTS:
+        raise UsageError(f"unknown host {args.host!r} (known: {', '.join(hosts.HOSTS)})")
+    if args.config:
+        path = Path(args.config)
+        files = [hosts.ConfigFile(args.host or hosts.guess_host(path) or "", "config", path)]
+    else:
+        files = hosts.discover(args.host)
+    named: list[ServerEntry] = []
+    errors: list[ConfigError] = []
+    for cf in files:
+        try:
+            named += hosts.read_servers(cf.path, cf.host or None, scope=cf.scope)
+        except ConfigError as exc:
+            errors.append(exc)
+    for err in errors:
+        print(f"mcp-tether probe: {err.msg}", file=sys.stderr)
+    entries = named
+    if args.server:
+        entries = [e for e in named if e.name in args.server or e.label in args.server]
+    if entries:
+        return entries
+    if errors:
+        raise TetherError("no readable config with servers")
+    if named:
+        raise UsageError(f"no server named {', '.join(args.server)}; there are: "
+                         + ", ".join(dict.fromkeys(e.label for e in named)))
+    if args.host:
+        places = hosts.searched(args.host, hosts.Machine.here())
+        if not any(cf.path.exists() for cf in places):
+            print(f"mcp-tether probe: no config file of {args.host} found; searched:",
+                  file=sys.stderr)
+            for cf in places:
+                print(f"  {cf.scope:<8} {cf.path}", file=sys.stderr)
+            raise UsageError(f"nothing to probe for {args.host} (a file elsewhere: "
+                             "`mcp-tether probe --config FILE`)")
+    raise UsageError("no MCP servers found in that config" + (
+        f" (host {args.host})" if args.host else ""))
+
+
+def _confirm(runnable: list[PlannedServer], yes: bool) -> bool:
+    """Show what will start for real; ask unless --yes (and refuse to ask without a TTY)."""
+    print("mcp-tether probe will start these servers for real:", file=sys.stderr)
+    for p in runnable:
+        print(f"  {p.label}: {' '.join(p.argv)}  ({p.path})", file=sys.stderr)
+    if yes:
+        return True
+    if not sys.stdin or not sys.stdin.isatty():
+        raise UsageError("not asking without a terminal: pass --yes to probe these servers")
+    answer = input("probe them? [y/N] ").strip().lower()
+    return answer in ("y", "yes")
+
+
+def _emit_configured(report: ConfiguredReport, args: argparse.Namespace) -> int | None:
+    """Print the matrix (or JSON); --junit last. An exit code when the file failed."""
+    level = report.level
+    if args.json:
+        render.render_json(report.to_dict())
+    else:
+        render.render_matrix(report.results, [s.label for s in report.servers])
+        if args.detail:
+            for s in report.probed:
+                render.render_table(s.results, title=s.label, level=level)
+                print_timelines([dict(getattr(r, "raw", {}), **r.to_dict())
+                                 for r in s.results])
+        for s in report.probed:
+            guarded = " (guarded)" if s.guarded else ""
+            print(f"  {s.label}: meets {s.meets}{guarded}", file=sys.stderr)
+        failed = [s for s in report.probed if not s.passes(level)]
+        not_run = len(report.servers) - len(report.probed)
+        tail = f" ({not_run} disabled or remote: not probed)" if not_run else ""
+        print(f"{len(report.probed) - len(failed)}/{len(report.probed)} servers passed at "
+              f"level {level}{tail}", file=sys.stderr)
+        if failed and not all(s.guarded for s in failed):
+            print("servers you cannot change: `mcp-tether wrap` puts the guard in front of "
+                  "them", file=sys.stderr)
+    return write_junit_or_say(args.junit, {s.label: s.results for s in report.servers}, level)
+
+
+def sections(
+    rows: list[ScenarioResult], commands: dict[str, list[str]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """One picture section per configured server, in the matrix's order.
+
+    A server that was not probed (disabled, remote, a config error) is a section with
+    its one row and the reason, never a pass: its summary says "not probed".
+    """
+    out = []
+    for label in dict.fromkeys(r.label for r in rows):
+        mine = [r for r in rows if r.label == label]
+        results = [dict(getattr(r, "raw", {}), **r.to_dict()) for r in mine]
+        for r, d in zip(mine, results, strict=True):
+            d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
+        argv = commands.get(label) or []
+        title = f"{label}: {shlex.join(argv)}" if argv else label
+        if all(r.scenario == "*" for r in mine):
+            line = f"not probed ({mine[0].verdict}): {mine[0].detail}"
+        else:
+            line = summary(results)
+        out.append((title, {"results": results, "summary": line}))
+    return out
+
+
+def _write_configured_pictures(
+    path: str, kind: str, rows: list[ScenarioResult], commands: dict[str, list[str]]
+) -> int | None:
+    """--html / --markdown for a --host/--config run: one section per server."""
+    title = "mcp-tether probe: configured servers"
+    try:
+        if kind == "html":
+            write_html(path, sections(rows, commands), title=title)
+        else:
+            write_markdown(path, sections(rows, commands))
+    except UsageError as exc:  # the writers' own one line, naming the option and file
+        print(f"mcp-tether: cannot write {exc.msg}", file=sys.stderr)
         return EXIT_USAGE
     return None

@@ -1,82 +1,146 @@
-"""`mcp-tether probe --host NAME | --config FILE`: every configured stdio server, at once.
+"""Probing configured servers: every entry of a host's config, started as the host would.
+
+    from mcp_tether import hosts
+    from mcp_tether.probe import ConfiguredOptions, ProbeOptions, probe_configured
+
+    entries, errors = hosts.configured_servers("vscode")
+    report = probe_configured(entries, ConfiguredOptions(ProbeOptions(jobs=4)))
+    report.passed, [(s.label, s.meets) for s in report.servers]
 
 Guarantees:
 - Each server starts exactly as its host would start it: variables expanded with the
   host's own syntax, `envFile` loaded, `cwd` resolved against the workspace (see
-  `hosts.expand`).
+  `hosts.expand`; the workspace follows the entry's `scope`).
 - A configuration problem is an `error` row naming it (an unresolvable variable such as
   `${input:api-key}`, an unreadable envFile, a missing cwd, a command not found): never
   a verdict on the server. Disabled entries are `disabled` rows and remote entries
-  `skipped` rows: both are listed, neither is started nor counted as passed; the run
-  passes when every server that was probed passed.
+  `skipped` rows: both are listed, neither is started nor counted as passed; the report
+  passes when every server that was probed passes at the level, and at least one was.
 - An entry behind our guard is probed with the guard in front, as the host runs it, and
   judged by the guard's promise (the probe widens the window to the guard's ladder).
-- Each server's row says which level it meets (none / spec / robust); the run passes
-  when every probed server passes at `--level` (spec by default).
 - All scenarios of all servers run in parallel (8 servers take about as long as the
-  slowest one). Probing starts the servers for real, so the list is shown and
-  confirmed first, unless --yes.
+  slowest one); each server's failures are explained from its own command.
+- Nothing here prompts or prints: `plan_configured()` says what would be started, so
+  that a caller can ask first (the CLI does), and `probe_planned()` starts exactly that.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
-import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, TetherError, UsageError
-from mcp_tether.probe import ProbeOptions, ScenarioResult, build_specs, resolve_command
-from mcp_tether.probe.spec import SPEC, Spec
+from mcp_tether.errors import TetherError, UsageError
+from mcp_tether.hosts import REGISTRY
+from mcp_tether.hosts.expand import Unresolvable, resolve, workspace_of
+from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.probe.api import (
+    ProbeOptions,
+    ScenarioResult,
+    build_specs,
+    level_met,
+    resolve_command,
+)
+from mcp_tether.probe.diagnose import annotate
+from mcp_tether.probe.runner import run_specs
+from mcp_tether.probe.spec import LEVELS, SPEC, Spec
+
+__all__ = [
+    "NOT_RUN",
+    "ConfiguredOptions",
+    "PlannedServer",
+    "ServerResult",
+    "ConfiguredReport",
+    "plan_configured",
+    "probe_planned",
+    "probe_configured",
+]
 
 NOT_RUN = ("skipped", "disabled")
 
 
-def _confirm(lines: list[str], yes: bool) -> bool:
-    print("mcp-tether probe will start these servers for real:", file=sys.stderr)
-    for line in lines:
-        print(f"  {line}", file=sys.stderr)
-    if yes:
-        return True
-    if not sys.stdin or not sys.stdin.isatty():
-        raise UsageError("not asking without a terminal: pass --yes to probe these servers")
-    answer = input("probe them? [y/N] ").strip().lower()
-    return answer in ("y", "yes")
+@dataclass(frozen=True)
+class ConfiguredOptions:
+    """How configured servers are probed: the probe's options (shared by every server;
+    each entry's own env and cwd are added to them) and the level that decides a pass."""
+
+    probe: ProbeOptions = field(default_factory=ProbeOptions)
+    level: str = SPEC
 
 
-@dataclasses.dataclass
-class _Planned:
-    """One configured server, resolved the host's way (or the reason it is not run)."""
+@dataclass
+class PlannedServer:
+    """One configured server, resolved the host's way, or the reason it is not run."""
+
+    label: str
+    argv: list[str]  # as the host would start it ([] when it could not be resolved)
+    options: ProbeOptions  # the shared options plus the entry's env and cwd
+    path: Path  # the config file
+    verdict: str = ""  # "": probe it; else "error", "disabled" or "skipped"
+    detail: str = ""  # why not
+
+    @property
+    def runnable(self) -> bool:
+        return not self.verdict
+
+
+@dataclass
+class ServerResult:
+    """One configured server's results: its scenarios, or the one row saying why not."""
 
     label: str
     argv: list[str]
-    opts: ProbeOptions
-    path: Path
-    verdict: str = ""  # "" = probe it; else error / disabled / skipped
-    detail: str = ""
+    results: list[ScenarioResult]
+
+    @property
+    def probed(self) -> bool:
+        """Started (or failed to start for a reason of its config); not disabled/remote."""
+        return all(r.verdict not in NOT_RUN for r in self.results)
+
+    @property
+    def guarded(self) -> bool:
+        return any(r.guarded for r in self.results)
+
+    @property
+    def meets(self) -> str:
+        """The level it meets (none / spec / robust); for one not probed, why not."""
+        return level_met(self.results) if self.probed else self.results[0].verdict
+
+    def passes(self, level: str) -> bool:
+        return all(r.passed for r in self.results if r.counts_at(level))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.label, "meets": self.meets, "guarded": self.guarded,
+                "results": [r.to_dict() for r in self.results]}
 
 
-def _entries(args: argparse.Namespace) -> tuple[list[tuple[Any, Any]], list[ConfigError]]:
-    """(config file, entry) pairs of --config or of --host's files, and read errors."""
-    from mcp_tether import hosts
+@dataclass
+class ConfiguredReport:
+    """Every configured server's results; `passed` at `level`."""
 
-    if args.host and args.host not in hosts.HOSTS:
-        raise UsageError(f"unknown host {args.host!r} (known: {', '.join(hosts.HOSTS)})")
-    if args.config:
-        path = Path(args.config)
-        files = [hosts.ConfigFile(args.host or hosts.guess_host(path) or "", "config", path)]
-    else:
-        files = hosts.discover(args.host)
-    pairs: list[tuple[Any, Any]] = []
-    errors: list[ConfigError] = []
-    for cf in files:
-        try:
-            pairs += [(cf, e) for e in hosts.read_servers(cf.path, cf.host or None)]
-        except ConfigError as exc:
-            errors.append(exc)
-    return pairs, errors
+    servers: list[ServerResult]
+    level: str = SPEC
+
+    @property
+    def probed(self) -> list[ServerResult]:
+        return [s for s in self.servers if s.probed]
+
+    @property
+    def passed(self) -> bool:
+        """At least one server was probed, and every probed one passes at the level."""
+        return bool(self.probed) and all(s.passes(self.level) for s in self.probed)
+
+    @property
+    def results(self) -> list[ScenarioResult]:
+        """Every row, server by server (each carries its server's `label`)."""
+        return [r for s in self.servers for r in s.results]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "passed": self.passed,
+                "servers": [s.to_dict() for s in self.servers]}
 
 
 def _valid_text(words: list[str]) -> str | None:
@@ -91,13 +155,10 @@ def _valid_text(words: list[str]) -> str | None:
     return None
 
 
-def _plan(cf: Any, e: Any, opts: ProbeOptions) -> _Planned:
-    """How the host would start entry `e` of file `cf`, as probe options."""
-    from mcp_tether.hosts import REGISTRY
-    from mcp_tether.hosts.expand import Unresolvable, resolve, workspace_of
-
-    p = _Planned(e.label, [], opts, e.path)
-    if e.transport != "stdio":
+def _plan_one(e: ServerEntry, opts: ProbeOptions) -> PlannedServer:
+    """How the host would start entry `e`, as probe options (or why it is not run)."""
+    p = PlannedServer(e.label, [], opts, e.path)
+    if e.transport != "stdio" or e.command is None:
         p.verdict, p.detail = "skipped", "remote (not a stdio server): not probed"
         return p
     if not e.command.strip():
@@ -112,7 +173,7 @@ def _plan(cf: Any, e: Any, opts: ProbeOptions) -> _Planned:
     here = Path(opts.cwd or os.getcwd())
     try:
         got = resolve(e, style, env=base_env, home=Path.home(),
-                      workspace=workspace_of(e.path, cf.scope, here))
+                      workspace=workspace_of(e.path, e.scope, here))
     except Unresolvable as exc:
         p.verdict, p.detail = "error", f"config: {exc} (not started; not the server's fault)"
         return p
@@ -125,184 +186,86 @@ def _plan(cf: Any, e: Any, opts: ProbeOptions) -> _Planned:
         return p
     env = {**(opts.env or {}), **got.env}
     p.argv = got.argv
-    p.opts = dataclasses.replace(opts, env=env or None, cwd=got.cwd or opts.cwd)
+    p.options = dataclasses.replace(opts, env=env or None, cwd=got.cwd or opts.cwd)
     try:
-        resolve_command(p.argv, p.opts.env, p.opts.cwd)
+        resolve_command(p.argv, p.options.env, p.options.cwd)
     except TetherError as exc:
         p.verdict, p.detail = "error", exc.msg
     return p
 
 
-def _row(p: _Planned, style: str) -> ScenarioResult:
+def plan_configured(entries: Iterable[ServerEntry],
+                    options: ConfiguredOptions | None = None) -> list[PlannedServer]:
+    """How each entry would be started (argv, env, cwd), or why it would not be."""
+    opts = (options or ConfiguredOptions()).probe
+    return [_plan_one(e, opts) for e in entries]
+
+
+def _row(p: PlannedServer, style: str) -> ScenarioResult:
     return ScenarioResult("*", style, p.verdict, False, None, None, None,
                           detail=p.detail, label=p.label)
 
 
-def probe_configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
-    from mcp_tether.probe.diagnose import annotate
-    from mcp_tether.probe.runner import StopSignals, run_specs
+def probe_planned(
+    planned: Sequence[PlannedServer],
+    options: ConfiguredOptions | None = None,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> ConfiguredReport:
+    """Probe the runnable servers of `planned`, all at once; the others are rows saying
+    why not. Servers come in this order: config errors, probed, disabled or remote.
 
-    pairs, errors = _entries(args)
-    for err in errors:
-        print(f"mcp-tether probe: {err.msg}", file=sys.stderr)
-    named = pairs
-    if args.server:
-        pairs = [(cf, e) for cf, e in pairs if e.name in args.server or e.label in args.server]
-    if not pairs:
-        if errors:
-            raise TetherError("no readable config with servers")
-        if named:
-            raise UsageError(f"no server named {', '.join(args.server)}; there are: "
-                             + ", ".join(dict.fromkeys(e.label for _, e in named)))
-        if args.host:
-            from mcp_tether import hosts
-
-            places = hosts.searched(args.host, hosts.Machine.here())
-            if not any(cf.path.exists() for cf in places):
-                print(f"mcp-tether probe: no config file of {args.host} found; searched:",
-                      file=sys.stderr)
-                for cf in places:
-                    print(f"  {cf.scope:<8} {cf.path}", file=sys.stderr)
-                raise UsageError(f"nothing to probe for {args.host} (a file elsewhere: "
-                                 "`mcp-tether probe --config FILE`)")
-        raise UsageError("no MCP servers found in that config" + (
-            f" (host {args.host})" if args.host else ""))
-    planned = [_plan(cf, e, opts) for cf, e in pairs]
-    runnable = [p for p in planned if not p.verdict]
-    if not runnable and all(p.verdict in NOT_RUN for p in planned):
-        raise UsageError("only remote or disabled servers there: nothing to probe")
-    lines = [f"{p.label}: {' '.join(p.argv)}  ({p.path})" for p in runnable]
-    if runnable and not _confirm(lines, args.yes):
-        print("mcp-tether probe: nothing started", file=sys.stderr)
-        return EXIT_OK
-
-    specs: list[Spec] = []
-    owners: list[str] = []
-    for p in runnable:
-        for spec in build_specs(p.argv, p.opts):
-            specs.append(spec)
-            owners.append(p.label)
-    rows = [_row(p, opts.host_style) for p in planned if p.verdict == "error"]
-    if specs:
-        with StopSignals("probe") as stop:
-            raw = run_specs(specs, jobs=opts.jobs, should_stop=stop)
-        if stop.signum:
-            return 128 + stop.signum
-        argv_of = {p.label: p.argv for p in runnable}
-        for label in argv_of:  # each server's failures explained from its own command
-            annotate([r for o, r in zip(owners, raw, strict=False) if o == label],
-                     argv_of[label])
-        for label, r in zip(owners, raw, strict=False):
-            res = ScenarioResult.from_dict(r)
-            res.label = label
-            setattr(res, "raw", r)  # noqa: B010  # the timeline, for --html/--markdown
-            rows.append(res)
-    rows += [_row(p, opts.host_style) for p in planned if p.verdict in NOT_RUN]
-    level = getattr(args, "level", SPEC)
-    code = _emit(rows, args, level)
-    commands = {p.label: p.argv for p in planned}
-    for path, kind in ((args.html, "html"), (args.markdown, "markdown")):
-        if path:
-            code = _write_pictures(path, kind, rows, commands) or code
-    if code is not None:
-        return code
-    probed = [r for r in rows if r.verdict not in NOT_RUN]
-    ok = probed and all(r.passed for r in probed if r.counts_at(level))
-    return EXIT_OK if ok else EXIT_FAILED
-
-
-def sections(
-    rows: list[ScenarioResult], commands: dict[str, list[str]]
-) -> list[tuple[str, dict[str, Any]]]:
-    """One picture section per configured server, in the matrix's order.
-
-    A server that was not probed (disabled, remote, a config error) is a section with
-    its one row and the reason, never a pass: its summary says "not probed".
+    `should_stop()` is asked while it runs: when true, every keeper ends its tree and
+    KeyboardInterrupt is raised (as `probe()` does).
     """
-    import shlex
-
-    from mcp_tether.probe.diagnose import summary
-
-    out = []
-    for label in dict.fromkeys(r.label for r in rows):
-        mine = [r for r in rows if r.label == label]
-        results = [dict(getattr(r, "raw", {}), **r.to_dict()) for r in mine]
-        for r, d in zip(mine, results, strict=True):
-            d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
-        argv = commands.get(label) or []
-        title = f"{label}: {shlex.join(argv)}" if argv else label
-        if all(r.scenario == "*" for r in mine):
-            line = f"not probed ({mine[0].verdict}): {mine[0].detail}"
-        else:
-            line = summary(results)
-        out.append((title, {"results": results, "summary": line}))
-    return out
-
-
-def _write_pictures(
-    path: str, kind: str, rows: list[ScenarioResult], commands: dict[str, list[str]]
-) -> int | None:
-    """--html / --markdown for a --host/--config run: one section per server."""
-    from mcp_tether.errors import EXIT_USAGE
-
-    title = "mcp-tether probe: configured servers"
-    try:
-        if kind == "html":
-            from mcp_tether.probe.html import write_html
-
-            write_html(path, sections(rows, commands), title=title)
-        else:
-            from mcp_tether.probe.markdown import write_markdown
-
-            write_markdown(path, sections(rows, commands))
-    except UsageError as exc:  # the writers' own one line, naming the option and file
-        print(f"mcp-tether: cannot write {exc.msg}", file=sys.stderr)
-        return EXIT_USAGE
-    return None
+    options = options or ConfiguredOptions()
+    if options.level not in LEVELS:
+        raise UsageError(f"unknown level {options.level!r} (choose from {', '.join(LEVELS)})")
+    style = options.probe.host_style
+    runnable = [p for p in planned if p.runnable]
+    specs: list[Spec] = []
+    owners: list[PlannedServer] = []
+    for p in runnable:
+        for spec in build_specs(p.argv, p.options):
+            specs.append(spec)
+            owners.append(p)
+    raw = run_specs(specs, jobs=options.probe.jobs, should_stop=should_stop) if specs else []
+    rows: dict[int, list[ScenarioResult]] = {}
+    for p in runnable:
+        mine = [r for o, r in zip(owners, raw, strict=False) if o is p]
+        annotate(mine, p.argv)  # each server's failures explained from its own command
+        rows[id(p)] = [_result(r, p.label) for r in mine]
+    # Two entries of one name (a user and a project file) are one server of the report,
+    # as the matrix shows them.
+    servers: dict[str, ServerResult] = {}
+    order = [p for p in planned if p.verdict == "error"] + runnable + [
+        p for p in planned if p.verdict in NOT_RUN]
+    for p in order:
+        server = servers.setdefault(p.label, ServerResult(p.label, p.argv, []))
+        server.results += rows[id(p)] if p.runnable else [_row(p, style)]
+    return ConfiguredReport(list(servers.values()), options.level)
 
 
-def _emit(rows: list[ScenarioResult], args: argparse.Namespace, level: str) -> int | None:
-    """Print the matrix (or JSON); --junit last. An exit code when the file failed."""
-    from mcp_tether.probe import level_met, render
-    from mcp_tether.probe.cli import write_junit_or_say
+def _result(record: dict[str, Any], label: str) -> ScenarioResult:
+    res = ScenarioResult.from_dict(record)
+    res.label = label
+    # The keeper's whole record (timeline, survivors' evidence) for --html and --detail;
+    # not a field, so to_dict() stays the stable schema.
+    setattr(res, "raw", record)  # noqa: B010
+    return res
 
-    servers = list(dict.fromkeys(r.label for r in rows))
-    suites = {s: [r for r in rows if r.label == s] for s in servers}
-    probed = [s for s in servers if all(r.verdict not in NOT_RUN for r in suites[s])]
 
-    def passes(s: str) -> bool:
-        return all(r.passed for r in suites[s] if r.counts_at(level))
+def probe_configured(
+    entries: Iterable[ServerEntry],
+    options: ConfiguredOptions | None = None,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> ConfiguredReport:
+    """Probe every stdio entry as its host would start it: `plan_configured`, then
+    `probe_planned`.
 
-    if args.json:
-        render.render_json({
-            "level": level,
-            "passed": bool(probed) and all(passes(s) for s in probed),
-            "servers": [
-                {"name": s,
-                 "meets": level_met(suites[s]) if s in probed else suites[s][0].verdict,
-                 "guarded": any(r.guarded for r in suites[s]),
-                 "results": [r.to_dict() for r in suites[s]]}
-                for s in servers
-            ],
-        })
-    else:
-        render.render_matrix(rows, servers)
-        if getattr(args, "detail", False):
-            from mcp_tether.probe.timeline import print_timelines
-
-            for s in probed:
-                render.render_table(suites[s], title=s, level=level)
-                print_timelines([dict(getattr(r, "raw", {}), **r.to_dict())
-                                 for r in suites[s]])
-        for s in probed:
-            guarded = " (guarded)" if any(r.guarded for r in suites[s]) else ""
-            print(f"  {s}: meets {level_met(suites[s])}{guarded}", file=sys.stderr)
-        bad = sum(1 for s in probed if not passes(s))
-        not_run = len(servers) - len(probed)
-        tail = f" ({not_run} disabled or remote: not probed)" if not_run else ""
-        print(f"{len(probed) - bad}/{len(probed)} servers passed at level {level}{tail}",
-              file=sys.stderr)
-        if bad and not all(any(r.guarded for r in suites[s]) for s in probed if not passes(s)):
-            print("servers you cannot change: `mcp-tether wrap` puts the guard in front of "
-                  "them", file=sys.stderr)
-    return write_junit_or_say(args.junit, suites, level)
+    `entries` come from `hosts.configured_servers()` or `hosts.read_servers()`. This
+    starts the servers for real: a caller that asks first uses `plan_configured` and
+    `probe_planned` instead.
+    """
+    return probe_planned(plan_configured(entries, options), options, should_stop=should_stop)

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp_tether.inspect.model import Transport
 from mcp_tether.probe.describe import kept_alive, short
 
 __all__ = [
@@ -132,7 +133,7 @@ def _server_pid(r: dict[str, Any]) -> int | None:
     return None
 
 
-def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]]) -> str | None:
+def _language(r: dict[str, Any], command: list[str], sdks: list[Transport]) -> str | None:
     """node / python, from what actually ran (survivors' exe), else the command, else SDKs."""
     words: list[str] = []
     for s in r.get("survivors", []):
@@ -157,7 +158,7 @@ def _language(r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]])
             return "node"
         if b.startswith("python") or b in ("uvx", "uv", "pipx"):
             return "python"
-    langs = {s.get("language") for s in sdks}
+    langs = {s.language for s in sdks}
     return langs.pop() if len(langs) == 1 else None
 
 
@@ -231,25 +232,25 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
             f"{kids or 'process'} running")
 
 
-def _sdk_text(sdks: list[dict[str, Any]], language: str | None) -> str | None:
+def _sdk_text(sdks: list[Transport], language: str | None) -> str | None:
     """The SDK the server loads (`inspect.uses`: resolved from its entry point), what its
     transport does at EOF, and how that was found; or that it loads none / cannot be told."""
-    mine = [s for s in sdks if language is None or s.get("language") in (language, None)]
+    mine = [s for s in sdks if language is None or s.language in (language, None)]
     if not mine:
         return None
     s = mine[0]
     # How it was found, up to where: the first clause ("X imports Y"); `inspect
     # --command` prints the whole of it.
-    how = f" (found: {str(s['how']).split('; ')[0]})" if s.get("how") else ""
-    if s.get("state") == "none":
+    how = f" (found: {s.how.split('; ')[0]})" if s.how else ""
+    if s.state == "none":
         return f"it loads no MCP SDK{how}: what it does at EOF is its own code's doing"
-    if s.get("state") == "unknown":
+    if s.state == "unknown":
         return f"which MCP SDK it loads could not be told{how}"
-    ev = ", ".join(s.get("stdin_events") or []) or "none"
+    ev = ", ".join(s.stdin_events) or "none"
     what = {True: "ends its session on EOF", False: "does not react to EOF",
-            None: "cannot be read"}[s.get("exits_on_eof")]
-    label = s.get("label") or (f"{s['package']} {s.get('version')}"
-                               + (f" via {s['delegates_to']}" if s.get("delegates_to") else ""))
+            None: "cannot be read"}[s.exits_on_eof]
+    label = s.label or (f"{s.package} {s.version}"
+                        + (f" via {s.delegates_to}" if s.delegates_to else ""))
     return f"it loads {label}, whose stdio transport {what} (stdin listeners: {ev}){how}"
 
 
@@ -288,7 +289,7 @@ def _write_error(r: dict[str, Any]) -> str | None:
 
 
 def diagnose(
-    r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]] | None = None
+    r: dict[str, Any], command: list[str], sdks: list[Transport] | None = None
 ) -> str | None:
     """One paragraph on why this scenario failed; None when it did not."""
     sdks = sdks or []
@@ -327,8 +328,8 @@ def diagnose(
             if sdk:
                 alive = [s for s in r.get("survivors", [])
                          if (s.get("evidence") or {}).get("alive", True)]
-                ends = any(x.get("exits_on_eof") for x in sdks if x.get("language") == lang
-                           and x.get("state", "sdk") == "sdk")
+                ends = any(x.exits_on_eof for x in sdks if x.language == lang
+                           and x.state in (None, "sdk"))
                 if ends and alive:
                     sdk += ": so something in the server's own code keeps it alive"
                 sentences.append(sdk)
@@ -369,7 +370,7 @@ def _signal_stopped_in_between(r: dict[str, Any], command: list[str]) -> bool:
 
 
 def remedy(
-    r: dict[str, Any], command: list[str], sdks: list[dict[str, Any]] | None = None
+    r: dict[str, Any], command: list[str], sdks: list[Transport] | None = None
 ) -> str | None:
     """What to change, fitting the server's language and launcher; None when nothing."""
     sdks = sdks or []
@@ -422,13 +423,13 @@ def annotate(
     results: list[dict[str, Any]],
     command: list[str],
     *,
-    locate: Callable[[list[str]], list[dict[str, Any]]] | None = None,
+    locate: Callable[[list[str]], list[Transport]] | None = None,
 ) -> list[dict[str, Any]]:
     """Add `diagnosis` and `remedy` to each result that failed (in place; returned).
 
     The server's SDKs are located from the command only when something failed.
     """
-    sdks: list[dict[str, Any]] | None = None
+    sdks: list[Transport] | None = None
     for r in results:
         if not (_failed(r) or _noise(r) or start_failure(r)):
             continue

@@ -15,6 +15,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from mcp_tether.errors import UsageError
+from mcp_tether.probe.diagnose import explain_line, summary
+
 __all__ = ["render_html", "write_html", "VERDICT_COLOUR"]
 
 VERDICT_COLOUR = {
@@ -225,8 +228,6 @@ def _timeline(r: dict[str, Any], span: float) -> str:
 
 
 def _card(r: dict[str, Any], span: float) -> str:
-    from mcp_tether.probe.diagnose import explain_line
-
     verdict = r.get("verdict", "")
     # A verdict that passes its scenario is drawn as a pass: a guarded `close` ended by
     # the guard's SIGTERM (`terminated`) is what the guard promises, not a warning.
@@ -292,8 +293,6 @@ def _needs(r: dict[str, Any]) -> float:
 
 
 def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> str:
-    from mcp_tether.probe.diagnose import summary
-
     body = [f"<h1>{escape(title or 'mcp-tether probe')}</h1>", _legend()]
     for heading, payload in sections:
         results = payload.get("results", [])
@@ -319,8 +318,6 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
 
 
 def write_html(path: str, sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> None:
-    from mcp_tether.errors import UsageError
-
     page = render_html(sections, title=title or (sections[0][0] if sections else ""))
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:

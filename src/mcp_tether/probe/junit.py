@@ -23,6 +23,7 @@ from xml.etree import ElementTree as ET
 
 from mcp_tether.errors import TetherError
 from mcp_tether.probe.api import ScenarioResult
+from mcp_tether.probe.render import note
 from mcp_tether.probe.spec import ROBUST, SPEC
 
 __all__ = ["write_junit", "failure_message", "start_error_result"]
@@ -37,8 +38,6 @@ START_REMEDY = {
 
 def failure_message(r: ScenarioResult) -> str:
     """`<verdict>: <note>. <diagnosis> Fix: <remedy>`, each part only when known."""
-    from mcp_tether.probe.render import note
-
     said = note(r)
     if said and r.diagnosis and said.lower().rstrip(".") in r.diagnosis.lower():
         said = ""  # the diagnosis says it already

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_tether.errors import UsageError
+from mcp_tether.probe.diagnose import explain_line, summary
+
 __all__ = ["render_markdown", "write_markdown"]
 
 _ICON = {"exited": "✅", "alive": "✅", "terminated": "⚠️", "killed": "❌", "orphaned": "❌",
@@ -26,8 +29,6 @@ def _ms(v: Any) -> str:
 
 
 def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
-    from mcp_tether.probe.diagnose import explain_line, summary
-
     out: list[str] = []
     for title, payload in sections:
         results = payload.get("results", [])
@@ -74,8 +75,6 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 def write_markdown(path: str, sections: list[tuple[str, dict[str, Any]]]) -> None:
-    from mcp_tether.errors import UsageError
-
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(render_markdown(sections))

@@ -1,6 +1,6 @@
 """Renderings of the probe's typed results (`api.ScenarioResult`): table, JSON, JUnit XML.
 
-Text goes through rich (imported here, lazily from the CLI) with colour only on a TTY;
+Text goes through rich with colour only on a TTY;
 JSON is the stable contract; JUnit is for CI dashboards. Nothing here computes a verdict.
 Each scenario's level is shown; a failed robust scenario judged at the `spec` level is a
 warning (table), skipped-with-reason (JUnit): shown, never hidden, never failing.
@@ -14,6 +14,9 @@ import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
 
 from mcp_tether.probe.api import ScenarioResult, level_met
 from mcp_tether.probe.spec import ROBUST, SPEC
@@ -34,9 +37,7 @@ VERDICT_STYLE = {
 }
 
 
-def _console(out: IO[str]) -> Any:
-    from rich.console import Console
-
+def _console(out: IO[str]) -> Console:
     tty = out.isatty()
     return Console(
         file=out,
@@ -96,8 +97,6 @@ def render_table(
     level: str = SPEC,
 ) -> None:
     """One table; rows grouped under block headings when `blocks` is given."""
-    from rich.table import Table
-
     table = Table(title=title, show_lines=False, header_style="bold", title_justify="left")
     if with_label:
         table.add_column("row", no_wrap=True)
@@ -180,8 +179,6 @@ def render_json(payload: Any, out: IO[str] | None = None) -> None:
 def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],
                   out: IO[str] | None = None) -> None:
     """Servers x scenarios, one verdict (and exit ms) per cell."""
-    from rich.table import Table
-
     scenarios = list(dict.fromkeys(r.scenario for r in results if r.scenario != "*"))
     table = Table(title="mcp-tether probe: configured servers", header_style="bold",
                   title_justify="left")

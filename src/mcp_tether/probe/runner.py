@@ -1,7 +1,8 @@
 """Runs scenarios in parallel, one keeper process each, and collects their results.
 
-Keepers start as `python -I -S` with only the package directory on sys.path: no site,
-no third-party imports, ~15 ms each. Each gets its `Spec` as one JSON line on its stdin
+Keepers start as `python -I -S` with only the package directory on sys.path: isolated
+from the caller's environment (no PYTHON* variables, no site-packages), they run our own
+stdlib-only code and nothing else. Each gets its `Spec` as one JSON line on its stdin
 (never argv: a large environment must fit), and later lines with what the runner
 learnt meanwhile: the server's start-up time, measured by the first scenario of the
 same server that finished its handshake (the devnull scenario allows that much, not a
@@ -30,6 +31,8 @@ from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
+from mcp_tether.probe.interfere import interference, mark_rerun
+from mcp_tether.probe.scenarios import get
 from mcp_tether.probe.spec import ROBUST, STARVED_CAP, Spec
 from mcp_tether.proc import ExitWaiter, descendants, snapshot
 from mcp_tether.proc.inbox import SignalInbox
@@ -81,8 +84,6 @@ def expected_duration(spec: Spec) -> float:
     longest wait of a whole run on a server that orphans. Starting those first keeps
     the run's end at start-up + window + horizon instead of adding their start delay.
     """
-    from mcp_tether.probe.scenarios import get
-
     sc = spec.scenario
     if sc == "close":
         return spec.grace + spec.term_grace + 0.5
@@ -110,8 +111,6 @@ def run_specs(
     """
     results = _run_specs(specs, jobs=jobs, should_stop=should_stop, on_result=on_result)
     if max(1, jobs or len(specs) or 1) > 1 and len(results) == len(specs) > 1:
-        from mcp_tether.probe.interfere import interference, mark_rerun
-
         for i, r in enumerate(results):
             why = interference(r)
             if why is not None:
@@ -227,8 +226,6 @@ def _run_specs(
 
 
 def _level(spec: Spec) -> str:
-    from mcp_tether.probe.scenarios import get
-
     return get(spec.scenario).level
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from mcp_tether.probe.diagnose import explain_line
+
 __all__ = ["timeline_lines", "print_timelines"]
 
 _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 13: "SIGPIPE",
@@ -128,8 +130,6 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
 
 def print_timelines(results: list[dict[str, Any]], out: IO[str] | None = None) -> None:
     """Every scenario's heading (verdict, why) and timeline, after the table."""
-    from mcp_tether.probe.diagnose import explain_line
-
     out = out or sys.stdout
     print("timelines (ms since the probe's client was forked):", file=out)
     for r in results:

@@ -48,8 +48,7 @@ class Facts:
         self.error = error
         self.answered = answered
         self.killed_by_probe = killed_by_probe
-        # Older callers name the scenario only; the two special judges follow from it.
-        self.judge = judge or {"close": "ladder", "idle": "answer"}.get(scenario, "window")
+        self.judge = judge or "window"
         self.call_answered: bool | None = None  # call-in-flight
 
 

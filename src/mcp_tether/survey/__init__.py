@@ -37,7 +37,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mcp_tether.inspect import inspect_path
 from mcp_tether.packages import PackageError, prepare
+from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
 
 __all__ = ["run_survey", "Row", "SurveyResult", "Entry", "parse_list", "parse_line",
@@ -270,14 +272,12 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
     row.name, row.version, row.language = got.name, got.version, got.language
     row.launch, row.command = got.launch, got.argv
     try:
-        from mcp_tether.inspect import inspect_path
-
         sdks = inspect_path(got.dir)
     except Exception:  # inspect answers best effort; the probe is the evidence
         sdks = []
     if sdks:
-        row.sdk = f"{sdks[0]['package']} {sdks[0]['version']}"
-        row.sdk_exits_on_eof = sdks[0].get("exits_on_eof")
+        row.sdk = f"{sdks[0].package} {sdks[0].version}"
+        row.sdk_exits_on_eof = sdks[0].exits_on_eof
     for style in STYLES:
         limit = entry.timeout or timeout or PROBE_TIMEOUT
         outcome, payload, tail = _run_probe(
@@ -363,7 +363,5 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
     for i, e in enumerate(entries):
         if i not in rows:
             rows[i] = Row(e.label, e.spec.text, status="stopped", note="not run: stopped")
-    from mcp_tether.proc.pidns import in_pid_namespace
-
     return SurveyResult([rows[i] for i in range(len(entries))], started,
                         time.monotonic() - t0, jobs, in_pid_namespace())

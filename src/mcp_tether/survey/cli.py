@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mcp_tether.cliutil import positive_duration
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
-
-if TYPE_CHECKING:
-    from mcp_tether.survey import Row, SurveyResult
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
+from mcp_tether.probe.runner import StopSignals
+from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
+from mcp_tether.survey import Row, SurveyResult, parse_list, run_survey
+from mcp_tether.survey.render import to_html, to_json, to_markdown
 
 EPILOG = """\
 LIST: one server a line (# comments; words split like a shell's):
@@ -64,10 +65,6 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from mcp_tether.probe.runner import StopSignals
-    from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
-    from mcp_tether.survey import parse_list, run_survey
-
     if args.from_json:
         return _rerender(args)
     entries = parse_list(args.list)
@@ -108,11 +105,6 @@ def command(args: argparse.Namespace) -> int:
 
 def _rerender(args: argparse.Namespace) -> int:
     """The table again from a survey's JSON; the list supplies each row's needs=."""
-    import json
-
-    from mcp_tether.errors import ConfigError
-    from mcp_tether.survey import SurveyResult, parse_list
-
     try:
         result = SurveyResult.from_dict(json.loads(Path(args.from_json).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -126,8 +118,6 @@ def _rerender(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace, result: SurveyResult) -> None:
-    from mcp_tether.survey.render import to_html, to_json, to_markdown
-
     if args.out:
         base = Path(args.out)
         base.parent.mkdir(parents=True, exist_ok=True)

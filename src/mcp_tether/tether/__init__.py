@@ -39,14 +39,11 @@ __all__ = [
     "run",
     "tethered",
     "ShutdownCoordinator",
-    "Tether",
     "DEFAULT_DEADLINE",
     "EOF_GRACE",
     "HOST_WINDOW",
     "PARENT_POLL_INTERVAL",
 ]
-
-Tether = ShutdownCoordinator  # the name before 0.2; kept so that existing code keeps working
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -46,6 +46,7 @@ from types import TracebackType
 from typing import Any
 
 from mcp_tether import log
+from mcp_tether._launch import STARTED_UNDER
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 from mcp_tether.tether import hooks as _hooks
 from mcp_tether.tether.binding import Binding, find_lowlevel, wake_stdin_reader
@@ -229,9 +230,7 @@ class ShutdownCoordinator:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        import mcp_tether  # the (pid, ppid) noted when the package was first imported
-
-        pid0, ppid0 = getattr(mcp_tether, "_STARTED_UNDER", (os.getpid(), os.getppid()))
+        pid0, ppid0 = STARTED_UNDER  # when the package was first imported
         self._parent = ParentWatch(ppid0 if pid0 == os.getpid() else None)
         if self.stdio:
             events = hangup_events(0)
