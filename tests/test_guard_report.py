@@ -20,7 +20,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,7 +102,7 @@ class Run:
 
     def __init__(self, tmp: Path, mode: str, code: int = 0, *, fd_value: str | None = None,
                  stdin: int | None = subprocess.PIPE, extra_fds: tuple[int, ...] = (),
-                 preexec=None) -> None:  # type: ignore[no-untyped-def]
+                 preexec: Callable[[], None] | None = None) -> None:
         script = tmp / "server.py"
         if not script.exists():
             script.write_text(SERVER)
@@ -117,8 +119,9 @@ class Run:
                                      preexec_fn=preexec)
         self.pipe.close_writer()
 
-    def seen(self) -> dict:  # type: ignore[type-arg]
-        return json.loads(_until_file(self.pidfile + ".seen"))
+    def seen(self) -> dict[str, Any]:
+        seen: dict[str, Any] = json.loads(_until_file(self.pidfile + ".seen"))
+        return seen
 
     def ident(self, suffix: str = "") -> ProcessId:
         pid = int(_until_file(self.pidfile + suffix))
@@ -140,7 +143,7 @@ class Run:
         return rc, report, err, out
 
 
-def _until(pred, what: str) -> None:  # type: ignore[no-untyped-def]
+def _until(pred: Callable[[], object], what: str) -> None:
     """Poll pred() with a deadline (never a fixed sleep for a state)."""
     deadline = time.monotonic() + DEADLINE
     while not pred():
@@ -343,3 +346,27 @@ def test_a_guarded_probe_names_the_rung_with_the_guards_summary_silenced() -> No
     assert "mcp-tether run:" not in r.stderr_tail
     assert (r.verdict, r.guarded, r.guard_rung) == ("exited", True, "sigterm"), r.detail
     assert r.detail == "guarded: the guard ended it at rung sigterm"
+
+
+@pytest.mark.slow  # waits the guard's WRITE_WAIT (2 s) on purpose
+def test_a_reader_that_never_reads_cannot_hang_the_guard(tmp_path: Path) -> None:
+    """The report pipe is full before the run: the guard gives up on the line after
+    WRITE_WAIT with one warning, and exits with the server's status as ever."""
+    r, w = os.pipe()
+    try:
+        os.set_blocking(w, False)
+        try:
+            while True:
+                os.write(w, b"x" * 65536)
+        except BlockingIOError:
+            pass
+        env = {**os.environ, REPORT_ENV: str(w)}
+        p = subprocess.run([sys.executable, "-m", "mcp_tether", "run", "--", "true"],
+                           stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                           pass_fds=(w,), timeout=DEADLINE, check=False)
+        warnings = [ln for ln in p.stderr.decode().splitlines() if REPORT_ENV in ln]
+        assert p.returncode == 0 and p.stdout == b"", p.stderr
+        assert len(warnings) == 1 and "no room" in warnings[0], p.stderr
+    finally:
+        os.close(r)
+        os.close(w)
