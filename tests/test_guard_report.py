@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -211,6 +212,23 @@ def test_the_sigkill_rung_is_reported_for_a_server_ignoring_sigterm(tmp_path: Pa
     assert rc == 137 and report is not None, err
     assert report.ended_by == "sigkill" and report.server_status == 137
     assert [r.action for r in report.rungs] == ["close-stdin", "sigterm", "sigkill"]
+
+
+def test_a_signal_to_the_guard_is_the_reason_and_a_forwarded_sigterm_the_rung(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM to the guard, forwarded to the server, which dies of it: reason `signal`,
+    `forwarded`, ended by `sigterm`. A forwarded SIGINT the server leaves on is no rung
+    of the guard's: `self`."""
+    for sig, by in ((signal.SIGTERM, "sigterm"), (signal.SIGINT, "self")):
+        run = Run(tmp_path, "eof")
+        server = run.ident()
+        run.proc.send_signal(sig)  # our own child, not yet reaped
+        assert wait_gone(server, DEADLINE)  # before stdin closes: the signal came first
+        _rc, report, err, _out = run.end()
+        assert report is not None, err
+        assert (report.reason, report.signal, report.forwarded, report.ended_by) == (
+            "signal", sig.name, True, by), err
 
 
 def test_a_launchers_hand_over_is_reported_with_its_holders(tmp_path: Path) -> None:
