@@ -78,13 +78,6 @@ class RungTaken:
         self.ms = ms
         self.outcome = outcome  # "exited" | "timeout" | "gone" | "denied"
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RungTaken):
-            return NotImplemented
-        return (self.action, self.ms, self.outcome) == (other.action, other.ms, other.outcome)
-
-    __hash__ = None  # type: ignore[assignment]  # compared by value, never a key
-
     def __repr__(self) -> str:
         return f"RungTaken({self.action!r}, {self.ms!r}, {self.outcome!r})"
 
