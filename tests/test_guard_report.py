@@ -231,6 +231,24 @@ def test_a_signal_to_the_guard_is_the_reason_and_a_forwarded_sigterm_the_rung(
             "signal", sig.name, True, by), err
 
 
+def test_stop_signals_at_the_end_of_a_run_cannot_cut_off_the_report(tmp_path: Path) -> None:
+    """The host's SIGTERMs keep coming while the guard finishes (the front forwards each
+    to the supervisor): the report and the summary line are still written. Before, a
+    SIGTERM after the run's signal handlers were gone killed the supervisor first
+    (39 of 40 rounds lost the report, 12 of 40 the summary line before there was one)."""
+    for _round in range(5):
+        run = Run(tmp_path, "eof")
+        run.ident()
+        assert run.proc.stdin is not None
+        run.proc.stdin.close()
+        while run.proc.poll() is None:  # pacing a storm, not waiting for a state
+            run.proc.send_signal(signal.SIGTERM)  # our own child, not yet reaped
+            time.sleep(0.0005)
+        rc, report, err, _out = run.end()
+        assert report is not None and report.exit_status == rc, (rc, err)
+        assert "mcp-tether run:" in err, (rc, err)
+
+
 def test_a_launchers_hand_over_is_reported_with_its_holders(tmp_path: Path) -> None:
     """The launcher exits 0 at once; the real server on its stdio ignores EOF: the
     report names it as a holder, ended at the SIGTERM rung, status 143."""

@@ -36,7 +36,9 @@ Guarantees:
   `MCP_TETHER_REPORT_FD=N` in the environment, one versioned JSON line on fd N at the
   end (reason, statuses, the rung that ended the server, the rungs taken, survivors,
   escapees, holders), beside the human summary on stderr; the variable and the fd are
-  kept from the server; fds 0-2 are refused. The contract, both ends: `report`.
+  kept from the server; fds 0-2 are refused. The contract, both ends: `report`. Stop
+  signals that come after the run (the tree is gone) stay blocked until the guard
+  exits: they cannot cut off the report or the summary line.
 
 The pid the host knows is a thin front (`proc.front`, Linux): the `run` command forks
 once before anything else; the front keeps the host's pid, forwards SIGTERM, SIGINT and
