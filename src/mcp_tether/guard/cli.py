@@ -85,9 +85,11 @@ def _run(cmd: list[str], grace: float | None, term_grace: float | None) -> int:
     try:
         result = run_guarded(cmd, grace=grace, term_grace=term_grace, front=EXIT_AT_ONCE)
     except TetherError as exc:  # 127/126: nothing ran; the caller still gets its line
-        write_report(report_fd, GuardReport.not_started(exc.exit_code))
+        if report_fd is not None:
+            write_report(report_fd, GuardReport.not_started(exc.exit_code))
         raise
-    write_report(report_fd, GuardReport.from_result(result))
+    if report_fd is not None:
+        write_report(report_fd, GuardReport.from_result(result))
     log.say(f"mcp-tether run: {result.summary()}")
     if EXIT_AT_ONCE:
         _exit_at_once(result.exit_status)

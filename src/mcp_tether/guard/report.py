@@ -261,11 +261,9 @@ def take_report_fd(environ: MutableMapping[str, str] | None = None) -> int | Non
     return fd
 
 
-def write_report(fd: int | None, report: GuardReport) -> bool:
-    """Write the one report line to `fd` (None: nobody asked) and close it; False (and
-    one warning line) if it could not be written whole within `WRITE_WAIT`."""
-    if fd is None:
-        return False
+def write_report(fd: int, report: GuardReport) -> bool:
+    """Write the one report line to `fd` and close it; False (and one warning line) if
+    it could not be written whole within `WRITE_WAIT`."""
     import select
     import time
 
