@@ -406,3 +406,24 @@ def test_a_reader_that_never_reads_cannot_hang_the_guard(tmp_path: Path) -> None
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_behind_a_launcher_that_drops_the_descriptor_the_probe_names_no_rung(
+    tmp_path: Path,
+) -> None:
+    """A `uvx` that closes inherited fds before it runs the guard (as a launcher on
+    Node's child_process would): the guard says so in one line, there is no report,
+    and the probe's guard_rung is null rather than a guess."""
+    uvx = tmp_path / "uvx"
+    uvx.write_text(f"#!{sys.executable}\nimport os, sys\n"
+                   f"os.close(int(os.environ[{REPORT_ENV!r}]))\n"
+                   "py = sys.executable\n"
+                   "os.execv(py, [py, '-m', 'mcp_tether', *sys.argv[2:]])\n")
+    uvx.chmod(0o755)
+    argv = ["uvx", "mcp-tether", "run", *FAST, "--", sys.executable, "-S", MINI, "--thread"]
+    opts = ProbeOptions(scenarios=("exit",), window=1.0,
+                        env={"PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    (r,) = probe(argv, opts).results
+    assert (r.verdict, r.guarded, r.guard_rung) == ("exited", True, None), r.stderr_tail
+    assert f"{REPORT_ENV}=" in r.stderr_tail and "not an open descriptor" in r.stderr_tail
+    assert "mcp-tether run: client gone" in r.stderr_tail  # the run went on as ever
