@@ -32,6 +32,7 @@ import time
 from typing import TYPE_CHECKING
 
 from mcp_tether import platform
+from mcp_tether.guard.report import ReportPipe
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.keeper_base import SCAN_TICK, Interrupted, KeeperBase
 from mcp_tether.probe.scenarios import get as get_scenario
@@ -96,6 +97,8 @@ class Keeper(KeeperBase):
         self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
         self.wire_keys: set[tuple[int, int]] = set()  # the same ends, as (st_dev, st_ino)
         self.follow: Any = None  # a container-run server: its ContainerFollow
+        # A guarded server: the guard's report (guard.report), read by `outcome`.
+        self.report: ReportPipe | None = None
 
     # -- events ---------------------------------------------------------------------
     def _on_event(self, ev: dict[str, Any]) -> None:
@@ -396,6 +399,8 @@ class Keeper(KeeperBase):
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
         self.follow = _container_follow(self.spec)
+        if self.spec.guarded:
+            self.report = ReportPipe()
         self.t0 = time.monotonic()
 
         def drop_keeper_state() -> None:  # in the client, before the core's set-up
@@ -407,6 +412,8 @@ class Keeper(KeeperBase):
             os.dup2(null, 0)
             os.dup2(null, 1)
             os.close(null)
+            if self.report is not None:  # the guard the client starts writes to it
+                self.report.offer(self.spec.env)
 
         # The core's child set-up: own session, default signals, and death with the
         # keeper (re-checked: the keeper may already be gone).
@@ -415,6 +422,8 @@ class Keeper(KeeperBase):
                         pdeathsig=signal.SIGKILL, reset_signals=True)
         os.close(ctrl_w)
         os.close(err_w)
+        if self.report is not None:
+            self.report.close_writer()
         assert self.ctrl_r is not None and self.err_r is not None
         os.set_blocking(self.ctrl_r, False)
         os.set_blocking(self.err_r, False)
