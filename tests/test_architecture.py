@@ -7,11 +7,18 @@
    recorder, a server any host runs as a plain script, and its stand-in for a terminal's
    shell: stdlib-only scripts by design).
 2. Every module is one job: at most 800 lines, and a docstring that says it.
+3. No import cycle, counting imports inside functions and under `if TYPE_CHECKING:`.
+4. The two hot paths, `import mcp_tether` (every Python server's launch path) and
+   `mcp-tether run` (every guarded server's), load the standard library and exactly the
+   package modules listed here; everything else is ordinary Python.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +79,147 @@ def test_every_module_is_one_screenful_of_one_job(path: Path) -> None:
     assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {lines} lines"
     if text.strip():
         assert ast.get_docstring(ast.parse(text)), f"{path.relative_to(PACKAGE)} has no docstring"
+
+
+# -- 3. no import cycle ------------------------------------------------------------------
+def _module_names() -> dict[str, tuple[Path, bool]]:
+    """Dotted name -> (file, is a package) for every module of the package."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere in its text: at the top, inside
+    functions, under `if TYPE_CHECKING:`. `from pkg import name` is an edge to the module
+    `pkg.name` when there is one, else to `pkg` (its `__init__` defines the name)."""
+    mods = _module_names()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for name, (path, is_pkg) in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if is_pkg else name.split(".")[:-1]
+                    here = here[: len(here) - (node.level - 1)]
+                    base = ".".join(here + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                           for a in node.names]
+            graph[name].update(t for t in targets if t in mods and t != name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        comp.append(member)
+                        if member == node:
+                            break
+                    if len(comp) > 1:
+                        found.append(sorted(comp))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle() -> None:
+    """A cycle makes every module in it load the others and fixes their import order."""
+    assert cycles(import_graph()) == []
+
+
+# -- 4. the two hot paths ----------------------------------------------------------------
+HOT_IMPORT = {"mcp_tether", "mcp_tether._launch"}
+HOT_HELPER = HOT_IMPORT | {
+    "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether.ladder", "mcp_tether.log",
+    "mcp_tether.platform", "mcp_tether.tether", "mcp_tether.tether.binding",
+    "mcp_tether.tether.coordinator", "mcp_tether.tether.hooks", "mcp_tether.tether.stdio",
+    "mcp_tether.watch"}
+HOT_RUN = HOT_IMPORT | {
+    "mcp_tether._lazy", "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether.cli",
+    "mcp_tether.cliutil", "mcp_tether.container", "mcp_tether.errors", "mcp_tether.guard",
+    "mcp_tether.guard.argv", "mcp_tether.guard.report",
+    "mcp_tether.guard.result", "mcp_tether.guard.session", "mcp_tether.ladder",
+    "mcp_tether.log", "mcp_tether.platform", "mcp_tether.proc", "mcp_tether.proc.end",
+    "mcp_tether.proc.front", "mcp_tether.proc.identity", "mcp_tether.proc.inbox",
+    "mcp_tether.proc.reap", "mcp_tether.proc.signals", "mcp_tether.proc.spawn",
+    "mcp_tether.proc.tree", "mcp_tether.watch"}
+# Each path runs after an audit hook that names every module imported from then on (also
+# through importlib.import_module, which -X importtime does not show); what the bare
+# interpreter loaded before (site, .pth hooks) is not the package's doing.
+_TRACE = ("import sys\n"
+          "sys.addaudithook(lambda e, a: e == 'import' and sys.stderr.write(f'@imp {a[0]}\\n'))\n")
+HOT = {"import": "import mcp_tether",
+       # the helper's names, as a server's `mcp_tether.run(mcp)` reaches them
+       "helper": "import mcp_tether; mcp_tether.run",
+       "run": "import runpy; sys.argv = ['mcp-tether', 'run', '--', 'true']\n"
+              "runpy.run_module('mcp_tether', run_name='__main__')"}
+
+
+def _loaded(code: str) -> set[str]:
+    p = subprocess.run([sys.executable, "-c", _TRACE + code], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == b"", p.stderr.decode()[-2000:]
+    names = {line[5:] for line in p.stderr.decode().splitlines() if line.startswith("@imp ")}
+    names = {n for n in names if _exists(n)}  # the hook also names failed attempts
+    # A module's parents are loaded before it (the hook misses a package imported by
+    # importlib.import_module when it is named through its own __getattr__).
+    return {".".join(n.split(".")[:i]) for n in names for i in range(1, n.count(".") + 2)}
+
+
+def _exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent that does not exist (copy's `org.python.core`)
+        return False
+
+
+@pytest.mark.parametrize("path", sorted(HOT))
+def test_the_two_hot_paths_load_the_stdlib_and_exactly_these_modules(path: str) -> None:
+    """`import mcp_tether`, its helper and `mcp-tether run -- true`: every module outside
+    the package is the standard library's, and the package's own are exactly the listed."""
+    loaded = _loaded(HOT[path]) - {"runpy"}
+    ours = {m for m in loaded if m.split(".")[0] == "mcp_tether"}
+    foreign = {m for m in loaded - ours if m.split(".")[0] not in sys.stdlib_module_names}
+    assert not foreign, f"{path} loads outside the standard library: {sorted(foreign)}"
+    expected = {"import": HOT_IMPORT, "helper": HOT_HELPER, "run": HOT_RUN}[path]
+    assert ours == expected, f"{path}: {sorted(ours ^ expected)} differ from the list"

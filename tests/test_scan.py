@@ -13,13 +13,13 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from mcp_tether import scan
 from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
-from mcp_tether.records import replace
 from mcp_tether.scan import find, reap
 from scan_lab import DEADLINE, Lab, assert_consistent, entry, kids, lab_fixture, ps_json, run_cli
 
@@ -405,3 +405,36 @@ def test_config_entries_match_the_package_a_process_was_identified_as_running() 
     assert m("uvx", "mcp_server_time").matches_package(py)
     assert m("pipx", "run", "mcp-server-time==1.0").matches_package(py)
     assert not m("uvx", "mcp-server-git").matches_package(py)
+
+
+def test_every_scan_reads_the_host_configs_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real machine's discovery (no fake home): an entry added to a host's config, a
+    project file that appears, another working directory are each seen by the next scan."""
+    from mcp_tether.scan.match import load_config
+
+    home, project, elsewhere = tmp_path / "home", tmp_path / "project", tmp_path / "elsewhere"
+    for d in (home, project, elsewhere):
+        d.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCODE_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(project)
+
+    def names() -> list[str]:
+        return sorted(m.name for m in load_config(None, None, None, None)[0])
+
+    def servers(path: Path, **argvs: list[str]) -> None:
+        path.write_text(json.dumps({"mcpServers": {
+            name: {"command": argv[0], "args": argv[1:]} for name, argv in argvs.items()}}))
+
+    servers(home / ".claude.json", weather=["npx", "-y", "@acme/weather"])
+    assert names() == ["weather"]
+    servers(home / ".claude.json", weather=["npx", "-y", "@acme/weather"],
+            notes=["uvx", "notes-mcp"])
+    assert names() == ["notes", "weather"]
+    servers(project / ".mcp.json", local=["python", "server.py"])
+    assert names() == ["local", "notes", "weather"]
+    monkeypatch.chdir(elsewhere)
+    assert names() == ["notes", "weather"]

@@ -1,11 +1,10 @@
 """Lazy public names for a package (PEP 562): each loads its module on first use.
 
-Why: a package's `__init__` that imports its modules makes every importer pay for all of
-them; `ps` needs the process table, not the signalling core, and a guarded server's
-launch path needs the guard, not its result types. `attach(package, names)` returns the
-package's `__getattr__` and `__dir__`; a name is cached in the package once loaded.
-`regex(source)` is the same idea for a module-level compiled pattern. Stdlib only, and
-importlib and re only on first use.
+Only for the packages on the two start-up paths (`import mcp_tether`, `mcp-tether run`):
+there a package's `__init__` that imported all its modules would make every guarded
+server's launch pay for the ones it does not use. Today that is `proc/`.
+`attach(package, names)` returns the package's `__getattr__` and `__dir__`; a name is
+cached in the package once loaded. Stdlib only, and importlib only on first use.
 """
 
 from __future__ import annotations
@@ -14,11 +13,9 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import re
     from collections.abc import Callable
-    from typing import Any, AnyStr
 
-__all__ = ["attach", "regex"]
+__all__ = ["attach"]
 
 
 def attach(package: str, names: dict[str, str]
@@ -40,24 +37,3 @@ def attach(package: str, names: dict[str, str]
         return sorted(set(vars(sys.modules[package])) | set(names))
 
     return __getattr__, __dir__
-
-
-def regex(source: AnyStr) -> re.Pattern[AnyStr]:
-    """A pattern compiled on first use: `re` (with enum, ~8 ms) loads only when a scan
-    meets a word that needs it, not on every start-up. Flags go inline: `(?m)`, `(?xi)`."""
-    return _Pattern(source)  # type: ignore[return-value]  # quacks like re.Pattern
-
-
-class _Pattern:
-    __slots__ = ("_source", "_compiled")
-
-    def __init__(self, source: str | bytes) -> None:
-        self._source = source
-        self._compiled: Any = None
-
-    def __getattr__(self, name: str) -> Any:  # match, search, sub, split, fullmatch ...
-        if self._compiled is None:
-            import re
-
-            self._compiled = re.compile(self._source)
-        return getattr(self._compiled, name)

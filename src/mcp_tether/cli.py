@@ -1,14 +1,14 @@
 """The `mcp-tether` command: a thin adapter over the Python API.
 
 Dispatch is git-style: `mcp-tether CMD ...` imports only the module of CMD, so that
-`mcp-tether run` (on every guarded server's launch path) loads nothing it does not need:
-a command module may expose `fast_command(args) -> int | None`, tried before argparse
-(whose import and help formatter cost ~10 ms) and falling back to it on None: `run`
-reads a plain `[--grace S] [--term-grace S] [--] CMD...` with the guard's own parser
-(`guard.argv`, the one `hosts` and `probe` use), `ps` its three options; help and every
-error go to argparse. As the process's own entry point (`argv` None), a fast command's
-process ends at once when it returns, output flushed and interpreter teardown skipped
-(~5-9 ms): so a fast command leaves no thread, child or unflushed output behind.
+`mcp-tether run` (on every guarded server's launch path) loads nothing it does not need.
+`run` is the one command with a fast path: its module exposes `fast_command(args) ->
+int | None`, tried before argparse and falling back to it on None; it reads a plain
+`[--grace S] [--term-grace S] [--] CMD...` with the guard's own parser (`guard.argv`,
+the one `hosts` and `probe` use); help and every error go to argparse. As the process's
+own entry point (`argv` None), the fast path's process ends at once when it returns,
+output flushed and interpreter teardown skipped: so it leaves no thread, child or
+unflushed output behind.
 Each command module exposes `configure(parser)` and `command(args) -> int`.
 Errors become one line on stderr and an exit code, here and nowhere else.
 """
@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hostcheck": ("mcp_tether.hostcheck.cli", "what a host does to its stdio servers when it ends"),
     "inspect": ("mcp_tether.inspect.cli", "what the installed MCP SDKs' stdio servers do on EOF"),
     "ps": ("mcp_tether.scan.cli", "list stdio servers on this machine, leaked first"),
-    "reap": ("mcp_tether.scan.reap_cli", "end leaked MCP servers, safely; --watch keeps at it"),
+    "reap": ("mcp_tether.scan.cli", "end leaked MCP servers, safely; --watch keeps at it"),
 }
 
 EPILOG = """\

@@ -32,6 +32,13 @@ Guarantees:
 - The guard exits with the server's status (its code, 128+N after signal N) and never
   returns before the server is reaped; every child of the guard is reaped.
 - Missing command: exit 127; not executable: 126 (one line on stderr, nothing started).
+- The outcome as data, for a program that starts the guard (the probe): with
+  `MCP_TETHER_REPORT_FD=N` in the environment, one versioned JSON line on fd N at the
+  end (reason, statuses, the rung that ended the server, the rungs taken, survivors,
+  escapees, holders), beside the human summary on stderr; the variable and the fd are
+  kept from the server; fds 0-2 are refused. The contract, both ends: `report`. Stop
+  signals that come after the run (the tree is gone) stay blocked until the guard
+  exits: they cannot cut off the report or the summary line.
 
 The pid the host knows is a thin front (`proc.front`, Linux): the `run` command forks
 once before anything else; the front keeps the host's pid, forwards SIGTERM, SIGINT and
@@ -58,8 +65,9 @@ Python SDK does). The guard itself is idle in poll(2) while bytes flow (0 CPU ti
 bench/bench_guard.py, which prints the new-session baseline beside the guarded figure).
 
 Layout: `session` (the loop, on the core: proc.front, proc.spawn, proc.inbox, proc.end), `result`
-(GuardResult and its summary line), `cli` (the `run` command), `argv` (recognising a
-guard command line, for `hosts` and `probe`).
+(GuardResult and its summary line), `report` (the machine-readable outcome: the guard
+writes it, the probe reads it), `cli` (the `run` command), `argv` (recognising a guard
+command line, for `hosts` and `probe`).
 Import-light on purpose (it is on every guarded server's launch path): stdlib and
 mcp_tether.{errors,log,platform,proc,ladder,watch} only, and the ladder only after the
 fork, while the server starts. Not thread-safe: call `run_guarded` from the main thread

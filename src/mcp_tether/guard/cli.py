@@ -1,4 +1,5 @@
-"""The `mcp-tether run` command: parse options, run the guard, one summary line.
+"""The `mcp-tether run` command: parse options, run the guard, one summary line (and,
+when `MCP_TETHER_REPORT_FD` names a descriptor, one JSON report line there: `report`).
 
 Durations go through `cliutil.positive_duration`: NaN, inf or a negative number is a
 usage error (exit 2) before anything starts. The guard's own options after the server
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 from mcp_tether import log
 from mcp_tether.cliutil import exit_at_once, positive_duration
-from mcp_tether.errors import UsageError
+from mcp_tether.errors import TetherError, UsageError
 from mcp_tether.guard.argv import misplaced_options, parse_guard_argv
+from mcp_tether.guard.report import REPORT_ENV, GuardReport, take_report_fd, write_report
 from mcp_tether.guard.session import run_guarded
 
 TYPE_CHECKING = False
@@ -44,6 +46,13 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         help="seconds between SIGTERM and SIGKILL (default 2)",
     )
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="the server command and its args")
+    parser.epilog = (
+        f"environment: {REPORT_ENV}=N  at the end, write one JSON line on fd N saying how\n"
+        "  the run ended (reason, status, the rung that ended the server, survivors);\n"
+        "  for programs that start the guard (the probe). Never 0-2; the server sees\n"
+        "  neither the variable nor the fd. Fields: docs/guard.md\n"
+        + (parser.epilog or "")
+    )
 
 
 def fast_command(words: list[str]) -> int | None:
@@ -68,7 +77,17 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _run(cmd: list[str], grace: float | None, term_grace: float | None) -> int:
-    result = run_guarded(cmd, grace=grace, term_grace=term_grace, front=EXIT_AT_ONCE)
+    # Before anything forks: the variable leaves our environment (the server's to be)
+    # and the descriptor turns close-on-exec.
+    report_fd = take_report_fd()
+    try:
+        result = run_guarded(cmd, grace=grace, term_grace=term_grace, front=EXIT_AT_ONCE)
+    except TetherError as exc:  # 127/126: nothing ran; the caller still gets its line
+        if report_fd is not None:
+            write_report(report_fd, GuardReport.not_started(exc.exit_code))
+        raise
+    if report_fd is not None:
+        write_report(report_fd, GuardReport.from_result(result))
     log.say(f"mcp-tether run: {result.summary()}")
     if EXIT_AT_ONCE:
         exit_at_once(result.exit_status)

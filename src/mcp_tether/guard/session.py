@@ -212,7 +212,9 @@ def run_guarded(
     front=True (the `run` command): fork a thin front first (`proc.front`) that keeps
     the caller's pid and mirrors our exit status, so that a SIGKILL of that pid is a
     parent death this process survives and answers with the ladder. The calling
-    process then continues in the child; only for a process that exits after the run.
+    process then continues in the child; only for a process that exits after the run
+    (it returns with the signals it watched blocked: the run is over, nothing is left
+    for them to stop, and the caller still has its report and summary to write).
     """
     if not argv:
         raise UsageError("no command to run")
@@ -228,7 +230,16 @@ def run_guarded(
     try:
         signals = (*STOP_SIGNALS, *FATAL_SIGNALS, signal.SIGCHLD)
         with platform.subreaper(), SignalInbox(signals) as inbox:
-            return _run(list(argv), inbox, parents, grace, term_grace, kill_wait, stdin_fd)
+            try:
+                return _run(list(argv), inbox, parents, grace, term_grace, kill_wait,
+                            stdin_fd)
+            finally:
+                if front:
+                    # This process ends right after the run. Once the inbox restores the
+                    # default actions, a late stop signal (the host's SIGTERM, forwarded
+                    # by the front while it waits for us) would kill it before its
+                    # report and summary line: keep them blocked until it exits.
+                    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     finally:
         for p in parents:
             p.close()

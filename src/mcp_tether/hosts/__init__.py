@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from mcp_tether.errors import ConfigError
 from mcp_tether.hosts import atomic
@@ -100,18 +99,15 @@ def configured_servers(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
-    observed: Any = None,
 ) -> tuple[list[ServerEntry], list[ConfigError]]:
     """All entries of `config` (if given) or of the discovered files of `host` (or all).
 
     A malformed file does not hide the others: its error comes back in the second list.
-    `observed` is handed to `discover` (what the answer depends on, for `ps`'s index).
     """
     if config is not None:
         files = [ConfigFile(host or "", "config", Path(config))]
     else:
-        files = discover(host, home=home, cwd=cwd, env=env, platform=platform,
-                         observed=observed)
+        files = discover(host, home=home, cwd=cwd, env=env, platform=platform)
     entries: list[ServerEntry] = []
     errors: list[ConfigError] = []
     for cf in files:

@@ -35,7 +35,6 @@ from mcp_tether.hosts.model import ConfigFile, Machine, Shape
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
 __all__ = ["REGISTRY", "HOSTS", "ANY_SHAPE", "config_locations", "discover", "searched",
            "host_of", "format_of", "guess_host"]
@@ -156,25 +155,15 @@ def discover(
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
     root: Path | None = None,
-    observed: Any = None,
 ) -> list[ConfigFile]:
     """The config files of `host` (or of every known host) that exist here.
 
     `env` defaults to `os.environ`, but to `{}` when `home` is given: a fake home must
     not lead, through a real XDG_CONFIG_HOME or APPDATA, to the real config files.
-    `observed` (`scan.config_index.Observed`) records what the answer depends on: it
-    stands for `env`, collects the folders listed and every file considered.
     """
     host_of(host)
-    if observed is not None:
-        env = observed.env
-    elif env is None:
+    if env is None:
         env = os.environ if home is None else {}
     m = Machine(platform or sys.platform, Path.home() if home is None else Path(home), env,
-                Path.cwd() if cwd is None else Path(cwd), Path("/") if root is None else root,
-                None if observed is None else observed.listed)
-    considered = searched(host, m)
-    if observed is not None:
-        for cf in considered:
-            observed.consider(cf.path)
-    return [cf for cf in considered if _is_file(cf.path)]
+                Path.cwd() if cwd is None else Path(cwd), Path("/") if root is None else root)
+    return [cf for cf in searched(host, m) if _is_file(cf.path)]

@@ -42,9 +42,6 @@ class Machine:
     env: Mapping[str, str]
     cwd: Path | None = None
     root: Path = Path("/")  # where system-wide (managed) files are looked up
-    # Folders whose listing decided which files are looked at (`children`, `glob`), for
-    # a caller that must know when the answer may change (`ps`'s config index).
-    listed: list[Path] | None = None
 
     @classmethod
     def here(cls, cwd: Path | None = None) -> Machine:
@@ -53,10 +50,7 @@ class Machine:
         return cls(sys.platform, Path.home(), os.environ, Path.cwd() if cwd is None else cwd)
 
     def children(self, folder: Path, pattern: str = "*") -> list[Path]:
-        """`folder`'s entries matching `pattern`, sorted ([] if it cannot be listed).
-        Host modules list folders only through here, so `listed` is complete."""
-        if self.listed is not None:
-            self.listed.append(folder)
+        """`folder`'s entries matching `pattern`, sorted ([] if it cannot be listed)."""
         try:
             return sorted(folder.glob(pattern))
         except OSError:

@@ -39,6 +39,7 @@ from typing import Any
 
 from mcp_tether import platform
 from mcp_tether.container import end_owned_by, follow_for, maybe_container_run
+from mcp_tether.guard.report import ReportPipe
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.client import client_main
 from mcp_tether.probe.evidence import collect, stdio_links
@@ -118,6 +119,8 @@ class Keeper:
         self.wire: list[str] = []  # the server's stdio ends as spawned (pipe:/socket:)
         self.wire_keys: set[tuple[int, int]] = set()  # the same ends, as (st_dev, st_ino)
         self.follow: Any = None  # a container-run server: its ContainerFollow
+        # A guarded server: the guard's report (guard.report), read by `outcome`.
+        self.report: ReportPipe | None = None
 
     # -- events ---------------------------------------------------------------------
     def _on_event(self, ev: dict[str, Any]) -> None:
@@ -544,6 +547,8 @@ class Keeper:
         self.ctrl_r, ctrl_w = os.pipe()
         self.err_r, err_w = os.pipe()
         self.follow = _container_follow(self.spec)
+        if self.spec.guarded:
+            self.report = ReportPipe()
         self.t0 = time.monotonic()
 
         def drop_keeper_state() -> None:  # in the client, before the core's set-up
@@ -555,6 +560,8 @@ class Keeper:
             os.dup2(null, 0)
             os.dup2(null, 1)
             os.close(null)
+            if self.report is not None:  # the guard the client starts writes to it
+                self.report.offer(self.spec.env)
 
         # The core's child set-up: own session, default signals, and death with the
         # keeper (re-checked: the keeper may already be gone).
@@ -563,6 +570,8 @@ class Keeper:
                         pdeathsig=signal.SIGKILL, reset_signals=True)
         os.close(ctrl_w)
         os.close(err_w)
+        if self.report is not None:
+            self.report.close_writer()
         assert self.ctrl_r is not None and self.err_r is not None
         os.set_blocking(self.ctrl_r, False)
         os.set_blocking(self.err_r, False)
@@ -587,6 +596,7 @@ class Keeper:
             cleanup_at=self.cleanup_at, t0=self.t0, events=self.events,
             at_window_end=self.at_window_end, warnings=self.warnings, startup=self.startup,
             handshake=self.handshake, error_code=self.error_code, client_cpu=self.client_cpu,
+            report=self.report,
         )
 
 

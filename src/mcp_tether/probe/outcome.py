@@ -14,6 +14,7 @@ import resource
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_tether.guard.report import ReportPipe
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.spec import Spec
 from mcp_tether.probe.verdict import Facts, Survivor, decide
@@ -60,7 +61,7 @@ class Observation:
     handshake: str | None = None  # the method that was answered
     error_code: int | None = None  # the spawn's exit code (127, 126) when it failed
     client_cpu: float = 0.0  # seconds of CPU the probe's client used
-
+    report: ReportPipe | None = None  # a guarded server: the guard's report (guard.report)
 
 SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV",
                 13: "SIGPIPE", 15: "SIGTERM"}
@@ -80,19 +81,20 @@ def cause(status: int | None, stderr: str) -> str:
     return f"exit status {status}"
 
 
-def guard_rung(stderr: str) -> str | None:
-    """Which rung of our guard ended the server, from the guard's summary line."""
-    lines = [ln for ln in stderr.splitlines() if "mcp-tether run:" in ln]
-    if not lines:
+def guard_rung(report: ReportPipe | None) -> str | None:
+    """Which rung of our guard ended the server, from the guard's report line
+    (`guard.report`), never from its human summary: "self", "sigterm", "sigkill",
+    "none" (something outlived the guard's ladder), "unknown" (a report this probe cannot
+    read: another version, garbage); None without a report (the guard was killed, or a
+    launcher in front of it did not pass the descriptor on)."""
+    if report is None:
         return None
-    line = lines[-1]
-    if "did not exit" in line or "STILL ALIVE" in line:
+    got = report.read()
+    if got is None:
+        return "unknown" if report.error else None
+    if got.counts.get("survivors", len(got.survivors)):
         return "none"
-    if "SIGKILL" in line:
-        return "sigkill"
-    if "SIGTERM after" in line or "got SIGTERM" in line:
-        return "sigterm"
-    return "self"
+    return got.ended_by
 
 
 def _who(survivors: list[Survivor]) -> str:
@@ -162,7 +164,9 @@ def result(o: Observation) -> dict[str, Any]:
                 server_status = e.status
     status = None if verdict in ("alive", "error") else server_status
     # ...what our clean-up did to an idle or failed server says nothing about it.
-    g_rung = guard_rung(stderr) if spec.guarded and verdict != "error" else None
+    g_rung = guard_rung(o.report) if spec.guarded and verdict != "error" else None
+    if g_rung is not None and o.report is not None and o.report.error:
+        o.warnings.append(o.report.error)
     if spec.guarded and detail == "" and g_rung:
         detail = f"guarded: the guard ended it at rung {g_rung}"
     return {

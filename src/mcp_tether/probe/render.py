@@ -69,8 +69,8 @@ def note(r: ScenarioResult) -> str:
         elif r.guard_rung:
             parts.append(f"guarded (ended at the guard's {r.guard_rung} rung)"
                          if r.guard_rung != "self" else "guarded (exited by itself)")
-        else:  # no summary line from the guard: still running, or MCP_TETHER_LOG=quiet
-            parts.append("guarded (no summary line from the guard)")
+        else:  # no report from the guard: killed, or a launcher kept the descriptor
+            parts.append("guarded (no report from the guard)")
     if r.call_answered is not None:
         parts.append("answered before exiting" if r.call_answered else "answer dropped")
     if r.verdict == "lingered":

@@ -9,41 +9,24 @@ ending them, identity pinned), `watch` (the `reap --watch` loop and service file
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from mcp_tether.scan.find import scan
-    from mcp_tether.scan.match import classify_host, looks_like_mcp
-    from mcp_tether.scan.model import (
-        HOST_GONE,
-        PARENT_GONE,
-        STDIN_NO_WRITER,
-        STDOUT_NO_READER,
-        WRITER_HELD,
-        Channel,
-        Member,
-        ScanResult,
-        Server,
-        What,
-    )
-    from mcp_tether.scan.reap import Plan, ReapOutcome, plan, reap_servers
+from mcp_tether.scan.find import scan
+from mcp_tether.scan.match import classify_host, looks_like_mcp
+from mcp_tether.scan.model import (
+    HOST_GONE,
+    PARENT_GONE,
+    STDIN_NO_WRITER,
+    STDOUT_NO_READER,
+    WRITER_HELD,
+    Channel,
+    Member,
+    ScanResult,
+    Server,
+    What,
+)
+from mcp_tether.scan.reap import Plan, ReapOutcome, plan, reap_servers
 
 __all__ = [
     "scan", "classify_host", "looks_like_mcp", "plan", "reap_servers", "Plan",
     "ReapOutcome", "ScanResult", "Server", "Member", "Channel", "What", "PARENT_GONE",
     "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",
 ]
-
-_LAZY = {"scan": "find", "classify_host": "match", "looks_like_mcp": "match",
-         "plan": "reap", "reap_servers": "reap", "Plan": "reap", "ReapOutcome": "reap"}
-
-
-def __getattr__(name: str) -> object:
-    """The API loads on first use, so `mcp-tether ps` imports the rooms it uses and no more
-    (the scan, not the reaper)."""
-    if name not in __all__:
-        raise AttributeError(name)
-    import importlib
-
-    return getattr(importlib.import_module(f"mcp_tether.scan.{_LAZY.get(name, 'model')}"),
-                   name)

@@ -1,36 +1,39 @@
 """`mcp-tether ps` and `mcp-tether reap`: a thin adapter over `scan`, `reap` and `watch`.
 
-Parses argv, calls the API, renders. A plain `ps [--json] [--format F] [--config FILE]`
-is read by `fast_command` without argparse (whose import and help formatter cost ~10 ms
-of a scan that must stay near `ps -e`); help, errors and `reap` go to argparse.
+Parses argv, calls the API, renders.
 Nothing is ended without a yes: a prompt on a TTY that lists each candidate with its
 evidence and states the minimum age, else `--yes`; without either (and without
 `--dry-run`) `reap` refuses at once, in one line, with exit 2. Only the caller's own
 processes unless root with `--all-users`. Durations must be finite and >= 0 (exit 2).
+`reap --watch` ends on SIGTERM or SIGINT between actions: the signals are only recorded
+(`SignalInbox`), and the loop looks at them between rounds.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING
 
+from mcp_tether import ladder
+from mcp_tether.cliutil import positive_duration
+from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.scan import watch as watch_mod
+from mcp_tether.scan.find import scan
+from mcp_tether.scan.reap import INCLUDE_CHOICES, REAP_MIN_AGE, Pins, plan, reap_servers
+from mcp_tether.scan.render import print_plan, print_ps, render_openmetrics
+from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE
 
-if TYPE_CHECKING:
-    import argparse
-
-__all__ = ["configure", "command", "fast_command"]
+__all__ = ["configure", "command"]
 
 PS_FORMATS = ("text", "json", "openmetrics")
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
-    from mcp_tether import ladder
-    from mcp_tether.cliutil import positive_duration
-    from mcp_tether.scan.reap import INCLUDE_CHOICES, REAP_MIN_AGE
-    from mcp_tether.scan.watch import WATCH_MIN_AGE
-
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--config", metavar="FILE",
                         help="also match servers against this MCP config file")
@@ -65,34 +68,6 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="print a user service that runs `reap --watch` and exit")
 
 
-def fast_command(words: list[str]) -> int | None:
-    """`ps` read without argparse when its words are plain: `--json`, `--format F`,
-    `--config FILE` (also `--opt=value`), each at most once. None for anything else
-    (`reap`, `--help`, an unknown or repeated option, a bad value): argparse reads it and
-    gives its usual messages."""
-    opts: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        word = words[i]
-        name, eq, value = word.partition("=")
-        if name == "--json" and not eq and name not in opts:
-            opts[name] = ""
-        elif name in ("--format", "--config") and name not in opts:
-            if not eq:
-                i += 1
-                if i == len(words) or words[i].startswith("-"):
-                    return None
-                value = words[i]
-            opts[name] = value
-        else:
-            return None
-        i += 1
-    fmt = opts.get("--format")
-    if fmt is not None and fmt not in PS_FORMATS:
-        return None
-    return _ps(opts.get("--config"), fmt or ("json" if "--json" in opts else "text"))
-
-
 def command(args: argparse.Namespace) -> int:
     if args.command_name == "ps":
         return _ps(args.config, args.format or ("json" if args.json else "text"))
@@ -100,24 +75,15 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _ps(config: str | None, fmt: str) -> int:
-    from mcp_tether.container import machine  # containers whose client is gone
-    from mcp_tether.scan.find import scan
-
     result = scan(config=config)
     _warn(result.config_errors)
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
     if fmt == "json":
-        from mcp_tether.jsondump import dumps  # json.dumps without json's import of re
-
-        print(dumps({**result.to_dict(), "containers": machine.as_json(boxes),
-                     "container_support": off}))
+        print(json.dumps({**result.to_dict(), "containers": machine.as_json(boxes),
+                          "container_support": off}, indent=2))
     elif fmt == "openmetrics":
-        from mcp_tether.scan.render import render_openmetrics
-
         sys.stdout.write(render_openmetrics(result))
     else:
-        from mcp_tether.scan.render import print_ps
-
         print_ps(result)
         machine.print_listing(off, boxes)
     return EXIT_OK
@@ -143,13 +109,6 @@ def _unit_opts(args: argparse.Namespace) -> list[str]:
 
 
 def _reap(args: argparse.Namespace) -> int:
-    import json
-
-    from mcp_tether.scan import watch as watch_mod
-    from mcp_tether.scan.find import scan
-    from mcp_tether.scan.reap import Pins, plan, reap_servers
-    from mcp_tether.scan.render import print_plan
-
     if args.print_unit:
         sys.stdout.write(watch_mod.render_unit(args.print_unit, _unit_opts(args)))
         return EXIT_OK
@@ -168,14 +127,10 @@ def _reap(args: argparse.Namespace) -> int:
     if not (args.yes or args.dry_run or _terminal()):
         raise UsageError("no terminal to ask on and no --yes: refusing "
                          "(see the plan with --dry-run, then pass --yes)")
-    from mcp_tether.scan.reap import REAP_MIN_AGE
-
     min_age = args.min_age if args.min_age is not None else REAP_MIN_AGE
     result = scan(config=args.config, users=users)
     _warn(result.config_errors)
     p = plan(result, set(args.include), min_age, args.allow)
-    from mcp_tether.container import machine
-
     off, listed = machine.listing()
     if off is not None:
         print(f"mcp-tether: {off}", file=sys.stderr)
@@ -230,29 +185,18 @@ def _terminal() -> bool:
 
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
-    import signal
+    interval = args.interval if args.interval is not None else WATCH_INTERVAL
+    print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
+    with SignalInbox((signal.SIGTERM, signal.SIGINT)) as inbox:
+        received: list[int] = []
 
-    from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE, watch
+        def should_stop() -> bool:
+            received.extend(inbox.drain())
+            return bool(received)
 
-    stop: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:  # record only; the loop acts
-        stop.append(signum)
-
-    old = signal.signal(signal.SIGTERM, on_signal)
-    old_int = signal.signal(signal.SIGINT, on_signal)
-    try:
-        def emit(line: str) -> None:
-            print(line, flush=True)
-
-        interval = args.interval if args.interval is not None else WATCH_INTERVAL
-        print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
-        watch(interval=interval,
-              min_age=args.min_age if args.min_age is not None else WATCH_MIN_AGE,
-              allow=args.allow, include=set(args.include), grace=args.grace,
-              scan_kwargs={"config": args.config, "users": users}, emit=emit,
-              should_stop=lambda: bool(stop))
-    finally:
-        signal.signal(signal.SIGTERM, old)
-        signal.signal(signal.SIGINT, old_int)
+        watch_mod.watch(interval=interval,
+                        min_age=args.min_age if args.min_age is not None else WATCH_MIN_AGE,
+                        allow=args.allow, include=set(args.include), grace=args.grace,
+                        scan_kwargs={"config": args.config, "users": users},
+                        emit=lambda line: print(line, flush=True), should_stop=should_stop)
     return EXIT_OK

@@ -24,8 +24,8 @@ Guarantees:
 from __future__ import annotations
 
 import os
+import re
 
-from mcp_tether._lazy import regex
 from mcp_tether.proc import table
 from mcp_tether.scan.model import Channel
 
@@ -37,7 +37,7 @@ RCV_SHUTDOWN = 1
 # recognised by name; reading thousands of links would dominate the scan).
 HOLDER_FD_LIMIT = 4096
 _CHANNEL_PREFIXES = ("pipe:[", "socket:[")
-_PYTHON_EXE = regex(r"^(python|pypy)[0-9.]*$")
+_PYTHON_EXE = re.compile(r"^(python|pypy)[0-9.]*$")
 _O_ACCMODE = 3
 _O_CLOEXEC = 0o2000000
 

@@ -19,6 +19,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from typing import TYPE_CHECKING
@@ -69,17 +70,6 @@ _ARGV_NAMES = (RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp", 
                | {k.split(" ")[0] for k in HOST_NAMES})
 
 
-def _loads_sdk(p: ProcRecord, fds: Any, ident: Identifier) -> bool:
-    """A node/python process on a stdio channel whose own script loads an MCP SDK
-    (`inspect.uses`, through `identify`): a server whatever its command says."""
-    if not p.argv or not INTERPRETERS_RE.match(os.path.basename(split_title(p.argv)[0])):
-        return False
-    head = fds(p.pid) or {}
-    if not head.get(0, "").startswith(("pipe:[", "socket:[")):
-        return False
-    return identify([(p.argv, p.cwd, p.exe, p.pid)], ident).mcp
-
-
 def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
          servers: Iterable[Any] | None = None, users: set[int] | None = None) -> ScanResult:
     """Find stdio server trees, their evidence and what they are. Sends nothing.
@@ -88,289 +78,307 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
     callers that already read them); `users` limits the result to those uids.
     """
     t0 = time.monotonic()
-    # Thousands of short-lived records, freed by reference counting: the cyclic
-    # collector would run dozens of times for nothing (~4 ms of `ps` at 1000 processes).
-    import gc
-
+    # Thousands of short-lived records per scan, all freed by reference counting: the
+    # cyclic collector, triggered by allocation counts, would only walk them in vain.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _scan_all(home, cwd, config, servers, users, t0)
+        matchers, config_errors = load_config(home, cwd, config, servers)
+        want = table.name_filter(_ARGV_NAMES | {m.cmd for m in matchers},
+                                 prefixes=("python", "pypy"), contains=("mcp",))
+        procs = table.table(want)
+        procs.pop(os.getpid(), None)
+        peers = evidence.Peers()
+        try:
+            s = _Scan(procs, matchers, peers)
+            s.find()
+            s.group()
+            out = s.servers(users)
+        finally:
+            peers.close()
+        return ScanResult(out, len(procs), procs.unreadable, s.running_hosts, config_errors,
+                          time.monotonic() - t0)
     finally:
         if collecting:
             gc.enable()
 
 
-def _scan_all(home: str | None, cwd: str | None, config: str | None,
-              servers: Iterable[Any] | None, users: set[int] | None, t0: float) -> ScanResult:
-    matchers, config_errors = load_config(home, cwd, config, servers)
-    want = table.name_filter(_ARGV_NAMES | {m.cmd for m in matchers},
-                             prefixes=("python", "pypy"), contains=("mcp",))
-    procs = table.table(want)
-    procs.pop(os.getpid(), None)
-    peers = evidence.Peers()
-    try:
-        return _scan(procs, matchers, config_errors, peers, users, t0)
-    finally:
-        peers.close()
+class _Scan:
+    """One scan of one process table: what each process is to the others (host, client,
+    adopter, wrapper), found by `find`, grouped into trees by `group`, made into
+    `Server`s by `servers`. Descriptor links and channels are read once per pid."""
 
+    def __init__(self, procs: table.Table, matchers: list[Matcher],
+                 peers: evidence.Peers) -> None:
+        self.procs = procs
+        self.matchers = matchers
+        self.peers = peers
+        self.ident = Identifier()
+        self.pid1_init = rules.pid1_is_init(procs.get(1))
+        self.kids: dict[int, list[int]] = {}
+        self.hosts: dict[int, str] = {}  # a host by name -> which
+        for p in procs.values():
+            self.kids.setdefault(p.ppid, []).append(p.pid)
+            h = classify_host(p.argv, p.comm) if p.argv_read else None
+            if h is not None:
+                self.hosts[p.pid] = h
+        self.running_hosts = sorted(set(self.hosts.values()))
+        self.clients: dict[int, list[int]] = {}  # a host by evidence -> the children it serves
+        self.found: dict[int, list[str]] = {}  # candidate -> how it was found
+        self.matched: dict[int, list[Matcher]] = {}  # candidate -> config entries it matches
+        self.roots: set[int] = set()
+        self._links: dict[int, dict[int, str] | None] = {}
+        self._full: dict[int, dict[int, str] | None] = {}
+        self._chans: dict[int, tuple[str, list[Channel], bool]] = {}
 
-def _scan(procs: table.Table, matchers: list[Matcher], config_errors: list[str],
-          peers: evidence.Peers, users: set[int] | None, t0: float) -> ScanResult:
-    kids: dict[int, list[int]] = {}
-    hosts: dict[int, str] = {}
-    pid1_init = rules.pid1_is_init(procs.get(1))
+    # ----- one process, read once -----------------------------------------------------
 
-    def _adopter(p: ProcRecord | None, ppid: int) -> bool:
-        return rules.adopter(p, ppid, pid1_init)
+    def adopter(self, p: ProcRecord | None, ppid: int) -> bool:
+        return rules.adopter(p, ppid, self.pid1_init)
 
-    for p in procs.values():
-        kids.setdefault(p.ppid, []).append(p.pid)
-        h = classify_host(p.argv, p.comm) if p.argv_read else None
-        if h is not None:
-            hosts[p.pid] = h
-
-    links: dict[int, dict[int, str] | None] = {}
-
-    def fds(pid: int) -> dict[int, str] | None:
+    def fds(self, pid: int) -> dict[int, str] | None:
         """fd 0 and fd 1 only: all that wrapper and client checks need."""
-        if pid not in links:
-            links[pid] = table.fd_links(pid, only=(0, 1))
-        return links[pid]
+        if pid not in self._links:
+            self._links[pid] = table.fd_links(pid, only=(0, 1))
+        return self._links[pid]
 
-    chans: dict[int, tuple[str, list[Channel], bool]] = {}
-
-    def channels(pid: int) -> tuple[str, list[Channel], bool]:
-        if pid not in chans:
-            head = fds(pid)
-            if head is None:
-                chans[pid] = ("unknown", [], False)
-            elif head.get(0, "").startswith(("pipe:[", "socket:[")):
-                chans[pid] = evidence.read_channels(pid, peers, head)
-            elif head.get(0) != "/dev/null":  # only the SDK's diversion leaves copies
-                chans[pid] = (evidence.stdin_kind(head.get(0)), [], False)
-            else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
-                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS, known=head)
-                rec = procs.get(pid)
-                chans[pid] = (evidence.read_channels(pid, peers, full,
-                                                     rec.exe if rec is not None else None)
-                              if full is not None
-                              else (evidence.stdin_kind(head.get(0)), [], False))
-        return chans[pid]
-
-    full: dict[int, dict[int, str] | None] = {}
-
-    def all_fds(pid: int) -> dict[int, str] | None:
+    def all_fds(self, pid: int) -> dict[int, str] | None:
         """Every fd of a would-be client or adopter (read once per scan: init is asked
         about every leak, and may hold thousands)."""
-        if pid not in full:
-            full[pid] = table.fd_links(pid, limit=evidence.HOLDER_FD_LIMIT)
-        return full[pid]
+        if pid not in self._full:
+            self._full[pid] = table.fd_links(pid, limit=evidence.HOLDER_FD_LIMIT)
+        return self._full[pid]
 
-    clients: dict[int, list[int]] = {}  # a host by evidence -> the children it serves
+    def channels(self, pid: int) -> tuple[str, list[Channel], bool]:
+        """`evidence.read_channels` of `pid`: what fd 0 is, the channel, private copies?"""
+        if pid not in self._chans:
+            head = self.fds(pid)
+            if head is None:
+                self._chans[pid] = ("unknown", [], False)
+            elif head.get(0, "").startswith(("pipe:[", "socket:[")):
+                self._chans[pid] = evidence.read_channels(pid, self.peers, head)
+            elif head.get(0) != "/dev/null":  # only the SDK's diversion leaves copies
+                self._chans[pid] = (evidence.stdin_kind(head.get(0)), [], False)
+            else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
+                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS, known=head)
+                rec = self.procs.get(pid)
+                self._chans[pid] = (
+                    evidence.read_channels(pid, self.peers, full,
+                                           rec.exe if rec is not None else None)
+                    if full is not None else (evidence.stdin_kind(head.get(0)), [], False))
+        return self._chans[pid]
 
-    def is_client(pid: int) -> bool:
+    def is_client(self, pid: int) -> bool:
         """Holds the client side of a child's channel (fd 0/1, or the SDK's private
         copies): a host, whatever its name; those children are its servers."""
-        if pid in clients:
-            return bool(clients[pid])
+        if pid in self.clients:
+            return bool(self.clients[pid])
         served = []
-        for k in kids.get(pid, ()):
-            klinks = fds(k) or {}
+        for k in self.kids.get(pid, ()):
+            klinks = self.fds(k) or {}
             if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)) \
                     and klinks.get(0) != "/dev/null":
                 continue  # cheap: a child without a stdio channel needs no closer look
-            if evidence.holds_peer(pid, channels(k)[1], peers, all_fds(pid) or {}):
+            if evidence.holds_peer(pid, self.channels(k)[1], self.peers,
+                                   self.all_fds(pid) or {}):
                 served.append(k)
-        clients[pid] = served
+        self.clients[pid] = served
         return bool(served)
 
-    # 1. Candidates and how they were found.
-    ident = Identifier()
-    found: dict[int, list[str]] = {}
-    matched: dict[int, list[Matcher]] = {}
-    cmd_names = {m.cmd for m in matchers} | ({"npm"} if any(m.cmd == "npx" for m in matchers)
-                                             else set())
-    for p in procs.values():
-        if not p.argv_read or not p.argv or p.pid in hosts:
-            continue
-        how: list[str] = []
-        if matchers:
-            toks = tokens(p.argv)
-            bases = {base(t) for t in toks[:8]}
-            if bases & cmd_names or os.path.basename(toks[0]) in SHELLS:
-                bases |= {base(t) for t in toks}
-                hits = [m for m in matchers if m.matches(toks, bases)]
-                if hits:
-                    matched[p.pid] = hits
-                    how.append("config")
-        if p.ppid in hosts and (runner_of(p.argv) or is_guard(p.argv)):
-            how.append("host")
-        if looks_like_mcp(p.argv):
-            how.append("guess")
-        elif not how and _loads_sdk(p, fds, ident):
-            how.append("sdk")  # no MCP word in its command: what its script imports says so
-        if how:
-            found[p.pid] = how
-    # By evidence: adopted processes whose channel lost its client side. Never init
-    # itself, and never one of our own ancestors (the shell that runs us, adopted).
-    ours, cur = set(), procs.get(os.getppid())
-    while cur is not None and cur.pid not in ours:
-        ours.add(cur.pid)
-        cur = procs.get(cur.ppid)
-    for p in procs.values():
-        if p.pid in hosts or p.pid <= 1 or p.pid in ours \
-                or not _adopter(procs.get(p.ppid), p.ppid):
-            continue
-        _, ch, _ = channels(p.pid)
-        if evidence.client_side_gone(ch) and not is_client(p.pid):
-            found.setdefault(p.pid, []).insert(0, "evidence")
-    for pid in [pid for pid in found if pid in ours or (kids.get(pid) and is_client(pid))]:
-        del found[pid]  # a client of its own children is a host, never a server
-        for k in clients.get(pid, ()):
-            if k not in found and k not in hosts:
-                found[k] = ["host"]  # ...and the children it serves are its servers
+    def loads_sdk(self, p: ProcRecord) -> bool:
+        """A node/python process on a stdio channel whose own script loads an MCP SDK
+        (`inspect.uses`, through `identify`): a server whatever its command says."""
+        if not p.argv or not INTERPRETERS_RE.match(os.path.basename(split_title(p.argv)[0])):
+            return False
+        head = self.fds(p.pid) or {}
+        if not head.get(0, "").startswith(("pipe:[", "socket:[")):
+            return False
+        return identify([(p.argv, p.cwd, p.exe, p.pid)], self.ident).mcp
 
-    # 2. Group each candidate with the wrappers above it; the outermost is the root.
-    def same_stdin(a: int, b: int) -> bool:
-        la, lb = fds(a), fds(b)
-        return bool(la and lb and 0 in la and la.get(0) == lb.get(0))
+    # ----- 1. candidates and how they were found --------------------------------------
 
-    def is_wrapper(parent: ProcRecord, child: ProcRecord) -> bool:
-        if parent.pid <= 1 or parent.pid in hosts or clients.get(parent.pid) \
-                or _adopter(parent, parent.pid):
+    def find(self) -> None:
+        procs, found, matchers = self.procs, self.found, self.matchers
+        cmd_names = {m.cmd for m in matchers} | (
+            {"npm"} if any(m.cmd == "npx" for m in matchers) else set())
+        for p in procs.values():
+            if not p.argv_read or not p.argv or p.pid in self.hosts:
+                continue
+            how: list[str] = []
+            if matchers:
+                toks = tokens(p.argv)
+                bases = {base(t) for t in toks[:8]}
+                if bases & cmd_names or os.path.basename(toks[0]) in SHELLS:
+                    bases |= {base(t) for t in toks}
+                    hits = [m for m in matchers if m.matches(toks, bases)]
+                    if hits:
+                        self.matched[p.pid] = hits
+                        how.append("config")
+            if p.ppid in self.hosts and (runner_of(p.argv) or is_guard(p.argv)):
+                how.append("host")
+            if looks_like_mcp(p.argv):
+                how.append("guess")
+            elif not how and self.loads_sdk(p):
+                how.append("sdk")  # no MCP word in its command: what its script imports says
+            if how:
+                found[p.pid] = how
+        # By evidence: adopted processes whose channel lost its client side. Never init
+        # itself, and never one of our own ancestors (the shell that runs us, adopted).
+        ours, cur = set(), procs.get(os.getppid())
+        while cur is not None and cur.pid not in ours:
+            ours.add(cur.pid)
+            cur = procs.get(cur.ppid)
+        for p in procs.values():
+            if p.pid in self.hosts or p.pid <= 1 or p.pid in ours \
+                    or not self.adopter(procs.get(p.ppid), p.ppid):
+                continue
+            _, ch, _ = self.channels(p.pid)
+            if evidence.client_side_gone(ch) and not self.is_client(p.pid):
+                found.setdefault(p.pid, []).insert(0, "evidence")
+        for pid in [pid for pid in found
+                    if pid in ours or (self.kids.get(pid) and self.is_client(pid))]:
+            del found[pid]  # a client of its own children is a host, never a server
+            for k in self.clients.get(pid, ()):
+                if k not in found and k not in self.hosts:
+                    found[k] = ["host"]  # ...and the children it serves are its servers
+
+    # ----- 2. each candidate with the wrappers above it; the outermost is the root ----
+
+    def group(self) -> None:
+        for pid in self.found:
+            cur = self.procs[pid]
+            for _ in range(64):
+                par = self.procs.get(cur.ppid)
+                if par is None or not self.is_wrapper(par, cur):
+                    break
+                cur = par
+            self.roots.add(cur.pid)
+
+    def is_wrapper(self, parent: ProcRecord, child: ProcRecord) -> bool:
+        if parent.pid <= 1 or parent.pid in self.hosts or self.clients.get(parent.pid) \
+                or self.adopter(parent, parent.pid):
             return False  # pid 1, an init or a host is never part of a server's tree
-        if parent.pid in found:
+        if parent.pid in self.found:
             return True
         pargv = parent.argv
         b = os.path.basename(pargv[0]) if pargv else ""
-        wrapperish = (b in RUNNERS or is_guard(pargv) or INTERPRETERS_RE.match(b)
-                      or (b in SHELLS and "-c" in pargv[1:3]) or runner_of(pargv))
+        if not (b in RUNNERS or is_guard(pargv) or INTERPRETERS_RE.match(b)
+                or (b in SHELLS and "-c" in pargv[1:3]) or runner_of(pargv)):
+            return False
         # A wrapper passes its own stdin through; a client (an inspector, a test
         # harness) gives the server a fresh pipe. Same fd 0 = same conversation.
-        return bool(wrapperish) and same_stdin(parent.pid, child.pid)
+        la, lb = self.fds(parent.pid), self.fds(child.pid)
+        return bool(la and lb and 0 in la and la.get(0) == lb.get(0))
 
-    roots: set[int] = set()
-    for pid in found:
-        cur = procs[pid]
-        for _ in range(64):
-            par = procs.get(cur.ppid)
-            if par is None or not is_wrapper(par, cur):
-                break
-            cur = par
-        roots.add(cur.pid)
-
-    def tree(root: int) -> list[int]:
+    def tree(self, root: int) -> list[int]:
         """root and its descendants, not descending into another server's root."""
         out, stack = [root], [root]
         while stack:
-            for c in kids.get(stack.pop(), ()):
-                if c in roots:
+            for c in self.kids.get(stack.pop(), ()):
+                if c in self.roots:
                     continue
                 out.append(c)
                 stack.append(c)
         return out
 
-    running_hosts = sorted(set(hosts.values()))
-    out: list[Server] = []
-    for r in roots:
-        uid = table.owner(r)
-        if users is not None and uid not in users:
-            continue
-        s = _server(procs[r], tree(r), procs, hosts, found, matched, matchers, channels,
-                    all_fds, peers, ident, running_hosts, _adopter,
-                    {pid for pid, served in clients.items() if served})
-        s.uid, s.user = uid, table.username(uid)
-        out.append(s)
-    out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
-    return ScanResult(out, len(procs), procs.unreadable, running_hosts, config_errors,
-                      time.monotonic() - t0)
+    # ----- 3. one Server per root -------------------------------------------------------
 
+    def servers(self, users: set[int] | None) -> list[Server]:
+        out: list[Server] = []
+        for r in self.roots:
+            uid = table.owner(r)
+            if users is not None and uid not in users:
+                continue
+            s = self.server(self.procs[r], self.tree(r))
+            s.uid, s.user = uid, table.username(uid)
+            out.append(s)
+        out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
+        return out
 
-def _server(root: ProcRecord, member_pids: list[int], procs: table.Table,
-            hosts: dict[int, str], found: dict[int, list[str]],
-            matched: dict[int, list[Matcher]], matchers: list[Matcher],
-            channels: Any, all_fds: Any, peers: evidence.Peers, ident: Identifier,
-            running_hosts: list[str], _adopter: Any, clients: set[int]) -> Server:
-    members = [procs[m] for m in member_pids if m in procs]
-    ticks = table.clock_ticks()
-    how = sorted({h for m in member_pids for h in found.get(m, ())},
-                 key=("evidence", "config", "host", "sdk", "guess").index)
-    what = identify([(m.argv, m.cwd, m.exe, m.pid) for m in members if not is_guard(m.argv)],
-                    ident)
-    cfg = {(x.host, x.name, x.path): x for m in member_pids for x in matched.get(m, ())}
-    for x in matchers:
-        if x.matches_package(what):
-            cfg.setdefault((x.host, x.name, x.path), x)
-    if cfg and "config" not in how:
-        how.append("config")
-    if what.mcp and "sdk" not in how:
-        how.append("sdk")
-    elif what.package:
-        how.append("package")
-    # Which live host is it under (any ancestor)?
-    host = None
-    a = procs.get(root.ppid)
-    for _ in range(64):
-        if a is None:
-            break
-        if a.pid in hosts:
-            host = hosts[a.pid]
-            break
-        a = procs.get(a.ppid)
-    stdin_kind, chans, private = channels(root.pid)
-    par = procs.get(root.ppid)
-    role = "launcher"
-    if root.ppid in hosts or root.ppid in clients:
-        role = "host"
-    elif _adopter(par, root.ppid):
-        if par is not None and classify_host(par.argv, par.comm):
-            role = "host"  # in a container, pid 1 may be the host itself
-        elif chans and evidence.holds_peer(root.ppid, chans, peers, all_fds(root.ppid) or {}):
-            role = "launcher"
-        else:
-            role = "adopter"
-    parent = {"pid": root.ppid, "name": par.comm if par else None, "role": role,
-              "host": hosts.get(root.ppid)}
-    skip = set(member_pids)
+    def server(self, root: ProcRecord, member_pids: list[int]) -> Server:
+        procs, hosts, peers = self.procs, self.hosts, self.peers
+        members = [procs[m] for m in member_pids if m in procs]
+        ticks = table.clock_ticks()
+        how = sorted({h for m in member_pids for h in self.found.get(m, ())},
+                     key=("evidence", "config", "host", "sdk", "guess").index)
+        what = identify([(m.argv, m.cwd, m.exe, m.pid) for m in members
+                         if not is_guard(m.argv)], self.ident)
+        cfg = {(x.host, x.name, x.path): x for m in member_pids
+               for x in self.matched.get(m, ())}
+        for x in self.matchers:
+            if x.matches_package(what):
+                cfg.setdefault((x.host, x.name, x.path), x)
+        if cfg and "config" not in how:
+            how.append("config")
+        if what.mcp and "sdk" not in how:
+            how.append("sdk")
+        elif what.package:
+            how.append("package")
+        # Which live host is it under (any ancestor)?
+        host = None
+        a = procs.get(root.ppid)
+        for _ in range(64):
+            if a is None:
+                break
+            if a.pid in hosts:
+                host = hosts[a.pid]
+                break
+            a = procs.get(a.ppid)
+        stdin_kind, chans, private = self.channels(root.pid)
+        par = procs.get(root.ppid)
+        role = "launcher"
+        if root.ppid in hosts or self.clients.get(root.ppid):
+            role = "host"
+        elif self.adopter(par, root.ppid):
+            if par is not None and classify_host(par.argv, par.comm):
+                role = "host"  # in a container, pid 1 may be the host itself
+            elif chans and evidence.holds_peer(root.ppid, chans, peers,
+                                               self.all_fds(root.ppid) or {}):
+                role = "launcher"
+            else:
+                role = "adopter"
+        parent = {"pid": root.ppid, "name": par.comm if par else None, "role": role,
+                  "host": hosts.get(root.ppid)}
+        skip = set(member_pids)
 
-    def comm_of(pid: int) -> str | None:
-        rec = procs.get(pid)
-        return rec.comm if rec is not None else None
+        def comm_of(pid: int) -> str | None:
+            rec = procs.get(pid)
+            return rec.comm if rec is not None else None
 
-    ev, far = rules.judge(role == "adopter", chans,
-                          lambda c: peers.far_holders(c, skip), comm_of)
-    leaked = (PARENT_GONE in ev and bool(set(ev) & set(CHANNEL_GONE))
-              and FAR_END_UNSEEN not in ev)
-    writers: list[dict[str, Any]] = []
-    readers: list[dict[str, Any]] = []
-    for c in chans:
-        for w in far.get(c.fd, ()):
-            wp = procs.get(w)
-            (writers if c.side in ("in", "both") else readers).append(
-                {"pid": w, "name": wp.comm if wp else None, "fd": c.fd})
-    if writers and leaked and PARENT_GONE in ev:
-        ev.append(WRITER_HELD)
-        c0 = next(c for c in chans if c.side in ("in", "both") and c.peer == "yes")
-        c0.detail = "write end held by " + ", ".join(
-            f"{w['pid']} ({w['name']})" for w in writers)
-    cfg_hosts = {c[0] for c in cfg if c[0]}
-    if leaked and host is None and cfg_hosts and not (cfg_hosts & set(running_hosts)):
-        ev.append(HOST_GONE)
-    argv = root.argv
-    shown = split_title(argv)  # `npm exec X` padded with spaces by a rewritten title
-    for m in members:
-        inner = guarded_argv(m.argv)
-        if inner:
-            shown = inner
-            break
-    return Server(
-        ident=root.ident, uid=None, user="?", age_seconds=table.age_seconds(root, procs.now),
-        command=argv, shown=shown, found_by=how,
-        config=[{"host": h, "name": n, "path": pth} for (h, n, pth) in cfg],
-        host=host, parent=parent, channels=chans, private_channels=private,
-        stdin_kind=stdin_kind, evidence=ev,
-        members=[Member(m.ident, m.ppid, m.pgid, m.comm, m.argv, m.rss_bytes,
-                        m.cpu_ticks / ticks) for m in members],
-        what=what, writers=writers, readers=readers,
-    )
+        ev, far = rules.judge(role == "adopter", chans,
+                              lambda c: peers.far_holders(c, skip), comm_of)
+        leaked = (PARENT_GONE in ev and bool(set(ev) & set(CHANNEL_GONE))
+                  and FAR_END_UNSEEN not in ev)
+        writers: list[dict[str, Any]] = []
+        readers: list[dict[str, Any]] = []
+        for c in chans:
+            for w in far.get(c.fd, ()):
+                wp = procs.get(w)
+                (writers if c.side in ("in", "both") else readers).append(
+                    {"pid": w, "name": wp.comm if wp else None, "fd": c.fd})
+        if writers and leaked and PARENT_GONE in ev:
+            ev.append(WRITER_HELD)
+            c0 = next(c for c in chans if c.side in ("in", "both") and c.peer == "yes")
+            c0.detail = "write end held by " + ", ".join(
+                f"{w['pid']} ({w['name']})" for w in writers)
+        cfg_hosts = {c[0] for c in cfg if c[0]}
+        if leaked and host is None and cfg_hosts and not (cfg_hosts & set(self.running_hosts)):
+            ev.append(HOST_GONE)
+        argv = root.argv
+        shown = split_title(argv)  # `npm exec X` padded with spaces by a rewritten title
+        for m in members:
+            inner = guarded_argv(m.argv)
+            if inner:
+                shown = inner
+                break
+        return Server(
+            ident=root.ident, uid=None, user="?",
+            age_seconds=table.age_seconds(root, procs.now),
+            command=argv, shown=shown, found_by=how,
+            config=[{"host": h, "name": n, "path": pth} for (h, n, pth) in cfg],
+            host=host, parent=parent, channels=chans, private_channels=private,
+            stdin_kind=stdin_kind, evidence=ev,
+            members=[Member(m.ident, m.ppid, m.pgid, m.comm, m.argv, m.rss_bytes,
+                            m.cpu_ticks / ticks) for m in members],
+            what=what, writers=writers, readers=readers,
+        )

@@ -14,11 +14,13 @@ Guarantees:
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from mcp_tether._lazy import regex
-from mcp_tether.records import replace
+from mcp_tether.inspect.uses import uses_for_command
 from mcp_tether.scan.model import What
 
 if TYPE_CHECKING:
@@ -30,13 +32,12 @@ __all__ = ["identify", "Identifier", "NODE_SDKS", "PY_SDKS", "split_title"]
 NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server",
              "@modelcontextprotocol/node", "@modelcontextprotocol/core", "fastmcp")
 PY_SDKS = ("mcp", "fastmcp")
-# Compiled on first use (`_lazy.regex`): re loads only when there is something to identify.
-_PY_IMPORT = regex(rb"(?m)^\s*(?:from|import)\s+(mcp|fastmcp)\b")
-_NODE = regex(r"^(node|nodejs|bun|deno)$")
-_PYTHON = regex(r"^(python[0-9.]*|pypy[0-9.]*)$")
+_PY_IMPORT = re.compile(rb"(?m)^\s*(?:from|import)\s+(mcp|fastmcp)\b")
+_NODE = re.compile(r"^(node|nodejs|bun|deno)$")
+_PYTHON = re.compile(r"^(python[0-9.]*|pypy[0-9.]*)$")
 # A runtime requirement: `Requires-Dist: mcp>=1.2` (an `extra == "dev"` one is not).
-_REQ = regex(r"(?m)^Requires-Dist:\s*([A-Za-z0-9_.-]+)(?![^\n]*\bextra\s*==)")
-_SEPARATORS = regex(r"[-_.]+")
+_REQ = re.compile(r"(?m)^Requires-Dist:\s*([A-Za-z0-9_.-]+)(?![^\n]*\bextra\s*==)")
+_SEPARATORS = re.compile(r"[-_.]+")
 
 
 def _norm(name: str) -> str:
@@ -64,8 +65,6 @@ class Identifier:
 
     def _load_json(self, path: str) -> dict[str, object] | None:
         if path not in self._json:
-            import json  # here: a scan with nothing to identify never loads it
-
             try:
                 with open(path, "rb") as fh:
                     doc = json.loads(fh.read(1 << 20))
@@ -173,8 +172,6 @@ class Identifier:
                             text = fh.read()
                     except OSError:
                         continue
-                    import re
-
                     if re.search(rf"^\s*{re.escape(script)}\s*=", text, re.M):
                         return name, version, info
         return None
@@ -182,8 +179,6 @@ class Identifier:
     def _uses(self, argv: list[str], cwd: str, what: What, pid: int | None = None) -> bool:
         """The shared answer (`inspect.uses`): True when it settled the SDK question.
         With `pid`, a Python process's environment is read from what it has mapped."""
-        from mcp_tether.inspect.uses import uses_for_command  # only when identifying
-
         u = uses_for_command(argv, cwd or None, pid)
         if u.state == "sdk":
             what.sdk, what.sdk_version = u.sdk_name, u.sdk_version
@@ -279,8 +274,6 @@ class Identifier:
                     return
                 d = parent
                 continue
-            import re
-
             m = re.search(r'^\s*name\s*=\s*"([^"]+)"', text, re.M)
             v = re.search(r'^\s*version\s*=\s*"([^"]+)"', text, re.M)
             if m:

@@ -13,11 +13,14 @@ Guarantees:
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcp_tether._lazy import regex
-from mcp_tether.records import record
-from mcp_tether.scan import hosts_adapter
+from mcp_tether import hosts
+from mcp_tether.guard.argv import parse_guard_argv
 from mcp_tether.scan.identify import split_title
 from mcp_tether.scan.model import What
 
@@ -41,19 +44,18 @@ RUNNERS = frozenset(
      "docker", "podman", "mcp-tether"}
 )
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "cmd", "cmd.exe"})
-# Patterns compile on first use (`_lazy.regex`): most scans never need one.
-INTERPRETERS_RE = regex(r"^(node|nodejs|python[0-9.]*|pythonw?|pypy[0-9.]*|ruby|java)$")
+INTERPRETERS_RE = re.compile(r"^(node|nodejs|python[0-9.]*|pythonw?|pypy[0-9.]*|ruby|java)$")
 
-_MCP_WORD = regex(
+_MCP_WORD = re.compile(
     r"""(?xi)^(?:
         mcp[-_](?!tether\b)[\w.-]+          # mcp-server-git, mcp_server_fetch, mcp-remote
       | fastmcp
       | [\w.-]+[-_.]mcp(?:[-_]server)?(?:\.(?:py|js|mjs|cjs|ts))?   # foo-mcp, github-mcp-server
     )$""",
 )
-_VERSION_SUFFIX = regex(r"(?<=.)@[\w.^~<>=*-]+$")
-_SPEC_END = regex(r"[=<>~!\[]")
-_SEPARATORS = regex(r"[-_.]+")
+_VERSION_SUFFIX = re.compile(r"(?<=.)@[\w.^~<>=*-]+$")
+_SPEC_END = re.compile(r"[=<>~!\[]")
+_SEPARATORS = re.compile(r"[-_.]+")
 
 HOST_NAMES: dict[str, str] = {
     "claude": "claude-code", "claude-desktop": "claude-desktop", "Claude": "claude-desktop",
@@ -98,8 +100,6 @@ def tokens(argv: Sequence[str]) -> list[str]:
     out = list(words)
     for i, a in enumerate(words[:-1]):
         if a in ("-c", "/c", "/C", "-lc") and os.path.basename(words[0]) in SHELLS:
-            import shlex
-
             try:
                 out += shlex.split(words[i + 1])
             except ValueError:
@@ -145,9 +145,7 @@ def is_guard(argv: Sequence[str]) -> bool:
 def guarded_argv(argv: Sequence[str]) -> list[str] | None:
     """The inner command of `mcp-tether run [opts] -- CMD`, however spelled, or None."""
     if not is_guard(argv):
-        return None  # the cheap answer for nearly every process: no import needed
-    from mcp_tether.guard.argv import parse_guard_argv  # the core's parser
-
+        return None
     got = parse_guard_argv(list(argv))
     return list(got.command) if got is not None else None
 
@@ -156,8 +154,6 @@ def runner_of(argv: Sequence[str]) -> str | None:
     """The package runner this argv starts a server through (npx, uvx, ...), or None."""
     words = split_title(list(argv))[:2]
     if len(argv) > 2 and os.path.basename(argv[0]) in SHELLS and argv[1] in ("-c", "/c", "-lc"):
-        import shlex
-
         try:
             words = shlex.split(argv[2])[:2]
         except ValueError:
@@ -175,7 +171,7 @@ def _norm(name: str) -> str:
     return _SEPARATORS.sub("-", name).lower()
 
 
-@record
+@dataclass
 class Matcher:
     host: str
     name: str
@@ -236,35 +232,22 @@ def _matchers(entries: Iterable[Any]) -> list[Matcher]:
     ]
 
 
-def _read(observed: Any = None, **kw: Any) -> tuple[list[Matcher], list[str]]:
+def _read(**kw: Any) -> tuple[list[Matcher], list[str]]:
     try:
-        entries, errors = hosts_adapter.configured_servers(observed=observed, **kw)
+        entries, errors = hosts.configured_servers(**kw)
     except Exception as exc:  # noqa: BLE001  # config trouble must not stop the scan
         return [], [f"host configs: {exc}"]
     return _matchers(entries), [str(e) for e in errors]
 
 
-def _discovered(observed: Any) -> tuple[list[tuple[Any, ...]], list[str]]:
-    matchers, errors = _read(observed)
-    return [tuple(getattr(m, f) for f in Matcher.__match_args__) for m in matchers], errors
-
-
 def load_config(home: str | None, cwd: str | None, config: str | None,
                 servers: Iterable[Any] | None) -> tuple[list[Matcher], list[str]]:
-    """Matchers for every stdio server of every host config found (plus `config`).
-
-    The real machine's discovery (no `home` or `cwd`) is remembered between scans by
-    `config_index`, and reused only while every input it looked at is unchanged.
-    """
+    """Matchers for every stdio server of every host config found (plus `config`),
+    read afresh on every call: an edit to a config is seen by the next scan."""
     if servers is not None:
         return _matchers(servers), []
-    if home is None and cwd is None:
-        from mcp_tether.scan import config_index
-
-        fields, errors = config_index.cached(_discovered, len(Matcher.__match_args__))
-        matchers = [Matcher(*f) for f in fields]
-    else:
-        matchers, errors = _read(home=home, cwd=cwd)
+    matchers, errors = _read(home=None if home is None else Path(home),
+                             cwd=None if cwd is None else Path(cwd))
     if config is not None:
         more, errs = _read(config=config)
         matchers, errors = matchers + more, errors + errs

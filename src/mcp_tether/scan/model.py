@@ -11,10 +11,10 @@ Guarantees:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcp_tether.proc.identity import ProcessId
-from mcp_tether.records import field, record
 
 if TYPE_CHECKING:
     from typing import Any
@@ -35,7 +35,7 @@ FAR_END_UNSEEN = "far-end-unseen"
 CHANNEL_GONE = (STDIN_NO_WRITER, STDOUT_NO_READER)
 
 
-@record
+@dataclass
 class Channel:
     """One descriptor of the protocol channel and whether its other side is still there."""
 
@@ -51,7 +51,7 @@ class Channel:
                 "peer": self.peer, "detail": self.detail}
 
 
-@record
+@dataclass
 class What:
     """What a server is, each claim with the file that shows it."""
 
@@ -73,7 +73,7 @@ class What:
                 "source": list(self.source)}
 
 
-@record
+@dataclass
 class Member:
     ident: ProcessId
     ppid: int
@@ -89,7 +89,7 @@ class Member:
                 "rss_bytes": self.rss_bytes, "cpu_seconds": round(self.cpu_seconds, 2)}
 
 
-@record
+@dataclass
 class Server:
     """One stdio server process tree: the root (outermost wrapper) and its descendants."""
 
@@ -199,7 +199,7 @@ class Server:
         }
 
 
-@record
+@dataclass
 class ScanResult:
     servers: list[Server]  # leaked first, then live; larger first within each
     scanned: int

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import fnmatch
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tether import ladder
 from mcp_tether.proc import ExitWaiter, Pinned, ProcessId, pin, signal_group, snapshot, table
 from mcp_tether.proc.signals import DENIED, GONE, SENT
 from mcp_tether.proc.tree import children_map
-from mcp_tether.records import field, record
 from mcp_tether.scan.model import ScanResult, Server
 
 __all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "Skipped", "Plan", "plan", "ReapOutcome",
@@ -47,7 +47,7 @@ def check_duration(value: float, name: str) -> float:
     return value
 
 
-@record
+@dataclass
 class Skipped:
     server: Server
     reason: str
@@ -58,7 +58,7 @@ class Skipped:
                 "reason": self.reason}
 
 
-@record
+@dataclass
 class Plan:
     chosen: list[Server]
     skipped: list[Skipped]
@@ -119,7 +119,7 @@ def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
            "--include stdio to end it"
 
 
-@record
+@dataclass
 class ReapOutcome:
     server: Server
     outcome: str  # ended | gone (exited before we signalled) | denied | survived

@@ -94,8 +94,8 @@ def _totals_line(result: ScanResult) -> str:
 
 def print_ps(result: ScanResult) -> None:
     rows = _rows(result)
-    if sys.stdout.isatty():
-        from rich.console import Console  # lazily: only a human at a terminal pays
+    if sys.stdout.isatty():  # rich draws for a terminal only: pipes get plain columns
+        from rich.console import Console
         from rich.table import Table
 
         table = Table(box=None, header_style="bold")

@@ -13,6 +13,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import html
 import os
 import shlex
 import shutil
@@ -117,9 +118,7 @@ def render_unit(kind: str, opts: list[str]) -> str:
             "",
         ])
     if kind == "launchd":
-        from xml.sax.saxutils import escape
-
-        args = "\n".join(f"    <string>{escape(a)}</string>" for a in argv)
+        args = "\n".join(f"    <string>{html.escape(a, quote=False)}</string>" for a in argv)
         return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!-- ~/Library/LaunchAgents/dev.mcp-tether.reap.plist
      then: launchctl load -w ~/Library/LaunchAgents/dev.mcp-tether.reap.plist -->
