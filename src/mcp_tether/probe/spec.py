@@ -108,9 +108,7 @@ class Spec:
         return cls.from_dict(json.loads(text))
 
     def replace(self, **changes: Any) -> Spec:
-        d = self.to_dict()
-        d.update(changes)
-        return Spec.from_dict(d)
+        return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
         return f"Spec({self.scenario!r}, {self.host_style!r}, {self.argv!r})"
