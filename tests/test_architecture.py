@@ -11,6 +11,9 @@
 4. The two hot paths, `import mcp_tether` (every Python server's launch path) and
    `mcp-tether run` (every guarded server's), load the standard library and exactly the
    package modules listed here; everything else is ordinary Python.
+5. One platform seam: no module outside `platform.py` and `_plat/` asks what the platform
+   is (sys.platform, os.name, os.uname), probes a capability (os.pidfd_open, hasattr on
+   os) or imports psutil; they ask the backend.
 """
 
 from __future__ import annotations
@@ -223,3 +226,43 @@ def test_the_two_hot_paths_load_the_stdlib_and_exactly_these_modules(path: str) 
     assert not foreign, f"{path} loads outside the standard library: {sorted(foreign)}"
     expected = {"import": HOT_IMPORT, "helper": HOT_HELPER, "run": HOT_RUN}[path]
     assert ours == expected, f"{path}: {sorted(ours ^ expected)} differ from the list"
+
+
+# -- 5. one platform seam ----------------------------------------------------------------
+SEAM = ("_plat",)
+SEAM_FILES = ("platform.py",)
+PLATFORM_QUESTIONS = {("sys", "platform"), ("os", "name"), ("os", "uname"),
+                      ("os", "pidfd_open"), ("sys", "getwindowsversion")}
+
+
+def _platform_branches(tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if (node.value.id, node.attr) in PLATFORM_QUESTIONS:
+                found.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [
+                node.module or ""]
+            if any(n.split(".")[0] == "psutil" for n in names):
+                found.append(f"import psutil (line {node.lineno})")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "hasattr" and node.args
+              and isinstance(node.args[0], ast.Name) and node.args[0].id in ("os", "signal")):
+            found.append(f"hasattr({node.args[0].id}, ...) (line {node.lineno})")
+    return found
+
+
+def test_the_seam_finder_finds_a_branch() -> None:
+    code = "import sys, os\nif sys.platform == 'darwin' or hasattr(os, 'x'): import psutil\n"
+    assert len(_platform_branches(ast.parse(code))) == 3
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_platform_branch_outside_the_seam(path: Path) -> None:
+    """The backend is chosen once, in platform.py; a port adds a module under _plat/."""
+    rel = path.relative_to(PACKAGE)
+    if rel.parts[0] in SEAM or str(rel) in SEAM_FILES:
+        return
+    found = _platform_branches(ast.parse(path.read_text(), str(path)))
+    assert not found, f"{rel} asks the platform itself: {found}"

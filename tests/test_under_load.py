@@ -116,7 +116,7 @@ def test_a_server_with_a_row_that_did_not_run_gets_no_level_and_the_block_no_tak
 def test_the_lab_runs_a_row_that_could_not_run_once_more_alone(monkeypatch: Any) -> None:
     """Scheduling only (the runner is faked): the errored row is run again by itself, with
     the lab's --ready-timeout, and its second result stands, saying so."""
-    import mcp_tether.probe.runner as runner
+    import mcp_tether.lab as lab
     from mcp_tether.lab import run_lab
 
     calls: list[tuple[int, int | None, float]] = []
@@ -133,7 +133,7 @@ def test_the_lab_runs_a_row_that_could_not_run_once_more_alone(monkeypatch: Any)
                         "detail": "no answer to initialize" if verdict == "error" else ""})
         return out
 
-    monkeypatch.setattr(runner, "run_specs", fake_run_specs)
+    monkeypatch.setattr(lab, "run_specs", fake_run_specs)  # the name the lab calls
     results = run_lab(("python",), ready_timeout=42.0, quiet=True)
     assert calls[0][0] == 21 and calls[1:] == [(1, 1, 42.0)]
     assert [r.verdict for r in results] == ["exited"] * 21
