@@ -126,9 +126,9 @@ def test_exit_waiter_reports_the_exit_instant_without_sleeping() -> None:
 
 
 def test_capabilities_are_probed_once_and_consistent() -> None:
-    if platform.IS_LINUX:
-        assert platform.has_proc()
+    assert platform.BACKEND in platform.BACKENDS
     assert platform.has_pidfd() in (True, False)
+    assert platform.has_pidfd() == platform.backend.HAS_PIDFD
 
 
 # -- the core API: reaping, the signal inbox, spawn, ending a tree, pinned handles -------

@@ -91,7 +91,7 @@ def test_permission_denied_processes_are_skipped_quietly(
 ) -> None:
     hidden = lab.pair()
     shown = lab.pair()
-    from mcp_tether.proc import _linux_table
+    from mcp_tether._plat import linux as _linux_table
 
     real = _linux_table._parse  # each process's record, after its stat was read
 

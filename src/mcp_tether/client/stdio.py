@@ -39,6 +39,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import settle, settle_budget
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
+from mcp_tether.platform import os_name
 from mcp_tether.proc import ProcessId, identify
 
 if TYPE_CHECKING:
@@ -125,11 +126,11 @@ async def stdio_client(
     """
     from mcp.client.stdio import get_default_environment
 
-    if sys.platform == "win32":  # pragma: no cover - the guard is POSIX; the SDK has Jobs
+    if os_name() == "win32":  # pragma: no cover - the guard is POSIX; the SDK has Jobs
         from mcp.client.stdio import stdio_client as sdk_stdio_client
 
         async with sdk_stdio_client(server, errlog) as streams:
-            yield streams
+            yield streams  # type: ignore[misc]  # the SDK's own stream types, same protocol
         return
 
     codec = _Codec()

@@ -116,7 +116,9 @@ class _Session:
             return {}
         out: dict[int, ProcessId] = {}
         for info in self.tree.members_now():
-            if holds(info.pid, keys):
+            # Unknown (a backend that cannot see fds) counts as holding: ending what may
+            # be the real server behind a launcher is the one mistake not to make.
+            if holds(info.pid, keys) is not False:
                 out[info.pid] = info.ident
         return out
 
@@ -176,13 +178,13 @@ def _pidfds(pids: list[int]) -> list[int]:
     """pidfds that turn readable when a holder exits (not every holder is our child,
     so SIGCHLD alone would not say so)."""
     fds: list[int] = []
-    if not platform.has_pidfd():
-        return fds
     for pid in pids:
         try:
-            fds.append(os.pidfd_open(pid))
+            fd = platform.pidfd_open(pid)
         except OSError:
             continue
+        if fd is not None:
+            fds.append(fd)
     return fds
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from mcp_tether.errors import ConfigError
+from mcp_tether.platform import os_name
 
 __all__ = ["state_dir", "backup_dir", "write_config", "backups_of", "TEMP_MARK"]
 
@@ -54,9 +55,10 @@ def state_dir() -> Path:
     if explicit:
         return Path(explicit)
     home = Path.home()
-    if sys.platform == "win32":
+    system = os_name()
+    if system == "win32":
         return Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local") / "mcp-tether"
-    if sys.platform == "darwin":
+    if system == "darwin":
         return home / "Library" / "Application Support" / "mcp-tether"
     return Path(os.environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "mcp-tether"
 
@@ -90,7 +92,7 @@ class _Janitor:
         self.proc: subprocess.Popen[bytes] | None = None
         try:
             # POSIX sh starts in about a millisecond; Python only where there is no sh.
-            if os.name == "posix" and os.path.exists("/bin/sh"):
+            if os_name() != "win32" and os.path.exists("/bin/sh"):
                 argv = ["/bin/sh", "-c", _SH_JANITOR, "mcp-tether-janitor"]
             else:
                 argv = [sys.executable, "-S", "-c", _JANITOR]

@@ -187,12 +187,10 @@ def spawn(
         _raise(argv[0], cwd, report)
     info = read_info(pid)  # a zombie at worst: not reaped, so the pid is still its own
     ident = info.ident if info is not None else ProcessId(pid, 0.0)
-    pidfd = None
-    if platform.has_pidfd():
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
+    try:
+        pidfd = platform.pidfd_open(pid)
+    except OSError:  # ProcessLookupError cannot happen: not reaped yet
+        pidfd = None
     return Spawned(ident, pidfd, argv)
 
 

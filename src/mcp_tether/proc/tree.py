@@ -1,55 +1,43 @@
 """Snapshots of the process table and the descendants of a process.
 
-One pass over /proc reads every pid's stat (no /proc/<pid>/task/*/children: that
-needs CONFIG_PROC_CHILDREN, which many kernels lack). Zombies are left out of trees:
-they have exited, whatever kill(pid, 0) says.
+One pass over the backend's process table reads every pid (no
+/proc/<pid>/task/*/children: that needs CONFIG_PROC_CHILDREN, which many kernels lack).
+Zombies are left out of trees: they have exited, whatever kill(pid, 0) says.
 """
 
 from __future__ import annotations
 
-import os
-
-from mcp_tether import platform
-from mcp_tether.proc.identity import ProcInfo, read_info
+from mcp_tether.platform import backend
+from mcp_tether.proc.identity import ProcRecord, read_info
 
 __all__ = ["snapshot", "descendants", "cmdline", "children_map"]
 
 
-def snapshot() -> dict[int, ProcInfo]:
+def snapshot() -> dict[int, ProcRecord]:
     """Every readable process now, zombies included (callers decide)."""
-    out: dict[int, ProcInfo] = {}
-    if platform.has_proc():
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            info = read_info(int(name))
-            if info is not None:
-                out[info.pid] = info
-        return out
-    import psutil  # non-Linux fallback
-
-    for pid in psutil.pids():
+    out: dict[int, ProcRecord] = {}
+    for pid in backend.pids():
         info = read_info(pid)
         if info is not None:
             out[pid] = info
     return out
 
 
-def children_map(snap: dict[int, ProcInfo]) -> dict[int, list[ProcInfo]]:
-    kids: dict[int, list[ProcInfo]] = {}
+def children_map(snap: dict[int, ProcRecord]) -> dict[int, list[ProcRecord]]:
+    kids: dict[int, list[ProcRecord]] = {}
     for info in snap.values():
         kids.setdefault(info.ppid, []).append(info)
     return kids
 
 
 def descendants(
-    root: int, snap: dict[int, ProcInfo] | None = None, *, include_zombies: bool = False
-) -> list[ProcInfo]:
+    root: int, snap: dict[int, ProcRecord] | None = None, *, include_zombies: bool = False
+) -> list[ProcRecord]:
     """All live descendants of `root` (not root itself), parents before children."""
     if snap is None:
         snap = snapshot()
     kids = children_map(snap)
-    out: list[ProcInfo] = []
+    out: list[ProcRecord] = []
     stack = [root]
     seen = {root}
     while stack:
@@ -66,16 +54,4 @@ def descendants(
 
 def cmdline(pid: int) -> list[str]:
     """argv of `pid` ([] for a zombie, a kernel thread, or an unreadable process)."""
-    if platform.has_proc():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                raw = fh.read()
-        except OSError:
-            return []
-        return [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]] if raw else []
-    try:
-        import psutil
-
-        return list(psutil.Process(pid).cmdline())
-    except Exception:  # noqa: BLE001  # any psutil failure means "unreadable"
-        return []
+    return backend.read_argv(pid) or []
