@@ -100,8 +100,9 @@ def test_permission_denied_processes_are_skipped_quietly(
             raise PermissionError(13, "Permission denied")
         return real(pid, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_linux_table, "_parse", reader)
-    result = scan.scan()
+    with monkeypatch.context() as m:  # undone before the lab ends its processes
+        m.setattr(_linux_table, "_parse", reader)
+        result = scan.scan()
     pids = {s.pid for s in result.servers}
     assert hidden.server.pid not in pids and shown.server.pid in pids
     assert result.unreadable >= 1
