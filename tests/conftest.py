@@ -54,6 +54,43 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     yield
 
 
+# -- the portable backend (issue 23): `MCP_TETHER_BACKEND=portable tests/run -m portable`
+# runs these files on psutil + POSIX only. A test whose promise is the Linux backend's
+# alone says so with `@pytest.mark.requires_linux_backend("why")`: skipped, with that
+# reason, under the portable backend only; a test beside it asserts the weaker promise.
+PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_client.py",
+                  "test_probe.py", "test_probe_levels.py")
+PORTABLE_PREFIXES = ("test_tether", "test_scan")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "portable: in the subset CI runs a second time "
+                            "with MCP_TETHER_BACKEND=portable")
+    config.addinivalue_line("markers", "requires_linux_backend(reason): a promise only the "
+                            "Linux backend keeps; skipped under the portable one")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    from mcp_tether import platform
+
+    for item in items:
+        name = item.path.name
+        if name in PORTABLE_FILES or name.startswith(PORTABLE_PREFIXES):
+            item.add_marker(pytest.mark.portable)
+        mark = item.get_closest_marker("requires_linux_backend")
+        if mark is not None and platform.BACKEND != "linux":
+            why = mark.args[0] if mark.args else "a Linux backend promise"
+            item.add_marker(pytest.mark.skip(reason=f"portable backend: {why}"))
+
+
+@pytest.fixture
+def backend() -> str:
+    """The platform backend this run uses: "linux" or "portable"."""
+    from mcp_tether import platform
+
+    return platform.BACKEND
+
+
 COOKIE_VAR = "MCP_TETHER_TEST_SESSION"
 COOKIE = os.environ.setdefault(COOKIE_VAR, uuid.uuid4().hex)
 LEFTOVER_DEADLINE = 5.0
