@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 import tether_venvs
+from mcp_tether import platform
 from mcp_tether import tether as helper
 from mcp_tether.tether import hooks as hook_registry
 
@@ -379,7 +380,10 @@ def test_closing_stdin_ends_a_server_held_by_thread_executor_and_task_group(
     assert status == 0, s.stderr()
     assert took < PROMPT, f"took {took:.3f} s"
     assert s.hooks() == ["ready", "last", "first"]
-    assert "mcp-tether: client gone (stdin closed), cleanup" in s.stderr()
+    if wire == "pipe" or platform.backend.SOCKET_HANGUP:
+        # The portable backend cannot see a socket's half-close (no POLLRDHUP): there the
+        # SDK reads the EOF itself and the server stops all the same, as asserted above.
+        assert "mcp-tether: client gone (stdin closed), cleanup" in s.stderr()
 
 
 @pytest.mark.parametrize("sdk", ["mcp1", "fastmcp"])

@@ -18,6 +18,8 @@ The contract every backend module keeps (same names, same meanings):
   PermissionError means present but unreadable (unknown, never gone).
 - `run_delay(pid)`, `last_pid()`, `PID_MAX`, `is_process(pid)`, `children(pid)`,
   `holds(pid, keys)`: None where the backend cannot know.
+- `boot_paths()`: folders a fresh `python -S` (the probe's keeper) must put on sys.path
+  to load this backend's dependencies.
 - `channels()`: the module answering fd links, fd modes, pipe peers, fd info, holders
   and sock_diag (`CHANNEL_DETAIL` False: every answer is "unknown").
 """

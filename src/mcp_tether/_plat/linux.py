@@ -356,6 +356,11 @@ def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
     return False
 
 
+def boot_paths() -> list[str]:
+    """Folders a fresh `python -S` needs on sys.path to use this backend: none."""
+    return []
+
+
 def channels() -> ModuleType:
     """fd links, pipe peers and sock_diag: loaded only by the callers that look."""
     from mcp_tether._plat import linux_fds

@@ -23,13 +23,13 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-import psutil
-
 from mcp_tether._plat.record import ProcRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import ModuleType
+
+    import psutil
 
 NAME = "portable"
 WATCHES_BEYOND_PARENT = False
@@ -40,11 +40,25 @@ PID_MAX = 0
 CHANNEL_DETAIL = False
 
 _TICKS = os.sysconf("SC_CLK_TCK")
-_STATES = {
-    psutil.STATUS_RUNNING: "R", psutil.STATUS_SLEEPING: "S", psutil.STATUS_DISK_SLEEP: "D",
-    psutil.STATUS_STOPPED: "T", psutil.STATUS_TRACING_STOP: "t", psutil.STATUS_ZOMBIE: "Z",
-    psutil.STATUS_DEAD: "X", psutil.STATUS_IDLE: "I",
-}
+_STATES = {"running": "R", "sleeping": "S", "disk-sleep": "D", "stopped": "T",
+           "tracing-stop": "t", "zombie": "Z", "dead": "X", "idle": "I"}  # psutil.STATUS_*
+
+
+def _psutil() -> ModuleType:
+    """psutil, imported on the first process read (not at `import mcp_tether`, nor by a
+    guard or helper that never reads the table); a clear error where it is missing."""
+    try:
+        import psutil
+    except ImportError as exc:
+        raise ImportError("mcp-tether's portable backend needs psutil "
+                          "(pip install psutil, or install mcp-tether with its "
+                          "dependencies)") from exc
+    return psutil
+
+
+def boot_paths() -> list[str]:
+    """Folders a fresh `python -S` needs on sys.path to use this backend: psutil's."""
+    return [os.path.dirname(os.path.dirname(_psutil().__file__ or ""))]
 
 
 def load() -> None:
@@ -101,21 +115,21 @@ def read(pid: int) -> ProcRecord | None:
     """`pid` now, zombie or not; None if there is no such process. PermissionError if
     it exists but may not be read."""
     try:
-        return _record(psutil.Process(pid), _never)
-    except psutil.ZombieProcess:
+        return _record(_psutil().Process(pid), _never)
+    except _psutil().ZombieProcess:
         return _zombie(pid)
-    except psutil.AccessDenied as exc:
+    except _psutil().AccessDenied as exc:
         raise PermissionError(13, "access denied") from exc
-    except psutil.Error:
+    except _psutil().Error:
         return None
 
 
 def _zombie(pid: int) -> ProcRecord | None:
     # psutil refuses most questions about a zombie on some systems: what it still answers.
     try:
-        p = psutil.Process(pid)
+        p = _psutil().Process(pid)
         return ProcRecord(pid, p.ppid(), *_family(pid), "Z", p.create_time(), "")
-    except psutil.Error:
+    except _psutil().Error:
         return None
 
 
@@ -126,21 +140,21 @@ def _never(comm: str) -> bool:
 def read_record(pid: int, want_argv: Callable[[str], bool] | None) -> ProcRecord | None:
     """One live process; None if gone or a zombie. PermissionError if unreadable."""
     try:
-        rec = _record(psutil.Process(pid), want_argv)
-    except psutil.AccessDenied as exc:
+        rec = _record(_psutil().Process(pid), want_argv)
+    except _psutil().AccessDenied as exc:
         raise PermissionError(13, "access denied") from exc
-    except psutil.Error:
+    except _psutil().Error:
         return None
     return None if rec.exited else rec
 
 
 def pids() -> list[int]:
-    return psutil.pids()
+    return list(_psutil().pids())
 
 
 def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) -> int:
     unreadable = 0
-    for pid in psutil.pids():
+    for pid in _psutil().pids():
         try:
             p = read_record(pid, want_argv)
         except PermissionError:
@@ -153,23 +167,23 @@ def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) ->
 
 def read_argv(pid: int) -> list[str] | None:
     try:
-        return list(psutil.Process(pid).cmdline())
-    except psutil.Error:
+        return list(_psutil().Process(pid).cmdline())
+    except _psutil().Error:
         return None
 
 
 def read_link(pid: int, what: str) -> str:
     try:
-        p = psutil.Process(pid)
+        p = _psutil().Process(pid)
         return str(p.cwd() if what == "cwd" else p.exe())
-    except psutil.Error:
+    except _psutil().Error:
         return ""
 
 
 def owner(pid: int) -> int | None:
     try:
-        return int(psutil.Process(pid).uids().real)
-    except (psutil.Error, AttributeError):
+        return int(_psutil().Process(pid).uids().real)
+    except (_psutil().Error, AttributeError):
         return None
 
 
@@ -190,7 +204,7 @@ def last_pid() -> int | None:
 
 
 def is_process(pid: int) -> bool:
-    return psutil.pid_exists(pid)
+    return bool(_psutil().pid_exists(pid))
 
 
 def children(pid: int) -> list[int] | None:
