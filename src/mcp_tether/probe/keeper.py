@@ -64,6 +64,7 @@ class Keeper(KeeperBase):
         self.waiter = ExitWaiter()
         self.client: ProcessId | None = None
         self.client_side: set[int] = set()  # pids of the client and its helper
+        self.helpers: set[ProcessId] = set()  # the client's helpers, by identity
         self.server: ProcessId | None = None
         self.seen: set[ProcessId] = set()
         self.facts = Facts(self.scenario, judge=self.sc.judge)
@@ -138,6 +139,8 @@ class Keeper(KeeperBase):
                 self.status = ev["status"]
         elif kind == "helper":
             self.client_side.add(ev["pid"])
+            if ev.get("start") is not None:  # without a subreaper, found by identity only
+                self.helpers.add(ProcessId(ev["pid"], ev["start"]))
             self._ev(ev["t"], "spawn", ev["pid"], role="helper", cmd="stdin writer holder")
         elif kind == "trigger":
             f.trigger, f.trigger_what = ev["t"], ev["what"]
@@ -378,7 +381,7 @@ class Keeper(KeeperBase):
         self.cleanup_at = time.monotonic()
         if self.follow is not None:
             self.follow.end()  # removes it if it still runs (rm -f), or if --rm / ours
-        tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
+        tree = Tree(inbox=self.inbox, on_reap=self._on_reap, known=self.seen | self.helpers)
         tree.kill_all(KILL_WAIT)
         if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
             from mcp_tether.container import end_owned_by

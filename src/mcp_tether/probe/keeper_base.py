@@ -115,6 +115,9 @@ class KeeperBase:
                          cmd=" ".join(cmdline(ident.pid)))
             if ident not in self.waiter.exited:
                 out.append(ident)
+        # Without a subreaper, a member whose parent died is no descendant of ours any
+        # more: still a member, by identity, until the waiter sees it exit.
+        out += [i for i in self.seen if i not in self.waiter.exited and i not in out]
         self._scan_live = out
         return out
 

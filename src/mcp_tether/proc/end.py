@@ -23,8 +23,11 @@ Guarantees (Linux, caller a child subreaper, and the only one reaping its childr
 - Every reaped child is handed to `on_reap(pid, raw_status)`, so the caller learns its
   server's status; nothing else reaps.
 - `end_tree()` climbs the ladder (`mcp_tether.ladder.run_ladder`) on such a tree.
-Without a subreaper (other platforms) the same calls fall back to group + scan, which is
-exact for the group and best effort for what escaped it; `Tree.exact` says which.
+Without a subreaper (the portable backend) the same calls fall back to group + scan:
+our descendants, plus every process met before (or `known` to the caller) that is still
+alive, wherever it was reparented, and its descendants. Exact for the group and for what
+was seen; a process that left the tree before any look saw it is out of sight.
+`Tree.exact` says which.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from mcp_tether.proc.tree import descendants
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from mcp_tether.ladder import LadderResult
     from mcp_tether.proc.inbox import SignalInbox
@@ -81,6 +84,7 @@ class Tree:
         on_signal: Callable[[int], None] | None = None,
         close_stdin: Callable[[], None] | None = None,
         since: int | None = None,
+        known: Iterable[ProcessId] = (),
     ) -> None:
         self.me = os.getpid()
         self.group = group
@@ -89,6 +93,7 @@ class Tree:
         self.on_signal = on_signal
         self._close_stdin = close_stdin
         self.exact = platform.is_subreaper()
+        self.known = set(known)  # members identified by the caller (its own scans)
         self.seen: dict[ProcessId, ProcRecord] = {}  # every process ever met in the tree
         self.escapees: set[ProcessId] = set()  # of those, outside `group`
         self.sig: int | None = None  # the current rung's signal, once one was sent
@@ -214,6 +219,18 @@ class Tree:
                     self.note(info)
                     self._send(info)
         members = descendants(self.me, snap)
+        if not self.exact:
+            # No subreaper: a member whose parent died was reparented elsewhere; it is
+            # still ours by identity, and so is what it forks.
+            have = {p.pid for p in members}
+            for info in list(snap.values()):
+                if info.exited or info.pid in have or (
+                        info.ident not in self.seen and info.ident not in self.known):
+                    continue
+                for p in (info, *descendants(info.pid, snap)):
+                    if p.pid not in have:
+                        have.add(p.pid)
+                        members.append(p)
         for info in members:
             self.note(info)
             if hurry:
