@@ -125,6 +125,17 @@ def test_exit_waiter_reports_the_exit_instant_without_sleeping() -> None:
     p.wait()
 
 
+def test_an_unknown_backend_is_one_clear_line_and_exit_2() -> None:
+    """MCP_TETHER_BACKEND names the backend; a typo is a usage error, never a trace."""
+    env = {**os.environ, "MCP_TETHER_BACKEND": "macos"}
+    r = subprocess.run([sys.executable, "-m", "mcp_tether", "run", "--", "true"], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        "mcp-tether run: MCP_TETHER_BACKEND='macos' is not a backend (choose one of: "
+        "linux, portable, or leave it unset)"]
+
+
 def test_capabilities_are_probed_once_and_consistent() -> None:
     assert platform.BACKEND in platform.BACKENDS
     assert platform.has_pidfd() in (True, False)
