@@ -173,12 +173,13 @@ def test_no_import_cycle() -> None:
 # -- 4. the two hot paths ----------------------------------------------------------------
 HOT_IMPORT = {"mcp_tether", "mcp_tether._launch"}
 HOT_HELPER = HOT_IMPORT | {
-    "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether.ladder", "mcp_tether.log",
-    "mcp_tether.platform", "mcp_tether.tether", "mcp_tether.tether.binding",
-    "mcp_tether.tether.coordinator", "mcp_tether.tether.hooks", "mcp_tether.tether.stdio",
-    "mcp_tether.watch"}
+    "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether._plat.record",
+    "mcp_tether.errors", "mcp_tether.ladder", "mcp_tether.log", "mcp_tether.platform",
+    "mcp_tether.tether", "mcp_tether.tether.binding", "mcp_tether.tether.coordinator",
+    "mcp_tether.tether.hooks", "mcp_tether.tether.stdio", "mcp_tether.watch"}
 HOT_RUN = HOT_IMPORT | {
-    "mcp_tether._lazy", "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether.cli",
+    "mcp_tether._lazy", "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether._plat.record",
+    "mcp_tether.cli",
     "mcp_tether.cliutil", "mcp_tether.container", "mcp_tether.errors", "mcp_tether.guard",
     "mcp_tether.guard.argv", "mcp_tether.guard.report",
     "mcp_tether.guard.result", "mcp_tether.guard.session", "mcp_tether.ladder",

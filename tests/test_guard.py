@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_tether import platform
 from mcp_tether.proc import (
     SAME,
     ProcessId,
@@ -373,6 +374,8 @@ def test_a_server_that_ignores_sigterm_is_sigkilled_after_both_graces(
     assert_gone(server)
 
 
+@pytest.mark.requires_linux_backend(
+    "a socket's half-close shows only as POLLRDHUP (Linux); a full close is seen")
 def test_a_half_close_of_a_socket_stdin_counts_as_a_hang_up(
     lab: Lab, guards: list[Guarded]
 ) -> None:
@@ -415,6 +418,8 @@ def test_a_server_behind_sh_c_is_ended_with_its_wrapper(lab: Lab, guards: list[G
     assert_gone(server)
 
 
+@pytest.mark.requires_linux_backend(
+    "no subreaper: a daemon that left the tree is out of sight (test_proc's escapee test)")
 def test_a_daemonized_escapee_is_ended_too(lab: Lab, guards: list[Guarded]) -> None:
     """1. the server double-forks a daemon out of its group; 2. close stdin; 3. both gone."""
     pf = lab.pidfile()
@@ -517,6 +522,8 @@ def _supervisor(front: int) -> ProcessId:
     return until(find, "the guard's supervisor")  # type: ignore[no-any-return]
 
 
+@pytest.mark.requires_linux_backend(
+    "no front: the supervisor is the guard's pid itself")
 @pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
                                  signal.SIGQUIT], ids=lambda s: s.name)
 def test_a_stray_signal_to_the_supervisor_ends_the_whole_tree_first(
@@ -538,6 +545,9 @@ def test_a_stray_signal_to_the_supervisor_ends_the_whole_tree_first(
     assert rc == 128 + signal.SIGTERM, err
 
 
+@pytest.mark.requires_linux_backend(
+    "no PDEATHSIG: the server ends at its client's EOF instead "
+    "(test_a_sigkilled_guards_eof_honouring_server_still_ends_at_the_clients_eof)")
 def test_a_sigkilled_guard_takes_its_server_along(lab: Lab, guards: list[Guarded]) -> None:
     """1. a stubborn server; 2. SIGKILL the guard; 3. PDEATHSIG kills the server."""
     pf = lab.pidfile()
@@ -548,6 +558,22 @@ def test_a_sigkilled_guard_takes_its_server_along(lab: Lab, guards: list[Guarded
     assert wait_gone(server, DEADLINE) is not None
 
 
+def test_a_sigkilled_guards_eof_honouring_server_still_ends_at_the_clients_eof(
+    lab: Lab, guards: list[Guarded]
+) -> None:
+    """What every backend keeps (the portable one's whole promise here): 1. a server
+    that honours EOF; 2. SIGKILL the guard; 3. the client closes its end: server gone."""
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd("eof", pf))
+    server = ident_from(pf)
+    g.proc.kill()
+    g.proc.wait()
+    g.close_stdin()
+    assert wait_gone(server, DEADLINE) is not None
+
+
+@pytest.mark.requires_linux_backend(
+    "no front and no PDEATHSIG: nothing outlives the guard to end the tree")
 @pytest.mark.parametrize("shape", ["sh", "daemonize"])
 def test_a_sigkilled_guard_pid_still_ends_the_servers_whole_tree(
     lab: Lab, guards: list[Guarded], shape: str
@@ -623,6 +649,8 @@ def launcher_gone(pf: str) -> None:
     until(lambda: identify(pid) is None, "the launcher's exit")
 
 
+@pytest.mark.requires_linux_backend(
+    "no subreaper: a pid-hopper leaves the tree")
 @pytest.mark.parametrize("mode", ["hopper", "hopper-setsid"])
 def test_pid_hopping_descendants_are_ended_however_fast_they_fork(
     lab: Lab, guards: list[Guarded], mode: str
@@ -646,6 +674,8 @@ def test_pid_hopping_descendants_are_ended_however_fast_they_fork(
     assert not left, f"hoppers outlived their guard: {left}"
 
 
+@pytest.mark.requires_linux_backend(
+    "no subreaper: a launcher's daemonized server is out of the guard's sight")
 def test_a_daemonizing_launcher_hands_over_and_the_guard_keeps_guarding(
     lab: Lab, guards: list[Guarded]
 ) -> None:
@@ -668,6 +698,8 @@ def test_a_daemonizing_launcher_hands_over_and_the_guard_keeps_guarding(
     assert_gone(daemon)
 
 
+@pytest.mark.requires_linux_backend(
+    "no subreaper: a launcher's daemonized server is out of the guard's sight")
 def test_a_launchers_server_that_ignores_eof_gets_the_ladder_when_the_client_goes(
     lab: Lab, guards: list[Guarded]
 ) -> None:
@@ -775,6 +807,8 @@ def test_fifty_megabytes_pass_through_byte_identical(
     assert "exited by itself" in err
 
 
+@pytest.mark.requires_linux_backend(
+    "the portable backend is psutil: `run` loads it")
 def test_run_imports_nothing_heavy() -> None:
     """`run` is on every guarded server's launch path: no psutil, rich, MCP SDK, asyncio;
     and a plain `run -- CMD` is read without argparse (nor the re, shutil and gettext it
@@ -798,6 +832,10 @@ FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof", "hopp
             "hopper-setsid", "launcher", "launcher-ignore"]
 ACTIONS = ["exit", "kill", "close", "kill-guard"]
 ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
+# What the portable backend promises (docs/platforms.md): no escapes (no subreaper), no
+# SIGKILL of the guard (no front, no PDEATHSIG), no socket half-close (no POLLRDHUP).
+PORTABLE_FIXTURES = ["eof", "ignore-eof", "stubborn", "sh-ignore-eof"]
+PORTABLE_ACTIONS = ["exit", "kill", "close"]
 
 
 @pytest.mark.slow
@@ -825,8 +863,12 @@ def test_the_client_dying_at_random_moments_leaves_no_survivor(lab: Lab) -> None
 
 def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
     for n in range(ROUNDS):
-        fixture, action = rng.choice(FIXTURES), rng.choice(ACTIONS)
-        kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
+        if platform.BACKEND == "linux":
+            fixture, action = rng.choice(FIXTURES), rng.choice(ACTIONS)
+            kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
+        else:
+            fixture, action = rng.choice(PORTABLE_FIXTURES), rng.choice(PORTABLE_ACTIONS)
+            kind, delay = "pipe", rng.uniform(0, 0.4)
         where = f"seed {seed} round {n}: {fixture} {action} {kind} after {delay:.3f} s"
         pf, report = lab.pidfile(), str(lab.tmp / f"client{n}.json")
         if fixture == "sh-ignore-eof":

@@ -1,4 +1,4 @@
-"""The keeper's tree walk (`own_tree`) sees what a full /proc scan sees of its tree."""
+"""The tree walk (`proc.tree.own_tree`) sees what a full process-table scan sees of a tree."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from mcp_tether.probe.keeper import own_tree
 from mcp_tether.proc import descendants, snapshot
+from mcp_tether.proc.tree import own_tree
 
 pytestmark = pytest.mark.linux
 

@@ -125,10 +125,21 @@ def test_exit_waiter_reports_the_exit_instant_without_sleeping() -> None:
     p.wait()
 
 
+def test_an_unknown_backend_is_one_clear_line_and_exit_2() -> None:
+    """MCP_TETHER_BACKEND names the backend; a typo is a usage error, never a trace."""
+    env = {**os.environ, "MCP_TETHER_BACKEND": "macos"}
+    r = subprocess.run([sys.executable, "-m", "mcp_tether", "run", "--", "true"], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        "mcp-tether run: MCP_TETHER_BACKEND='macos' is not a backend (choose one of: "
+        "linux, portable, or leave it unset)"]
+
+
 def test_capabilities_are_probed_once_and_consistent() -> None:
-    if platform.IS_LINUX:
-        assert platform.has_proc()
+    assert platform.BACKEND in platform.BACKENDS
     assert platform.has_pidfd() in (True, False)
+    assert platform.has_pidfd() == platform.backend.HAS_PIDFD
 
 
 # -- the core API: reaping, the signal inbox, spawn, ending a tree, pinned handles -------
@@ -259,6 +270,8 @@ def test_spawn_errors_say_what_failed_before_anything_runs(tmp_path: Path) -> No
 
 
 @linux
+@pytest.mark.requires_linux_backend("no PR_SET_PDEATHSIG: see "
+                                    "test_the_portable_backend_says_what_it_cannot_do")
 def test_a_spawned_child_with_pdeathsig_dies_with_its_parent() -> None:
     """1. a middle process spawns a sleeper with pdeathsig=SIGKILL and exits;
     2. the sleeper is gone (by the kernel's signal, not ours)."""
@@ -273,6 +286,8 @@ def test_a_spawned_child_with_pdeathsig_dies_with_its_parent() -> None:
 
 
 @linux
+@pytest.mark.requires_linux_backend("no child subreaper: see "
+                                    "test_the_portable_backend_says_what_it_cannot_do")
 def test_subreaper_is_on_inside_and_as_before_after() -> None:
     out = _in_fresh_process("""
         import json
@@ -302,6 +317,9 @@ while True:  # fork, and the parent exits at once: the pid changes every hop
 
 
 @linux
+@pytest.mark.requires_linux_backend(
+    "no child subreaper: a hopper leaves the tree; see "
+    "test_without_a_subreaper_a_double_forked_escapee_outlives_end_tree")
 @pytest.mark.parametrize("use_setsid", ["0", "1"])
 def test_end_tree_outlasts_a_pid_hopper_until_no_child_is_left(
     tmp_path: Path, use_setsid: str
@@ -355,6 +373,8 @@ def test_pin_refuses_a_different_process_and_signals_only_its_own() -> None:
 
 
 @linux
+@pytest.mark.requires_linux_backend("another process's fds cannot be read: see "
+                                    "test_the_portable_backend_says_what_it_cannot_do")
 def test_holds_tells_who_has_a_pipe_open_and_devnull_proves_nothing() -> None:
     """1. a child with the read end of our pipe on its stdin holds it, we hold it too,
     a child without it does not; 2. /dev/null has no key at all."""
@@ -384,3 +404,112 @@ def test_holds_tells_who_has_a_pipe_open_and_devnull_proves_nothing() -> None:
             child.close()
         os.close(r)
         os.close(w)
+
+
+# -- the portable backend's weaker promises (docs/platforms.md) ---------------------------
+
+
+def test_the_portable_backend_says_what_it_cannot_do() -> None:
+    """The portable backend (psutil + POSIX), whichever backend this run chose:
+    1. no pidfd, subreaper, parent-death signal, socket half-close event or front;
+    2. who holds a pipe, and every channel answer, is unknown (None), never "nobody";
+    3. its reading of a live child and of a zombie agrees with the kernel's family."""
+    from mcp_tether._plat import portable
+
+    r, w = os.pipe()
+    child = spawn(SLEEPER, stdin=r)
+    try:
+        assert portable.pidfd_open(child.pid) is None
+        assert portable.set_subreaper(True) is False and portable.is_subreaper() is False
+        assert portable.set_pdeathsig(signal.SIGKILL) is False  # a no-op: nothing is set
+        assert portable.SOCKET_HANGUP == 0 and portable.WATCHES_BEYOND_PARENT is False
+        assert portable.last_pid() is None and portable.run_delay(child.pid) is None
+        key = (os.fstat(r).st_dev, os.fstat(r).st_ino)
+        assert portable.holds(child.pid, {key}) is None
+        ch = portable.channels()
+        assert ch.CHANNEL_DETAIL is False and ch.fd_links(child.pid) is None
+        assert ch.pipe_peer(child.pid, 0, key[1], "r") == "unknown"
+        rec = portable.read(child.pid)
+        assert rec is not None and not rec.exited
+        assert (rec.ppid, rec.pgid, rec.sid) == (os.getpid(), child.pid, child.pid)
+        pinned = pin(child.ident)
+        assert pinned is not None
+        with pinned:
+            assert pinned.signal(signal.SIGKILL) == "sent"
+        deadline = time.monotonic() + 10
+        while (z := portable.read(child.pid)) is not None and not z.exited:
+            assert time.monotonic() < deadline, "the child never turned zombie"
+            time.sleep(0.01)  # polling for a state with a deadline
+        assert z is not None and z.exited and z.ppid == os.getpid()
+    finally:
+        os.waitpid(child.pid, 0)
+        child.close()
+        os.close(r)
+        os.close(w)
+
+
+TREE = ("import subprocess, sys, time\n"
+        "kid = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print(kid.pid, flush=True)\n"
+        "time.sleep(600)\n")
+
+
+def test_without_a_subreaper_end_tree_ends_the_group_and_what_is_still_linked() -> None:
+    """Group + scan (the portable strategy, any backend without the subreaper flag):
+    1. a server in its own group with a child; 2. end_tree(); 3. both gone, none left."""
+    from mcp_tether.proc.end import Tree, end_tree
+    from mcp_tether.proc.reap import has_children
+
+    r, w = os.pipe()
+    c = spawn([sys.executable, "-c", TREE], stdout=w)
+    os.close(w)
+    with os.fdopen(r) as fh:
+        kid = identify(int(fh.readline()))
+    assert kid is not None
+    tree = Tree(group=c.pid)
+    tree.note(platform.backend.read(c.pid))  # type: ignore[arg-type]
+    assert tree.exact is platform.is_subreaper()
+    result = end_tree(tree, term_grace=0.5, kill_wait=10)
+    assert result.survived is False
+    assert compare(c.ident) == DIFFERENT and compare(kid) == DIFFERENT
+    assert not has_children()
+    c.close()
+
+
+ESCAPER = ("import os, sys, time\n"
+           "if os.fork() == 0:\n"
+           "    os.setsid()\n"
+           "    if os.fork() == 0:\n"
+           "        print(os.getpid(), flush=True)\n"
+           "        time.sleep(600)\n"
+           "    os._exit(0)\n"
+           "time.sleep(600)\n")
+
+
+def test_without_a_subreaper_a_double_forked_escapee_outlives_end_tree() -> None:
+    """The documented limit of group + scan (macOS has no subreaper): 1. a server whose
+    grandchild double-forks out of its group and session; 2. end_tree() ends the server;
+    3. the escapee is still alive (this test then ends it, by identity)."""
+    from mcp_tether.proc.end import Tree, end_tree
+
+    r, w = os.pipe()
+    c = spawn([sys.executable, "-c", ESCAPER], stdout=w)
+    os.close(w)
+    with os.fdopen(r) as fh:
+        escapee = identify(int(fh.readline()))
+    assert escapee is not None
+    deadline = time.monotonic() + 10
+    while (info := platform.backend.read(escapee.pid)) is not None and info.ppid != 1:
+        assert time.monotonic() < deadline, "the escapee was never reparented to init"
+        time.sleep(0.01)  # polling for a state with a deadline
+    try:
+        tree = Tree(group=c.pid)
+        assert tree.exact is False
+        result = end_tree(tree, term_grace=0.5, kill_wait=10)
+        assert result.survived is False  # nothing it can see is left
+        assert compare(c.ident) == DIFFERENT
+        assert compare(escapee) == SAME  # out of its sight: not ended
+    finally:
+        signal_process(escapee, signal.SIGKILL)
+        wait_gone(escapee, 10)
+        c.close()

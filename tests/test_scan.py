@@ -91,7 +91,7 @@ def test_permission_denied_processes_are_skipped_quietly(
 ) -> None:
     hidden = lab.pair()
     shown = lab.pair()
-    from mcp_tether.proc import _linux_table
+    from mcp_tether._plat import linux as _linux_table
 
     real = _linux_table._parse  # each process's record, after its stat was read
 
@@ -100,8 +100,9 @@ def test_permission_denied_processes_are_skipped_quietly(
             raise PermissionError(13, "Permission denied")
         return real(pid, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_linux_table, "_parse", reader)
-    result = scan.scan()
+    with monkeypatch.context() as m:  # undone before the lab ends its processes
+        m.setattr(_linux_table, "_parse", reader)
+        result = scan.scan()
     pids = {s.pid for s in result.servers}
     assert hidden.server.pid not in pids and shown.server.pid in pids
     assert result.unreadable >= 1

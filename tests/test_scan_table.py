@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from mcp_tether.proc import _linux_table, _psutil_table, table
+from mcp_tether._plat import linux as _linux_table
+from mcp_tether._plat import portable as _psutil_table
+from mcp_tether.proc import table
 from scan_lab import poll
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 import tether_venvs
+from mcp_tether import platform
 from mcp_tether import tether as helper
 from mcp_tether.tether import hooks as hook_registry
 
@@ -379,7 +380,10 @@ def test_closing_stdin_ends_a_server_held_by_thread_executor_and_task_group(
     assert status == 0, s.stderr()
     assert took < PROMPT, f"took {took:.3f} s"
     assert s.hooks() == ["ready", "last", "first"]
-    assert "mcp-tether: client gone (stdin closed), cleanup" in s.stderr()
+    if wire == "pipe" or platform.backend.SOCKET_HANGUP:
+        # The portable backend cannot see a socket's half-close (no POLLRDHUP): there the
+        # SDK reads the EOF itself and the server stops all the same, as asserted above.
+        assert "mcp-tether: client gone (stdin closed), cleanup" in s.stderr()
 
 
 @pytest.mark.parametrize("sdk", ["mcp1", "fastmcp"])
@@ -529,6 +533,8 @@ DOOMED = textwrap.dedent(
 )
 
 
+@pytest.mark.requires_linux_backend(
+    "the test's harness holds the leaked write end as a child subreaper")
 def test_a_server_whose_client_is_killed_exits_although_eof_never_comes(
     tmp_path: Path, server_script: Path
 ) -> None:
@@ -708,8 +714,12 @@ def test_tethered_ends_a_low_level_program_on_eof_and_skips_code_after_the_block
     # At EOF the SDK's own loop may also end and unwind its lifespan before the watcher
     # acts (a race that the server's own cleanup should win); code after the block never runs.
     hooks = s.hooks()
-    assert hooks[0] == "ready" and hooks[-1] == "cleanup", hooks
+    assert hooks[0] == "ready" and "cleanup" in hooks and "after-with" not in hooks, hooks
     assert set(hooks) <= {"ready", "lifespan-finally", "cleanup"}, hooks
+    if platform.BACKEND == "linux":
+        # The portable backend looks for children after the hooks with a full psutil
+        # scan: the SDK's unwinding may finish meanwhile, after the cleanup hook.
+        assert hooks[-1] == "cleanup", hooks
 
 
 def test_tethered_low_level_program_exits_143_on_sigterm(spawn: Any, tmp_path: Path) -> None:

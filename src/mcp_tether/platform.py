@@ -1,22 +1,40 @@
-"""Capability probes for the OS primitives mcp-tether uses, each computed once.
+"""The platform seam: one backend for every OS-bound primitive, chosen once, at import.
 
-This is the one place that asks what the platform is. Callers ask for a capability
-(`has_pidfd()`, `subreaper()`), never `sys.platform`. The OS-bound primitives live in
-one module per platform under `mcp_tether._plat` (Linux now, `generic` for other POSIX
-systems), chosen once below; macOS (kqueue NOTE_EXIT, no subreaper) and Windows (Job
-Objects) slot in as new modules behind the same names.
+This is the one place that asks what the platform is (psutil's habit: one facade over a
+per-platform module). Everything else asks `platform.backend` (or the functions below)
+and never tests the platform, a capability or an import itself. The backends live in
+`mcp_tether._plat`, with the contract in its docstring:
+
+- `linux` (the default where /proc is mounted): /proc read directly, pidfds, the child
+  subreaper, PR_SET_PDEATHSIG, fd far ends through /proc and sock_diag. Stdlib only.
+- `portable` (everywhere else): psutil and POSIX only, what macOS offers. What it
+  cannot know (another process's fds, a socket's half-close, an exit's exact instant)
+  it answers `unknown` / None, or by polling, never by guessing.
+
+`MCP_TETHER_BACKEND=portable` forces the portable backend on Linux (CI runs a subset of
+the tests that way); `linux` forces the Linux one; anything else is a usage error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 
+from mcp_tether._plat.record import ProcRecord
+from mcp_tether.errors import UsageError
+
+TYPE_CHECKING = False  # the helper's and the guard's start-up path: typing stays off it
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = [
-    "IS_LINUX",
-    "IS_POSIX",
+    "BACKEND",
+    "backend",
+    "os_name",
     "has_pidfd",
-    "has_proc",
+    "pidfd_open",
     "prctl",
     "set_subreaper",
     "is_subreaper",
@@ -26,83 +44,88 @@ __all__ = [
     "clock_ticks",
 ]
 
-IS_LINUX = sys.platform.startswith("linux")
-IS_POSIX = os.name == "posix"
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~11 ms at start-up
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, Protocol, TypeVar
-
-    _T = TypeVar("_T")
-    _T_co = TypeVar("_T_co", covariant=True)
-
-    class _Cached(Protocol[_T_co]):
-        def __call__(self) -> _T_co: ...
-        def cache_clear(self) -> None: ...
+ENV = "MCP_TETHER_BACKEND"
+BACKENDS = ("linux", "portable")
 
 
-class _Once:
-    """A no-argument probe: computed on first call, then remembered (functools.lru_cache
-    pulls in collections). `_once` gives it the probe's return type for mypy."""
-
-    def __init__(self, fn: Callable[[], object]) -> None:
-        self._fn = fn
-        self._memo: list[object] = []
-        self.__name__ = fn.__name__
-        self.__doc__ = fn.__doc__
-
-    def __call__(self) -> Any:  # Any: `_once` narrows it to the probe's own return type
-        if not self._memo:
-            self._memo.append(self._fn())
-        return self._memo[0]
-
-    def cache_clear(self) -> None:
-        self._memo.clear()
+def _choose() -> str:
+    wanted = os.environ.get(ENV, "")
+    if wanted and wanted not in BACKENDS:
+        raise UsageError(f"{ENV}={wanted!r} is not a backend (choose one of: "
+                         f"{', '.join(BACKENDS)}, or leave it unset)")
+    if wanted:
+        return wanted
+    linux = sys.platform.startswith("linux") and os.path.exists("/proc/self/stat")
+    return "linux" if linux else "portable"
 
 
-def _once(fn: Callable[[], _T]) -> _Cached[_T]:
-    """Cache a no-argument probe: computed on first call, then remembered."""
-    return _Once(fn)
-
-
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
-
-# The platform choice, made once: every OS-bound primitive below goes through `_impl`.
-if IS_LINUX:
-    from mcp_tether._plat import linux as _impl
+BACKEND = _choose()
+if BACKEND == "linux":
+    from mcp_tether._plat import linux as backend
 else:
-    from mcp_tether._plat import generic as _impl  # type: ignore[no-redef]  # same API
+    from mcp_tether._plat import portable as backend  # type: ignore[no-redef]  # same API
+ProcRecord._backend = backend  # records read argv, cwd and exe through it, lazily
 
 
-@_once
-def has_proc() -> bool:
-    """A Linux-style /proc with per-pid stat files."""
-    return IS_LINUX and os.path.exists("/proc/self/stat")
+def os_name() -> str:
+    """The operating system, as a `sys.platform` value ("linux", "darwin", "win32"):
+    for what depends on the OS itself (where hosts keep their config), not on the
+    process primitives a backend offers."""
+    return sys.platform
 
 
-@_once
-def has_pidfd() -> bool:
-    """pidfd_open works here (Linux >= 5.3 and Python >= 3.9), tested once for real."""
-    if not hasattr(os, "pidfd_open"):
+def signals(*names: str, realtime: bool = False) -> tuple[int, ...]:
+    """The named signals this OS has, in order (a name it lacks is left out); with
+    `realtime`, SIGRTMIN..SIGRTMAX after them where the OS has real-time signals."""
+    out = tuple(getattr(signal, n) for n in names if hasattr(signal, n))
+    if realtime:
+        out += tuple(range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1))
+    return out
+
+
+def euid() -> int | None:
+    """This process's effective uid; None where the OS has no uids."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def at_fork_in_child(fn: Callable[[], object]) -> bool:
+    """Run `fn` in the child after every os.fork(); False where the OS cannot fork."""
+    if not hasattr(os, "register_at_fork"):
         return False
-    try:
-        fd = os.pidfd_open(os.getpid())
-    except OSError:
-        return False
-    os.close(fd)
+    os.register_at_fork(after_in_child=fn)
     return True
+
+
+def copy_mode(fd: int, mode: int, owner: tuple[int, int] | None = None) -> None:
+    """Give the open file `fd` the permission bits `mode` (and `owner` (uid, gid) where
+    the OS has owners and we may: not root, it stays ours). Nothing where the OS has
+    neither: the file keeps what its creation gave it."""
+    if owner is not None and hasattr(os, "fchown"):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, *owner)
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+
+
+def has_pidfd() -> bool:
+    """The backend pins processes with pidfds (Linux >= 5.3, Python >= 3.9)."""
+    return bool(backend.HAS_PIDFD)
+
+
+def pidfd_open(pid: int) -> int | None:
+    """A descriptor that pins `pid` and turns readable at its exit; None where the
+    backend has none (or may not open one now). ProcessLookupError: no such process."""
+    return backend.pidfd_open(pid)
 
 
 def load_prctl() -> None:
     """Load what `set_pdeathsig` needs *before* a fork (no library loading in a child)."""
-    _impl.load()
+    backend.load()
 
 
 def prctl(option: int, arg: int) -> bool:
     """Call prctl(2); False where it is missing or refused."""
-    return _impl.prctl(option, arg)
+    return backend.prctl(option, arg)
 
 
 def set_subreaper(on: bool = True) -> bool:
@@ -111,12 +134,12 @@ def set_subreaper(on: bool = True) -> bool:
     `on=False` turns it off again: a library call that made its caller a subreaper for
     a while (the probe run from pytest) must not leave it so. Prefer `subreaper()`.
     """
-    return _impl.set_subreaper(on)
+    return backend.set_subreaper(on)
 
 
 def is_subreaper() -> bool:
     """Whether this process is a child subreaper now (False where there is none)."""
-    return _impl.is_subreaper()
+    return backend.is_subreaper()
 
 
 class subreaper:  # noqa: N801  # used like a function: `with platform.subreaper() as ok:`
@@ -147,13 +170,17 @@ def set_pdeathsig(sig: int) -> bool:
     Call it in the child (e.g. in preexec_fn) and re-check getppid() afterwards: the
     parent may have died before the call. `proc.spawn.prepare_child` does both.
     """
-    return _impl.set_pdeathsig(sig)
+    return backend.set_pdeathsig(sig)
 
 
-@_once
+_ticks: list[int] = []
+
+
 def clock_ticks() -> int:
-    """USER_HZ, the unit of start times in /proc/<pid>/stat."""
-    try:
-        return int(os.sysconf("SC_CLK_TCK"))
-    except (ValueError, OSError, AttributeError):
-        return 100
+    """USER_HZ, the unit of Linux start times and of every record's CPU ticks."""
+    if not _ticks:
+        try:
+            _ticks.append(int(os.sysconf("SC_CLK_TCK")))
+        except (ValueError, OSError, AttributeError):
+            _ticks.append(100)
+    return _ticks[0]

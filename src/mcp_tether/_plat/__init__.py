@@ -1,6 +1,25 @@
-"""Per-OS implementations of the primitives `mcp_tether.platform` exposes.
+"""The backends behind `mcp_tether.platform`: one module per set of OS primitives.
 
-One module per platform, each with the same four functions (`prctl`, `set_subreaper`,
-`is_subreaper`, `set_pdeathsig`); `platform.py` imports exactly one of them, once.
-A macOS or Windows port is a new file here plus one line in `platform.py`.
+`platform.py` imports exactly one of them, once (`linux` or `portable`); nothing else
+imports them. `record` holds the one process record every backend fills in.
+
+The contract every backend module keeps (same names, same meanings):
+
+- `NAME`; `HAS_PIDFD`; `HAS_SUBREAPER`; `WATCHES_BEYOND_PARENT` (a process can watch
+  its host past an intermediate parent, so the guard may fork a front); `SOCKET_HANGUP` (poll events
+  that show a socket peer's half-close; 0 where poll cannot tell).
+- `load`, `prctl`, `set_subreaper`, `is_subreaper`, `set_pdeathsig`: False where the OS
+  has no such thing (then callers use their portable strategy: group + scan).
+- `pidfd_open(pid)`: a descriptor pinning `pid`, or None (no pidfds: re-check identity
+  right before kill(2), poll for exits); ProcessLookupError when there is no such process.
+- `read(pid)` (zombies included), `read_record(pid, want_argv)`, `fill(out, want_argv)`
+  (live processes only), `pids()`, `read_argv`, `read_link`, `owner`, `clock`,
+  `age_seconds`: the process table as `record.ProcRecord`s. None means gone;
+  PermissionError means present but unreadable (unknown, never gone).
+- `run_delay(pid)`, `last_pid()`, `PID_MAX`, `is_process(pid)`, `children(pid)`,
+  `holds(pid, keys)`: None where the backend cannot know.
+- `boot_paths()`: folders a fresh `python -S` (the probe's keeper) must put on sys.path
+  to load this backend's dependencies.
+- `channels()`: the module answering fd links, fd modes, pipe peers, fd info, holders
+  and sock_diag (`CHANNEL_DETAIL` False: every answer is "unknown").
 """

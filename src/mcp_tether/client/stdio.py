@@ -45,6 +45,7 @@ from mcp.shared.message import SessionMessage
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import settle, settle_budget
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
+from mcp_tether.platform import os_name
 from mcp_tether.proc import ProcessId, identify
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
@@ -116,11 +117,11 @@ async def stdio_client(
     `term_grace`: seconds between SIGTERM and SIGKILL (both 2 s by default, as in the
     SDKs). Raises FileNotFoundError / PermissionError when the command cannot start.
     """
-    if sys.platform == "win32":  # pragma: no cover - the guard is POSIX; the SDK has Jobs
+    if os_name() == "win32":  # pragma: no cover - the guard is POSIX; the SDK has Jobs
         from mcp.client.stdio import stdio_client as sdk_stdio_client
 
         async with sdk_stdio_client(server, errlog) as streams:
-            yield streams
+            yield streams  # type: ignore[misc]  # the SDK's own stream types, same protocol
         return
 
     codec = _Codec()

@@ -41,12 +41,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Left out: SIGPIPE (Python ignores it from the start), SIGKILL/SIGSTOP (cannot be
 # caught), and the faults a program raises on itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
 # SIGTRAP, SIGSYS, SIGABRT): a handler that only records would return into the fault.
-FATAL_SIGNALS = tuple(
-    getattr(signal, name)
-    for name in ("SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
-                 "SIGIO", "SIGPWR", "SIGSTKFLT", "SIGXCPU", "SIGXFSZ")
-    if hasattr(signal, name)
-) + tuple(range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1))
+FATAL_SIGNALS = platform.signals(
+    "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGIO", "SIGPWR",
+    "SIGSTKFLT", "SIGXCPU", "SIGXFSZ", realtime=True)
 # Without a pidfd on the parent, how often the loop re-checks getppid().
 PPID_POLL = 0.1
 
@@ -116,7 +113,9 @@ class _Session:
             return {}
         out: dict[int, ProcessId] = {}
         for info in self.tree.members_now():
-            if holds(info.pid, keys):
+            # Unknown (a backend that cannot see fds) counts as holding: ending what may
+            # be the real server behind a launcher is the one mistake not to make.
+            if holds(info.pid, keys) is not False:
                 out[info.pid] = info.ident
         return out
 
@@ -176,13 +175,13 @@ def _pidfds(pids: list[int]) -> list[int]:
     """pidfds that turn readable when a holder exits (not every holder is our child,
     so SIGCHLD alone would not say so)."""
     fds: list[int] = []
-    if not platform.has_pidfd():
-        return fds
     for pid in pids:
         try:
-            fds.append(os.pidfd_open(pid))
+            fd = platform.pidfd_open(pid)
         except OSError:
             continue
+        if fd is not None:
+            fds.append(fd)
     return fds
 
 

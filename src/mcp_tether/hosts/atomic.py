@@ -32,7 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+from mcp_tether import platform
 from mcp_tether.errors import ConfigError
+from mcp_tether.platform import os_name
 
 __all__ = ["state_dir", "backup_dir", "write_config", "backups_of", "TEMP_MARK"]
 
@@ -55,9 +57,10 @@ def state_dir() -> Path:
     if explicit:
         return Path(explicit)
     home = Path.home()
-    if sys.platform == "win32":
+    system = os_name()
+    if system == "win32":
         return Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local") / "mcp-tether"
-    if sys.platform == "darwin":
+    if system == "darwin":
         return home / "Library" / "Application Support" / "mcp-tether"
     return Path(os.environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "mcp-tether"
 
@@ -89,7 +92,7 @@ class _Janitor:
         self.proc: subprocess.Popen[bytes] | None = None
         try:
             # POSIX sh starts in about a millisecond; Python only where there is no sh.
-            if os.name == "posix" and os.path.exists("/bin/sh"):
+            if os_name() != "win32" and os.path.exists("/bin/sh"):
                 argv = ["/bin/sh", "-c", _SH_JANITOR, "mcp-tether-janitor"]
             else:
                 argv = [sys.executable, "-S", "-c", _JANITOR]
@@ -149,8 +152,7 @@ def _write_backup(real: Path, raw: bytes, mode: int, tmp: Path) -> Path | None:
     folder = tmp.parent
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        if hasattr(os, "fchmod"):  # configs hold API keys: no more readable than the file
-            os.fchmod(fd, mode & 0o777)
+        platform.copy_mode(fd, mode & 0o777)  # configs hold API keys: no more readable
         _write_all(fd, raw)
         os.fsync(fd)
     finally:
@@ -212,12 +214,8 @@ def write_config(path: Path, real: Path, old: bytes, new: bytes) -> Path | None:
         try:
             fd = os.open(cfg_tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                if hasattr(os, "fchown"):
-                    # Not root: the file becomes ours, which it already was.
-                    with contextlib.suppress(OSError):
-                        os.fchown(fd, st.st_uid, st.st_gid)
-                if hasattr(os, "fchmod"):
-                    os.fchmod(fd, st.st_mode & 0o7777)
+                # Not root: the file becomes ours, which it already was.
+                platform.copy_mode(fd, st.st_mode & 0o7777, (st.st_uid, st.st_gid))
                 _write_all(fd, new)
                 os.fsync(fd)
             finally:

@@ -11,7 +11,6 @@ for by name.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from mcp_tether.hosts import (
 )
 from mcp_tether.hosts.base import Host
 from mcp_tether.hosts.model import ConfigFile, Machine, Shape
+from mcp_tether.platform import os_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -164,6 +164,6 @@ def discover(
     host_of(host)
     if env is None:
         env = os.environ if home is None else {}
-    m = Machine(platform or sys.platform, Path.home() if home is None else Path(home), env,
+    m = Machine(platform or os_name(), Path.home() if home is None else Path(home), env,
                 Path.cwd() if cwd is None else Path(cwd), Path("/") if root is None else root)
     return [cf for cf in searched(host, m) if _is_file(cf.path)]

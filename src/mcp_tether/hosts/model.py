@@ -45,9 +45,9 @@ class Machine:
 
     @classmethod
     def here(cls, cwd: Path | None = None) -> Machine:
-        import sys
+        from mcp_tether.platform import os_name
 
-        return cls(sys.platform, Path.home(), os.environ, Path.cwd() if cwd is None else cwd)
+        return cls(os_name(), Path.home(), os.environ, Path.cwd() if cwd is None else cwd)
 
     def children(self, folder: Path, pattern: str = "*") -> list[Path]:
         """`folder`'s entries matching `pattern`, sorted ([] if it cannot be listed)."""

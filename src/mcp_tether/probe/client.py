@@ -32,6 +32,7 @@ import socket
 import time
 from typing import Any, NoReturn
 
+from mcp_tether import platform
 from mcp_tether.errors import TetherError
 from mcp_tether.ladder import run_ladder
 from mcp_tether.probe.scenarios import get as get_scenario
@@ -40,11 +41,12 @@ from mcp_tether.probe.wire import Session, classify
 from mcp_tether.proc import identify, signal_group, signal_process
 from mcp_tether.proc.fds import stdio_key
 from mcp_tether.proc.progress import Look, Starvation, look, moved
-from mcp_tether.proc.reap import exit_status, wait_child
+from mcp_tether.proc.reap import exit_status, poll_child, wait_child
 from mcp_tether.proc.spawn import Spawned, fork_call, spawn
 
 MAX_NOISE = 5
 READ_SIZE = 1 << 18
+POLL_TICK_MS = 10  # without a pidfd (portable backend): how often pump looks for the exit
 STDOUT_CLOSED_GRACE = 0.5  # seconds: stdout EOF, then is the server gone too?
 PROGRESS_TICK = 1.0  # seconds between looks at the server's tree while awaiting an answer
 OWN_TIME_MIN = 0.5  # seconds: a wait this long (a ladder rung) counts the tree's own time
@@ -137,9 +139,10 @@ class Client:
             self.stdin_fd = None
         os.set_blocking(self.stdout_fd, False)
         self.poll.register(self.stdout_fd, select.POLLIN)
-        self.pidfd = self.child.pidfd if self.child.pidfd is not None else os.pidfd_open(
-            self.child.pid)
-        self.poll.register(self.pidfd, select.POLLIN)
+        self.pidfd = self.child.pidfd if self.child.pidfd is not None else (
+            platform.pidfd_open(self.child.pid))
+        if self.pidfd is not None:  # else pump polls for the exit (at most POLL_TICK late)
+            self.poll.register(self.pidfd, select.POLLIN)
         ident = self.child.ident
         self.emit("spawned", pid=ident.pid, start=ident.start or None, wire=wire)
 
@@ -189,12 +192,20 @@ class Client:
             if remaining is not None and remaining <= 0:
                 return
             ms = -1 if remaining is None else int(remaining * 1000) + 1
+            polling = self.pidfd is None and self.child is not None and self.status is None
+            if polling:
+                ms = POLL_TICK_MS if ms < 0 else min(ms, POLL_TICK_MS)
             events = self.poll.poll(ms)
             for fd, _ev in events:
                 if fd == self.stdout_fd:
                     self._read_stdout()
-                elif fd == self.pidfd:
-                    self._reap()
+                elif fd == self.pidfd and self.child is not None:
+                    self._reap(wait_child(self.child.pid))  # it has exited: no blocking
+            if polling and self.child is not None and self.status is None:
+                raw = poll_child(self.child.pid)
+                if raw is not None:
+                    self._reap(raw)
+                    events = events or [(-1, 0)]
             if events and (until_event or timeout == 0):
                 return
 
@@ -250,13 +261,13 @@ class Client:
             os.close(self.stdin_fd)
             self.stdin_fd = None
 
-    def _reap(self) -> None:
-        assert self.child is not None and self.pidfd is not None
+    def _reap(self, raw: int) -> None:
+        """The child has exited and been reaped with raw wait status `raw`."""
+        assert self.child is not None
         now = time.monotonic()
-        # The pidfd turned readable: it has exited, so this wait does not block.
-        raw = wait_child(self.child.pid)
-        self.poll.unregister(self.pidfd)
-        os.close(self.pidfd)
+        if self.pidfd is not None:
+            self.poll.unregister(self.pidfd)
+            os.close(self.pidfd)
         self.pidfd = None
         self.child.pidfd = None
         self.status = exit_status(raw)

@@ -398,7 +398,7 @@ def remedy(
             if kids:
                 from mcp_tether import platform
 
-                exact = platform.IS_LINUX and platform.has_proc()
+                exact = platform.backend.HAS_SUBREAPER
                 text += " " + PYTHON_CHILDREN[exact].format(kids=kids)
                 if not exact:
                     steps.append(text)

@@ -63,6 +63,7 @@ from mcp_tether.proc.progress import Starvation
 from mcp_tether.proc.reap import exit_status, reap_children
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import fork_call
+from mcp_tether.proc.tree import own_tree
 
 # The container of a `docker run -i` server, as one member of the tree: never a real pid.
 CONTAINER = ProcessId(0, -1.0)
@@ -89,6 +90,7 @@ class Keeper:
         self.waiter = ExitWaiter()
         self.client: ProcessId | None = None
         self.client_side: set[int] = set()  # pids of the client and its helper
+        self.helpers: set[ProcessId] = set()  # the client's helpers, by identity
         self.server: ProcessId | None = None
         self.seen: set[ProcessId] = set()
         self.facts = Facts(self.scenario, judge=self.sc.judge)
@@ -161,6 +163,8 @@ class Keeper:
                 self.status = ev["status"]
         elif kind == "helper":
             self.client_side.add(ev["pid"])
+            if ev.get("start") is not None:  # without a subreaper, found by identity only
+                self.helpers.add(ProcessId(ev["pid"], ev["start"]))
             self._ev(ev["t"], "spawn", ev["pid"], role="helper", cmd="stdin writer holder")
         elif kind == "trigger":
             f.trigger, f.trigger_what = ev["t"], ev["what"]
@@ -442,6 +446,9 @@ class Keeper:
                          cmd=" ".join(cmdline(ident.pid)))
             if ident not in self.waiter.exited:
                 out.append(ident)
+        # Without a subreaper, a member whose parent died is no descendant of ours any
+        # more: still a member, by identity, until the waiter sees it exit.
+        out += [i for i in self.seen if i not in self.waiter.exited and i not in out]
         self._scan_live = out
         return out
 
@@ -534,7 +541,7 @@ class Keeper:
         self.cleanup_at = time.monotonic()
         if self.follow is not None:
             self.follow.end()  # removes it if it still runs (rm -f), or if --rm / ours
-        tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
+        tree = Tree(inbox=self.inbox, on_reap=self._on_reap, known=self.seen | self.helpers)
         tree.kill_all(KILL_WAIT)
         if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
             end_owned_by(self.spec.argv, self.seen)
@@ -598,48 +605,6 @@ class Keeper:
             handshake=self.handshake, error_code=self.error_code, client_cpu=self.client_cpu,
             report=self.report,
         )
-
-
-_CHILDREN: list[bool] = []  # cached: does this kernel have /proc/<pid>/task/<tid>/children?
-
-
-def own_tree(root: int) -> list[Any] | None:
-    """Live descendants of `root` (ProcInfo, parents first), read from each member's
-    /proc/<pid>/task/*/children: the cost follows the tree, not the process table.
-
-    None when the kernel has no such files (CONFIG_PROC_CHILDREN); the caller then
-    scans /proc. The kernel's list is exact only for a frozen task: a child being born
-    during the read may appear on the next read only. Callers therefore confirm "gone"
-    and the final list of survivors with a full scan.
-    """
-    if not _CHILDREN:
-        _CHILDREN.append(os.path.exists(f"/proc/{root}/task/{root}/children"))
-    if not _CHILDREN[0]:
-        return None
-    out = []
-    stack, seen = [root], {root}
-    while stack:
-        pid = stack.pop()
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue  # gone meanwhile
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
-                    kids = [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue  # the thread ended meanwhile
-            for kid in kids:
-                if kid in seen:
-                    continue
-                seen.add(kid)
-                info = read_info(kid)
-                if info is None or info.exited:
-                    continue
-                out.append(info)
-                stack.append(kid)
-    return out
 
 
 def _container_follow(spec: Spec) -> Any:

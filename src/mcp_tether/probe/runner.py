@@ -41,7 +41,7 @@ from mcp_tether.proc.signals import signal_process
 
 _ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _BOOT = (
-    "import sys;sys.path.insert(0,sys.argv.pop(1));"
+    "import sys;sys.path[:0]=sys.argv[1:];del sys.argv[1:];"
     "from mcp_tether.probe.keeper import main;main()"
 )
 
@@ -58,7 +58,7 @@ _OWN_GROUP: dict[str, Any] = (
 
 
 def keeper_argv() -> list[str]:
-    return [sys.executable, "-I", "-S", "-c", _BOOT, _ROOT]
+    return [sys.executable, "-I", "-S", "-c", _BOOT, _ROOT, *platform.backend.boot_paths()]
 
 
 def spec_budget(spec: Spec) -> float:

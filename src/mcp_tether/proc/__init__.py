@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         SAME,
         UNKNOWN,
         ProcessId,
-        ProcInfo,
+        ProcRecord,
         compare,
         identify,
         is_running,
@@ -41,7 +41,7 @@ __all__ = [
     "DIFFERENT",
     "UNKNOWN",
     "ProcessId",
-    "ProcInfo",
+    "ProcRecord",
     "compare",
     "identify",
     "is_running",
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = _lazy.attach(__name__, {
-    **dict.fromkeys(("SAME", "DIFFERENT", "UNKNOWN", "ProcessId", "ProcInfo", "compare",
+    **dict.fromkeys(("SAME", "DIFFERENT", "UNKNOWN", "ProcessId", "ProcRecord", "compare",
                      "identify", "is_running", "read_info"), ".identity"),
     **dict.fromkeys(("Pinned", "pin", "signal_process", "signal_group"), ".signals"),
     **dict.fromkeys(("snapshot", "descendants", "cmdline"), ".tree"),

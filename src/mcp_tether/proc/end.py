@@ -23,27 +23,30 @@ Guarantees (Linux, caller a child subreaper, and the only one reaping its childr
 - Every reaped child is handed to `on_reap(pid, raw_status)`, so the caller learns its
   server's status; nothing else reaps.
 - `end_tree()` climbs the ladder (`mcp_tether.ladder.run_ladder`) on such a tree.
-Without a subreaper (other platforms) the same calls fall back to group + scan, which is
-exact for the group and best effort for what escaped it; `Tree.exact` says which.
+Without a subreaper (the portable backend) the same calls fall back to group + scan:
+our descendants, plus every process met before (or `known` to the caller) that is still
+alive, wherever it was reparented, and its descendants. Exact for the group and for what
+was seen; a process that left the tree before any look saw it is out of sight.
+`Tree.exact` says which.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import select
 import signal
 import time
 
 from mcp_tether import platform
-from mcp_tether.proc.identity import ProcessId, ProcInfo, read_info
+from mcp_tether.platform import backend
+from mcp_tether.proc.identity import ProcessId, ProcRecord, read_info
 from mcp_tether.proc.reap import has_children, reap_children
 from mcp_tether.proc.signals import DENIED, GONE, SENT, pin, signal_group
 from mcp_tether.proc.tree import descendants
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from mcp_tether.ladder import LadderResult
     from mcp_tether.proc.inbox import SignalInbox
@@ -81,6 +84,7 @@ class Tree:
         on_signal: Callable[[int], None] | None = None,
         close_stdin: Callable[[], None] | None = None,
         since: int | None = None,
+        known: Iterable[ProcessId] = (),
     ) -> None:
         self.me = os.getpid()
         self.group = group
@@ -89,7 +93,8 @@ class Tree:
         self.on_signal = on_signal
         self._close_stdin = close_stdin
         self.exact = platform.is_subreaper()
-        self.seen: dict[ProcessId, ProcInfo] = {}  # every process ever met in the tree
+        self.known = set(known)  # members identified by the caller (its own scans)
+        self.seen: dict[ProcessId, ProcRecord] = {}  # every process ever met in the tree
         self.escapees: set[ProcessId] = set()  # of those, outside `group`
         self.sig: int | None = None  # the current rung's signal, once one was sent
         self._sent: set[ProcessId] = set()  # got `sig` already
@@ -98,7 +103,7 @@ class Tree:
         # ns_last_pid at the last look. `since` (read before the tree's root was forked)
         # lets even the first look skip the full pass: every member is newer than it.
         self._last: int | None = since
-        self._members: dict[int, ProcInfo] = {}  # live members at the last look
+        self._members: dict[int, ProcRecord] = {}  # live members at the last look
 
     # -- reaping ---------------------------------------------------------------------
     def reap(self) -> None:
@@ -115,14 +120,14 @@ class Tree:
         return not self.scan(signal_new=False)
 
     # -- finding members ---------------------------------------------------------------
-    def note(self, info: ProcInfo) -> None:
+    def note(self, info: ProcRecord) -> None:
         """Count `info` as a member (the server, known before any scan)."""
         if info.ident not in self.seen:
             self.seen[info.ident] = info
             if self.group is not None and info.pgid != self.group:
                 self.escapees.add(info.ident)
 
-    def _send(self, info: ProcInfo) -> str:
+    def _send(self, info: ProcRecord) -> str:
         """`self.sig` to one member now, unless it already had it."""
         assert self.sig is not None
         ident = info.ident
@@ -155,7 +160,7 @@ class Tree:
         with pinned:
             return pinned.signal(self.sig)
 
-    def _by_zombie(self, info: ProcInfo) -> None:
+    def _by_zombie(self, info: ProcRecord) -> None:
         """Our own zombie child still in the group proves the group is ours (its pid
         cannot be reused before we reap it): signal the group through it. This is what
         catches a hopper that stays in the group: its live hop is never there to be
@@ -169,26 +174,20 @@ class Tree:
         ):
             self._group_sent = True
 
-    def scan(self, *, signal_new: bool = True) -> list[ProcInfo]:
+    def scan(self, *, signal_new: bool = True) -> list[ProcRecord]:
         """Live descendants now. While a rung is chased, each newcomer gets its signal
         as soon as it is read.
 
-        The first look reads all of /proc. Later looks read only the members known so
-        far and the pids allocated since the last look (`ns_last_pid`): a process can
+        The first look reads the whole table. Later looks read only the members known so
+        far and the pids allocated since the last look (`ns_last_pid`, where the backend
+        knows it; otherwise every look reads the whole table): a process can
         only join the tree by being forked, and a fork takes a fresh pid. So a look
         costs what the tree does, not what the machine runs (thousands of processes
         make a full pass slower than a pid-hopper's hop)."""
         hurry = signal_new and self.sig in CHASED
-        if not platform.has_proc():
-            members = descendants(self.me)
-            for info in members:
-                self.note(info)
-                if hurry:
-                    self._send(info)
-            return members
         last = last_pid()
         prev, self._last = self._last, last
-        if prev is None or last is None or not 0 <= (last - prev) % _PID_MAX < FULL_SCAN_SPAN:
+        if prev is None or last is None or (last - prev) % backend.PID_MAX >= FULL_SCAN_SPAN:
             members = self._full_scan(hurry)
         else:
             members = self._new_pids_scan(prev, last, hurry)
@@ -199,16 +198,14 @@ class Tree:
         self._members = {p.pid: p for p in members}
         return members
 
-    def _full_scan(self, hurry: bool) -> list[ProcInfo]:
+    def _full_scan(self, hurry: bool) -> list[ProcRecord]:
         # Parents proven ours in this very scan: us, and members read (so far) with an
         # identity we have met before or just proved. A pid of a dead member reused by a
         # stranger is not in it: its start time differs.
         ours = {self.me}
-        snap: dict[int, ProcInfo] = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            read = read_info(int(name))
+        snap: dict[int, ProcRecord] = {}
+        for pid in backend.pids():
+            read = read_info(pid)
             if read is None:
                 continue
             info = snap[read.pid] = read
@@ -222,14 +219,26 @@ class Tree:
                     self.note(info)
                     self._send(info)
         members = descendants(self.me, snap)
+        if not self.exact:
+            # No subreaper: a member whose parent died was reparented elsewhere; it is
+            # still ours by identity, and so is what it forks.
+            have = {p.pid for p in members}
+            for info in list(snap.values()):
+                if info.exited or info.pid in have or (
+                        info.ident not in self.seen and info.ident not in self.known):
+                    continue
+                for p in (info, *descendants(info.pid, snap)):
+                    if p.pid not in have:
+                        have.add(p.pid)
+                        members.append(p)
         for info in members:
             self.note(info)
             if hurry:
                 self._send(info)
         return members
 
-    def _new_pids_scan(self, prev: int, last: int, hurry: bool) -> list[ProcInfo]:
-        members: dict[int, ProcInfo] = {}
+    def _new_pids_scan(self, prev: int, last: int, hurry: bool) -> list[ProcRecord]:
+        members: dict[int, ProcRecord] = {}
         # Members (and, below, processes of the tree) read as exited but still in the
         # table: parents of the tree all the same. Their children are ours and reparent
         # to us; while the rest of a multi-threaded process is still leaving (its leader
@@ -246,15 +255,15 @@ class Tree:
                 else:
                     exited.add(pid)
         ours = {self.me, *members, *exited}
-        pending: list[ProcInfo] = []
+        pending: list[ProcRecord] = []
         gone: set[int] = set()  # read as exited or missing in this look
-        zombies: list[ProcInfo] = []  # of those, still in the table
-        n = (last - prev) % _PID_MAX
+        zombies: list[ProcRecord] = []  # of those, still in the table
+        n = (last - prev) % backend.PID_MAX
         # Newest first: a pid-hopper's live hop is among the last pids handed out, and
         # reading upwards from `prev` reaches it only after it has hopped again (on a
         # machine where reading /proc is slow, every time: nothing would ever be found).
         for k in range(n, 0, -1):
-            pid = (prev + k - 1) % _PID_MAX + 1
+            pid = (prev + k - 1) % backend.PID_MAX + 1
             info = read_info(pid)  # a thread id reads too: `_is_process` tells them apart
             if info is not None and info.exited and hurry:
                 self._by_zombie(info)
@@ -265,7 +274,7 @@ class Tree:
                 continue
             if pid in members:
                 continue
-            if info.ppid in ours and _is_process(pid):
+            if info.ppid in ours and backend.is_process(pid):
                 members[pid] = info
                 ours.add(pid)
                 self.note(info)
@@ -285,7 +294,7 @@ class Tree:
                     ours.add(z.pid)  # a parent of the tree, not a member (see above)
                     grown = True
             for info in pending:
-                if info.pid not in ours and info.ppid in ours and _is_process(info.pid):
+                if info.pid not in ours and info.ppid in ours and backend.is_process(info.pid):
                     members[info.pid] = info
                     ours.add(info.pid)
                     self.note(info)
@@ -294,7 +303,7 @@ class Tree:
                     grown = True
         return list(members.values())
 
-    def members_now(self) -> list[ProcInfo]:
+    def members_now(self) -> list[ProcRecord]:
         """Live descendants now, signalling nobody."""
         return self.scan(signal_new=False)
 
@@ -382,80 +391,36 @@ class Tree:
                     self.on_signal(sig)
 
 
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path, "rb") as fh:
-            return int(fh.read())
-    except (OSError, ValueError):
-        return None
-
-
-_PID_MAX = _read_int("/proc/sys/kernel/pid_max") or 4194304
-
-
 def last_pid() -> int | None:
     """The last pid the kernel handed out in our pid namespace (None: cannot know).
 
     Read it before spawning a tree's root and pass it as `Tree(since=...)`."""
-    return _read_int("/proc/sys/kernel/ns_last_pid")
+    return backend.last_pid()
 
 
 def _has_live_child() -> bool:
-    """A child of ours that has not exited (zombies do not count), by /proc."""
-    me = os.getpid()
-    try:
-        tasks = os.listdir(f"/proc/{me}/task")
-    except OSError:
-        return has_children()
-    for tid in tasks:
-        try:
-            with open(f"/proc/{me}/task/{tid}/children", "rb") as fh:
-                kids = fh.read().split()
-        except OSError:
-            return has_children()  # no CONFIG_PROC_CHILDREN: any child, zombies too
-        for kid in kids:
-            info = read_info(int(kid))
-            if info is not None and not info.exited:
-                return True
-    return False
-
-
-def _is_process(pid: int) -> bool:
-    """True for a process (thread-group leader), False for another thread's id.
-
-    /proc/<tid>/stat of a thread reads like a process whose parent is the process's
-    parent; signalling its "pid" would signal that process a second time.
-    """
-    if platform.has_pidfd():
-        try:
-            os.close(os.pidfd_open(pid))  # only thread-group leaders have pidfds
-        except ProcessLookupError:
-            return False  # gone, or not a leader (ENOENT... see below)
-        except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ESRCH):
-                return False
-        else:
+    """A child of ours that has not exited (zombies do not count)."""
+    kids = backend.children(os.getpid())
+    if kids is None:
+        return has_children()  # cannot list them: any child, zombies too
+    for kid in kids:
+        info = read_info(kid)
+        if info is not None and not info.exited:
             return True
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Tgid:"):
-                    return int(line.split()[1]) == pid
-    except (OSError, ValueError):
-        return False
     return False
 
 
-def _pidfds(members: list[ProcInfo]) -> list[int]:
-    """pidfds of up to 64 members: readable when one exits (a change worth a look)."""
+def _pidfds(members: list[ProcRecord]) -> list[int]:
+    """pidfds of up to 64 members: readable when one exits (a change worth a look);
+    none where the backend has no pidfds (then the caller's naps are short)."""
     fds: list[int] = []
-    if not platform.has_pidfd():
-        return fds
     for info in members[:64]:
         try:
-            fds.append(os.pidfd_open(info.pid))
+            fd = platform.pidfd_open(info.pid)
         except OSError:
             continue
+        if fd is not None:
+            fds.append(fd)
     return fds
 
 

@@ -5,8 +5,9 @@ Guarantees:
   for every process that holds it; None for anything else (a tty, /dev/null, a regular
   file): those are shared by unrelated processes all the time and prove nothing.
 - `holds(pid, keys)` is True when process `pid` has one of them open on any fd, read
-  from /proc/<pid>/fd (Linux; readable for our own descendants), False when it has
-  none, None when it cannot be told (not Linux, no permission, gone).
+  by the platform backend (Linux: /proc/<pid>/fd, readable for our own descendants),
+  False when it has none, None when it cannot be told (the portable backend always;
+  no permission; gone). None never counts as "holds" nor as "does not hold".
 """
 
 from __future__ import annotations
@@ -34,18 +35,4 @@ def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
     """Whether `pid` has any of `keys` open now (see the module doc)."""
     if not keys:
         return False
-    if not platform.has_proc():
-        return None
-    base = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return None
-    for name in names:
-        try:
-            st = os.stat(f"{base}/{name}")  # follows the magic link to the open file
-        except OSError:
-            continue  # closed meanwhile
-        if (st.st_dev, st.st_ino) in keys:
-            return True
-    return False
+    return platform.backend.holds(pid, keys)

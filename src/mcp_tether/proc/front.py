@@ -14,8 +14,8 @@ itself, its subreaper role dies with it and the server's descendants (behind `sh
   watch the front: the front's death, SIGKILL included, is its parent's death.
 
 The front signals only its own unreaped child, whose pid cannot be reused before the
-front reaps it. Linux only for now (the supervisor needs a pidfd on its host to watch
-past the front); elsewhere `split()` returns None and nothing forks.
+front reaps it. Only where the backend can watch a host past the front (a pidfd on
+it: Linux); elsewhere `split()` returns None and nothing forks.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def split() -> int | None:
     change while the front waits for it), never return in the front.
 
     None (and no fork) where the platform cannot keep the contract (no pidfds)."""
-    if not (platform.IS_LINUX and platform.has_pidfd()):
+    if not (platform.backend.WATCHES_BEYOND_PARENT):
         return None
     front = os.getpid()
     for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice

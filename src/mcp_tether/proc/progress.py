@@ -6,33 +6,32 @@ probe's client waits for a handshake answer for as long as the server's tree kee
 moving (up to a ceiling), instead of a fixed number of seconds (issue 22 item 5).
 
 Guarantees:
-- A `Look` is taken in one pass over /proc: for every live process of the tree, its
+- A `Look` is taken in one pass over the process table: for every live process of the tree, its
   identity (pid, start time), its CPU time (utime + stime + what its reaped children
   used: cutime + cstime, so a wrapper whose short-lived children came and went counts)
   and whether it is runnable or in disk sleep (R or D: working or waiting for a CPU,
   not for input).
 - `moved(a, b)` is True when between two looks the tree used CPU, gained or lost a
   member, or has a member in R/D now; False when none of that; None (unknown) when
-  either look could not be taken (no /proc). Unknown never extends a wait.
+  either look could not be taken. Unknown never extends a wait.
 - `Starvation` measures how long a tree waited for a CPU (schedstat run_delay, the
   most-starved member), so that the probe's window can count the server's own time on
-  a loaded machine, not the time the machine made it wait. Unreadable: no credit.
-- Nothing is signalled; only /proc is read.
+  a loaded machine, not the time the machine made it wait. Unreadable (the portable
+  backend): no credit.
+- Nothing is signalled; the process table is only read.
 """
 
 from __future__ import annotations
 
-import os
-
-from mcp_tether import platform
-from mcp_tether.proc.identity import ProcessId, split_stat
+from mcp_tether.platform import backend, clock_ticks
+from mcp_tether.proc.identity import ProcessId
+from mcp_tether.proc.tree import children_map, snapshot
 
 __all__ = ["Look", "look", "moved", "MIN_CPU", "run_delay", "Starvation"]
 
 # CPU seconds that count as work between two looks: two clock ticks (USER_HZ = 100),
 # above the noise of an idle event loop's timer wake-ups.
 MIN_CPU = 0.02
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class Look(tuple):  # type: ignore[type-arg]  # (cpu seconds, members, busy), hashable
@@ -51,41 +50,27 @@ class Look(tuple):  # type: ignore[type-arg]  # (cpu seconds, members, busy), ha
 def look(root: int, exclude: frozenset[int] = frozenset()) -> Look | None:
     """The descendants of `root`, not counting `root` nor the pids in `exclude` (their
     children are counted: the probe's client excludes itself, not the server it
-    started); None when the process table cannot be read this way (not Linux)."""
-    if not platform.has_proc():
+    started); None when the process table cannot be read."""
+    snap = snapshot()
+    if not snap:
         return None
-    stats: dict[int, tuple[int, str, float, float]] = {}  # pid -> ppid, state, start, cpu
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read()
-            _comm, f = split_stat(data)
-            # f[k] is field k+3: state 3, ppid 4, utime..cstime 14..17, start 22.
-            cpu = (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / _TICK
-            stats[int(name)] = (int(f[1]), f[0].decode(), float(f[19]), cpu)
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile, or unreadable: not a member we can see
-    kids: dict[int, list[int]] = {}
-    for pid, (ppid, _s, _st, _c) in stats.items():
-        kids.setdefault(ppid, []).append(pid)
-    total, members, busy = 0.0, set(), False
-    stack = list(kids.get(root, ()))
+    kids = children_map(snap)
+    total, members, busy = 0, set(), False
+    stack = [p.pid for p in kids.get(root, ())]
     seen = {root}
     while stack:
         pid = stack.pop()
         if pid in seen:
             continue
         seen.add(pid)
-        _ppid, state, start, cpu = stats[pid]
-        stack.extend(kids.get(pid, ()))
-        if pid in exclude or state in ("Z", "X", "x"):
+        info = snap[pid]
+        stack.extend(p.pid for p in kids.get(pid, ()))
+        if pid in exclude or info.exited:
             continue
-        total += cpu
-        members.add(ProcessId(pid, start))
-        busy = busy or state in ("R", "D")
-    return Look(total, frozenset(members), busy)
+        total += info.cpu_ticks + info.child_ticks
+        members.add(info.ident)
+        busy = busy or info.state in ("R", "D")
+    return Look(total / clock_ticks(), frozenset(members), busy)
 
 
 def moved(before: Look | None, now: Look | None) -> bool | None:
@@ -98,11 +83,7 @@ def moved(before: Look | None, now: Look | None) -> bool | None:
 def run_delay(pid: int) -> float | None:
     """Seconds `pid` has spent runnable but waiting for a CPU since it started (the
     kernel's schedstat run_delay); None where that is not readable."""
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as fh:
-            return int(fh.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
+    return backend.run_delay(pid)
 
 
 class Starvation:

@@ -56,6 +56,17 @@ def has_children() -> bool:
     return True
 
 
+def poll_child(pid: int) -> int | None:
+    """Reap child `pid` if it has exited: its raw wait status; None while it runs. For
+    a backend without pidfds, where a caller polls for its own child's exit."""
+    while True:
+        try:
+            got, status = os.waitpid(pid, os.WNOHANG)
+        except InterruptedError:  # pragma: no cover
+            continue
+        return status if got == pid else None
+
+
 def wait_child(pid: int) -> int:
     """Block until child `pid` exits, reap it; its raw wait status."""
     while True:

@@ -87,14 +87,10 @@ def pin(ident: ProcessId) -> Pinned | None:
     The pidfd is opened first and the identity checked after, so the check is about the
     very process the fd refers to. A zombie counts as gone.
     """
-    fd: int | None = None
-    if platform.has_pidfd():
-        try:
-            fd = os.pidfd_open(ident.pid)
-        except ProcessLookupError:
-            return None
-        except OSError:  # EPERM or EMFILE: fall back to the re-check before kill
-            fd = None
+    try:
+        fd = platform.pidfd_open(ident.pid)  # None: re-check identity before kill(2)
+    except ProcessLookupError:
+        return None
     if compare(ident) != SAME:
         if fd is not None:
             os.close(fd)

@@ -100,9 +100,8 @@ def prepare_child(
                     signal.signal(sig, signal.SIG_DFL)
             except (OSError, ValueError):  # RT signals the libc reserves
                 continue
-        for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; exec would keep that
-            if hasattr(signal, name):
-                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        for num in platform.signals("SIGPIPE", "SIGXFSZ"):  # Python ignores them; exec
+            signal.signal(num, signal.SIG_DFL)  # would keep that
     if pdeathsig is not None:
         platform.set_pdeathsig(pdeathsig)
         # Re-check after setting it: the parent may have died before the call.
@@ -187,12 +186,10 @@ def spawn(
         _raise(argv[0], cwd, report)
     info = read_info(pid)  # a zombie at worst: not reaped, so the pid is still its own
     ident = info.ident if info is not None else ProcessId(pid, 0.0)
-    pidfd = None
-    if platform.has_pidfd():
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
+    try:
+        pidfd = platform.pidfd_open(pid)
+    except OSError:  # ProcessLookupError cannot happen: not reaped yet
+        pidfd = None
     return Spawned(ident, pidfd, argv)
 
 

@@ -4,10 +4,10 @@ Guarantees:
 - A record's identity is the core's `ProcessId(pid, start)`; every other field is one
   reading of the process. argv, cwd and exe are read lazily, on first use, so a scan
   reads them only for processes that survive the cheap name filter or the evidence.
-- The platform is chosen ONCE, here (psutil's habit: one facade over per-platform
-  modules): `_linux_table` reads /proc directly; `_psutil_table` serves every other OS.
-  A macOS or Windows port is a new module, not edits in callers. Callers never test
-  the platform themselves.
+- The platform is chosen once, in `mcp_tether.platform` (psutil's habit: one facade
+  over per-platform modules): the Linux backend reads /proc directly, the portable one
+  asks psutil. A macOS or Windows port is a new backend, not edits in callers. Callers
+  never test the platform themselves.
 - Reading never disturbs a process: channel checks open a fresh end of a pipe through
   /proc and poll it with no events (nothing is read or written), sockets are asked
   about through NETLINK_SOCK_DIAG. Answers are "yes" / "no" / "unknown"; a platform
@@ -18,18 +18,14 @@ Guarantees:
 
 from __future__ import annotations
 
-from mcp_tether import platform
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing stays off start-up paths that import proc
+from mcp_tether import platform
+from mcp_tether._plat.record import ProcessId, ProcRecord
+from mcp_tether.platform import backend as _impl
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-
-    from mcp_tether.proc.identity import ProcessId
-
-if platform.has_proc():
-    from mcp_tether.proc import _linux_table as _impl
-else:  # pragma: no cover - exercised on other platforms only
-    from mcp_tether.proc import _psutil_table as _impl  # type: ignore[no-redef]
 
 __all__ = [
     "ProcRecord",
@@ -52,11 +48,12 @@ __all__ = [
     "CHANNEL_DETAIL",
 ]
 
-from mcp_tether.proc._record import ProcRecord  # noqa: E402  # after the backend choice
-
-ProcRecord._backend = _impl
-UnixDiag = _impl.UnixDiag
-CHANNEL_DETAIL: bool = _impl.CHANNEL_DETAIL  # can this platform see fds and peers?
+if TYPE_CHECKING:
+    from mcp_tether._plat import linux_fds as _ch  # the portable backend keeps its API
+else:
+    _ch = _impl.channels()
+UnixDiag = _ch.UnixDiag
+CHANNEL_DETAIL: bool = _ch.CHANNEL_DETAIL  # can this backend see fds and peers?
 
 
 class Table(dict):  # type: ignore[type-arg]  # pid -> ProcRecord
@@ -109,41 +106,41 @@ def fd_links(pid: int, only: tuple[int, ...] | None = None,
     `only`: just these fds (those not open are absent). `limit`: None when the process
     has more open fds than this (nothing is read past the count). `known`: links this
     scan already read (fd 0 and 1), taken as they are for fds still open."""
-    return _impl.fd_links(pid, only, limit, known)
+    return _ch.fd_links(pid, only, limit, known)
 
 
 def fd_mode(pid: int, fd: int) -> str | None:
     """"r", "w" or "rw" for an open fd, None if unknown."""
-    return _impl.fd_mode(pid, fd)
+    return _ch.fd_mode(pid, fd)
 
 
 def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     """For the read side ("r"): is a write end open anywhere? For "w": a read end?
     "yes" / "no" / "unknown"."""
-    return _impl.pipe_peer(pid, fd, ino, side)
+    return _ch.pipe_peer(pid, fd, ino, side)
 
 
 def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
     """Pids (not in `skip`) holding the pipe `ino` open for writing ("w") or reading."""
-    return _impl.pipe_holders(ino, skip, mode)
+    return _ch.pipe_holders(ino, skip, mode)
 
 
 def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
     """Pids (not in `skip`) we can see holding `target` (`pipe:[ino]`, `socket:[ino]`)
     open; with `mode` ("r", "w"), only those holding it so. Processes we cannot read, or
     outside our pid namespace, are not in the answer: an empty list proves nothing."""
-    return _impl.link_holders(target, skip, mode)
+    return _ch.link_holders(target, skip, mode)
 
 
 def fd_info(pid: int, fd: int) -> dict[str, str] | None:
     """`pos`, `flags` (octal), `mnt_id`, `ino` of an open fd, as text; None if unknown."""
-    return _impl.fd_info(pid, fd)
+    return _ch.fd_info(pid, fd)
 
 
 def root_pid_namespace() -> bool | None:
     """Does this process table show the machine's initial pid namespace (where pid 1 is
     the machine's init)? None if it cannot tell."""
-    return _impl.root_pid_namespace()
+    return _ch.root_pid_namespace()
 
 
 def owner(pid: int) -> int | None:
@@ -168,7 +165,7 @@ def username(uid: int | None) -> str:
 
 def age_seconds(rec: ProcRecord, now: float | None = None) -> float:
     """Seconds since `rec` started, counted to `now` (a `Table.now`) or to this instant."""
-    return _impl.age_seconds(rec, now)
+    return _impl.age_seconds(rec.start, now, platform.clock_ticks())
 
 
 def clock_ticks() -> int:

@@ -1,55 +1,68 @@
 """Snapshots of the process table and the descendants of a process.
 
-One pass over /proc reads every pid's stat (no /proc/<pid>/task/*/children: that
-needs CONFIG_PROC_CHILDREN, which many kernels lack). Zombies are left out of trees:
-they have exited, whatever kill(pid, 0) says.
+`snapshot` makes one pass over the backend's process table (every pid). `own_tree`
+walks down from one process through the backend's children lists, where it has them
+(Linux with CONFIG_PROC_CHILDREN): the cost follows the tree, not the table.
+Zombies are left out of trees: they have exited, whatever kill(pid, 0) says.
 """
 
 from __future__ import annotations
 
-import os
+from mcp_tether.platform import backend
+from mcp_tether.proc.identity import ProcRecord, read_info
 
-from mcp_tether import platform
-from mcp_tether.proc.identity import ProcInfo, read_info
-
-__all__ = ["snapshot", "descendants", "cmdline", "children_map"]
+__all__ = ["snapshot", "descendants", "cmdline", "children_map", "own_tree"]
 
 
-def snapshot() -> dict[int, ProcInfo]:
+def snapshot() -> dict[int, ProcRecord]:
     """Every readable process now, zombies included (callers decide)."""
-    out: dict[int, ProcInfo] = {}
-    if platform.has_proc():
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            info = read_info(int(name))
-            if info is not None:
-                out[info.pid] = info
-        return out
-    import psutil  # non-Linux fallback
-
-    for pid in psutil.pids():
+    out: dict[int, ProcRecord] = {}
+    for pid in backend.pids():
         info = read_info(pid)
         if info is not None:
             out[pid] = info
     return out
 
 
-def children_map(snap: dict[int, ProcInfo]) -> dict[int, list[ProcInfo]]:
-    kids: dict[int, list[ProcInfo]] = {}
+def own_tree(root: int) -> list[ProcRecord] | None:
+    """Live descendants of `root`, parents first, read from the children lists.
+
+    None where the backend has no children lists; the caller then takes a `snapshot`.
+    The kernel's list is exact only for a frozen task: a child being born during the
+    read may appear on the next read only. Callers therefore confirm "gone" and the
+    final list of survivors with a full snapshot.
+    """
+    if backend.children(root) is None:
+        return None
+    out: list[ProcRecord] = []
+    stack, seen = [root], {root}
+    while stack:
+        for kid in backend.children(stack.pop()) or []:  # None: it ended meanwhile
+            if kid in seen:
+                continue
+            seen.add(kid)
+            info = read_info(kid)
+            if info is not None and not info.exited:
+                out.append(info)
+                stack.append(kid)
+    return out
+
+
+def children_map(snap: dict[int, ProcRecord]) -> dict[int, list[ProcRecord]]:
+    kids: dict[int, list[ProcRecord]] = {}
     for info in snap.values():
         kids.setdefault(info.ppid, []).append(info)
     return kids
 
 
 def descendants(
-    root: int, snap: dict[int, ProcInfo] | None = None, *, include_zombies: bool = False
-) -> list[ProcInfo]:
+    root: int, snap: dict[int, ProcRecord] | None = None, *, include_zombies: bool = False
+) -> list[ProcRecord]:
     """All live descendants of `root` (not root itself), parents before children."""
     if snap is None:
         snap = snapshot()
     kids = children_map(snap)
-    out: list[ProcInfo] = []
+    out: list[ProcRecord] = []
     stack = [root]
     seen = {root}
     while stack:
@@ -66,16 +79,4 @@ def descendants(
 
 def cmdline(pid: int) -> list[str]:
     """argv of `pid` ([] for a zombie, a kernel thread, or an unreadable process)."""
-    if platform.has_proc():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                raw = fh.read()
-        except OSError:
-            return []
-        return [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]] if raw else []
-    try:
-        import psutil
-
-        return list(psutil.Process(pid).cmdline())
-    except Exception:  # noqa: BLE001  # any psutil failure means "unreadable"
-        return []
+    return backend.read_argv(pid) or []

@@ -1,8 +1,9 @@
 """Precise exit waits: learn the instant a process exits, without sleeping for it.
 
-Best first, then a quiet fallback (psutil `_psposix.wait_pid` style): pidfd + poll on
-Linux (the fd turns readable the moment the process exits, zombie or not); elsewhere
-polling `compare()` on a monotonic clock with a backoff from 1 ms to 20 ms.
+Best first, then a quiet fallback (psutil `_psposix.wait_pid` style): pidfd + poll
+where the backend has pidfds (the fd turns readable the moment the process exits, zombie
+or not); otherwise polling `compare()` on a monotonic clock with a backoff from 1 ms to
+20 ms (the exit instant is then known to within the backoff, at most 20 ms late).
 A process that is already gone when added counts as exited at the instant of adding.
 """
 
@@ -44,12 +45,12 @@ class ExitWaiter:
     def add(self, ident: ProcessId) -> None:
         if ident in self._exited or ident in self.pending:
             return
-        if platform.has_pidfd() and self._poll is not None:
-            try:
-                fd = os.pidfd_open(ident.pid)
-            except OSError:
-                self._exited[ident] = time.monotonic()
-                return
+        try:
+            fd = platform.pidfd_open(ident.pid) if self._poll is not None else None
+        except ProcessLookupError:
+            self._exited[ident] = time.monotonic()
+            return
+        if fd is not None and self._poll is not None:
             if compare(ident) != SAME:  # reused or already a zombie
                 os.close(fd)
                 self._exited[ident] = time.monotonic()

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 
-from mcp_tether import ladder
+from mcp_tether import ladder, platform
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -114,10 +114,11 @@ def _reap(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.interval is not None and not args.watch:
         raise UsageError("--interval needs --watch")
-    root = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+    uid = platform.euid()
+    root = uid == 0
     if args.all_users and not root:
         raise UsageError("--all-users needs root: other users' processes are theirs to end")
-    users = None if args.all_users else {os.geteuid()} if hasattr(os, "geteuid") else None
+    users = None if args.all_users or uid is None else {uid}
     if args.watch:
         if not args.yes:
             raise UsageError("--watch ends processes unattended: pass --yes")

@@ -45,7 +45,7 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any
 
-from mcp_tether import log
+from mcp_tether import log, platform
 from mcp_tether._launch import STARTED_UNDER
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
 from mcp_tether.tether import hooks as _hooks
@@ -64,9 +64,7 @@ FLUSH_TIMEOUT = 0.1  # a flush into a full pipe nobody reads must not hold the e
 PARENT_POLL_INTERVAL = 0.2  # getppid() fallback only; pidfds need no timer
 HOST_WINDOW = min(GRACE_AFTER_EOF, TERM_GRACE)  # what a host's ladder lets us run
 
-SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)
-)
+SIGNALS = platform.signals("SIGTERM", "SIGINT", "SIGHUP")
 _STOP, _SERVED = b"\x00", b"\x01"  # bytes on the watcher's own wake pipe
 
 _active_lock = threading.Lock()
@@ -214,9 +212,8 @@ class ShutdownCoordinator:
             if _active is not None:
                 raise RuntimeError("mcp-tether: the helper is already armed in this process")
             _active = self
-            if not _fork_hook_installed and hasattr(os, "register_at_fork"):
-                os.register_at_fork(after_in_child=_after_fork_in_child)
-                _fork_hook_installed = True
+            if not _fork_hook_installed:
+                _fork_hook_installed = platform.at_fork_in_child(_after_fork_in_child)
         self._started = True
         if self.children:
             from mcp_tether.tether.children import adopt

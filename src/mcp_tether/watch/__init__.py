@@ -1,11 +1,13 @@
 """Watchers that notice a client is gone, without reading a byte of the protocol.
 
-- Parent death: `ParentWatch` holds a pidfd on the parent (Linux) that turns readable
-  when it exits, and falls back to comparing getppid() with the parent we started under
-  (portable; a reparented process sees a new ppid). PR_SET_PDEATHSIG is in `platform`.
+- Parent death: `ParentWatch` holds a pidfd on the parent (where the backend has them)
+  that turns readable when it exits, and falls back to comparing getppid() with the
+  parent we started under (portable; a reparented process sees a new ppid).
+  PR_SET_PDEATHSIG is in `platform`.
 - stdin hang-up: `hangup_events(fd)` says which poll(2) events mean "every writer is
   gone" for what fd 0 is: POLLHUP on a pipe/FIFO; POLLRDHUP|POLLHUP on a socket (Node
-  hosts give a UNIX socketpair; a half-close shows *only* as POLLRDHUP). A TTY, a
+  hosts give a UNIX socketpair; a half-close shows *only* as POLLRDHUP, which the
+  portable backend does not have: there only a full close is seen). A TTY, a
   regular file or /dev/null can never hang up: None, rely on parent death instead.
   Polling with POLLIN unrequested never consumes data and does not wake for it.
 - stdin at /dev/null: `is_null_device(fd)`. It never hangs up, but it is at end-of-file
@@ -36,7 +38,7 @@ def hangup_events(fd: int) -> int | None:
     if stat.S_ISFIFO(st.st_mode):
         return 0  # POLLHUP/POLLERR are always reported, never need asking for
     if stat.S_ISSOCK(st.st_mode):
-        return POLLRDHUP if platform.IS_LINUX else 0
+        return platform.backend.SOCKET_HANGUP  # 0: a half-close goes unnoticed
     return None  # tty, regular file, /dev/null, ...
 
 
@@ -60,9 +62,9 @@ class ParentWatch:
         self.ppid = os.getppid() if expected_ppid is None else expected_ppid
         self.ppid_check = True
         self.fd: int | None = None
-        if platform.has_pidfd() and self.ppid > 1:
+        if self.ppid > 1:
             try:
-                self.fd = os.pidfd_open(self.ppid)
+                self.fd = platform.pidfd_open(self.ppid)
             except OSError:
                 self.fd = None
         # Re-check after opening: the parent may have died (and we been reparented)

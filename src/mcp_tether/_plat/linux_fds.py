@@ -1,156 +1,27 @@
-"""Linux backend of `proc.table`: /proc read directly, sockets through sock_diag.
+"""The Linux backend's channel checks: open fds, pipe peers, sockets through sock_diag.
 
-Speed matters here (`ps` must stay near `ps -e`): one stat read per process, and
-procfs hands over a whole file in one read(2). argv is read only when asked for.
+Guarantees:
+- Reading never disturbs a process: a pipe's far end is checked by opening a fresh end
+  through /proc and polling it with no events (nothing is read or written); sockets are
+  asked about through NETLINK_SOCK_DIAG, which needs no privilege.
+- Answers are "yes" / "no" / "unknown"; an fd that cannot be read is unknown (None),
+  never "not open". A holder list names only the processes we can read: empty proves
+  nothing.
 """
 
 from __future__ import annotations
 
 import os
-
-from mcp_tether import platform
-from mcp_tether.proc._record import ProcRecord
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
-CHANNEL_DETAIL = True
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-_PF_KTHREAD = 0x00200000
+from typing import Any
 
 
-def _read_all(path: str, size: int = 65536) -> bytes:
-    # procfs hands over everything available up to `size` in one read: read again only
-    # when the buffer came back full (saves a syscall per file on every process).
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        data = os.read(fd, size)
-        if len(data) < size:
-            return data
-        chunks = [data]
-        while True:
-            b = os.read(fd, size)
-            if not b:
-                return b"".join(chunks)
-            chunks.append(b)
-    finally:
-        os.close(fd)
+def _read(path: str) -> bytes:
+    """A small /proc file, whole (the Linux backend's own reader is for the hot path)."""
+    with open(path, "rb", buffering=0) as fh:
+        return fh.read()
 
 
-def read_record(pid: int, want_argv: Callable[[str], bool] | None) -> ProcRecord | None:
-    """One process; None if gone, a kernel thread or a zombie. PermissionError if the
-    process exists but may not be read."""
-    try:
-        data = _read_all(f"/proc/{pid}/stat", 4096)
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return _parse(pid, data, want_argv)
-
-
-def _parse(pid: int, data: bytes, want_argv: Callable[[str], bool] | None) -> ProcRecord | None:
-    # Inline rather than split_stat: fields up to rss only (split(None, 22) allocates 23
-    # words, not 50), on every process of the machine.
-    rpar = data.rindex(b")")
-    comm = data[data.index(b"(") + 1 : rpar].decode(errors="replace")
-    f = data[rpar + 2 :].split(None, 22)
-    # f[k] is stat field k+3: state 3, ppid 4, pgrp 5, session 6, flags 9, utime 14,
-    # stime 15, starttime 22, rss 24.
-    state = f[0]
-    if int(f[6]) & _PF_KTHREAD or state in (b"Z", b"X", b"x"):
-        return None
-    argv = None
-    if want_argv is None or want_argv(comm):
-        argv = read_argv(pid)
-        if argv is None:
-            return None
-    return ProcRecord(pid, int(f[1]), int(f[2]), int(f[3]), state.decode(), float(f[19]),
-                      comm, int(f[11]) + int(f[12]), int(f[21]) * _PAGE, argv)
-
-
-def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) -> int:
-    """Every process into `out`; the number that may not be read. The hot loop of `ps`:
-    one open/read/close of stat per process, names judged once per distinct comm."""
-    if want_argv is not None:
-        want_argv = _memo(want_argv)
-    unreadable = 0
-    open_, read, close, flags = os.open, os.read, os.close, os.O_RDONLY | os.O_CLOEXEC
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fd = open_(f"/proc/{name}/stat", flags)
-            try:
-                data = read(fd, 4096)
-            finally:
-                close(fd)
-            p = _parse(int(name), data, want_argv)
-        except PermissionError:
-            unreadable += 1
-            continue
-        except (OSError, ValueError, IndexError):
-            continue  # vanished mid-read, or a stat we cannot parse
-        if p is not None:
-            out[p.pid] = p
-    return unreadable
-
-
-def _memo(want: Callable[[str], bool]) -> Callable[[str], bool]:
-    seen: dict[str, bool] = {}
-
-    def memo(comm: str) -> bool:
-        got = seen.get(comm)
-        if got is None:
-            got = seen[comm] = want(comm)
-        return got
-
-    return memo
-
-
-def read_argv(pid: int) -> list[str] | None:
-    try:
-        raw = _read_all(f"/proc/{pid}/cmdline")
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    if not raw:
-        return []
-    # One decode, then split: not a decode per word.
-    parts = raw.decode(errors="replace").split("\0")
-    if parts[-1] == "":
-        parts.pop()
-    # A process that rewrote its title (node's process.title: `npm exec X`) shows one
-    # space-joined string without the trailing NUL.
-    return parts
-
-
-def read_link(pid: int, what: str) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/{what}")
-    except OSError:
-        return ""
-
-
-def owner(pid: int) -> int | None:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return None
-
-
-def clock() -> float:
-    """The instant ages are counted to: seconds since boot, as start times are."""
-    try:
-        return float(_read_all("/proc/uptime", 256).split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
-def age_seconds(rec: ProcRecord, now: float | None = None) -> float:
-    return max(0.0, (clock() if now is None else now) - rec.start / platform.clock_ticks())
-
-
-# ----- open files and channels -------------------------------------------------------
+CHANNEL_DETAIL = True  # this backend sees fds and peers
 
 
 def fd_links(pid: int, only: tuple[int, ...] | None = None,
@@ -203,7 +74,7 @@ def fd_mode(pid: int, fd: int) -> str | None:
     if bits == 0o200:
         return "w"
     try:
-        data = _read_all(f"/proc/{pid}/fdinfo/{fd}", 4096)
+        data = _read(f"/proc/{pid}/fdinfo/{fd}")
         at = data.index(b"flags:")
         flags = int(data[at + 6 : data.index(b"\n", at)], 8)
     except (OSError, ValueError):
@@ -238,7 +109,7 @@ def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
 def fd_info(pid: int, fd: int) -> dict[str, str] | None:
     """/proc/PID/fdinfo/FD's first lines (pos, flags, mnt_id, ino) as text."""
     try:
-        data = _read_all(f"/proc/{pid}/fdinfo/{fd}", 4096).decode("ascii", "replace")
+        data = _read(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
     except OSError:
         return None
     out: dict[str, str] = {}
@@ -254,7 +125,7 @@ def root_pid_namespace() -> bool | None:
     # there, with the PF_KTHREAD flag. In any child namespace pid 2 is a user process
     # (or absent).
     try:
-        data = _read_all("/proc/2/stat", 4096)
+        data = _read("/proc/2/stat")
     except FileNotFoundError:
         return False
     except OSError:
