@@ -181,10 +181,10 @@ HOT_RUN = HOT_IMPORT | {
     "mcp_tether._lazy", "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether._plat.record",
     "mcp_tether.cli",
     "mcp_tether.cliutil", "mcp_tether.container", "mcp_tether.errors", "mcp_tether.guard",
-    "mcp_tether.guard.argv", "mcp_tether.guard.report",
+    "mcp_tether.guard.argv",
     "mcp_tether.guard.result", "mcp_tether.guard.session", "mcp_tether.ladder",
     "mcp_tether.log", "mcp_tether.platform", "mcp_tether.proc", "mcp_tether.proc.end",
-    "mcp_tether.proc.front", "mcp_tether.proc.identity", "mcp_tether.proc.inbox",
+    "mcp_tether.proc.front", "mcp_tether.proc.inbox",
     "mcp_tether.proc.reap", "mcp_tether.proc.signals", "mcp_tether.proc.spawn",
     "mcp_tether.proc.tree", "mcp_tether.watch"}
 # Each path runs after an audit hook that names every module imported from then on (also

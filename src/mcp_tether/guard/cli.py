@@ -9,11 +9,13 @@ passed to the server.
 
 from __future__ import annotations
 
+import os
+
 from mcp_tether import log
 from mcp_tether.cliutil import exit_at_once, positive_duration
 from mcp_tether.errors import TetherError, UsageError
 from mcp_tether.guard.argv import misplaced_options, parse_guard_argv
-from mcp_tether.guard.report import REPORT_ENV, GuardReport, take_report_fd, write_report
+from mcp_tether.guard.result import REPORT_ENV
 from mcp_tether.guard.session import run_guarded
 
 TYPE_CHECKING = False
@@ -78,15 +80,24 @@ def command(args: argparse.Namespace) -> int:
 
 def _run(cmd: list[str], grace: float | None, term_grace: float | None) -> int:
     # Before anything forks: the variable leaves our environment (the server's to be)
-    # and the descriptor turns close-on-exec.
-    report_fd = take_report_fd()
+    # and the descriptor turns close-on-exec. The report's module loads only when the
+    # variable is set: `run` is on every guarded server's launch path.
+    report_fd = None
+    if REPORT_ENV in os.environ:
+        from mcp_tether.guard.report import take_report_fd
+
+        report_fd = take_report_fd()
     try:
         result = run_guarded(cmd, grace=grace, term_grace=term_grace, front=EXIT_AT_ONCE)
     except TetherError as exc:  # 127/126: nothing ran; the caller still gets its line
         if report_fd is not None:
+            from mcp_tether.guard.report import GuardReport, write_report
+
             write_report(report_fd, GuardReport.not_started(exc.exit_code))
         raise
     if report_fd is not None:
+        from mcp_tether.guard.report import GuardReport, write_report
+
         write_report(report_fd, GuardReport.from_result(result))
     log.say(f"mcp-tether run: {result.summary()}")
     if EXIT_AT_ONCE:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 
 from mcp_tether import log
-from mcp_tether.guard.result import SERVER_EXIT, SIGNALLED
+from mcp_tether.guard.result import REPORT_ENV, SERVER_EXIT, SIGNALLED
 from mcp_tether.proc.identity import ProcessId
 
 TYPE_CHECKING = False  # typing stays off the guard's start-up path
@@ -56,7 +56,6 @@ __all__ = [
     "ReportPipe", "RungTaken", "read_report", "take_report_fd", "write_report",
 ]
 
-REPORT_ENV = "MCP_TETHER_REPORT_FD"
 VERSION = 1
 ENDED_BY = ("self", "sigterm", "sigkill", "none", "unknown")
 NOT_STARTED = "not-started"

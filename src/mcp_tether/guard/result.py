@@ -20,6 +20,9 @@ SERVER_EXIT = "server-exit"
 STDIN_HANGUP = "stdin-hangup"
 PARENT_DEATH = "parent-death"
 SIGNALLED = "signal"
+# The variable naming a descriptor for the outcome as one JSON line (guard/report.py,
+# loaded only when it is set).
+REPORT_ENV = "MCP_TETHER_REPORT_FD"
 
 
 class GuardResult:
