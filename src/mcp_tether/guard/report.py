@@ -32,23 +32,25 @@ server exited first); `survivors`, `escapees`, `holders`: [{pid, start}] (at mos
 server); `server_exit_ms`, `elapsed_ms` (trigger, or start, to everything gone),
 `hurried` (a second SIGINT).
 
-On every guarded server's launch path: stdlib only; json and fcntl are imported only
-when the variable is set, plain classes (no dataclasses) for the same reason.
+`mcp-tether run` loads this module only when the variable is set (it is on every
+guarded server's launch path), so it is ordinary Python; stdlib only.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import select
+from collections.abc import MutableMapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether import log
 from mcp_tether.guard.result import REPORT_ENV, SERVER_EXIT, SIGNALLED
 from mcp_tether.proc.identity import ProcessId
 
-TYPE_CHECKING = False  # typing stays off the guard's start-up path
 if TYPE_CHECKING:
-    from collections.abc import MutableMapping
-    from typing import Any
-
     from mcp_tether.guard.result import GuardResult
 
 __all__ = [
@@ -67,66 +69,39 @@ class ReportError(ValueError):
     """A report line that this reader cannot take: garbage or another version."""
 
 
+@dataclass
 class RungTaken:
     """One rung of the guard's ladder: what, when (ms after the trigger), and how it went."""
 
-    __slots__ = ("action", "ms", "outcome")
-
-    def __init__(self, action: str, ms: float, outcome: str) -> None:
-        self.action = action  # "close-stdin" | "sigterm" | "sigkill"
-        self.ms = ms
-        self.outcome = outcome  # "exited" | "timeout" | "gone" | "denied"
-
-    def __repr__(self) -> str:
-        return f"RungTaken({self.action!r}, {self.ms!r}, {self.outcome!r})"
+    action: str  # "close-stdin" | "sigterm" | "sigkill"
+    ms: float
+    outcome: str  # "exited" | "timeout" | "gone" | "denied"
 
 
-_FIELDS = ("reason", "signal", "forwarded", "exit_status", "server_status", "server_pid",
-           "ended_by", "rungs", "survivors", "escapees", "holders", "counts",
-           "server_exit_ms", "elapsed_ms", "hurried")
-
-
+@dataclass(eq=True)
 class GuardReport:
     """What one guarded run did, as the report line carries it (see the module doc)."""
 
-    __slots__ = _FIELDS
+    reason: str
+    exit_status: int
+    ended_by: str
+    signal: str | None = None
+    forwarded: bool = False
+    server_status: int | None = None
+    server_pid: int | None = None
+    rungs: list[RungTaken] = field(default_factory=list)
+    survivors: list[ProcessId] = field(default_factory=list)
+    escapees: list[ProcessId] = field(default_factory=list)
+    holders: list[ProcessId] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # empty: the lists' lengths
+    server_exit_ms: float | None = None
+    elapsed_ms: float = 0.0
+    hurried: bool = False
 
-    def __init__(
-        self,
-        *,
-        reason: str,
-        exit_status: int,
-        ended_by: str,
-        server_status: int | None = None,
-        server_pid: int | None = None,
-        signal: str | None = None,
-        forwarded: bool = False,
-        rungs: list[RungTaken] | None = None,
-        survivors: list[ProcessId] | None = None,
-        escapees: list[ProcessId] | None = None,
-        holders: list[ProcessId] | None = None,
-        counts: dict[str, int] | None = None,
-        server_exit_ms: float | None = None,
-        elapsed_ms: float = 0.0,
-        hurried: bool = False,
-    ) -> None:
-        self.reason = reason
-        self.signal = signal
-        self.forwarded = forwarded
-        self.exit_status = exit_status
-        self.server_status = server_status
-        self.server_pid = server_pid
-        self.ended_by = ended_by
-        self.rungs: list[RungTaken] = rungs or []
-        self.survivors: list[ProcessId] = survivors or []
-        self.escapees: list[ProcessId] = escapees or []
-        self.holders: list[ProcessId] = holders or []
-        self.counts: dict[str, int] = counts if counts is not None else {
-            "others": 0, "survivors": len(self.survivors),
-            "escapees": len(self.escapees), "holders": len(self.holders)}
-        self.server_exit_ms = server_exit_ms
-        self.elapsed_ms = elapsed_ms
-        self.hurried = hurried
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = {"others": 0, "survivors": len(self.survivors),
+                           "escapees": len(self.escapees), "holders": len(self.holders)}
 
     @classmethod
     def from_result(cls, r: GuardResult) -> GuardReport:
@@ -158,10 +133,8 @@ class GuardReport:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"version": VERSION}
-        for name in _FIELDS:
-            d[name] = getattr(self, name)
-        d["rungs"] = [{"action": x.action, "ms": x.ms, "outcome": x.outcome}
-                      for x in self.rungs]
+        d.update((f.name, getattr(self, f.name)) for f in fields(self))
+        d["rungs"] = [asdict(x) for x in self.rungs]
         for name in _IDENTITY_LISTS:
             d[name] = [{"pid": p.pid, "start": p.start} for p in d[name]]
         d["counts"] = dict(self.counts)
@@ -169,19 +142,7 @@ class GuardReport:
 
     def to_json(self) -> str:
         """The report line (no newline): one JSON object."""
-        import json  # only a guard asked for a report pays for it
-
         return json.dumps(self.to_dict(), separators=(",", ":"))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, GuardReport):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable lists inside
-
-    def __repr__(self) -> str:
-        return f"GuardReport({self.reason!r}, status {self.exit_status}, by {self.ended_by!r})"
 
 
 _IDENTITY_LISTS = ("survivors", "escapees", "holders")
@@ -245,8 +206,6 @@ def take_report_fd(environ: MutableMapping[str, str] | None = None) -> int | Non
         log.warning(f"{REPORT_ENV}={fd} refused: fds 0-2 are the server's stdio "
                     "(stdout carries protocol bytes only): no report")
         return None
-    import fcntl
-
     try:
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     except OSError as exc:
@@ -263,7 +222,6 @@ def take_report_fd(environ: MutableMapping[str, str] | None = None) -> int | Non
 def write_report(fd: int, report: GuardReport) -> bool:
     """Write the one report line to `fd` and close it; False (and one warning line) if
     it could not be written whole within `WRITE_WAIT`."""
-    import select
     import time
 
     data = (report.to_json() + "\n").encode()
@@ -296,8 +254,6 @@ def write_report(fd: int, report: GuardReport) -> bool:
 # -- the reader's end ------------------------------------------------------------------
 def read_report(text: str | bytes) -> GuardReport:
     """Parse one report line; `ReportError` (one line, why) for anything else."""
-    import json
-
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     try:
