@@ -38,7 +38,7 @@ def test_a_leak_whose_stdin_cannot_be_seen_is_unknown_and_reap_ends_nothing(
     doc = ps_json(capsys)
     e = entry(doc, orphan.pid)
     assert e is not None, doc
-    assert e["state"] != "leaked" and "stdin-no-writer" not in e["evidence"], e
+    assert e["state"] == "unknown" and "stdin-no-writer" not in e["evidence"], e
     assert e["stdin"]["writer"] != "no", e  # today "n/a": not seen, so not "no writer"
     rc, out, _ = run_cli(capsys, "reap", "--yes", "--include", "guess", "--json",
                          "--grace", "1")
