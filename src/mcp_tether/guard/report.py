@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from mcp_tether import log
-from mcp_tether.guard.result import REPORT_ENV, SERVER_EXIT, SIGNALLED
+from mcp_tether.guard.result import FORWARDED, REPORT_ENV, signame
 from mcp_tether.proc.identity import ProcessId
 
 if TYPE_CHECKING:
@@ -106,15 +106,15 @@ class GuardReport:
     @classmethod
     def from_result(cls, r: GuardResult) -> GuardReport:
         t0 = r.triggered_at if r.triggered_at is not None else r.started_at
-        sig = _signame(r.signal) if r.signal is not None else None
+        sig = signame(r.signal) if r.signal is not None else None
         return cls(
             reason=r.reason,
             signal=sig,
-            forwarded=sig in _FORWARDED,
+            forwarded=r.signal in FORWARDED,
             exit_status=r.exit_status,
             server_status=None if r.server_exited_at is None else r.server_status,
             server_pid=r.server_pid,
-            ended_by=_ended_by(r),
+            ended_by=r.ended_by,
             rungs=[RungTaken(x.action, _ms(t0, x.sent_at), x.outcome) for x in r.rungs],
             survivors=r.survivors[:LIST_CAP],
             escapees=r.escapees[:LIST_CAP],
@@ -146,39 +146,6 @@ class GuardReport:
 
 
 _IDENTITY_LISTS = ("survivors", "escapees", "holders")
-# What the guard forwards to the server's group (guard.session.STOP_SIGNALS).
-_FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP")
-
-
-def _ended_by(r: GuardResult) -> str:
-    """Which rung ended the server: the value set of `ENDED_BY`."""
-    if r.hurried:
-        return "sigkill"
-    if r.server_exited_at is None:
-        # Never reaped: the ladder was refused (permission), so nothing ended it.
-        return "none" if any(x.outcome == "denied" for x in r.rungs) else "unknown"
-    if r.holders and r.reason != SERVER_EXIT:
-        # A launcher handed over: the server is whoever held the stdio, and the ladder's
-        # last rung that ended anything ended them (close-stdin: they left by themselves).
-        if r.survivors:
-            return "none"
-        done = [x.action for x in r.rungs if x.outcome in ("exited", "gone")]
-        last = done[-1] if done else "close-stdin"
-        return "self" if last == "close-stdin" else last
-    by = r.server_ended_by
-    if by == "self" and r.reason == SIGNALLED and r.signal is not None \
-            and _signame(r.signal) == "SIGTERM":
-        return "sigterm"  # the guard forwarded SIGTERM to the group: it sent that rung
-    return by
-
-
-def _signame(sig: int) -> str:
-    import signal
-
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
 
 
 def _ms(a: float, b: float) -> float:

@@ -97,6 +97,30 @@ class GuardResult:
                 by = rung.action
         return by
 
+    @property
+    def ended_by(self) -> str:
+        """Which rung ended the server, for machines (the guard's report): "self",
+        "sigterm", "sigkill", "none" (the ladder was refused, or a holder survived) or
+        "unknown". After a hand-over the server is whoever held the stdio; a SIGTERM the
+        guard forwarded to the group counts as that rung."""
+        if self.hurried:
+            return "sigkill"
+        if self.server_exited_at is None:
+            return "none" if any(r.outcome == "denied" for r in self.rungs) else "unknown"
+        if self.holders and self.reason != SERVER_EXIT:
+            if self.survivors:
+                return "none"
+            last = self._last_rung_that_ended()
+            return "self" if last == "close-stdin" else last
+        by = self.server_ended_by
+        if by == "self" and self.reason == SIGNALLED and self.signal == signal.SIGTERM:
+            return "sigterm"
+        return by
+
+    def _last_rung_that_ended(self) -> str:
+        done = [r for r in self.rungs if r.outcome in ("exited", "gone")]
+        return done[-1].action if done else "close-stdin"
+
     def summary(self) -> str:
         """One line for stderr: why the guard stopped, and how the server ended."""
         t0 = self.triggered_at if self.triggered_at is not None else self.started_at
@@ -109,8 +133,8 @@ class GuardResult:
                 + (", stdin still open)" if self.stdin_open else ", stdin hang-up)")
             )
         elif self.reason == SIGNALLED:
-            name = _signame(self.signal) if self.signal else "signal"
-            if self.signal in _FORWARDED:
+            name = signame(self.signal) if self.signal else "signal"
+            if self.signal in FORWARDED:
                 parts.append(f"got {name}, forwarded to the server")
             else:
                 parts.append(f"got {name} (not forwarded), ending the tree before leaving")
@@ -139,8 +163,7 @@ class GuardResult:
         if self.holders and self.reason != SERVER_EXIT:
             parts.append(f"ended {self._ended_how()} (status {self.exit_status})")
         if self.others:
-            ended = [r for r in self.rungs if r.outcome in ("exited", "gone")]
-            last = ended[-1].action if ended else "close-stdin"
+            last = self._last_rung_that_ended()
             how = "" if last == "close-stdin" else f" by {last.upper()}"
             n = len(self.others)
             esc = f" ({len(self.escapees)} outside its group)" if self.escapees else ""
@@ -151,24 +174,24 @@ class GuardResult:
         return "; ".join(parts)
 
     def _ended_how(self) -> str:
-        done = [r for r in self.rungs if r.outcome in ("exited", "gone")]
-        if not done or done[-1].action == "close-stdin":
+        last = self._last_rung_that_ended()
+        if last == "close-stdin":
             return "by itself after the hang-up" if self.stdin_open is False else "by itself"
-        return f"by {done[-1].action.upper()}"
+        return f"by {last.upper()}"
 
     def _status_text(self) -> str:
         if self.server_signal is not None:
-            name = _signame(self.server_signal)
+            name = signame(self.server_signal)
             return f"died of {name}, status {self.exit_status}"
         return f"exited with status {self.exit_status}"
 
 
 # What the guard forwards (guard.session.STOP_SIGNALS; not imported: the session
 # module is the loop, and this one is read without it).
-_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def _signame(sig: int) -> str:
+def signame(sig: int) -> str:
     """SIGUSR1; `signal 40` for a real-time signal the enum has no name for."""
     try:
         return signal.Signals(sig).name
