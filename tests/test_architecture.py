@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -181,17 +180,25 @@ HOT_RUN = HOT_IMPORT | {
     "mcp_tether._lazy", "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether._plat.record",
     "mcp_tether.cli",
     "mcp_tether.cliutil", "mcp_tether.container", "mcp_tether.errors", "mcp_tether.guard",
+    "mcp_tether.guard.cli",
     "mcp_tether.guard.argv",
     "mcp_tether.guard.result", "mcp_tether.guard.session", "mcp_tether.ladder",
     "mcp_tether.log", "mcp_tether.platform", "mcp_tether.proc", "mcp_tether.proc.end",
-    "mcp_tether.proc.front", "mcp_tether.proc.inbox",
+    "mcp_tether.proc.front", "mcp_tether.proc.identity", "mcp_tether.proc.inbox",
     "mcp_tether.proc.reap", "mcp_tether.proc.signals", "mcp_tether.proc.spawn",
     "mcp_tether.proc.tree", "mcp_tether.watch"}
-# Each path runs after an audit hook that names every module imported from then on (also
-# through importlib.import_module, which -X importtime does not show); what the bare
-# interpreter loaded before (site, .pth hooks) is not the package's doing.
-_TRACE = ("import sys\n"
-          "sys.addaudithook(lambda e, a: e == 'import' and sys.stderr.write(f'@imp {a[0]}\\n'))\n")
+# Each path runs after a prelude that notes sys.modules, and names what was added when
+# the interpreter leaves, by atexit or by os._exit (how `run` leaves): every module,
+# also those imported through importlib.import_module. What the bare interpreter loaded
+# before (site, .pth hooks) is not the package's doing.
+_TRACE = ("import atexit, os, sys\n"
+          "_before = set(sys.modules)\n"
+          "def _names():\n"
+          "    sys.stderr.write('@mods ' + ' '.join(set(sys.modules) - _before) + '\\n')\n"
+          "    sys.stderr.flush()\n"
+          "atexit.register(_names)\n"
+          "_exit = os._exit\n"
+          "os._exit = lambda code: (_names(), _exit(code))\n")
 HOT = {"import": "import mcp_tether",
        # the helper's names, as a server's `mcp_tether.run(mcp)` reaches them
        "helper": "import mcp_tether; mcp_tether.run",
@@ -203,18 +210,9 @@ def _loaded(code: str) -> set[str]:
     p = subprocess.run([sys.executable, "-c", _TRACE + code], stdin=subprocess.DEVNULL,
                        capture_output=True, timeout=60)
     assert p.returncode == 0 and p.stdout == b"", p.stderr.decode()[-2000:]
-    names = {line[5:] for line in p.stderr.decode().splitlines() if line.startswith("@imp ")}
-    names = {n for n in names if _exists(n)}  # the hook also names failed attempts
-    # A module's parents are loaded before it (the hook misses a package imported by
-    # importlib.import_module when it is named through its own __getattr__).
-    return {".".join(n.split(".")[:i]) for n in names for i in range(1, n.count(".") + 2)}
-
-
-def _exists(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:  # a parent that does not exist (copy's `org.python.core`)
-        return False
+    lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("@mods ")]
+    assert lines, p.stderr.decode()[-2000:]
+    return {m for ln in lines for m in ln.split()[1:]}  # `run`'s front and supervisor
 
 
 @pytest.mark.parametrize("path", sorted(HOT))

@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 import select
 import time
+from collections.abc import Iterable
 
 from mcp_tether import platform
 from mcp_tether.proc.identity import SAME, ProcessId, compare
-
-TYPE_CHECKING = False  # typing/collections.abc stay off the start-up path
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 __all__ = ["ExitWaiter", "wait_gone"]
 
