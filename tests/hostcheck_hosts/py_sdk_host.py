@@ -8,12 +8,14 @@ SIGKILL; the server runs in a session and group of its own). Usage: py_sdk_host.
 import asyncio
 import signal
 import sys
+from typing import Any
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 
-async def main() -> None:
+async def main(stdio_client: Any = stdio_client) -> None:
+    """The host; tether_host.py runs it with mcp_tether's `stdio_client`."""
     params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -32,4 +34,5 @@ async def main() -> None:
         await stop.wait()
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())

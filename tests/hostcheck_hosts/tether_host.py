@@ -6,32 +6,9 @@ tree; a guard ends the tree even if this host is SIGKILLed). Usage: tether_host.
 """
 
 import asyncio
-import signal
-import sys
 
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters
+from py_sdk_host import main  # the same host, beside this file
 
 from mcp_tether.client import stdio_client
 
-
-async def main() -> None:
-    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(sig, stop.set)
-
-    def on_stdin() -> None:
-        if not sys.stdin.buffer.raw.read(4096):
-            loop.remove_reader(0)
-            stop.set()
-
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        await session.list_tools()
-        loop.add_reader(0, on_stdin)
-        await stop.wait()
-
-
-asyncio.run(main())
+asyncio.run(main(stdio_client))
