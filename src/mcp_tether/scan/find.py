@@ -346,9 +346,8 @@ class _Scan:
             return rec.comm if rec is not None else None
 
         ev, far = rules.judge(role == "adopter", chans,
-                              lambda c: peers.far_holders(c, skip), comm_of)
-        if PARENT_GONE in ev and not table.CHANNEL_DETAIL and FAR_END_UNSEEN not in ev:
-            ev.append(FAR_END_UNSEEN)  # launcher gone, and this backend cannot see its stdio
+                              lambda c: peers.far_holders(c, skip), comm_of,
+                              sees_far_ends=table.CHANNEL_DETAIL)
         leaked = (PARENT_GONE in ev and bool(set(ev) & set(CHANNEL_GONE))
                   and FAR_END_UNSEEN not in ev)
         writers: list[dict[str, Any]] = []

@@ -89,16 +89,21 @@ def is_engine_shim(comm: str) -> bool:
 
 def judge(parent_gone: bool, channels: list[Channel],
           holders: Callable[[Channel], list[int] | None],
-          comm_of: Callable[[int], str | None]) -> tuple[list[str], dict[int, list[int]]]:
+          comm_of: Callable[[int], str | None], *, sees_far_ends: bool = True,
+          ) -> tuple[list[str], dict[int, list[int]]]:
     """The evidence for one process: (evidence constants, far-end holders per channel fd).
 
     `holders(c)`: the pids we can see holding the other side of a channel `c` whose
     peer is "yes" (None: cannot tell). Asked only when a side is gone, so the common
-    case (a live server, every side held) costs nothing.
+    case (a live server, every side held) costs nothing. `sees_far_ends` False (a
+    backend that cannot look at other processes' fds): a server whose launcher is gone
+    is `unknown`, whatever its own channels say.
     """
     ev: list[str] = []
     if parent_gone:
         ev.append(PARENT_GONE)
+        if not sees_far_ends:
+            return [*ev, FAR_END_UNSEEN], {}
     ins = [c for c in channels if c.side in ("in", "both")]
     outs = [c for c in channels if c.side in ("out", "both")]
     if ins and all(c.peer == "no" for c in ins):
