@@ -447,8 +447,10 @@ class Keeper:
             if ident not in self.waiter.exited:
                 out.append(ident)
         # Without a subreaper, a member whose parent died is no descendant of ours any
-        # more: still a member, by identity, until the waiter sees it exit.
-        out += [i for i in self.seen if i not in self.waiter.exited and i not in out]
+        # more: still a member, by identity, until the waiter sees it exit. A process seen
+        # before the client named it its helper is the client's, not the server's.
+        out += [i for i in self.seen if i not in self.waiter.exited and i not in out
+                and i.pid not in self.client_side]
         self._scan_live = out
         return out
 
