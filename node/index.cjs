@@ -21,6 +21,14 @@
 // - Nothing is ever written to stdout. Diagnostics are single synchronous writes to fd 2
 //   that ignore a dead stderr; MCP_TETHER_LOG=debug|info|warning|quiet (default warning).
 // - No timer or listener of ours keeps the event loop alive: the host watch is unref'd.
+// - Safe to call late (after any `await` at start-up): what already happened to the
+//   streams is read on attach (stdin ended, closed, destroyed or errored; stdout
+//   destroyed, ended or errored; stderr dead) and shuts down at once with the reason the
+//   listener would have given. What tether() cannot see after the fact: a signal that
+//   came before it (Node's default: SIGTERM, SIGINT and SIGHUP end the process at once,
+//   no close, no hooks; a handler of the server's own got it instead) and a host that
+//   died before it (the ancestor it then finds is whoever adopted the process). Hence
+//   the placement: before any other `await` at start-up.
 
 const fs = require('node:fs');
 const hostlib = require('./lib/host.cjs');
@@ -185,7 +193,31 @@ function tether(server, options) {
     get host() { return host && { pid: host.pid, start: host.start, argv: host.argv.slice() }; },
     hostWhy,
   };
+  // A listener added after its event waits forever: a client that closed stdin during
+  // an `await` before this call (or a host that started us with stdin at EOF) has come
+  // and gone. The streams keep their state, so it is read once, here.
+  const past = pastTrigger(stdin);
+  if (past) {
+    say('info', `${past} came before tether() was called`);
+    shutdown(past, 0);
+  }
   return state.handle;
+}
+
+/** The reason the live listeners would have given for what already happened to the
+ * streams, or null. Order as the events come: an error, then `end`, then `close`. */
+function pastTrigger(stdin) {
+  if (stdin.errored) return `stdin-error:${stdin.errored.code}`;
+  if (stdin.readableEnded) return 'stdin-end';
+  if (stdin.destroyed || stdin.closed) return 'stdin-close';
+  const out = process.stdout;
+  if (out.errored) return `stdout-error:${out.errored.code}`;
+  // Destroyed or ended without an error: the next write fails with these codes.
+  if (out.destroyed) return 'stdout-error:ERR_STREAM_DESTROYED';
+  if (out.writableEnded) return 'stdout-error:ERR_STREAM_WRITE_AFTER_END';
+  const err = process.stderr.errored;
+  if (err && DEAD_PIPE.has(err.code)) return `stderr-error:${err.code}`;
+  return null;
 }
 
 const TIMED_OUT = Symbol('timed out');
