@@ -117,20 +117,28 @@ function tether(server, options) {
   async function run(reason, code) {
     const deadline = Date.now() + timeoutMs;
     say('info', `shutting down (${reason}); exit status ${code}`);
-    const steps = [
-      ...state.servers.map((s) => ({ name: 'server.close()', fn: () => s.close() })),
-      ...state.hooks.map((h, i) => ({
-        name: `onShutdown hook ${i + 1}${h.name ? ` (${h.name})` : ''}`, fn: () => h(reason),
-      })),
-    ];
-    for (let i = 0; i < steps.length; i++) {
-      const share = Math.max(0, (deadline - Date.now()) / (steps.length - i));
-      const out = await bounded(steps[i].fn, share);
+    // Servers, then hooks, read as the run goes: a tether(server) that joins after the
+    // shutdown started (it began on attach, at a first tether({ onShutdown })) still runs.
+    let closed = 0;
+    let hooked = 0;
+    for (;;) {
+      const left = state.servers.length - closed + state.hooks.length - hooked;
+      if (left === 0) break;
+      let step;
+      if (closed < state.servers.length) {
+        const s = state.servers[closed++];
+        step = { name: 'server.close()', fn: () => s.close() };
+      } else {
+        const h = state.hooks[hooked++];
+        step = { name: `onShutdown hook ${hooked}${h.name ? ` (${h.name})` : ''}`, fn: () => h(reason) };
+      }
+      const share = Math.max(0, (deadline - Date.now()) / left);
+      const out = await bounded(step.fn, share);
       if (out === TIMED_OUT) {
-        say('warning', `${steps[i].name} did not finish within its ${Math.round(share)} ms ` +
+        say('warning', `${step.name} did not finish within its ${Math.round(share)} ms ` +
           `of the ${timeoutMs} ms shutdown deadline (${reason}): cut off`);
       } else if (out && out.threw) {
-        say('warning', `${steps[i].name} threw during shutdown (${reason}): ${oneLine(out.error)}`);
+        say('warning', `${step.name} threw during shutdown (${reason}): ${oneLine(out.error)}`);
       }
     }
     state.exit(code);
@@ -195,11 +203,13 @@ function tether(server, options) {
   };
   // A listener added after its event waits forever: a client that closed stdin during
   // an `await` before this call (or a host that started us with stdin at EOF) has come
-  // and gone. The streams keep their state, so it is read once, here.
+  // and gone. The streams keep their state, so it is read once, here. The shutdown
+  // starts on the next tick, before any I/O: a tether(server) on the line after this
+  // call still joins in time to be closed first.
   const past = pastTrigger(stdin);
   if (past) {
     say('info', `${past} came before tether() was called`);
-    shutdown(past, 0);
+    process.nextTick(() => shutdown(past, 0));
   }
   return state.handle;
 }

@@ -13,10 +13,12 @@ export function tmp() {
   return mkdtempSync(join(tmpdir(), "mcp-tether-node-"));
 }
 
-/** Write `body` as an .mjs file in a temp dir; `TETHER` in it is the package's import. */
-export function script(body, dir = tmp()) {
+/** Write `body` as an .mjs file in a temp dir, after the package's import (none with
+ * `{ late: true }`: the body imports it itself, from `PACKAGE`). */
+export function script(body, dir = tmp(), { late = false } = {}) {
   const file = join(dir, "s.mjs");
-  writeFileSync(file, `import { tether, findHost } from ${JSON.stringify(INDEX_MJS)};\n` +
+  writeFileSync(file, (late ? `const PACKAGE = ${JSON.stringify(INDEX_MJS)};\n`
+    : `import { tether, findHost } from ${JSON.stringify(INDEX_MJS)};\n`) +
     `import { appendFileSync } from "node:fs";\n` +
     `const OUT = ${JSON.stringify(join(dir, "out.txt"))};\n` +
     `const note = (s) => appendFileSync(OUT, s + "\\n");\n${body}\n`);
