@@ -6,8 +6,8 @@ Guarantees:
   also sets `state`, `how` and `label`).
 - `to_dict()` is the JSON schema of `inspect --json`, and the only place a finding
   becomes a dict: `language` when known, `remedy` for a Node SDK package (a
-  `NodeTransport`), `state`/`how`/`label` when the finding answers "what does this
-  server load".
+  `NodeTransport`), `state`/`how`/`label`/`tether` when the finding answers "what does
+  this server load".
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["Transport", "NodeTransport"]
+
+# The fields of the answer to "what does this server load" (`uses.Uses.as_inspect`).
+ANSWER = ("state", "how", "label", "tether")
 
 
 @dataclass
@@ -39,13 +42,16 @@ class Transport:
     state: str | None = None  # "sdk" / "none" / "unknown"
     how: str | None = None
     label: str | None = None
+    # How the server loads the Node package mcp-tether ("server.mjs imports
+    # 'mcp-tether'"), None when its code does not: then a fix is not "add the line".
+    tether: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         if self.language is None:
             del out["language"]
         if self.state is None:
-            for key in ("state", "how", "label"):
+            for key in ANSWER:
                 del out[key]
         return out
 
@@ -59,6 +65,6 @@ class NodeTransport(Transport):
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         # `remedy` sits before the answer's fields, as it always has in the JSON.
-        answer: dict[str, Any] = {k: out.pop(k) for k in ("state", "how", "label") if k in out}
+        answer: dict[str, Any] = {k: out.pop(k) for k in ANSWER if k in out}
         out.update(answer)
         return out

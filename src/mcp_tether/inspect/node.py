@@ -26,11 +26,20 @@ STDIO_SUBPATHS = ("./server/stdio.js", "./server/stdio", "./stdio.js", "./stdio"
 # The fix for any Node server, whatever its SDK version: the package in this repository's
 # node/ folder. One text, shown by `inspect`, the probe's remedy, --markdown and --html.
 NODE_INSTALL = "npm install /path/to/mcp-tether/node"
+# Where the line goes, for a server that has it too late: a signal before tether() gets
+# Node's default (death, no hooks) and a host that died before it is not seen.
+NODE_PLACEMENT = (
+    "call it before any other `await` at start-up and on every start-up path: "
+    "`tether(server);` right after `await server.connect(transport)`, or, when the "
+    "server awaits things (a dynamic import, a database, a config) before connecting, "
+    "`tether(null, { onShutdown })` first thing and `tether(server)` once connected"
+)
 NODE_REMEDY = (
     "install the Node package mcp-tether (from a clone of mcp-tether: "
     f"`{NODE_INSTALL}`) and add one line after `await server.connect(transport)`: "
     "`tether(server);` with `import { tether } from \"mcp-tether\"` (CommonJS: "
-    "`const { tether } = require(\"mcp-tether\")`): the server then exits on stdin EOF, "
+    "`const { tether } = require(\"mcp-tether\")`), imported statically and called "
+    "before any other `await`: the server then exits on stdin EOF, "
     "a dead stdout, SIGTERM/SIGINT/SIGHUP and its host's death (behind npx too), after "
     "`server.close()` and your `onShutdown` hooks"
 )

@@ -20,6 +20,8 @@ Guarantees:
   console script imports (parsed, following its own modules). `fastmcp` goes through
   `mcp` and is named so. A script that imports no MCP SDK is "none" whatever is
   installed beside it.
+- Node: whether those imports reach the package `mcp-tether` (node/) is said too
+  (`tether`), so a fix never tells a server to add a line it already has.
 - `how` says how the answer was found; `state` is "unknown" when it could not be, never a
   guess. Files are read, never executed; reads are bounded (`MAX_FILES`, `MAX_BYTES`).
 """
@@ -55,6 +57,7 @@ __all__ = ["Uses", "uses_for_command", "node_uses", "python_uses", "NODE_SDKS", 
 NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server",
              "@modelcontextprotocol/node", "@modelcontextprotocol/core", "fastmcp")
 PY_SDKS = ("fastmcp", "mcp")  # fastmcp first: it goes through mcp
+TETHER_PACKAGE = "mcp-tether"  # this repository's Node package (node/)
 MAX_FILES = 3000  # files read while following one entry point's imports
 MAX_BYTES = 200_000_000
 _SPEC = re.compile(
@@ -78,6 +81,7 @@ class Uses:
     path: str | None = None  # the SDK's folder, or the bundle file
     how: str = ""
     info: Transport | None = None  # `inspect`'s reading of its stdio transport
+    tether: str | None = None  # how it loads the Node package mcp-tether, if it does
 
     @property
     def found(self) -> bool:
@@ -95,6 +99,7 @@ class Uses:
         return {"state": self.state, "language": self.language, "package": self.package,
                 "version": self.version, "via": self.via, "bundled": self.bundled,
                 "path": self.path, "how": self.how, "label": self.label(),
+                "tether": self.tether,
                 "transport": None if self.info is None else self.info.to_dict()}
 
     @property
@@ -114,7 +119,7 @@ class Uses:
         without a package, so the diagnosis can say so."""
         base = self.info if self.state == "sdk" and self.info is not None else Transport()
         return [replace(base, language=self.language, state=self.state, how=self.how,
-                        label=self.label())]
+                        label=self.label(), tether=self.tether)]
 
 
 # ----- Node -------------------------------------------------------------------------
@@ -218,6 +223,10 @@ def node_uses(entry: Path) -> Uses:
                 pkg_dir = _node_package(name, path.parent)
                 if pkg_dir is None:
                     continue  # a builtin, or not installed: Node would fail the same way
+                if name == TETHER_PACKAGE:
+                    if out.tether is None:
+                        out.tether = f"{_rel(path, own)} imports '{spec}'"
+                    continue
                 if name in NODE_SDKS:
                     if not any(r[1] == pkg_dir for r in reached) or "stdio" in spec:
                         reached.append((name, pkg_dir, spec, path))

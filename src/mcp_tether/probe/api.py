@@ -272,7 +272,7 @@ def probe(
     resolve_command(argv, opts.env, opts.cwd)
     specs = build_specs(argv, opts)
     raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop)
-    annotate(raw, list(argv))
+    annotate(raw, list(argv), cwd=opts.cwd)
     results = []
     for d in raw:
         res = ScenarioResult.from_dict(d)

@@ -254,6 +254,13 @@ def _sdk_text(sdks: list[Transport], language: str | None) -> str | None:
     return f"it loads {label}, whose stdio transport {what} (stdin listeners: {ev}){how}"
 
 
+def _tether_loaded(sdks: list[Transport], language: str | None) -> str | None:
+    """How a Node server loads the package mcp-tether (`inspect.uses`), or None."""
+    if language != "node":
+        return None
+    return next((s.tether for s in sdks if s.tether and s.language in ("node", None)), None)
+
+
 def _children(r: dict[str, Any], command: list[str]) -> str:
     """The server's descendants that outlived the window (or were killed at its end),
     named by pid and command; "" when there were none, or when the command is a
@@ -333,6 +340,11 @@ def diagnose(
                 if ends and alive:
                     sdk += ": so something in the server's own code keeps it alive"
                 sentences.append(sdk)
+        loaded = _tether_loaded(sdks, lang)
+        if loaded:
+            sentences.append(f"it loads mcp-tether (found: {loaded}), yet its tether() was "
+                             "not in effect when the trigger came: it runs too late (after "
+                             "an `await` that outlasted the client) or not on this path")
         sig = {"sigterm": "SIGTERM", "sigint": "SIGINT"}.get(sc)
         seen = set()
         for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
@@ -388,7 +400,14 @@ def remedy(
         elif wrapper and head in _LAUNCHERS:
             steps.append(f"`{head}` stays in between and does not forward signals: run the "
                          "installed server's own command instead")
-        if lang == "node":
+        loaded = _tether_loaded(sdks, lang)
+        if loaded:
+            from mcp_tether.inspect.node import NODE_PLACEMENT
+
+            steps.append(f"the Node server already loads mcp-tether ({loaded}): the line "
+                         "is there but did not take hold in time (it runs after an `await` "
+                         f"that outlasted the client, or on a path not taken); {NODE_PLACEMENT}")
+        elif lang == "node":
             from mcp_tether.inspect.node import NODE_REMEDY
 
             steps.append(f"in the Node server {NODE_REMEDY}")
@@ -424,10 +443,12 @@ def annotate(
     command: list[str],
     *,
     locate: Callable[[list[str]], list[Transport]] | None = None,
+    cwd: str | None = None,
 ) -> list[dict[str, Any]]:
     """Add `diagnosis` and `remedy` to each result that failed (in place; returned).
 
-    The server's SDKs are located from the command only when something failed.
+    The server's SDKs are located from the command (run in `cwd`, the probe's working
+    directory) only when something failed.
     """
     sdks: list[Transport] | None = None
     for r in results:
@@ -437,7 +458,8 @@ def annotate(
             if locate is None:
                 from mcp_tether.inspect import sdks_for_command
 
-                locate = sdks_for_command
+                def locate(argv: list[str]) -> list[Transport]:
+                    return sdks_for_command(argv, cwd)
             sdks = locate(list(command))
         r["diagnosis"] = diagnose(r, command, sdks)
         r["remedy"] = remedy(r, command, sdks)
