@@ -115,7 +115,58 @@ def test_the_same_server_without_the_line_fails(fx: Path, tmp_path: Path,
     report, _ = _probe(fx, tmp_path, argv, ("close",))
     (r,) = report.results
     assert not r.passed and r.verdict in ("terminated", "killed", "orphaned"), r.verdict
-    assert "`tether(server);`" in r.remedy  # the probe's remedy is the one line
+    # The fixture imports the package without calling it: the remedy is where to call it.
+    assert "`tether(server);`" in r.remedy
+
+
+def _server_pid(r: object) -> int | None:
+    return next((e["pid"] for e in getattr(r, "raw", {}).get("events", [])
+                 if e.get("what") == "spawn" and e.get("role") == "server"), None)
+
+
+EOF_SCENARIOS = ("close", "exit", "crash", "devnull", "half-close")
+
+
+@pytest.mark.parametrize("line", ["v1", "v2"])
+def test_a_tether_called_after_a_dynamic_import_still_sees_an_eof_that_came_first(
+        fx: Path, tmp_path: Path, line: str) -> None:
+    """1. probe at robust a server that awaits `import("mcp-tether")` after connect
+    (tests/node/late.mjs); 2. every scenario passes (the host's death only if tether()
+    was attached before it: a host that died earlier is not seen, and the remedy says
+    so); 3. every EOF scenario's server ran its hook with `stdin-end`, devnull's (stdin
+    at EOF from the start) included; every server that attached ran its hook."""
+    report, lines = _probe(fx, tmp_path, ["node", "late.mjs", line])
+    hooked = _pids(lines, "hook")
+    bad, unhooked = [], set()  # unhooked: servers not expected to run their hook
+    for r in report.results:
+        if r.scenario == "idle":
+            unhooked.add(_server_pid(r))  # still serving when the probe ends it
+        if r.passed:
+            continue
+        if r.scenario == "inherited-writer" and "already loads mcp-tether" in r.remedy:
+            unhooked.add(_server_pid(r))  # the client died before tether() ran
+            continue
+        bad.append((r.scenario, r.verdict, r.diagnosis or r.detail))
+    assert not bad, bad
+    for r in report.results:
+        if r.scenario in EOF_SCENARIOS:
+            assert hooked.get(_server_pid(r) or -1) == "hook reason=stdin-end", (
+                r.scenario, hooked)
+    ready = _pids(lines, "ready")
+    assert set(ready) - unhooked <= set(hooked), (ready, hooked)
+    print(f"late {line}: " + ", ".join(f"{r.scenario} {r.verdict}" for r in report.results))
+
+
+def test_a_server_whose_tether_comes_too_late_is_told_the_placement_not_to_add_it(
+        fx: Path, tmp_path: Path) -> None:
+    """A server that awaits a slow step (10 min) before its tether(): EOF ends nothing,
+    and the remedy names the placement of the line it has, not "add one line"."""
+    report, _ = _probe(fx, tmp_path, ["node", "late.mjs", "v1", "600000"], ("close",))
+    (r,) = report.results
+    assert not r.passed, r.verdict
+    assert "late.mjs imports 'mcp-tether'" in r.diagnosis
+    assert "already loads mcp-tether" in r.remedy and "before any other `await`" in r.remedy
+    assert "add one line" not in r.remedy and "npm install" not in r.remedy
 
 
 @pytest.mark.parametrize("launch", ["direct", "npx"])
