@@ -24,8 +24,15 @@ export interface TetherOptions {
   hostPollMs?: number;
   /** Signals that shut down (exit 128+N). Default ["SIGHUP", "SIGINT", "SIGTERM"]. */
   signals?: Array<"SIGHUP" | "SIGINT" | "SIGTERM" | (string & {})>;
-  /** The stream whose end means the client is gone. Default process.stdin. */
-  stdin?: { on(event: string, listener: (...args: any[]) => void): unknown };
+  /** The stream whose end means the client is gone. Default process.stdin. Its state
+   * (`readableEnded`, `destroyed`, `closed`, `errored`) is read on attach. */
+  stdin?: {
+    on(event: string, listener: (...args: any[]) => void): unknown;
+    readonly readableEnded?: boolean;
+    readonly destroyed?: boolean;
+    readonly closed?: boolean;
+    readonly errored?: { code?: string } | null;
+  };
   /** Called with the exit status at the end instead of process.exit (for tests). */
   exit?: (code: number) => void;
 }
@@ -46,6 +53,10 @@ export interface Tether {
   readonly hostWhy: string;
 }
 
+/** Safe at any time: what already happened (stdin ended, closed or errored; stdout
+ * destroyed, ended or errored) shuts down at once with the listener's reason. Call it
+ * before any other `await` at start-up: a signal before it gets Node's default (death,
+ * no hooks) and a host that died before it is not seen. A second call joins the first. */
 export declare function tether(server: Closable | null | undefined, options?: TetherOptions): Tether;
 export declare function tether(options: TetherOptions): Tether;
 

@@ -288,3 +288,19 @@ def test_a_signal_kept_by_a_live_launcher_is_told_to_drop_the_launcher() -> None
     r["killed_at_window"] = [{"pid": 20, "evidence": {"alive": True}}]  # the server itself
     fix = remedy(r, ["node", "server.js"], [Transport(language="node", state="sdk")])
     assert fix is not None and "stays in between" not in fix
+
+
+def test_a_node_server_that_already_loads_mcp_tether_is_told_the_placement_not_the_line() -> None:
+    """inspect found `mcp-tether` among its imports: the remedy is where the call goes."""
+    argv = ["node", "late.mjs"]
+    r = {"scenario": "close", "host_style": "node", "verdict": "terminated", "passed": False,
+         "exit_ms": 2100, "events": [], "survivors": []}
+    found = Transport(language="node", state="sdk", package="@modelcontextprotocol/sdk",
+                      version="1.32.2", tether="late.mjs imports 'mcp-tether'")
+    text = remedy(r, argv, [found]) or ""
+    assert "already loads mcp-tether (late.mjs imports 'mcp-tether')" in text
+    assert "before any other `await`" in text and "`tether(null, { onShutdown })`" in text
+    assert "add one line" not in text and "npm install" not in text
+    assert "late.mjs imports 'mcp-tether'" in (diagnose(r, argv, [found]) or "")
+    plain = remedy(r, argv, [Transport(language="node", state="sdk")]) or ""
+    assert "add one line" in plain and "already loads" not in plain
