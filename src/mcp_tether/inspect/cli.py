@@ -9,14 +9,16 @@ import sys
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.inspect import NodeTransport, Transport, inspect_path, server_uses
-from mcp_tether.packages import ensure_installed, parse_spec
+from mcp_tether.packages import ensure_installed, parse_spec, policy_line
+from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec
 
 EPILOG = """\
 PATH: npm:NAME[@VERSION] or pypi:NAME[==VERSION] (installed into the package cache as
   `probe` does, then inspected there), a node_modules folder, a project holding one,
   a virtualenv or site-packages, or any folder holding those (e.g. ~/.npm/_npx,
-  ~/.cache/uv); default: this interpreter.
+  ~/.cache/uv); default: this interpreter. A package installs as for `probe`: no
+  install scripts (--allow-scripts runs them), wheels only (--allow-build).
 Reports for each SDK found (@modelcontextprotocol/sdk, @modelcontextprotocol/server,
   mcp, fastmcp) what its stdio server transport does, read from its installed source:
   the stdin events it listens to, whether stdin EOF ends the session, the signals it
@@ -39,6 +41,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--command", metavar="CMD",
                         help="a server command line: which SDK it loads, and how that was "
                              "found (state sdk / none / unknown)")
+    add_policy_options(parser)
 
 
 def _yes_no(value: object) -> str:
@@ -53,9 +56,13 @@ def command(args: argparse.Namespace) -> int:
     path = args.path
     if path and is_package_spec(path):
         spec = parse_spec(path)
-        place, marker, _ = ensure_installed(spec)
+        policy = policy_from(args, spec)
+        place, marker, _ = ensure_installed(spec, policy=policy)
         print(f"mcp-tether inspect: {spec.text} -> {marker.get('name')} "
               f"{marker.get('version')} in {place}", file=sys.stderr)
+        print(f"mcp-tether inspect: "
+              f"{policy_line(spec, policy, marker.get('install_scripts') or [])}",
+              file=sys.stderr)
         path = str(place)
     sdks = inspect_path(path)
     if args.json:

@@ -23,8 +23,9 @@ from mcp_tether.errors import (
     UsageError,
 )
 from mcp_tether.hosts.model import ServerEntry
-from mcp_tether.packages import prepare
-from mcp_tether.packages.spec import is_package_spec
+from mcp_tether.packages import policy_line, prepare
+from mcp_tether.packages.options import add_policy_options, policy_from
+from mcp_tether.packages.spec import is_package_spec, parse_spec
 from mcp_tether.probe import render
 from mcp_tether.probe.api import ProbeOptions, ProbeReport, ScenarioResult, probe
 from mcp_tether.probe.configured import (
@@ -86,7 +87,10 @@ packages: npm:NAME[@VERSION] / pypi:NAME[==VERSION] (or npm:./dir, pypi:./x.whl)
   installed once into ~/.cache/mcp-tether/packages ($MCP_TETHER_CACHE), then launched as
   a host would: --launch npx (npm default), uvx (PyPI default when uvx is installed,
   else direct) or direct (the installed command). Offline, the newest cached version is
-  used. Exit 127: the package cannot be fetched; 126: it has no server command.
+  used. Installing runs none of its code: npm --ignore-scripts (--allow-scripts runs
+  them), pip wheels only (--allow-build builds sdists); probing runs the server itself,
+  as you. Exit 127: the package cannot be fetched; 126: it has no server command;
+  2: a malformed spec or an unusable cache folder.
 exit 1 here means: some scenario of the level failed (2 also when the --junit file
   could not be written, after the results were printed)
 """
@@ -158,6 +162,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                      "where uvx is installed, else direct) or direct (the installed command)")
     pkg.add_argument("--bin", metavar="NAME",
                      help="the package's command to run, where it has several")
+    add_policy_options(pkg)
     parser.add_argument("cmd", nargs=argparse.REMAINDER,
                         help="-- the server command, or PACKAGE [OPTIONS] [-- ARGS]")
 
@@ -211,8 +216,9 @@ def command(args: argparse.Namespace) -> int:
         _refuse_our_options_without_dashes(cmd)
     if cmd and is_package_spec(cmd[0]):
         cmd = _package_command(cmd, args)
-    elif args.launch or args.bin:
-        raise UsageError("--launch and --bin go with a package spec (npm:NAME, pypi:NAME)")
+    elif args.launch or args.bin or args.allow_scripts or args.allow_build:
+        raise UsageError("--launch, --bin, --allow-scripts and --allow-build go with a "
+                         "package spec (npm:NAME, pypi:NAME)")
     opts = _options(args)
     if args.host or args.config:
         if cmd:
@@ -249,7 +255,9 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
         if args.cmd:
             raise UsageError(f"{' '.join(args.cmd)}: put the server's arguments after `--`: "
                              f"mcp-tether probe {spec} [OPTIONS] -- ARGS")
-    got = prepare(spec, bin=args.bin, launch=args.launch, args=server_args)
+    parsed = parse_spec(spec)
+    got = prepare(parsed, bin=args.bin, launch=args.launch, args=server_args,
+                  policy=policy_from(args, parsed))
     if got.cwd is not None:
         if args.cwd:
             raise UsageError("--cwd cannot be combined with --launch npx (npx runs in the "
@@ -258,6 +266,8 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
     how = "installed" if got.installed else "cached"
     print(f"mcp-tether probe: {got.spec.text} -> {got.name} {got.version} ({how} in "
           f"{got.dir}); {got.launch}: {shlex.join(got.argv)}", file=sys.stderr)
+    print(f"mcp-tether probe: {policy_line(got.spec, got.policy, got.install_scripts)}",
+          file=sys.stderr)
     for note in got.notes:
         print(f"mcp-tether probe: note: {note}", file=sys.stderr)
     return got.argv
