@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.inspect import NodeTransport, Transport, inspect_path, server_uses
+from mcp_tether.jsonout import print_json
 from mcp_tether.packages import ensure_installed, parse_spec, policy_line
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec
@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
     parser.add_argument("path", nargs="?", help="where to look (default: this interpreter), "
                         "or a package spec")
-    parser.add_argument("--json", action="store_true", help="print JSON: one object per SDK")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document, a result per SDK (docs/json.md)")
     parser.add_argument("--command", metavar="CMD",
                         help="a server command line: which SDK it loads, and how that was "
                              "found (state sdk / none / unknown)")
@@ -66,8 +67,7 @@ def command(args: argparse.Namespace) -> int:
         path = str(place)
     sdks = inspect_path(path)
     if args.json:
-        json.dump([s.to_dict() for s in sdks], sys.stdout, indent=2)
-        print()
+        print_json("inspect", [s.to_dict() for s in sdks], path=path)
     else:
         for s in sdks:
             via = f" (via {s.delegates_to})" if s.delegates_to else ""
@@ -98,8 +98,7 @@ def _command_uses(args: argparse.Namespace) -> int:
         raise UsageError("--command: empty command")
     u = server_uses(argv)
     if args.json:
-        json.dump(u.to_dict(), sys.stdout, indent=2)
-        print()
+        print_json("inspect-command", [u.to_dict()], command=argv)
     else:
         print(f"sdk: {u.label()}  [{u.language or 'language unknown'}]")
         print(f"  how:            {u.how}")

@@ -23,6 +23,7 @@ from mcp_tether.errors import (
     UsageError,
 )
 from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.jsonout import print_json
 from mcp_tether.packages import policy_line, prepare
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec, parse_spec
@@ -135,7 +136,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the server (repeatable)")
     parser.add_argument("--cwd", help="working directory for the server")
-    parser.add_argument("--json", action="store_true", help="print JSON (stable schema)")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document on stdout (docs/json.md)")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--html", metavar="FILE",
                         help="also write a self-contained HTML timeline to FILE")
@@ -301,7 +303,8 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
     payload["suggest_jobs_1"] = suggest_jobs_1(payload["results"])
     title = f"mcp-tether probe: {shlex.join(report.command)}"
     if args.json:
-        render.render_json(payload)
+        print_json("probe", payload["results"],
+                   **{k: v for k, v in payload.items() if k != "results"})
     else:
         for r, d in zip(report.results, payload["results"], strict=True):
             setattr(r, "explain", explain_line(d))  # noqa: B010  # shown under the row
@@ -459,7 +462,8 @@ def _emit_configured(report: ConfiguredReport, args: argparse.Namespace) -> int 
     """Print the matrix (or JSON); --junit last. An exit code when the file failed."""
     level = report.level
     if args.json:
-        render.render_json(report.to_dict())
+        doc = report.to_dict()
+        print_json("probe-config", doc.pop("servers"), **doc)
     else:
         render.render_matrix(report.results, [s.label for s in report.servers])
         if args.detail:

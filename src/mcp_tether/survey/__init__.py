@@ -135,7 +135,8 @@ class SurveyResult:
     def from_dict(cls, d: dict[str, Any]) -> SurveyResult:
         started = time.mktime(time.strptime(d["started"], "%Y-%m-%dT%H:%M:%SZ")) - \
             time.timezone
-        return cls([Row.from_dict(r) for r in d["rows"]], started, float(d["seconds"]),
+        rows = d["results"] if "results" in d else d["rows"]  # "rows": before the envelope
+        return cls([Row.from_dict(r) for r in rows], started, float(d["seconds"]),
                    int(d["jobs"]), bool(d["pid_namespace"]))
 
     def to_dict(self) -> dict[str, Any]:

@@ -25,8 +25,9 @@ LIST: one server a line (# comments; words split like a shell's):
   that not starting without it reads "needs SERVICE", not a failure.
 each server: installed into the package cache (npm --ignore-scripts unless
   --allow-scripts, pip wheels only unless --allow-build), launched as the host would
-  (npx/uvx by default), as you, its SDK read (`inspect`), then probed with every scenario three times: the
-  node host style, the python host style, and behind `mcp-tether run`. A row gives spec
+  (npx/uvx by default), as you, its SDK read (`inspect`), then probed with every
+  scenario three times: the node host style, the python host style, and behind
+  `mcp-tether run`. A row gives spec
   and robust pass per host style, each failure's diagnosis and remedy, and whether the
   guard makes it pass. Servers that did not start (or need a service they cannot reach
   here) are reported as such, not as leaks.
@@ -59,7 +60,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="probe only this scenario (repeatable; default: every one)")
     parser.add_argument("--only", action="append", metavar="TEXT",
                         help="survey only the entries whose spec or name contains TEXT")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--json", action="store_true", help="one JSON document instead of Markdown (docs/json.md)")
     parser.add_argument("--from-json", metavar="FILE",
                         help="render a survey's JSON again (with --out), probing nothing")
     parser.add_argument("--host-namespace", action="store_true",
