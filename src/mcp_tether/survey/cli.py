@@ -60,7 +60,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="probe only this scenario (repeatable; default: every one)")
     parser.add_argument("--only", action="append", metavar="TEXT",
                         help="survey only the entries whose spec or name contains TEXT")
-    parser.add_argument("--json", action="store_true", help="one JSON document instead of Markdown (docs/json.md)")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document instead of Markdown (docs/json.md)")
     parser.add_argument("--from-json", metavar="FILE",
                         help="render a survey's JSON again (with --out), probing nothing")
     parser.add_argument("--host-namespace", action="store_true",
