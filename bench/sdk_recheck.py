@@ -140,7 +140,8 @@ def main() -> int:
         if args.save:
             Path(args.save).write_text(json.dumps(sdk_verdicts, indent=1) + "\n")
     if args.survey:
-        _compare(sdk_verdicts, json.loads(Path(args.survey).read_text())["rows"])
+        doc = json.loads(Path(args.survey).read_text())
+        _compare(sdk_verdicts, doc["results"] if "results" in doc else doc["rows"])
     return 0
 
 

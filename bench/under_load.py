@@ -79,8 +79,8 @@ def timed(cmd: list[str], capture: bool) -> tuple[float, int, str, str]:
 
 def verdicts(out: str) -> dict[str, str]:
     try:
-        rows = json.loads(out)
-    except ValueError:
+        rows = json.loads(out)["results"]
+    except (ValueError, KeyError, TypeError):
         return {}
     return {f"{r.get('block')} {r.get('label')} {r.get('scenario')}": str(r.get("verdict"))
             for r in rows}

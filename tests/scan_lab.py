@@ -260,12 +260,12 @@ def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
 
 
 def entry(doc: dict[str, Any], pid: int) -> dict[str, Any] | None:
-    return next((s for s in doc["servers"] if s["pid"] == pid), None)
+    return next((s for s in doc["results"] if s["pid"] == pid), None)
 
 
 def assert_consistent(doc: dict[str, Any]) -> None:
     """The JSON never contradicts itself (issue 10): checked on every document."""
-    for s in doc["servers"]:
+    for s in doc["results"]:
         ev = set(s["evidence"])
         assert ("parent-gone" in ev) == (s["parent"]["role"] == "adopter"), s
         channel_gone = bool(ev & {"stdin-no-writer", "stdout-no-reader"})
@@ -279,8 +279,8 @@ def assert_consistent(doc: dict[str, Any]) -> None:
         if "stdin-no-writer" in ev:
             assert s["stdin"]["writer"] == "no", s
     t = doc["totals"]
-    assert t["leaked"] == sum(s["state"] == "leaked" for s in doc["servers"])
-    assert t["leaked_rss_bytes"] == sum(s["rss_bytes"] for s in doc["servers"]
+    assert t["leaked"] == sum(s["state"] == "leaked" for s in doc["results"])
+    assert t["leaked_rss_bytes"] == sum(s["rss_bytes"] for s in doc["results"]
                                         if s["state"] == "leaked")
 
 

@@ -73,10 +73,10 @@ def test_a_bad_host_leaves_the_wrapped_child_and_a_crash_leaves_the_server(
 ) -> None:
     """1. The bad host SIGKILLs its direct child only: the grandchild is left.
     2. SIGKILLed itself, it leaves the server (which stays at EOF) and the grandchild.
-    3. --json: one object per scenario with `scenario` and `verdict`; exit 1."""
+    3. --json: one document, a result per scenario with `scenario` and `verdict`; exit 1."""
     code = main(["hostcheck", "--json", "--settle", "0.5", "-j", "2", "-s", "exit", "-s", "sigkill",
                  "--", sys.executable, str(HOSTS / "bad_host.py"), "{server}"])
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows = json.loads(capsys.readouterr().out)["results"]
     assert code == 1
     assert {r["scenario"]: r["verdict"] for r in rows} == {
         "exit": "wrapper-child-left", "sigkill": "server-left"}

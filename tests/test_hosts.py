@@ -595,7 +595,7 @@ def test_cli_hosts_lists_discovered_files_as_json(
     write(fake_home / ".codeium/windsurf/mcp_config.json", "{oops}")
     assert main(["hosts", "--json"]) == 2  # a malformed file is reported, others still listed
     doc = json.loads(capfd.readouterr().out)
-    files = {(f["host"], f["scope"]): f for f in doc["files"]}
+    files = {(f["host"], f["scope"]): f for f in doc["results"]}
     assert set(files) == {("cursor", "user"), ("vscode", "project")}
     servers = {s["name"]: s["transport"] for s in files["cursor", "user"]["servers"]}
     assert servers == {"a": "stdio", "r": "remote"}
@@ -698,7 +698,7 @@ def test_hosts_with_nothing_found_lists_every_path_it_searched(
     assert "goose" in err and "cursor" not in err
     assert main(["hosts", "--json"]) == 0
     doc = json.loads(capfd.readouterr().out)
-    assert doc["files"] == [] and str(fake_home / ".cursor" / "mcp.json") in {
+    assert doc["results"] == [] and str(fake_home / ".cursor" / "mcp.json") in {
         p["path"] for p in doc["searched"]}
 
 
@@ -726,7 +726,7 @@ def test_a_config_given_without_host_is_read_with_its_hosts_shape(
     write(Path.cwd() / "opencode.json",
           '{"mcp": {"j": {"type": "local", "command": ["bun", "x", "jira-mcp"]}}}')
     assert main(["hosts", "--config", "opencode.json", "--json"]) == 0
-    (f,) = json.loads(capfd.readouterr().out)["files"]
+    (f,) = json.loads(capfd.readouterr().out)["results"]
     assert f["host"] == "opencode" and f["servers"][0]["command"] == "bun"
 
 
@@ -757,10 +757,10 @@ def test_an_editor_settings_file_without_servers_is_not_listed(
     settings = write(fake_home / ".config/Code/User/settings.json", '{"editor.fontSize": 14}')
     write(Path.cwd() / ".vscode/settings.json", "{broken")
     assert main(["hosts", "--json"]) == 0
-    assert json.loads(capfd.readouterr().out)["files"] == []
+    assert json.loads(capfd.readouterr().out)["results"] == []
     write(settings, '{"mcp": {"servers": {"g": {"command": "uvx", "args": ["mcp-server-git"]}}}}')
     assert main(["hosts", "--json"]) == 0
-    (f,) = json.loads(capfd.readouterr().out)["files"]
+    (f,) = json.loads(capfd.readouterr().out)["results"]
     assert f["host"] == "vscode" and f["servers"][0]["name"] == "g"
 
 

@@ -109,7 +109,7 @@ def test_a_sh_c_wrapper_is_seen_through(node_dir: Path) -> None:
 def test_inspect_json_has_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    for sdk in out:
+    for sdk in out["results"]:
         assert {"package", "version", "path", "stdin_events", "exits_on_eof"} <= set(sdk)
 
 

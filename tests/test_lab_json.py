@@ -21,7 +21,9 @@ def test_lab_json_gives_each_failed_row_its_diagnosis_and_remedy(
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for the Node rows")
     main(["lab", "--block", "reference", "--json"])
-    rows = {r["label"].split()[0]: r for r in json.loads(capsys.readouterr().out)}
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["schema"], doc["version"]) == ("mcp-tether/lab", 1) and doc["levels"]
+    rows = {r["label"].split()[0]: r for r in doc["results"]}
     for row in ("D", "E", "F"):
         r = rows[row]
         assert not r["passed"], r

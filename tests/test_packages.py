@@ -40,7 +40,8 @@ def test_specs_name_the_ecosystem_the_package_and_an_exact_version(tmp_path: Pat
     local = parse_spec(f"npm:{tmp_path}")
     assert local.path == str(tmp_path) and local.requirement == str(tmp_path)
     assert is_package_spec("npm:x") and not is_package_spec("npm") and \
-        not is_package_spec("node") and not is_package_spec("npm:")
+        not is_package_spec("node")
+    assert is_package_spec("npm:")  # an empty spec is refused by parse_spec, not run
 
 
 @pytest.mark.parametrize("bad", ["npm:", "npm:Bad Name", "pypi:x>=1", "npm:x@^1.2",
@@ -137,10 +138,10 @@ def test_offline_an_unversioned_spec_uses_the_newest_cached_version(
     """npm cannot be asked for the newest version (offline): the cached one is used."""
     d = npm_folder(tmp_path, "fixture-eof-server", {"fixture-eof-server": "server.js"})
     local = prepare(f"npm:{d}", launch="direct")
-    shutil.copytree(local.dir, offline / "npm" / "fixture-eof-server@1.0.0")
+    shutil.copytree(local.dir, offline / "npm-ignore-scripts" / "fixture-eof-server@1.0.0")
     got = prepare("npm:fixture-eof-server", launch="direct")
     assert not got.installed and got.version == "1.0.0"
-    assert got.dir == offline / "npm" / "fixture-eof-server@1.0.0"
+    assert got.dir == offline / "npm-ignore-scripts" / "fixture-eof-server@1.0.0"
 
 
 def test_an_interrupted_install_is_not_used(tmp_path: Path, offline: Path) -> None:
@@ -176,7 +177,7 @@ def test_probe_runs_a_pypi_package_directly(
     assert code == 0 and out["command"][0].endswith("/bin/fixture-py-server")
     assert out["results"][0]["verdict"] == "exited"
     assert main(["probe", "--bin", "x", "--", sys.executable, "-c", "pass"]) == 2
-    assert "--launch and --bin go with a package spec" in capsys.readouterr().err
+    assert "--allow-build go with a package spec" in capsys.readouterr().err
 
 
 def test_inspect_takes_a_package_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

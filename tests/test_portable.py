@@ -43,5 +43,5 @@ def test_a_leak_whose_stdin_cannot_be_seen_is_unknown_and_reap_ends_nothing(
     rc, out, _ = run_cli(capsys, "reap", "--yes", "--include", "guess", "--json",
                          "--grace", "1")
     assert rc == 0, out
-    assert json.loads(out).get("reaped", []) == []
+    assert json.loads(out)["results"] == []
     assert compare(orphan) == SAME and bystander.poll() is None

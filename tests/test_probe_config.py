@@ -38,7 +38,7 @@ def test_every_configured_server_is_probed_and_a_broken_one_does_not_stop_the_ot
                  "-s", "close,exit", "--window", "0.5", "--grace", "0.3", "--term-grace", "0.3"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["passed"] is False
-    by = {s["name"]: {r["scenario"]: r for r in s["results"]} for s in out["servers"]}
+    by = {s["name"]: {r["scenario"]: r for r in s["results"]} for s in out["results"]}
     good = {sc: r["verdict"] for sc, r in by["good"].items()}
     assert good == {"close": "exited", "exit": "exited"}
     assert by["lingering"]["exit"]["verdict"] == "orphaned"
@@ -115,7 +115,7 @@ def test_a_vscode_server_with_workspace_folder_and_env_file_probes_as_vscode_sta
     code = main(["probe", "--config", str(cfg), "--yes", "--json", "-s", "close,exit",
                  "--window", "1", "--grace", "2", "--term-grace", "1"])
     out = json.loads(capsys.readouterr().out)
-    by = {s["name"]: {r["scenario"]: r for r in s["results"]} for s in out["servers"]}
+    by = {s["name"]: {r["scenario"]: r for r in s["results"]} for s in out["results"]}
     # Started wrongly, the checker exits 3 at once: error / early-exit. Started right,
     # mini.py answers and exits on EOF (how fast is the server's business, not ours).
     assert set(by["tools"]) == {"close", "exit"}
@@ -151,7 +151,7 @@ def test_claude_code_defaults_expand_and_a_missing_variable_is_named(
     code = main(["probe", "--config", str(cfg), "--yes", "--json", "-s", "close",
                  "--window", "1", "--grace", "2", "--term-grace", "1"])
     out = json.loads(capsys.readouterr().out)
-    by = {s["name"]: s["results"] for s in out["servers"]}
+    by = {s["name"]: s["results"] for s in out["results"]}
     assert by["ok"][0]["verdict"] not in ("error", "early-exit")
     assert by["bad"][0]["verdict"] == "error"
     assert "${MCP_TETHER_UNSET_VAR}" in by["bad"][0]["detail"] and code == 1
@@ -169,7 +169,7 @@ def test_an_entry_behind_the_guard_is_probed_with_the_guard_in_front(
           "--window", "1", "--grace", "2", "--term-grace", "1"])
     out, err = capsys.readouterr()
     assert "-m mcp_tether run --grace 1 --" in err  # the plan shown: the guard in front
-    (server,) = json.loads(out)["servers"]
+    (server,) = json.loads(out)["results"]
     (result,) = server["results"]
     assert server["guarded"] is True and result["guarded"] is True, result
     assert result["verdict"] not in ("error", "early-exit"), result

@@ -166,7 +166,7 @@ def test_a_configured_guarded_server_passes_at_the_spec_level_naming_the_rung(
     code = main(probe_args)
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["passed"] is True, out
-    (server,) = out["servers"]
+    (server,) = out["results"]
     assert server["guarded"] is True and server["meets"] == "spec"
     assert {r["guard_rung"] for r in server["results"]} == {"sigterm"}
 

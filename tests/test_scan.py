@@ -49,7 +49,7 @@ def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
     assert e["stdin"]["kind"] == "pipe" and e["stdin"]["writer"] == "no"
     assert e["rss_bytes"] > 0 and doc["totals"]["leaked"] >= 1
     assert doc["totals"]["leaked_rss_bytes"] >= e["rss_bytes"]
-    assert doc["servers"][0]["state"] == "leaked"  # leaked first
+    assert doc["results"][0]["state"] == "leaked"  # leaked first
 
 
 def test_a_live_server_whose_client_is_alive_is_not_leaked(
@@ -191,11 +191,11 @@ def test_reap_yes_ends_the_leak_and_touches_nothing_else(
     rc, out, _ = run_cli(capsys, "reap", "--yes", "--include", "guess", "--json", "--grace", "5")
     assert rc == 0, out
     doc = json.loads(out)
-    assert "reaped" in doc, doc
-    ours = [r for r in doc["reaped"] if r["pid"] == orphan.pid]
+    assert doc["schema"] == "mcp-tether/reap", doc
+    ours = [r for r in doc["results"] if r["pid"] == orphan.pid]
     assert ours and ours[0]["outcome"] == "ended" and ours[0]["ended_by"] == "sigterm"
     assert ours[0]["reclaimed_bytes"] > 0
-    assert [r["pid"] for r in doc["reaped"]] == [orphan.pid]
+    assert [r["pid"] for r in doc["results"]] == [orphan.pid]
     assert wait_gone(orphan, DEADLINE) is not None
     assert compare(live.server) == SAME and live.client.poll() is None
     assert bystander.poll() is None
@@ -215,7 +215,7 @@ def test_reap_ends_a_config_matched_leaked_tree_by_default(
     rc, out, _ = run_cli(capsys, "reap", "--yes", "--json")
     assert rc == 0
     doc = json.loads(out)
-    assert [r["pid"] for r in doc["reaped"]] == [pair.server.pid]
+    assert [r["pid"] for r in doc["results"]] == [pair.server.pid]
     for m in members:
         assert wait_gone(m, DEADLINE) is not None
 
@@ -341,7 +341,7 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     pair = lab.pair([*guard, "run", "--grace", "1", "--", *server])
     doc = ps_json(capsys)
     e = entry(doc, pair.server.pid)
-    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e is not None, [s["command"] for s in doc["results"]]
     assert e["command"][-len(server) - 4:-len(server)] == ["run", "--grace", "1", "--"]
     # the guard's front (the pid the host knows), its supervisor, the server
     assert e["shown_command"] == server and len(e["members"]) == 3

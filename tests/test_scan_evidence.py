@@ -159,12 +159,12 @@ def _assert_host_kept(lab: Lab, capsys: pytest.CaptureFixture[str], host: int) -
     assert host_id is not None
     doc = ps_json(capsys)
     assert entry(doc, host) is None, entry(doc, host)
-    assert not any(host in [m["pid"] for m in s["members"]] for s in doc["servers"])
+    assert not any(host in [m["pid"] for m in s["members"]] for s in doc["results"])
     for extra in ([], ["--include", "stdio"], ["--include", "stdio", "--include", "guess"]):
         rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--min-age", "0", *extra)
         assert rc == 0, err
         done = json.loads(out)
-        assert host not in [r["pid"] for r in done.get("reaped", [])], done
+        assert host not in [r["pid"] for r in done["results"]], done
         assert compare(host_id) == SAME
 
 
@@ -234,14 +234,14 @@ def test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart(
     assert entry(doc, host) is None, entry(doc, host)
     for s in servers:
         e = entry(doc, s.pid)
-        assert e is not None, [x["command"] for x in doc["servers"]]
+        assert e is not None, [x["command"] for x in doc["results"]]
         assert e["state"] == "live" and e["parent"]["pid"] == host
         assert e["parent"]["role"] == "host" and "parent-gone" not in e["evidence"]
         assert [m["pid"] for m in e["members"]] == [s.pid]
     for extra in ([], ["--include", "stdio", "--include", "guess"]):
         rc, out, _ = run_cli(capsys, "reap", "--dry-run", "--json", "--config", str(cfg),
                              *extra)
-        assert rc == 0 and json.loads(out)["plan"] == []
+        assert rc == 0 and json.loads(out)["results"] == []
 
 
 # pid 1 of a fresh pid namespace: a live program, or the project's own init.
@@ -309,7 +309,7 @@ def test_a_child_in_a_pid_namespace_whose_output_is_read_from_outside_is_unknown
                                "--include", "guess"], stdout=subprocess.PIPE, env=env,
                               stdin=subprocess.DEVNULL, timeout=60)
         assert done.returncode == 0
-        assert json.loads(done.stdout).get("reaped", []) == []
+        assert json.loads(done.stdout)["results"] == []
         assert compare(child) == SAME
     finally:
         os.close(r)
@@ -416,5 +416,5 @@ def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     assert e is not None and e["state"] == "unknown", e
     assert "far-end-unseen" in e["evidence"]
     rc, out_s, _ = run_cli(capsys, "reap", "--yes", "--json", "--include", "stdio")
-    assert rc == 0 and json.loads(out_s).get("reaped", []) == []
+    assert rc == 0 and json.loads(out_s)["results"] == []
     assert compare(srv) == SAME

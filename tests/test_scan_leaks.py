@@ -81,7 +81,7 @@ def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     leaked = pair.orphan()
     doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
-    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e is not None, [s["command"] for s in doc["results"]]
     assert e["state"] == "leaked" and e["found_by"][0] == "evidence"
     assert {"parent-gone", "stdin-no-writer"} <= set(e["evidence"])
     w = e["what"]
@@ -89,7 +89,7 @@ def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     assert (w["sdk"], w["sdk_version"]) == ("@modelcontextprotocol/sdk", _sdk_version("sdk"))
     assert e["mcp"] is True and e["guess"] is False
     got = _reap_json(capsys)
-    assert [(r["pid"], r["outcome"]) for r in got["reaped"]] == [(leaked.pid, "ended")]
+    assert [(r["pid"], r["outcome"]) for r in got["results"]] == [(leaked.pid, "ended")]
     assert wait_gone(leaked, DEADLINE) is not None
 
 
@@ -105,13 +105,13 @@ def test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_rea
     leaked = pair.orphan()
     doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
-    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e is not None, [s["command"] for s in doc["results"]]
     assert e["state"] == "leaked" and "evidence" in e["found_by"]
     assert e["what"]["sdk"] == "mcp" and e["what"]["sdk_version"] == version("mcp")
     assert e["what"]["script"] == str(script.resolve()) and e["mcp"] is True
     assert mcp is not None
     got = _reap_json(capsys)
-    assert [(r["pid"], r["outcome"]) for r in got["reaped"]] == [(leaked.pid, "ended")]
+    assert [(r["pid"], r["outcome"]) for r in got["results"]] == [(leaked.pid, "ended")]
     assert wait_gone(leaked, DEADLINE) is not None
 
 
@@ -129,7 +129,7 @@ def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     leaked = pair.orphan()
     doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
-    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e is not None, [s["command"] for s in doc["results"]]
     assert e["stdin"]["kind"] == "null" and e["stdin"]["private"] is True
     assert e["state"] == "leaked"
     assert {"parent-gone", "stdout-no-reader", "writer-held"} <= set(e["evidence"])
@@ -158,14 +158,14 @@ def test_an_npx_launched_server_is_matched_to_its_config_entry(
     leaked = pair.orphan()
     doc = ps_json(capsys)
     e = entry(doc, leaked.pid)
-    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e is not None, [s["command"] for s in doc["results"]]
     assert e["members"][0]["command"][0].startswith("npm exec")
     assert [(c["name"], c["host"]) for c in e["config"]] == [("weather", "claude-code")]
     assert e["what"]["package"] == "@acme/weather" and e["what"]["version"] == "0.4.2"
     assert any("npx cache" in s for s in e["what"]["source"])
     assert e["state"] == "leaked" and len(e["members"]) == 2
     got = _reap_json(capsys)
-    assert [(r["pid"], r["outcome"]) for r in got["reaped"]] == [(leaked.pid, "ended")]
+    assert [(r["pid"], r["outcome"]) for r in got["results"]] == [(leaked.pid, "ended")]
     for m in e["members"]:
         assert wait_gone(identify(m["pid"]) or leaked, DEADLINE) is not None
 
@@ -213,7 +213,7 @@ def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     args = [a for inc in include for a in ("--include", inc)]
     rc, out_s, _ = run_cli(capsys, "reap", "--dry-run", "--json", *args)
     planned = json.loads(out_s)
-    assert rc == 0 and planned["plan"] == []
+    assert rc == 0 and planned["results"] == []
     assert compare(host_id) == SAME and compare(server_id) == SAME
 
 
@@ -229,12 +229,12 @@ def test_a_leaked_non_mcp_stdio_process_is_listed_but_ended_only_with_include_st
     assert e is not None and e["state"] == "leaked" and e["found_by"] == ["evidence"]
     assert e["mcp"] is False and e["guess"] is False
     got = _reap_json(capsys)
-    assert got.get("reaped", []) == []
+    assert got["results"] == []
     [why] = [s for s in got["not_selected"] if s["pid"] == leaked.pid]
     assert "--include stdio" in why["reason"]
     assert compare(leaked) == SAME
     got = _reap_json(capsys, "--include", "stdio")
-    assert [(r["pid"], r["outcome"]) for r in got["reaped"]] == [(leaked.pid, "ended")]
+    assert [(r["pid"], r["outcome"]) for r in got["results"]] == [(leaked.pid, "ended")]
     assert wait_gone(leaked, DEADLINE) is not None
 
 

@@ -138,7 +138,7 @@ def test_a_2x_split_package_server_is_listed_live_and_reaped_when_leaked(
     pair = lab.pair(["node", str(BOTH / "lib" / "index.mjs")], socket=True)
     doc = ps_json(capsys)
     e = entry(doc, pair.server.pid)
-    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e is not None, [s["command"] for s in doc["results"]]
     assert e["state"] == "live" and "sdk" in e["found_by"] and e["mcp"] is True
     w = e["what"]
     assert (w["package"], w["sdk"], w["sdk_version"]) == (
@@ -149,7 +149,7 @@ def test_a_2x_split_package_server_is_listed_live_and_reaped_when_leaked(
     rc, out, err = run_cli(capsys, "reap", "--yes", "--json")
     assert rc == 0, (out, err)
     got = json.loads(out)
-    assert [(r["pid"], r["outcome"]) for r in got["reaped"]] == [(leaked.pid, "ended")]
+    assert [(r["pid"], r["outcome"]) for r in got["results"]] == [(leaked.pid, "ended")]
     assert wait_gone(leaked, DEADLINE) is not None
 
 

@@ -75,7 +75,7 @@ def test_a_survey_row_has_both_host_styles_the_guard_and_every_rendering(
                  "--out", str(out), "--jobs", "2"])
     assert code == 0
     data = json.loads(Path(f"{out}.json").read_text())
-    rows = {r["label"]: r for r in data["rows"]}
+    rows = {r["label"]: r for r in data["results"]}
     assert rows["good"]["spec_pass"] == {"node": True, "python": True, "guarded": True}
     assert rows["good"]["language"] == "python" and rows["good"]["version"] == "1.0.0"
     stubborn = rows["stubborn"]
@@ -171,5 +171,5 @@ def test_a_survey_json_renders_again_without_probing(tmp_path: Path) -> None:
     assert main(["survey", str(listing), "--from-json", str(saved),
                  "--out", str(tmp_path / "new")]) == 0
     data = json.loads((tmp_path / "new.json").read_text())
-    assert data["rows"][0]["status"] == "needs-service" and data["seconds"] == 12.0
+    assert data["results"][0]["status"] == "needs-service" and data["seconds"] == 12.0
     assert "needs a service: needs postgres" in (tmp_path / "new.md").read_text()

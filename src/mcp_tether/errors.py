@@ -16,6 +16,7 @@ __all__ = [
     "ConfigError",
     "WorkingDirectoryError",
     "ProcessGone",
+    "CacheError",
     "EXIT_OK",
     "EXIT_FAILED",
     "EXIT_USAGE",
@@ -102,3 +103,13 @@ class ProcessGone(TetherError):
         super().__init__(f"process {pid} {name}".rstrip() + " is gone")
         self.pid = pid
         self.name = name
+
+
+class CacheError(TetherError):
+    """A cache folder (`MCP_TETHER_CACHE`) that cannot be used safely: a file, a path under
+    a file, a dangling symlink, a symlink to another user's folder, not writable."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cache {path}: {reason}")
+        self.path = path
+        self.reason = reason

@@ -9,6 +9,7 @@ from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
 from mcp_tether.hostcheck import check, render
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
+from mcp_tether.jsonout import print_json
 
 EXAMPLES = """\
 examples:
@@ -60,7 +61,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--no-grandchild", action="store_true",
                         help="the recorder starts no child of its own")
     out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="one JSON object per scenario")
+    out.add_argument("--json", action="store_true", help="one JSON document (docs/json.md)")
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
     parser.add_argument("--html", metavar="FILE", help="also write the timelines to FILE")
     parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- HOST-ARGV...")
@@ -85,7 +86,8 @@ def command(args: argparse.Namespace) -> int:
                    settle=args.settle, eof=args.recorder_eof, grandchild=not args.no_grandchild,
                    jobs=args.jobs, on_result=progress)
     if args.json:
-        render.render_json(result)
+        print_json("hostcheck", result.results, argv=result.argv, host=result.host,
+                   passed=result.passed, exit_code=result.exit_code)
     elif args.markdown:
         render.render_markdown(result)
     else:

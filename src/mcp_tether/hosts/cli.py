@@ -12,7 +12,6 @@ three commands, branching on the command name `cli` passes to `configure`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
@@ -25,6 +24,7 @@ from mcp_tether.errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from mcp_tether.hosts.base import is_tether_name
 from mcp_tether.hosts.model import printable
 from mcp_tether.hosts.safety import work_tree
+from mcp_tether.jsonout import print_json
 from mcp_tether.log import say
 
 EXAMPLES = {
@@ -101,7 +101,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
             "(default: the one on PATH, else this one); a path that is missing or not "
             "executable is refused (exit 2)",
         )
-    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document on stdout (docs/json.md)")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -179,11 +180,8 @@ def _change(args: argparse.Namespace, name: str) -> int:
             sys.stdout.write(res.diff)
             _status(res)
     if args.json:
-        doc: dict[str, Any] = {
-            "results": [r.to_json() for r in results],
-            "errors": [_error_json(e) for e in errors],
-        }
-        print(json.dumps(doc, indent=2))
+        print_json(name, [r.to_json() for r in results],
+                   errors=[_error_json(e) for e in errors])
     for err in errors:  # not `exc`: that name is an except target above
         say(f"mcp-tether {name}: {err.msg}")
     if any(r.written for r in results) and not args.json:
@@ -260,22 +258,13 @@ def _hosts(args: argparse.Namespace) -> int:
         if entries or not cf.general:  # an editor's settings.json without servers: noise
             listing.append((cf, entries))
     if args.json:
-        doc = {
-            "files": [
-                {
-                    "host": cf.host or None,
-                    "scope": cf.scope,
-                    "path": str(cf.path),
-                    "servers": [e.to_json() for e in entries],
-                }
-                for cf, entries in listing
-            ],
-            "errors": [_error_json(e) for e in errors],
-        }
+        extra: dict[str, Any] = {"errors": [_error_json(e) for e in errors]}
         if not listing and not errors:
-            doc["searched"] = [{"host": cf.host, "scope": cf.scope, "path": str(cf.path)}
-                               for cf in _searched(args)]
-        print(json.dumps(doc, indent=2))
+            extra["searched"] = [{"host": cf.host, "scope": cf.scope, "path": str(cf.path)}
+                                 for cf in _searched(args)]
+        print_json("hosts", [{"host": cf.host or None, "scope": cf.scope, "path": str(cf.path),
+                              "servers": [e.to_json() for e in entries]}
+                             for cf, entries in listing], **extra)
     else:
         if not listing and not errors:
             _nothing_found(args)

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.inspect import NodeTransport, Transport, inspect_path, server_uses
-from mcp_tether.packages import ensure_installed, parse_spec
+from mcp_tether.jsonout import print_json
+from mcp_tether.packages import ensure_installed, parse_spec, policy_line
+from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec
 
 EPILOG = """\
 PATH: npm:NAME[@VERSION] or pypi:NAME[==VERSION] (installed into the package cache as
   `probe` does, then inspected there), a node_modules folder, a project holding one,
   a virtualenv or site-packages, or any folder holding those (e.g. ~/.npm/_npx,
-  ~/.cache/uv); default: this interpreter.
+  ~/.cache/uv); default: this interpreter. A package installs as for `probe`: no
+  install scripts (--allow-scripts runs them), wheels only (--allow-build).
 Reports for each SDK found (@modelcontextprotocol/sdk, @modelcontextprotocol/server,
   mcp, fastmcp) what its stdio server transport does, read from its installed source:
   the stdin events it listens to, whether stdin EOF ends the session, the signals it
@@ -35,10 +37,12 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
     parser.add_argument("path", nargs="?", help="where to look (default: this interpreter), "
                         "or a package spec")
-    parser.add_argument("--json", action="store_true", help="print JSON: one object per SDK")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document, a result per SDK (docs/json.md)")
     parser.add_argument("--command", metavar="CMD",
                         help="a server command line: which SDK it loads, and how that was "
                              "found (state sdk / none / unknown)")
+    add_policy_options(parser)
 
 
 def _yes_no(value: object) -> str:
@@ -53,14 +57,17 @@ def command(args: argparse.Namespace) -> int:
     path = args.path
     if path and is_package_spec(path):
         spec = parse_spec(path)
-        place, marker, _ = ensure_installed(spec)
+        policy = policy_from(args, spec)
+        place, marker, _ = ensure_installed(spec, policy=policy)
         print(f"mcp-tether inspect: {spec.text} -> {marker.get('name')} "
               f"{marker.get('version')} in {place}", file=sys.stderr)
+        print(f"mcp-tether inspect: "
+              f"{policy_line(spec, policy, marker.get('install_scripts') or [])}",
+              file=sys.stderr)
         path = str(place)
     sdks = inspect_path(path)
     if args.json:
-        json.dump([s.to_dict() for s in sdks], sys.stdout, indent=2)
-        print()
+        print_json("inspect", [s.to_dict() for s in sdks], path=path)
     else:
         for s in sdks:
             via = f" (via {s.delegates_to})" if s.delegates_to else ""
@@ -91,8 +98,7 @@ def _command_uses(args: argparse.Namespace) -> int:
         raise UsageError("--command: empty command")
     u = server_uses(argv)
     if args.json:
-        json.dump(u.to_dict(), sys.stdout, indent=2)
-        print()
+        print_json("inspect-command", [u.to_dict()], command=argv)
     else:
         print(f"sdk: {u.label()}  [{u.language or 'language unknown'}]")
         print(f"  how:            {u.how}")

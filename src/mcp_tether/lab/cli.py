@@ -9,6 +9,7 @@ from typing import Any
 from mcp_tether.cliutil import positive_duration as duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
 from mcp_tether.inspect import Transport, sdks_for_command
+from mcp_tether.jsonout import print_json
 from mcp_tether.lab import BLOCKS, node_env, run_lab, server_levels
 from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe import render
@@ -41,7 +42,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="run only this block (repeatable)")
     parser.add_argument("--table", action="store_true",
                         help="print every row (the default is a summary per block)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the summary")
+    parser.add_argument("--json", action="store_true", help="one JSON document (docs/json.md)")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--html", metavar="FILE",
                         help="also write a self-contained HTML timeline of every row to FILE")
@@ -77,7 +78,7 @@ def command(args: argparse.Namespace) -> int:
     if args.html or args.markdown:
         _pictures(args, sections)
     if args.json:
-        render.render_json([_json_row(r) for r in results])
+        print_json("lab", [_json_row(r) for r in results], levels=levels)
     elif args.table:
         render.render_table(
             results,

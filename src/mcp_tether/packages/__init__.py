@@ -6,12 +6,20 @@ host would launch them.
     got.argv, got.cwd, got.version, got.bins, got.installed
 
 Guarantees:
-- One install per (package, version): the cache (`$MCP_TETHER_CACHE/packages` or
-  `~/.cache/mcp-tether/packages`: `npm/NAME@VERSION/` an npm prefix, `pypi/NAME==VERSION/`
-  a virtualenv) is filled under a file lock and marked complete last, so a second run,
-  a parallel survey or an interrupted install never uses half a tree; a run without a
-  version asks the registry for the newest one, and offline falls back to the newest
-  version cached.
+- Installing runs no package code by default: npm installs with `--ignore-scripts`, pip
+  takes wheels only (`--only-binary :all:`); `InstallPolicy(scripts=True)` /
+  `InstallPolicy(build=True)` allow them (`--allow-scripts` / `--allow-build`), and
+  `policy_line` says in one line which was used and which packages of the tree have
+  install scripts. (Probing a package still runs its server: as the current user.)
+- One install per (package, version, policy): the cache (`$MCP_TETHER_CACHE/packages` or
+  `~/.cache/mcp-tether/packages`: `npm-ignore-scripts/NAME@VERSION/` or `npm-scripts/...`
+  an npm prefix, `pypi-wheels/NAME==VERSION/` or `pypi-build/...` a virtualenv) is
+  filled under a file lock and marked complete last, so a second run, a parallel survey
+  or an interrupted install never uses half a tree, and a tree installed with scripts is
+  never reused for a run without them; a run without a version asks the registry for
+  the newest one, and offline falls back to the newest version cached. A cache folder
+  that is a file, under a file, a dangling symlink, a symlink to another user's folder
+  or not writable is a `CacheError`: one line, exit 2 (cache.py).
 - The launch forms are the hosts' own: `npx -y NAME@VERSION` (run in the cache prefix,
   where npx finds the installed copy as in a project that depends on it), `uvx
   NAME@VERSION` / `uvx --from NAME==VERSION CMD`, or `direct` (the installed command's
@@ -22,26 +30,32 @@ Guarantees:
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
-import os
 import re
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcp_tether.errors import UsageError
 from mcp_tether.packages import npm, pypi
+from mcp_tether.packages.cache import cache_root, ensure_dir, locked
 from mcp_tether.packages.errors import PackageError, fetch_failed, no_command
-from mcp_tether.packages.spec import NPM, PYPI, PackageSpec, is_package_spec, parse_spec
+from mcp_tether.packages.spec import (
+    NPM,
+    PYPI,
+    InstallPolicy,
+    PackageSpec,
+    is_package_spec,
+    parse_spec,
+)
 
-__all__ = ["prepare", "Prepared", "PackageSpec", "PackageError", "parse_spec",
-           "is_package_spec", "cache_root", "LAUNCHES", "default_launch", "ensure_installed"]
+__all__ = ["prepare", "Prepared", "PackageSpec", "PackageError", "InstallPolicy", "parse_spec",
+           "is_package_spec", "cache_root", "LAUNCHES", "default_launch", "ensure_installed",
+           "policy_line"]
 
 LAUNCHES = ("npx", "uvx", "direct")
 MARKER = ".mcp-tether-package.json"  # written last: its presence means "complete"
@@ -64,18 +78,33 @@ class Prepared:
     cwd: str | None = None
     installed: bool = False  # this call installed it (False: from the cache)
     notes: list[str] = field(default_factory=list)
+    policy: InstallPolicy = field(default_factory=InstallPolicy)
+    install_scripts: list[str] = field(default_factory=list)  # packages of the tree with any
 
     def to_dict(self) -> dict[str, Any]:
         return {"spec": self.spec.text, "name": self.name, "version": self.version,
                 "language": self.language, "dir": str(self.dir), "bins": self.bins,
                 "bin": self.bin, "launch": self.launch, "argv": self.argv, "cwd": self.cwd,
-                "installed": self.installed, "notes": self.notes}
+                "installed": self.installed, "notes": self.notes,
+                "allow_scripts": self.policy.scripts, "allow_build": self.policy.build,
+                "install_scripts": self.install_scripts}
 
 
-def cache_root() -> Path:
-    base = os.environ.get("MCP_TETHER_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcp-tether")
-    return Path(base) / "packages"
+def policy_line(spec: PackageSpec, policy: InstallPolicy, have: Sequence[str]) -> str:
+    """One line: what the install was allowed to run, and (npm) which packages of the
+    tree have install scripts (`have`, from the marker)."""
+    if spec.ecosystem == NPM:
+        names = f"{len(have)} package(s) of its tree have them: {', '.join(have[:6])}" + (
+            ", ..." if len(have) > 6 else "") if have else "no package of its tree has one"
+        if policy.scripts:
+            return f"install scripts ran (--allow-scripts); {names}"
+        tail = "; --allow-scripts runs them (a server may need one: a native binary, a " \
+            "browser download)" if have else ""
+        return f"install scripts not run (npm --ignore-scripts); {names}{tail}"
+    if policy.build:
+        return "source builds allowed (--allow-build): pip may have run a build backend"
+    return "wheels only (pip --only-binary :all:): no build ran; --allow-build allows " \
+        "source builds"
 
 
 def default_launch(ecosystem: str) -> str:
@@ -119,22 +148,21 @@ def _cached_versions(eco_dir: Path, spec: PackageSpec) -> list[tuple[float, Path
     return sorted(out)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes, also on a crash
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _eco_dir(cache: Path | None, spec: PackageSpec, policy: InstallPolicy) -> Path:
+    """The checked folder for this ecosystem and policy (every level checked, then made)."""
+    root = cache or cache_root()
+    for d in (root.parent, root) if cache is None else (root,):
+        ensure_dir(d)
+    return ensure_dir(root / policy.folder(spec.ecosystem))
 
 
-def ensure_installed(spec: PackageSpec, cache: Path | None = None) -> tuple[Path, dict[str, Any],
-                                                                            bool]:
-    """(dir, marker, installed_now). Raises PackageError when it cannot be fetched."""
+def ensure_installed(spec: PackageSpec, cache: Path | None = None,
+                     policy: InstallPolicy | None = None) -> tuple[Path, dict[str, Any], bool]:
+    """(dir, marker, installed_now). Raises PackageError when it cannot be fetched,
+    CacheError when the cache folder cannot be used."""
+    policy = policy or InstallPolicy()
     backend = _BACKENDS[spec.ecosystem]
-    eco_dir = (cache or cache_root()) / spec.ecosystem
+    eco_dir = _eco_dir(cache, spec, policy)
     version = spec.version
     if version is None and not spec.path:
         version, why = backend.latest_version(spec)
@@ -145,16 +173,17 @@ def ensure_installed(spec: PackageSpec, cache: Path | None = None) -> tuple[Path
             d = cached[-1][1]
             return d, _read_marker(d) or {}, False
     d = eco_dir / _key(spec, version)
-    with _locked(eco_dir / (d.name + ".lock")):
+    with locked(eco_dir / (d.name + ".lock")):
         marker = _read_marker(d)
         if marker is not None:
             return d, marker, False
         if d.exists():  # an install that was interrupted: start again
             shutil.rmtree(d)
         try:
-            backend.install(spec, d)
+            backend.install(spec, d, policy)
             marker = dict(backend.describe(spec, d), installed_at=time.time(),
-                          spec=spec.text)
+                          spec=spec.text, allow_scripts=policy.scripts,
+                          allow_build=policy.build)
         except BaseException:
             shutil.rmtree(d, ignore_errors=True)
             raise
@@ -184,8 +213,10 @@ def _choose_bin(spec: PackageSpec, marker: dict[str, Any], wanted: str | None) -
 
 
 def prepare(text: str | PackageSpec, *, bin: str | None = None, launch: str | None = None,
-            args: Sequence[str] = (), cache: Path | None = None) -> Prepared:
+            args: Sequence[str] = (), cache: Path | None = None,
+            policy: InstallPolicy | None = None) -> Prepared:
     """Install (or find cached) the package and build the host's command line for it."""
+    policy = policy or InstallPolicy()
     spec = text if isinstance(text, PackageSpec) else parse_spec(text)
     launch = launch or default_launch(spec.ecosystem)
     if launch not in LAUNCHES:
@@ -195,7 +226,7 @@ def prepare(text: str | PackageSpec, *, bin: str | None = None, launch: str | No
                          f"(use {default_launch(spec.ecosystem)} or direct)")
     if launch in ("npx", "uvx") and shutil.which(launch) is None:
         raise UsageError(f"--launch {launch}: {launch} is not on PATH (use --launch direct)")
-    d, marker, installed = ensure_installed(spec, cache)
+    d, marker, installed = ensure_installed(spec, cache, policy)
     chosen = _choose_bin(spec, marker, bin)
     name, version = str(marker.get("name")), str(marker.get("version"))
     notes = []
@@ -204,10 +235,10 @@ def prepare(text: str | PackageSpec, *, bin: str | None = None, launch: str | No
         notes.append("launched directly: uvx, which most hosts' configs use, is not on PATH")
     argv, cwd = _launch_argv(spec, d, marker, chosen, launch, list(args))
     if launch == "uvx":
-        pypi.warm_uvx(spec, argv)
+        pypi.warm_uvx(spec, argv, policy)
     return Prepared(spec, name, version, str(marker.get("language")), d,
                     dict(marker.get("bins") or {}), chosen, launch, argv, cwd, installed,
-                    notes)
+                    notes, policy, [str(n) for n in marker.get("install_scripts") or []])
 
 
 def _launch_argv(spec: PackageSpec, d: Path, marker: dict[str, Any], chosen: str, launch: str,

@@ -6,7 +6,10 @@ one-line reason (E404, ENOTCACHED, ECONNREFUSED ...), never npm's log; the prefi
 plain npm project (`DIR/package.json`, `DIR/node_modules`), so `npx -y NAME@VERSION`
 run in it resolves the installed copy without touching the network, as it does for a
 user whose project already depends on the server. The bin rule is npx's own: the only
-bin, else the one named like the package without its scope.
+bin, else the one named like the package without its scope. Install scripts (preinstall,
+install, postinstall, and a folder's prepare) run only when the policy allows them
+(`--ignore-scripts` otherwise); which packages of the tree have one is read from the
+lockfile npm writes (`hasInstallScript`), whether or not they ran.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 from mcp_tether.packages.errors import PackageError, fetch_failed
-from mcp_tether.packages.spec import PackageSpec
+from mcp_tether.packages.spec import InstallPolicy, PackageSpec
 
 __all__ = ["latest_version", "install", "describe", "default_bin", "NPM_TIMEOUT"]
 
@@ -83,12 +86,14 @@ def latest_version(spec: PackageSpec) -> tuple[str | None, str]:
     return None, npm_reason(got.stderr)
 
 
-def install(spec: PackageSpec, dest: Path) -> None:
+def install(spec: PackageSpec, dest: Path, policy: InstallPolicy) -> None:
     """`npm install` the package into the prefix `dest` (created)."""
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "package.json").write_text('{"private": true}\n')
     argv = [_npm(), "install", "--prefix", str(dest), "--save-exact", "--no-audit",
             "--no-fund", "--loglevel=error"]
+    if not policy.scripts:
+        argv.append("--ignore-scripts")
     if spec.path:
         argv.append("--install-links")  # a folder is copied, not linked to the user's tree
     got = _run(argv + [spec.requirement], timeout=NPM_TIMEOUT)
@@ -122,7 +127,21 @@ def describe(spec: PackageSpec, dest: Path) -> dict[str, object]:
         if isinstance(rel, str):
             bins[str(cmd)] = os.path.relpath(pkg_dir / rel, dest)
     return {"name": name, "version": str(meta.get("version") or "?"), "bins": bins,
-            "language": "node"}
+            "language": "node", "install_scripts": _with_install_scripts(dest)}
+
+
+def _with_install_scripts(dest: Path) -> list[str]:
+    """The packages of the installed tree that have an install script (npm's lockfile
+    marks them `hasInstallScript`, also when `--ignore-scripts` kept them from running)."""
+    try:
+        lock = json.loads((dest / "package-lock.json").read_text())
+    except (OSError, ValueError):
+        return []
+    found = []
+    for where, entry in (lock.get("packages") or {}).items():
+        if isinstance(entry, dict) and entry.get("hasInstallScript") and where:
+            found.append(where.rpartition("node_modules/")[2])
+    return sorted(set(found))
 
 
 def default_bin(name: str, bins: list[str]) -> str | None:

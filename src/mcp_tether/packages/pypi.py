@@ -8,7 +8,9 @@ this interpreter has no pip (a `uv tool` or zipapp install), by the venv's own e
 The package's commands are the `console_scripts` of the distribution pip reports as the
 one requested (`pip install --report`), so a local wheel or folder needs no name given.
 An install that fails is a `PackageError` with pip's own last `ERROR:` line. uvx's rule
-picks the command: the only script, else the one named like the project.
+picks the command: the only script, else the one named like the project. Wheels only
+(`--only-binary :all:`, and uvx's `--no-build`) unless the policy allows source builds,
+which run the sdist's build backend: code of the package, at install time.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 from pathlib import Path
 
 from mcp_tether.packages.errors import PackageError, fetch_failed
-from mcp_tether.packages.spec import PackageSpec
+from mcp_tether.packages.spec import InstallPolicy, PackageSpec
 
 __all__ = ["latest_version", "install", "describe", "default_bin", "normalize", "PIP_TIMEOUT",
            "warm_uvx"]
@@ -71,7 +73,7 @@ def latest_version(spec: PackageSpec) -> tuple[str | None, str]:
     return None, pip_reason(got.stderr)
 
 
-def install(spec: PackageSpec, dest: Path) -> None:
+def install(spec: PackageSpec, dest: Path, policy: InstallPolicy) -> None:
     """A venv at `dest` with the package in it; the venv's python is the interpreter."""
     own_pip = not _has_pip()
     venv = [sys.executable, "-m", "venv", str(dest)] + ([] if own_pip else ["--without-pip"])
@@ -80,10 +82,14 @@ def install(spec: PackageSpec, dest: Path) -> None:
         raise PackageError(f"{spec.text}: cannot make a virtualenv: {pip_reason(got.stderr)}")
     py = str(dest / "bin" / "python")
     pip = [py, "-m", "pip"] if own_pip else [sys.executable, "-m", "pip", "--python", py]
-    got = _run(pip + ["install", "--report", str(dest / REPORT), spec.requirement],
+    wheels = [] if policy.build else ["--only-binary", ":all:"]
+    got = _run(pip + ["install", *wheels, "--report", str(dest / REPORT), spec.requirement],
                PIP_TIMEOUT)
     if got.returncode != 0:
-        raise fetch_failed(spec, pip_reason(got.stderr))
+        why = pip_reason(got.stderr)
+        if wheels:
+            why += " (wheels only: --allow-build lets pip build from source)"
+        raise fetch_failed(spec, why)
 
 
 def _requested(dest: Path, spec: PackageSpec) -> tuple[str, str]:
@@ -136,7 +142,7 @@ def default_bin(name: str, bins: list[str]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def warm_uvx(spec: PackageSpec, argv: list[str]) -> None:
+def warm_uvx(spec: PackageSpec, argv: list[str], policy: InstallPolicy) -> None:
     """Let uvx build its environment for `argv` (its own cache, where the host's uvx will
     look) before the probe starts it: otherwise every scenario's first launch would be an
     install racing the handshake timeout. Runs `uvx --from SOURCE python -c ''`."""
@@ -145,7 +151,8 @@ def warm_uvx(spec: PackageSpec, argv: list[str]) -> None:
     else:
         name, _, version = argv[1].rpartition("@")
         source = f"{name}=={version}"
-    got = _run(["uvx", "--from", source, "python", "-c", ""], PIP_TIMEOUT)
+    no_build = [] if policy.build else ["--no-build"]
+    got = _run(["uvx", *no_build, "--from", source, "python", "-c", ""], PIP_TIMEOUT)
     if got.returncode != 0:
         lines = [ln.strip() for ln in got.stderr.splitlines() if ln.strip()]
         raise fetch_failed(spec, f"uvx: {lines[-1] if lines else 'failed'}")

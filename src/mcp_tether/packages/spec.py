@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from mcp_tether.errors import UsageError
 
-__all__ = ["NPM", "PYPI", "ECOSYSTEMS", "PackageSpec", "parse_spec", "is_package_spec"]
+__all__ = ["NPM", "PYPI", "ECOSYSTEMS", "FORMS", "PackageSpec", "InstallPolicy", "parse_spec",
+           "is_package_spec"]
 
 NPM = "npm"
 PYPI = "pypi"
@@ -30,6 +31,30 @@ ECOSYSTEMS = (NPM, PYPI)
 _NPM_NAME = re.compile(r"^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$", re.I)
 _PYPI_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?$")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]*$")
+FORMS = ("npm:NAME[@VERSION], npm:@SCOPE/NAME[@VERSION], pypi:NAME[==VERSION], or npm:/pypi: "
+         "and a local path (./dir, /x.tgz, ~/x.whl)")
+
+
+@dataclass(frozen=True)
+class InstallPolicy:
+    """What installing a package may run besides the server itself.
+
+    Installing is running code: npm runs each package's preinstall/install/postinstall
+    scripts, pip runs an sdist's build backend. Neither runs by default: npm installs with
+    `--ignore-scripts`, pip with `--only-binary :all:` (wheels only). Some servers need
+    them (a native module compiled or a browser downloaded at install time): the caller
+    says so with `scripts` / `build`. The cache keeps each kind in a folder of its own,
+    so a scripted install is never reused for an unscripted run, nor the reverse.
+    """
+
+    scripts: bool = False  # npm: run install scripts
+    build: bool = False  # pypi: build source distributions
+
+    def folder(self, ecosystem: str) -> str:
+        """The cache folder for this ecosystem and choice."""
+        if ecosystem == NPM:
+            return "npm-scripts" if self.scripts else "npm-ignore-scripts"
+        return "pypi-build" if self.build else "pypi-wheels"
 
 
 @dataclass(frozen=True)
@@ -61,23 +86,28 @@ class PackageSpec:
 
 
 def is_package_spec(text: str) -> bool:
-    """Does `text` ask for a package (`npm:...` / `pypi:...`)? Never raises."""
-    eco, sep, rest = text.partition(":")
-    return bool(sep) and eco in ECOSYSTEMS and bool(rest)
+    """Does `text` ask for a package (`npm:...` / `pypi:...`, even an empty or malformed
+    one, which `parse_spec` then refuses)? Never raises. `npm` alone is a command."""
+    eco, sep, _ = text.partition(":")
+    return bool(sep) and eco in ECOSYSTEMS
 
 
 def _is_path(rest: str) -> bool:
     return rest.startswith((".", "/", "~"))
 
 
+def _bad(text: str, what: str) -> UsageError:
+    """One line: what is wrong with the spec, and the forms that are accepted."""
+    return UsageError(f"{text!r}: {what}; a package spec is {FORMS}")
+
+
 def parse_spec(text: str) -> PackageSpec:
     eco, sep, rest = text.partition(":")
     if not sep or eco not in ECOSYSTEMS:
-        raise UsageError(f"{text!r} is not a package spec (npm:NAME[@VERSION] or "
-                         "pypi:NAME[==VERSION])")
+        raise _bad(text, "is not a package spec")
     rest = rest.strip()
     if not rest:
-        raise UsageError(f"{text!r} names no package")
+        raise _bad(text, "names no package")
     if _is_path(rest):
         path = os.path.abspath(os.path.expanduser(rest))
         if not os.path.exists(path):
@@ -87,7 +117,7 @@ def parse_spec(text: str) -> PackageSpec:
         at = rest.rfind("@")
         name, version = (rest[:at], rest[at + 1:]) if at > 0 else (rest, None)
         if not _NPM_NAME.match(name):
-            raise UsageError(f"{text}: {name!r} is not an npm package name")
+            raise _bad(text, f"{name!r} is not an npm package name")
     else:
         name, version = rest, None
         for op in ("==", "@"):
@@ -96,16 +126,16 @@ def parse_spec(text: str) -> PackageSpec:
                 break
         else:
             if any(c in rest for c in "<>=!~"):
-                raise UsageError(f"{text}: pin an exact version with `==` (ranges are not "
-                                 "reproducible)")
+                raise _bad(text, "pin an exact version with `==` (ranges are not "
+                           "reproducible)")
         name = name.strip()
         if not _PYPI_NAME.match(name):
-            raise UsageError(f"{text}: {name!r} is not a PyPI project name")
+            raise _bad(text, f"{name!r} is not a PyPI project name")
     if version is not None:
         version = version.strip()
         if version in ("", "latest"):
             version = None
         elif not _VERSION.match(version):
-            raise UsageError(f"{text}: {version!r} is not an exact version (ranges and tags "
-                             "other than `latest` are not reproducible)")
+            raise _bad(text, f"{version!r} is not an exact version (ranges and tags other "
+                       "than `latest` are not reproducible)")
     return PackageSpec(eco, name, version, None)

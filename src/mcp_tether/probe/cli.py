@@ -23,8 +23,10 @@ from mcp_tether.errors import (
     UsageError,
 )
 from mcp_tether.hosts.model import ServerEntry
-from mcp_tether.packages import prepare
-from mcp_tether.packages.spec import is_package_spec
+from mcp_tether.jsonout import print_json
+from mcp_tether.packages import policy_line, prepare
+from mcp_tether.packages.options import add_policy_options, policy_from
+from mcp_tether.packages.spec import is_package_spec, parse_spec
 from mcp_tether.probe import render
 from mcp_tether.probe.api import ProbeOptions, ProbeReport, ScenarioResult, probe
 from mcp_tether.probe.configured import (
@@ -86,7 +88,10 @@ packages: npm:NAME[@VERSION] / pypi:NAME[==VERSION] (or npm:./dir, pypi:./x.whl)
   installed once into ~/.cache/mcp-tether/packages ($MCP_TETHER_CACHE), then launched as
   a host would: --launch npx (npm default), uvx (PyPI default when uvx is installed,
   else direct) or direct (the installed command). Offline, the newest cached version is
-  used. Exit 127: the package cannot be fetched; 126: it has no server command.
+  used. Installing runs none of its code: npm --ignore-scripts (--allow-scripts runs
+  them), pip wheels only (--allow-build builds sdists); probing runs the server itself,
+  as you. Exit 127: the package cannot be fetched; 126: it has no server command;
+  2: a malformed spec or an unusable cache folder.
 exit 1 here means: some scenario of the level failed (2 also when the --junit file
   could not be written, after the results were printed)
 """
@@ -131,7 +136,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the server (repeatable)")
     parser.add_argument("--cwd", help="working directory for the server")
-    parser.add_argument("--json", action="store_true", help="print JSON (stable schema)")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document on stdout (docs/json.md)")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("--html", metavar="FILE",
                         help="also write a self-contained HTML timeline to FILE")
@@ -158,6 +164,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                      "where uvx is installed, else direct) or direct (the installed command)")
     pkg.add_argument("--bin", metavar="NAME",
                      help="the package's command to run, where it has several")
+    add_policy_options(pkg)
     parser.add_argument("cmd", nargs=argparse.REMAINDER,
                         help="-- the server command, or PACKAGE [OPTIONS] [-- ARGS]")
 
@@ -211,8 +218,9 @@ def command(args: argparse.Namespace) -> int:
         _refuse_our_options_without_dashes(cmd)
     if cmd and is_package_spec(cmd[0]):
         cmd = _package_command(cmd, args)
-    elif args.launch or args.bin:
-        raise UsageError("--launch and --bin go with a package spec (npm:NAME, pypi:NAME)")
+    elif args.launch or args.bin or args.allow_scripts or args.allow_build:
+        raise UsageError("--launch, --bin, --allow-scripts and --allow-build go with a "
+                         "package spec (npm:NAME, pypi:NAME)")
     opts = _options(args)
     if args.host or args.config:
         if cmd:
@@ -249,7 +257,9 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
         if args.cmd:
             raise UsageError(f"{' '.join(args.cmd)}: put the server's arguments after `--`: "
                              f"mcp-tether probe {spec} [OPTIONS] -- ARGS")
-    got = prepare(spec, bin=args.bin, launch=args.launch, args=server_args)
+    parsed = parse_spec(spec)
+    got = prepare(parsed, bin=args.bin, launch=args.launch, args=server_args,
+                  policy=policy_from(args, parsed))
     if got.cwd is not None:
         if args.cwd:
             raise UsageError("--cwd cannot be combined with --launch npx (npx runs in the "
@@ -258,6 +268,8 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
     how = "installed" if got.installed else "cached"
     print(f"mcp-tether probe: {got.spec.text} -> {got.name} {got.version} ({how} in "
           f"{got.dir}); {got.launch}: {shlex.join(got.argv)}", file=sys.stderr)
+    print(f"mcp-tether probe: {policy_line(got.spec, got.policy, got.install_scripts)}",
+          file=sys.stderr)
     for note in got.notes:
         print(f"mcp-tether probe: note: {note}", file=sys.stderr)
     return got.argv
@@ -291,7 +303,8 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
     payload["suggest_jobs_1"] = suggest_jobs_1(payload["results"])
     title = f"mcp-tether probe: {shlex.join(report.command)}"
     if args.json:
-        render.render_json(payload)
+        print_json("probe", payload["results"],
+                   **{k: v for k, v in payload.items() if k != "results"})
     else:
         for r, d in zip(report.results, payload["results"], strict=True):
             setattr(r, "explain", explain_line(d))  # noqa: B010  # shown under the row
@@ -449,7 +462,8 @@ def _emit_configured(report: ConfiguredReport, args: argparse.Namespace) -> int 
     """Print the matrix (or JSON); --junit last. An exit code when the file failed."""
     level = report.level
     if args.json:
-        render.render_json(report.to_dict())
+        doc = report.to_dict()
+        print_json("probe-config", doc.pop("servers"), **doc)
     else:
         render.render_matrix(report.results, [s.label for s in report.servers])
         if args.detail:

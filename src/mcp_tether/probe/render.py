@@ -8,7 +8,6 @@ warning (table), skipped-with-reason (JUnit): shown, never hidden, never failing
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import textwrap
@@ -21,7 +20,7 @@ from rich.table import Table
 from mcp_tether.probe.api import ScenarioResult, level_met
 from mcp_tether.probe.spec import ROBUST, SPEC
 
-__all__ = ["render_table", "render_json", "render_matrix", "VERDICT_STYLE"]
+__all__ = ["render_table", "render_matrix", "VERDICT_STYLE"]
 
 VERDICT_STYLE = {
     "exited": "green",
@@ -168,12 +167,6 @@ def render_fixes(results: Sequence[dict[str, Any]], out: IO[str] | None = None) 
             out.write(textwrap.fill(f"fix: {remedy}", width, initial_indent="  ",
                                     subsequent_indent="    ", break_on_hyphens=False,
                                     break_long_words=False) + "\n")
-
-
-def render_json(payload: Any, out: IO[str] | None = None) -> None:
-    out = out or sys.stdout
-    json.dump(payload, out, indent=2)
-    out.write("\n")
 
 
 def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],

@@ -12,7 +12,6 @@ processes unless root with `--all-users`. Durations must be finite and >= 0 (exi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -21,6 +20,7 @@ from mcp_tether import ladder, platform
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
@@ -34,7 +34,8 @@ PS_FORMATS = ("text", "json", "openmetrics")
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document on stdout (docs/json.md)")
     parser.add_argument("--config", metavar="FILE",
                         help="also match servers against this MCP config file")
     if name == "ps":
@@ -79,8 +80,9 @@ def _ps(config: str | None, fmt: str) -> int:
     _warn(result.config_errors)
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
     if fmt == "json":
-        print(json.dumps({**result.to_dict(), "containers": machine.as_json(boxes),
-                          "container_support": off}, indent=2))
+        doc = result.to_dict()
+        print_json("ps", doc.pop("servers"), **doc, containers=machine.as_json(boxes),
+                   container_support=off)
     elif fmt == "openmetrics":
         sys.stdout.write(render_openmetrics(result))
     else:
@@ -120,6 +122,9 @@ def _reap(args: argparse.Namespace) -> int:
         raise UsageError("--all-users needs root: other users' processes are theirs to end")
     users = None if args.all_users or uid is None else {uid}
     if args.watch:
+        if args.json:
+            raise UsageError("--watch prints one line per action as it happens, not a JSON "
+                             "document: drop --json (see docs/json.md)")
         if not args.yes:
             raise UsageError("--watch ends processes unattended: pass --yes")
         if args.interval == 0:
@@ -138,10 +143,10 @@ def _reap(args: argparse.Namespace) -> int:
     boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
     if args.dry_run or not (p.chosen or boxes):
         if args.json:
-            print(json.dumps({"dry_run": bool(args.dry_run),
-                              "plan": [s.to_dict() for s in p.chosen],
-                              "not_selected": [sk.to_dict() for sk in p.skipped],
-                              "containers": machine.as_json(boxes)}, indent=2))
+            print_json("reap-plan", [s.to_dict() for s in p.chosen],
+                       dry_run=bool(args.dry_run),
+                       not_selected=[sk.to_dict() for sk in p.skipped],
+                       containers=machine.as_json(boxes))
         else:
             print_plan(p, containers=bool(boxes))
             machine.print_plan(boxes, boxes_skipped)
@@ -162,11 +167,9 @@ def _reap(args: argparse.Namespace) -> int:
         outcomes = reap_servers(p.chosen, args.grace, pins)
     ended_boxes = machine.end(boxes, args.grace)  # re-checked by id + start time each
     if args.json:
-        print(json.dumps({"reaped": [o.to_dict() for o in outcomes],
-                          "containers": ended_boxes,
-                          "not_selected": [sk.to_dict() for sk in p.skipped],
-                          "reclaimed_bytes": sum(o.reclaimed_bytes for o in outcomes)},
-                         indent=2))
+        print_json("reap", [o.to_dict() for o in outcomes], containers=ended_boxes,
+                   not_selected=[sk.to_dict() for sk in p.skipped],
+                   reclaimed_bytes=sum(o.reclaimed_bytes for o in outcomes))
     else:
         for o in outcomes:
             print(watch_mod.describe(o))

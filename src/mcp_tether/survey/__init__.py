@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mcp_tether.inspect import inspect_path
-from mcp_tether.packages import PackageError, prepare
+from mcp_tether.packages import InstallPolicy, PackageError, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
 
@@ -89,6 +89,8 @@ class Row:
     verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # style -> scen -> v
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
+    install_scripts: list[str] = field(default_factory=list)  # packages of its tree with one
+    scripts_ran: bool = False  # surveyed with --allow-scripts
 
     @property
     def guard_pass(self) -> bool | None:
@@ -133,7 +135,8 @@ class SurveyResult:
     def from_dict(cls, d: dict[str, Any]) -> SurveyResult:
         started = time.mktime(time.strptime(d["started"], "%Y-%m-%dT%H:%M:%SZ")) - \
             time.timezone
-        return cls([Row.from_dict(r) for r in d["rows"]], started, float(d["seconds"]),
+        rows = d["results"] if "results" in d else d["rows"]  # "rows": before the envelope
+        return cls([Row.from_dict(r) for r in rows], started, float(d["seconds"]),
                    int(d["jobs"]), bool(d["pid_namespace"]))
 
     def to_dict(self) -> dict[str, Any]:
@@ -255,11 +258,14 @@ def _first_line(text: str, pattern: re.Pattern[str] | None = None, last: bool = 
 
 def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
-               scenarios: tuple[str, ...] = ()) -> Row:
+               scenarios: tuple[str, ...] = (), policy: InstallPolicy | None = None) -> Row:
     t0 = time.monotonic()
-    row = Row(entry.label, entry.spec.text, launch=entry.launch or "", needs=entry.needs)
+    policy = policy or InstallPolicy()
+    row = Row(entry.label, entry.spec.text, launch=entry.launch or "", needs=entry.needs,
+              scripts_ran=policy.scripts)
     try:
-        got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args)
+        got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args,
+                      policy=policy)
     except PackageError as exc:
         row.status = "no-command" if exc.exit_code == 126 else "install-failed"
         row.note = exc.msg
@@ -271,6 +277,7 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
         return row
     row.name, row.version, row.language = got.name, got.version, got.language
     row.launch, row.command = got.launch, got.argv
+    row.install_scripts = got.install_scripts
     try:
         sdks = inspect_path(got.dir)
     except Exception:  # inspect answers best effort; the probe is the evidence
@@ -314,6 +321,9 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                                             r["verdict"], why, r.get("remedy") or ""))
     row.seconds = time.monotonic() - t0
     row.reclassify()
+    if row.status == "did-not-start" and row.install_scripts and not policy.scripts:
+        row.note += f" (install scripts not run: {', '.join(row.install_scripts)}; " \
+            "--allow-scripts runs them)"
     return row
 
 
@@ -327,7 +337,8 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
                scenario_jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
                scenarios: tuple[str, ...] = (),
                should_stop: Callable[[], bool] = lambda: False,
-               on_row: Callable[[Row], None] | None = None) -> SurveyResult:
+               on_row: Callable[[Row], None] | None = None,
+               policy: InstallPolicy | None = None) -> SurveyResult:
     """Probe every entry; rows in list order. Returns once every child is reaped; when
     stopped (should_stop, Ctrl-C), with the rows done and the others `stopped`."""
     jobs = jobs or os.cpu_count() or 2
@@ -337,7 +348,7 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         pending: dict[Future[Row], int] = {
             pool.submit(survey_one, e, kids, timeout=timeout, jobs=scenario_jobs,
-                        ready_timeout=ready_timeout, scenarios=scenarios): i
+                        ready_timeout=ready_timeout, scenarios=scenarios, policy=policy): i
             for i, e in enumerate(entries)}
         futures = dict(pending)
         try:

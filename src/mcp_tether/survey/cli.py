@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
+from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
 from mcp_tether.survey import Row, SurveyResult, parse_list, run_survey
@@ -22,9 +23,11 @@ LIST: one server a line (# comments; words split like a shell's):
   SPEC is npm:NAME[@VERSION] or pypi:NAME[==VERSION] (as for `probe`); env= gives dummy
   keys; call= adds the busy-state scenario; needs= names a service the server wants, so
   that not starting without it reads "needs SERVICE", not a failure.
-each server: installed into the package cache, launched as the host would (npx/uvx by
-  default), its SDK read (`inspect`), then probed with every scenario three times: the
-  node host style, the python host style, and behind `mcp-tether run`. A row gives spec
+each server: installed into the package cache (npm --ignore-scripts unless
+  --allow-scripts, pip wheels only unless --allow-build), launched as the host would
+  (npx/uvx by default), as you, its SDK read (`inspect`), then probed with every
+  scenario three times: the node host style, the python host style, and behind
+  `mcp-tether run`. A row gives spec
   and robust pass per host style, each failure's diagnosis and remedy, and whether the
   guard makes it pass. Servers that did not start (or need a service they cannot reach
   here) are reported as such, not as leaks.
@@ -57,11 +60,13 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="probe only this scenario (repeatable; default: every one)")
     parser.add_argument("--only", action="append", metavar="TEXT",
                         help="survey only the entries whose spec or name contains TEXT")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON document instead of Markdown (docs/json.md)")
     parser.add_argument("--from-json", metavar="FILE",
                         help="render a survey's JSON again (with --out), probing nothing")
     parser.add_argument("--host-namespace", action="store_true",
                         help="do not enter a pid namespace of its own")
+    add_policy_options(parser)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -88,12 +93,19 @@ def command(args: argparse.Namespace) -> int:
         print(f"mcp-tether survey: {row.label}: {row.status} ({row.seconds:.0f} s)",
               file=sys.stderr)
 
+    policy = policy_from(args)
+    print("mcp-tether survey: installing with "
+          + ("npm install scripts run (--allow-scripts)" if policy.scripts else
+             "npm --ignore-scripts (--allow-scripts runs install scripts)")
+          + " and " + ("source builds allowed (--allow-build)" if policy.build else
+                       "pip wheels only (--allow-build allows source builds)")
+          + "; each server then runs as you", file=sys.stderr)
     with StopSignals("survey") as stop:
         result = run_survey(entries, jobs=args.jobs, timeout=args.timeout,
                             scenario_jobs=args.scenario_jobs,
                             ready_timeout=args.ready_timeout,
                             scenarios=tuple(args.scenarios or ()), should_stop=stop,
-                            on_row=progress)
+                            on_row=progress, policy=policy)
     _write(args, result)  # also when stopped: the rows done so far, the rest "stopped"
     if stop.signum:
         return 128 + stop.signum

@@ -11,6 +11,7 @@ import html
 import json
 from typing import Any
 
+from mcp_tether.jsonout import envelope
 from mcp_tether.survey import Row, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells"]
@@ -95,8 +96,10 @@ def to_markdown(result: SurveyResult) -> str:
 
 
 def to_json(result: SurveyResult) -> str:
+    """The survey as one `mcp-tether/survey` document (jsonout): its rows are `results`."""
     payload: dict[str, Any] = result.to_dict()
-    return json.dumps(payload, indent=1) + "\n"
+    rows = payload.pop("rows")
+    return json.dumps(envelope("survey", rows, **payload), indent=1) + "\n"
 
 
 def to_html(result: SurveyResult) -> str:
