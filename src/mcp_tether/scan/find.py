@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
-from mcp_tether.scan import evidence, rules
+from mcp_tether.scan import abandoned, evidence, rules
 from mcp_tether.scan.identify import Identifier, identify, split_title
 from mcp_tether.scan.match import (
     HOST_NAMES,
@@ -71,11 +71,13 @@ _ARGV_NAMES = (RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp", 
 
 
 def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
-         servers: Iterable[Any] | None = None, users: set[int] | None = None) -> ScanResult:
+         servers: Iterable[Any] | None = None, users: set[int] | None = None,
+         tracker: abandoned.Tracker | None = None) -> ScanResult:
     """Find stdio server trees, their evidence and what they are. Sends nothing.
 
     `servers` replaces config discovery with the given entries (tests, `--config`
-    callers that already read them); `users` limits the result to those uids.
+    callers that already read them); `users` limits the result to those uids;
+    `tracker` carries abandonment seen by earlier scans (`abandoned.Tracker`).
     """
     t0 = time.monotonic()
     # Thousands of short-lived records per scan, all freed by reference counting: the
@@ -94,6 +96,7 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
             s.find()
             s.group()
             out = s.servers(users)
+            abandoned.assess(out, peers, lambda pid: _cwd(procs, pid), tracker=tracker)
         finally:
             peers.close()
         return ScanResult(out, len(procs), procs.unreadable, s.running_hosts, config_errors,
@@ -101,6 +104,11 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
     finally:
         if collecting:
             gc.enable()
+
+
+def _cwd(procs: table.Table, pid: int) -> str | None:
+    rec = procs.get(pid)
+    return rec.cwd if rec is not None else None
 
 
 class _Scan:
