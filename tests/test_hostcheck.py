@@ -145,6 +145,12 @@ def test_a_host_that_reloads_its_config_ends_the_old_server_or_abandons_it() -> 
     assert row["host_config"].endswith("/home/.cursor/mcp.json")
     assert any(e["what"] == "second-copy" for e in row["recorded"])
     assert {x["role"] for x in row["left"]} == {"server", "grandchild"}
+    # 4. `ps` at the end: the dropped copy is abandoned, the one in use live.
+    old = {x["pid"] for x in row["left"] if x["role"] == "server"}
+    found = {p["pid"]: p["state"] for p in row["ps"]}
+    assert {found[p] for p in old} == {"abandoned"}, row["ps"]
+    assert [st for p, st in found.items() if p not in old] == ["live"], row["ps"]
+    assert [p["state"] for p in good.results[0]["ps"]] == ["live"]
 
 
 def _recorders(tag: str) -> list[ProcessId]:

@@ -106,6 +106,14 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
             gc.enable()
 
 
+def _program_key(argv: list[str]) -> tuple[str, str]:
+    """What program a command runs: its executable's name and its first operand (the
+    script or module of an interpreter, the package of a runner)."""
+    if not argv:
+        return ("", "")
+    return (os.path.basename(argv[0]), next((a for a in argv[1:] if not a.startswith("-")), ""))
+
+
 def _cwd(procs: table.Table, pid: int) -> str | None:
     rec = procs.get(pid)
     return rec.cwd if rec is not None else None
@@ -249,6 +257,25 @@ class _Scan:
             for k in self.clients.get(pid, ()):
                 if k not in found and k not in self.hosts:
                     found[k] = ["host"]  # ...and the children it serves are its servers
+        self.find_copies()
+
+    def find_copies(self) -> None:
+        """Another copy of a found server under the same host, started with other
+        arguments (its config entry was edited: the old copy no longer matches it), is
+        a server too (`host`): the host holds its channel's client side, and it runs
+        the same program (`_program_key`)."""
+        for pid in list(self.found):
+            rec = self.procs.get(pid)
+            if rec is None or rec.ppid <= 1 or rec.ppid in self.found \
+                    or self.adopter(self.procs.get(rec.ppid), rec.ppid) \
+                    or not self.is_client(rec.ppid):
+                continue
+            key = _program_key(rec.argv)
+            for k in self.clients.get(rec.ppid, ()):
+                krec = self.procs.get(k)
+                if k not in self.found and k not in self.hosts and krec is not None \
+                        and _program_key(krec.argv) == key:
+                    self.found[k] = ["host"]
 
     # ----- 2. each candidate with the wrappers above it; the outermost is the root ----
 
