@@ -264,14 +264,20 @@ class _Scan:
         arguments (its config entry was edited: the old copy no longer matches it), is
         a server too (`host`): the host holds its channel's client side, and it runs
         the same program (`_program_key`)."""
+        asked: dict[int, list[int]] = {}
         for pid in list(self.found):
             rec = self.procs.get(pid)
             if rec is None or rec.ppid <= 1 or rec.ppid in self.found \
-                    or self.adopter(self.procs.get(rec.ppid), rec.ppid) \
-                    or not self.is_client(rec.ppid):
+                    or self.adopter(self.procs.get(rec.ppid), rec.ppid):
                 continue
+            if rec.ppid not in asked:
+                known = rec.ppid in self.clients
+                self.is_client(rec.ppid)
+                # asked here only: a launcher's role is not changed by the question
+                asked[rec.ppid] = (self.clients.get if known else self.clients.pop)(
+                    rec.ppid, [])
             key = _program_key(rec.argv)
-            for k in self.clients.get(rec.ppid, ()):
+            for k in asked[rec.ppid]:
                 krec = self.procs.get(k)
                 if k not in self.found and k not in self.hosts and krec is not None \
                         and _program_key(krec.argv) == key:
