@@ -1,6 +1,8 @@
 // A host on the TypeScript SDK's StdioClientTransport that reconnects: copy A, then
 // copy B of the same command (a config edit, a reload).
 // MODE listen:  both transports stay open and read.
+// MODE forget:  A's Client is dropped without close(), as a host that reconnects on a
+//   config edit may do: its transport's data listener stays, so libuv still reads A.
 // MODE abandon: A is forgotten, not closed: its child and both its sockets are kept,
 //   and its output is no longer read. libuv's read stop leaves the fd in the epoll set
 //   until one more event arrives for it (it is dropped lazily, on the next wakeup), so
