@@ -156,13 +156,15 @@ def test_a_python_sdk_host_that_abandons_its_old_stdio_client(
 
 def test_idle_hosts_that_still_listen_keep_every_copy_live(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
-    """The same hosts, both copies still read (epoll, or a thread blocked in read):
-    every copy is live, and `reap --include abandoned --min-age 0` ends none."""
+    """The same hosts, both copies still read (epoll, or a thread blocked in read; a TS
+    SDK Client dropped without close() is still read): every copy is live, and
+    `reap --include abandoned --min-age 0` ends none."""
     cfg = _config(lab)
     hosts = [Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "listen"]),
              Host(lab, [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py"), "listen"])]
     if shutil.which("node") is not None and NODE_MODULES is not None:
-        hosts.append(_node_host(lab, "listen"))
+        # forget: A's Client dropped without close(); its transport still reads A
+        hosts += [_node_host(lab, "listen"), _node_host(lab, "forget")]
     doc = _ps(capsys, cfg)
     for h in hosts:
         for ident in (h.a, h.b):
