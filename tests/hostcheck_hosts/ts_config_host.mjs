@@ -48,7 +48,8 @@ setInterval(async () => {
     if (old && mode === "abandon") {
       const out = old.transport._process.stdout; // no public handle to the child
       out.pause();
-      out._handle.reading = false;
+      // libuv stops reading; Node is left believing it still reads (`reading` stays
+      // true), else its read-more logic would start the handle again on the next tick
       out._handle.readStop();
       old.transport.send({ jsonrpc: "2.0", id: 99, method: "ping" }).catch(() => {});
     }

@@ -27,7 +27,8 @@ const b = await connect();
 if (mode === "abandon") {
   const out = a._process.stdout; // the SDK's child process: no public handle to it
   out.pause();
-  out._handle.reading = false;
+  // libuv stops reading; Node is left believing it still reads (`reading` stays true),
+  // else its read-more logic would start the handle again on the next tick
   out._handle.readStop();
   await a.send({ jsonrpc: "2.0", id: 99, method: "ping" });
 }
