@@ -599,16 +599,17 @@ class Soak:
         ended = [p for p in gone if p.pid in by_reap]
         late = sorted(p.ended_at - (p.leaked_at + self.a.min_age) for p in ended
                       if p.ended_at is not None and p.leaked_at is not None)
+        first = sum(1 for p in gone if p.stopping and p not in ended)
         print(f"  abandoned copies: {len(gone)}, ended by reap {len(ended)}, "
-              f"retired with their host first {sum(1 for p in gone if p.stopping and p not in ended)}")
+              f"retired with their host first {first}")
         if late:
             print(f"  abandoned copy ended after --min-age of abandonment: median "
                   f"{late[len(late) // 2]:.1f} s, max {late[-1]:.1f} s")
         amissed = [p for p in gone if p.missed]
         print(f"  missed abandoned: {len(amissed)} of {len(gone)}")
         for p in amissed:
-            print(f"    pid {p.pid} abandoned {p.leaked_at and time.monotonic() - p.leaked_at:.0f}s "
-                  "ago, still alive")
+            since = time.monotonic() - (p.leaked_at or 0)
+            print(f"    pid {p.pid} abandoned {since:.0f}s ago, still alive")
 
     def cleanup(self) -> None:
         for p in self.procs:

@@ -22,8 +22,16 @@ import pytest
 from mcp_tether.proc import ProcessId, identify, is_running
 from mcp_tether.scan import abandoned
 from mcp_tether.scan.abandoned import Waits, listens
-from scan_lab import DEADLINE, NODE_MODULES, Lab, entry, lab_fixture, poll, run_cli
-from scan_lab import assert_consistent
+from scan_lab import (
+    DEADLINE,
+    NODE_MODULES,
+    Lab,
+    assert_consistent,
+    entry,
+    lab_fixture,
+    poll,
+    run_cli,
+)
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]

@@ -5,7 +5,8 @@ MODE listen:  both sessions stay open and read.
 MODE abandon: A is forgotten, not closed: its block is never left (its process and
               pipes stay held) and its output is no longer read: the asyncio transport
               under it is paused, as asyncio itself does when nobody drains a stream.
-Prints "ready PID_A PID_B" and runs until stdin EOF. Usage: py_sdk_reconnect_host.py MODE CMD ARGS...
+Prints "ready PID_A PID_B" and runs until stdin EOF.
+Usage: py_sdk_reconnect_host.py MODE CMD ARGS...
 """
 
 import asyncio

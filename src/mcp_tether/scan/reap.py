@@ -40,7 +40,8 @@ from mcp_tether.scan import abandoned
 from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE
 from mcp_tether.scan.model import ScanResult, Server
 
-__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "ABANDONED_MIN_AGE", "Skipped", "Plan", "plan", "ReapOutcome",
+__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "ABANDONED_MIN_AGE", "Skipped", "Plan", "plan",
+           "ReapOutcome",
            "reap_servers", "Pins", "check_duration"]
 
 INCLUDE_CHOICES = ("guess", "stdio", "abandoned")

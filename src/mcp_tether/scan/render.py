@@ -25,7 +25,8 @@ from mcp_tether.scan.model import (
 from mcp_tether.scan.reap import Plan
 from mcp_tether.scan.watch import _size
 
-__all__ = ["print_ps", "print_plan", "abandoned_lines", "render_openmetrics", "what_text", "HEADERS"]
+__all__ = ["print_ps", "print_plan", "abandoned_lines", "render_openmetrics", "what_text",
+           "HEADERS"]
 
 HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDENCE",
            "PARENT", "COMMAND"]
