@@ -39,6 +39,7 @@ needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is 
                                 reason="needs node and the lab's pinned Node SDK")
 
 HOSTS = Path(__file__).parent / "hostcheck_hosts"
+WAITS = "how another process waits (epoll items, thread syscalls) is unknown without /proc"
 MINI = Path(__file__).parent / "servers" / "mini.py"
 
 
@@ -130,6 +131,7 @@ def _only_include_abandoned_ends_a(capsys: pytest.CaptureFixture[str], cfg: str,
     assert is_running(h.b) and h.proc.poll() is None
 
 
+@pytest.mark.requires_linux_backend(WAITS)
 def test_a_threaded_host_that_stops_reading_its_old_copy_abandons_it(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """1. A stdlib host reads A and B with threads blocked in read(); A's thread quits,
@@ -144,6 +146,7 @@ def test_a_threaded_host_that_stops_reading_its_old_copy_abandons_it(
 
 
 @needs_node
+@pytest.mark.requires_linux_backend(WAITS)
 def test_a_typescript_sdk_host_that_abandons_its_old_transport(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """StdioClientTransport A kept (child and sockets) but no longer read; B connected."""
@@ -153,6 +156,7 @@ def test_a_typescript_sdk_host_that_abandons_its_old_transport(
     _only_include_abandoned_ends_a(capsys, cfg, h)
 
 
+@pytest.mark.requires_linux_backend(WAITS)
 def test_a_python_sdk_host_that_abandons_its_old_stdio_client(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """stdio_client block A never left (process, pipes held), its reading paused."""
@@ -162,6 +166,7 @@ def test_a_python_sdk_host_that_abandons_its_old_stdio_client(
     _only_include_abandoned_ends_a(capsys, cfg, h)
 
 
+@pytest.mark.requires_linux_backend(WAITS)
 def test_idle_hosts_that_still_listen_keep_every_copy_live(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """The same hosts, both copies still read (epoll, or a thread blocked in read; a TS
@@ -184,6 +189,7 @@ def test_idle_hosts_that_still_listen_keep_every_copy_live(
     assert not {r["pid"] for r in got["reaped"]} & ours
 
 
+@pytest.mark.requires_linux_backend(WAITS)
 def test_a_host_waiting_in_select_is_unknown_and_never_reaped(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """select(): what it watches is in its memory, not in /proc: the answer is unknown."""
@@ -199,6 +205,7 @@ def test_a_host_waiting_in_select_is_unknown_and_never_reaped(
     assert not {r["pid"] for r in got["reaped"]} & {h.a.pid, h.b.pid}
 
 
+@pytest.mark.requires_linux_backend(WAITS)
 def test_abandonment_is_timed_across_scans_by_a_tracker(lab: Lab) -> None:
     """`reap --watch`'s tracker: the second scan counts from the first one's look."""
     from mcp_tether.scan.find import scan
@@ -213,6 +220,26 @@ def test_abandonment_is_timed_across_scans_by_a_tracker(lab: Lab) -> None:
     tracker.keep(set())  # a scan that no longer finds it abandoned: the clock restarts
     third = next(s for s in scan(config=cfg, tracker=tracker).servers if s.pid == h.a.pid)
     assert third.listening["abandoned_seconds"] < t2
+
+
+def test_where_the_backend_cannot_see_how_a_host_waits_nothing_is_abandoned(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """The weaker promise (the portable backend too): a host that stopped reading its old
+    copy is never called abandoned where its waiting cannot be read; reap ends nothing."""
+    from mcp_tether.proc import table
+
+    cfg = _config(lab)
+    h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
+    doc = _ps(capsys, cfg)
+    a = entry(doc, h.a.pid)
+    if table.CHANNEL_DETAIL:  # the Linux backend: seen, and abandoned
+        assert a is not None and a["state"] == "abandoned", a
+        return
+    assert a is None or (a["state"] != "abandoned"
+                         and a["listening"]["answer"] in ("unknown", "n/a")), a
+    got = _reap(capsys, cfg, "--include", "abandoned", "--min-age", "0")
+    assert not {r["pid"] for r in got["reaped"]} & {h.a.pid, h.b.pid}
+    assert is_running(h.a) and is_running(h.b)
 
 
 FAR = {5: ("pipe:[100]", (15, 100))}

@@ -168,6 +168,10 @@ def assess(servers: list[Server], peers: Peers, cwd_of: Callable[[int], str | No
             continue
         if host not in hosts:
             hosts[host] = look(host)
+        if hosts[host].links is None or not table.CHANNEL_DETAIL:
+            s.listening = {"answer": "unknown", "host": host,
+                           "reason": "the host's open files cannot be read from here"}
+            continue
         far = _far_ends(s, host, hosts[host].links or {}, peers)
         if not far:
             continue
