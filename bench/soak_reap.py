@@ -48,8 +48,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import _pidns  # bench/, beside this script
 
@@ -57,6 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from scan_lab import NODE_MODULES, NODE_SDK_SERVER, PY_SDK_SERVER  # noqa: E402
 
+T = TypeVar("T")
 HOSTS = ROOT / "tests" / "hostcheck_hosts"
 MINI = ROOT / "tests" / "servers" / "mini.py"
 RECONNECT_MODES = (("abandon", 6.0), ("listen", 3.0), ("select", 1.0))
@@ -410,13 +413,7 @@ class Soak:
         are listened to, or the host waits in select (unknown)."""
         kinds = ["threaded", "py_sdk"] + (["node"] if self.node else [])
         kind = self.rng.choice(kinds)
-        pick = self.rng.uniform(0, sum(w for _, w in RECONNECT_MODES))
-        mode = RECONNECT_MODES[-1][0]
-        for m, weight in RECONNECT_MODES:
-            pick -= weight
-            if pick <= 0:
-                mode = m
-                break
+        mode = _weighted(self.rng, RECONNECT_MODES)
         if mode == "select":
             kind = "threaded"  # only the threaded host has a select() mode
         head = {"threaded": [sys.executable, str(HOSTS / "threaded_host.py")],
@@ -532,17 +529,10 @@ class Soak:
             make()
         actions = [(self.live_host, 3.0), (self.leak, 3.0), (self.service, 1.0),
                    (self.daemon, 1.0), (self.crashed_host, 1.0), (self.reconnect_host, 3.0)]
-        total = sum(w for _, w in actions)
         while time.monotonic() < end:
             self.check()
             live_hosts = sum(1 for p in self.procs if p.kind == "host" and not p.stopping)
-            pick = self.rng.uniform(0, total)
-            make = actions[-1][0]
-            for candidate, weight in actions:
-                pick -= weight
-                if pick <= 0:
-                    make = candidate
-                    break
+            make = _weighted(self.rng, actions)
             if make in (self.live_host, self.reconnect_host) and live_hosts >= a.max_hosts:
                 make = self.leak
             make()
@@ -620,6 +610,16 @@ class Soak:
             if pop.poll() is None:
                 pop.kill()
             pop.wait()
+
+
+def _weighted(rng: random.Random, choices: Sequence[tuple[T, float]]) -> T:
+    """One of `choices` (item, weight), drawn by weight: one `uniform` draw per call."""
+    pick = rng.uniform(0, sum(w for _, w in choices))
+    for item, weight in choices:
+        pick -= weight
+        if pick <= 0:
+            return item
+    return choices[-1][0]
 
 
 def _which(name: str) -> str | None:

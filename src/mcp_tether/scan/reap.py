@@ -93,20 +93,19 @@ def plan(result: ScanResult, include: set[str] | frozenset[str] = frozenset(),
     of observed abandonment)."""
     chosen: list[Server] = []
     skipped: list[Skipped] = []
-    for s in result.leaked:
-        why = _why_not(s, include, min_age, allow or [])
+
+    def sort(s: Server, why: str | None) -> None:
         if why is None:
             chosen.append(s)
         else:
             skipped.append(Skipped(s, why))
+
+    for s in result.leaked:
+        sort(s, _why_not(s, include, min_age, allow or []))
     for s in result.unknown:
         skipped.append(Skipped(s, _why_not(s, include, min_age, allow or []) or ""))
     for s in result.abandoned:
-        why = _why_not_abandoned(s, include, abandoned_min_age, allow or [])
-        if why is None:
-            chosen.append(s)
-        else:
-            skipped.append(Skipped(s, why))
+        sort(s, _why_not_abandoned(s, include, abandoned_min_age, allow or []))
     return Plan(chosen, skipped)
 
 
