@@ -17,11 +17,19 @@ an init), `mcp-tether reap --watch --yes` runs for N minutes beside a churn of:
   daemons         pid-1 children with stdio at /dev/null holding sockets and pipes whose
                   other side is gone (passed by their launcher)
   leaked servers  SDK servers that ignore EOF (Python and Node), their client SIGKILLed
+  reconnecting    real hosts (tests/hostcheck_hosts: the TypeScript SDK's transport, the
+  hosts           Python SDK's stdio_client, a host reading with blocking threads) that
+                  start copy A then copy B of one config entry; most abandon A (keep its
+                  handles, stop reading it: it must be ended), some keep listening to
+                  both, a few wait in select() (unknown: never ended)
 Counted and printed:
   wrong kills     any process `reap` reported ending that was not a leaked server, and
                   any host, service, daemon or live server that died while not asked to
   missed leaks    a leaked server still alive `--margin` seconds after it was both leaked
                   and older than `--min-age`, plus one `--interval`
+  missed abandoned  an abandoned copy still alive `--margin` seconds after `--min-age` of
+                  abandonment, plus two `--interval`s (the round that first sees it, the
+                  round past its minimum age); one ended before `--min-age` is a wrong kill
 The soak stops by itself after N minutes: it stops the watcher (SIGTERM), ends what it
 started (by identity), and exits; its namespace's init then exits and the kernel ends
 anything left in the namespace. Linux only (reads /proc), root (unshare).
@@ -40,14 +48,21 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import _pidns  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from scan_lab import NODE_MODULES, NODE_SDK_SERVER, PY_SDK_SERVER  # noqa: E402
+
+T = TypeVar("T")
+HOSTS = ROOT / "tests" / "hostcheck_hosts"
+MINI = ROOT / "tests" / "servers" / "mini.py"
+RECONNECT_MODES = (("abandon", 6.0), ("listen", 3.0), ("select", 1.0))
 
 PY_LIVE_SERVER = PY_SDK_SERVER.replace("threading.Thread(target=tick).start()\n", "")
 NODE_LIVE_SERVER = NODE_SDK_SERVER.replace("setInterval(() => {}, 1000);", "")
@@ -198,11 +213,11 @@ def children(pid: int) -> list[int]:
 class Proc:
     pid: int
     start: int
-    kind: str  # host | server | service | daemon | leak | crashed-host | client
+    kind: str  # host | server | service | daemon | leak | crashed-host | client | abandoned
     born: float
     stop_at: float = float("inf")  # when we retire it
     stopping: bool = False  # we asked it to go: its death is ours
-    leaked_at: float | None = None
+    leaked_at: float | None = None  # leaked, or (an abandoned copy) abandoned, since
     ended_at: float | None = None
     missed: bool = False
     servers: list[Proc] = field(default_factory=list)
@@ -249,6 +264,14 @@ class Soak:
                     "dependencies": {"@modelcontextprotocol/sdk": "^1.0.0"}}))
                 self.f[name] = str(d / "index.mjs")
                 (d / "index.mjs").write_text(text)
+            d = self.tmp / "node_reconnect"
+            d.mkdir()
+            (d / "node_modules").symlink_to(NODE_MODULES)  # type: ignore[arg-type]
+            self.f["node_reconnect"] = str(d / "ts_reconnect_host.mjs")
+            (d / "ts_reconnect_host.mjs").write_text(
+                (HOSTS / "ts_reconnect_host.mjs").read_text())
+        self.f["config"] = w("mcp.json", json.dumps({"mcpServers": {"mini": {
+            "command": sys.executable, "args": [str(MINI)]}}}))
 
     def track(self, pid: int, kind: str, **kw: object) -> Proc | None:
         st = start_time(pid)
@@ -385,6 +408,41 @@ class Soak:
         for s in tracked:
             s.leaked_at = now
 
+    def reconnect_host(self) -> None:
+        """A real host starts copies A and B of the `mini` entry; A is abandoned, or both
+        are listened to, or the host waits in select (unknown)."""
+        kinds = ["threaded", "py_sdk"] + (["node"] if self.node else [])
+        kind = self.rng.choice(kinds)
+        mode = _weighted(self.rng, RECONNECT_MODES)
+        if mode == "select":
+            kind = "threaded"  # only the threaded host has a select() mode
+        head = {"threaded": [sys.executable, str(HOSTS / "threaded_host.py")],
+                "py_sdk": [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py")],
+                "node": ["node", self.f.get("node_reconnect", "")]}[kind]
+        pop = subprocess.Popen([*head, mode, sys.executable, str(MINI)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+        self.popens.append(pop)
+        h = self.track(pop.pid, "host", stop_at=time.monotonic() + self.rng.uniform(
+            self.a.min_age + 2 * self.a.interval + self.a.margin + 30, 300))
+        assert pop.stdout is not None
+        words = pop.stdout.readline().split()
+        if h is None or len(words) != 3 or words[0] != b"ready":
+            if h is not None:
+                h.stopping = True
+            print(f"soak: a {kind} reconnecting host did not start", file=sys.stderr)
+            return
+        now = time.monotonic()
+        a = self.track(int(words[1]), "abandoned" if mode == "abandon" else "server")
+        b = self.track(int(words[2]), "server")
+        for copy in (a, b):
+            if copy is not None:
+                h.servers.append(copy)
+        if a is not None and mode == "abandon":
+            a.leaked_at = now
+        self.counts[f"reconnect-{kind}-{mode}"] = \
+            self.counts.get(f"reconnect-{kind}-{mode}", 0) + 1
+
     # ----- bookkeeping ---------------------------------------------------------------
 
     def on_line(self, line: str) -> None:
@@ -397,10 +455,13 @@ class Soak:
         with self.lock:
             p = self.by_pid.get(pid)
         self.reaped.append((now, outcome, pid))
-        if p is None or p.kind != "leak":
+        early = p is not None and p.kind == "abandoned" and p.leaked_at is not None \
+            and now < p.leaked_at + self.a.min_age
+        if p is None or p.kind not in ("leak", "abandoned") or early:
             key = (pid, p.start if p else 0)
+            why = " before --min-age of abandonment" if early else ""
             self.wrong.setdefault(key, []).append(
-                f"reap {outcome} pid {pid} ({p.kind if p else 'not ours'}): {line}")
+                f"reap {outcome} pid {pid} ({p.kind if p else 'not ours'}){why}: {line}")
         elif p.ended_at is None:
             p.ended_at = now
 
@@ -413,6 +474,13 @@ class Soak:
                     p.ended_at = now
                 due = max(p.born + a.min_age, p.leaked_at or now) + a.interval + a.margin
                 if p.ended_at is None and now > due and not p.missed:
+                    p.missed = True
+                continue
+            if p.kind == "abandoned":
+                if p.ended_at is None and not alive(p.pid, p.start):
+                    p.ended_at = now  # by reap (its line says so) or with its host
+                due = (p.leaked_at or now) + a.min_age + 2 * a.interval + a.margin
+                if p.ended_at is None and not p.stopping and now > due and not p.missed:
                     p.missed = True
                 continue
             if p.stopping or p.kind == "client":
@@ -437,7 +505,8 @@ class Soak:
     def run(self) -> int:
         a = self.a
         cmd = [sys.executable, "-m", "mcp_tether", "reap", "--watch", "--yes",
-               "--min-age", str(a.min_age), "--interval", str(a.interval)]
+               "--min-age", str(a.min_age), "--interval", str(a.interval),
+               "--config", self.f["config"]]
         for inc in a.include:
             cmd += ["--include", inc]
         watcher = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -459,19 +528,12 @@ class Soak:
                      self.crashed_host):
             make()
         actions = [(self.live_host, 3.0), (self.leak, 3.0), (self.service, 1.0),
-                   (self.daemon, 1.0), (self.crashed_host, 1.0)]
-        total = sum(w for _, w in actions)
+                   (self.daemon, 1.0), (self.crashed_host, 1.0), (self.reconnect_host, 3.0)]
         while time.monotonic() < end:
             self.check()
             live_hosts = sum(1 for p in self.procs if p.kind == "host" and not p.stopping)
-            pick = self.rng.uniform(0, total)
-            make = actions[-1][0]
-            for candidate, weight in actions:
-                pick -= weight
-                if pick <= 0:
-                    make = candidate
-                    break
-            if make == self.live_host and live_hosts >= a.max_hosts:
+            make = _weighted(self.rng, actions)
+            if make in (self.live_host, self.reconnect_host) and live_hosts >= a.max_hosts:
                 make = self.leak
             make()
             pause = end - time.monotonic()
@@ -482,8 +544,10 @@ class Soak:
                 time.sleep(0.5)
         # Leaks made in the last minutes get their full due time before the count.
         grace_end = time.monotonic() + a.min_age + a.interval + a.margin
+        grace_end += a.interval  # an abandoned copy's due time has a second interval
         while time.monotonic() < grace_end and any(
-                p.kind == "leak" and p.ended_at is None and not p.missed for p in self.procs):
+                p.kind in ("leak", "abandoned") and p.ended_at is None and not p.missed
+                and not p.stopping for p in self.procs):
             self.check()
             time.sleep(0.5)
         self.check()
@@ -496,7 +560,7 @@ class Soak:
         reader.join(timeout=5)
         self.report(time.monotonic() - t0, lines)
         self.cleanup()
-        return 0 if not self.wrong and not any(p.missed for p in self.procs) else 1
+        return 0 if not self.wrong and not any(p.missed for p in self.procs) else 1  # both kinds
 
     def report(self, elapsed: float, lines: list[str]) -> None:
         leaks = [p for p in self.procs if p.kind == "leak"]
@@ -520,6 +584,22 @@ class Soak:
         for p in missed:
             print(f"    pid {p.pid} leaked {p.leaked_at and p.leaked_at - p.born:.0f}s after "
                   "start, still alive")
+        gone = [p for p in self.procs if p.kind == "abandoned"]
+        by_reap = {pid for _, o, pid in self.reaped if o == "ended"}
+        ended = [p for p in gone if p.pid in by_reap]
+        late = sorted(p.ended_at - (p.leaked_at + self.a.min_age) for p in ended
+                      if p.ended_at is not None and p.leaked_at is not None)
+        first = sum(1 for p in gone if p.stopping and p not in ended)
+        print(f"  abandoned copies: {len(gone)}, ended by reap {len(ended)}, "
+              f"retired with their host first {first}")
+        if late:
+            print(f"  abandoned copy ended after --min-age of abandonment: median "
+                  f"{late[len(late) // 2]:.1f} s, max {late[-1]:.1f} s")
+        amissed = [p for p in gone if p.missed]
+        print(f"  missed abandoned: {len(amissed)} of {len(gone)}")
+        for p in amissed:
+            since = time.monotonic() - (p.leaked_at or 0)
+            print(f"    pid {p.pid} abandoned {since:.0f}s ago, still alive")
 
     def cleanup(self) -> None:
         for p in self.procs:
@@ -530,6 +610,16 @@ class Soak:
             if pop.poll() is None:
                 pop.kill()
             pop.wait()
+
+
+def _weighted(rng: random.Random, choices: Sequence[tuple[T, float]]) -> T:
+    """One of `choices` (item, weight), drawn by weight: one `uniform` draw per call."""
+    pick = rng.uniform(0, sum(w for _, w in choices))
+    for item, weight in choices:
+        pick -= weight
+        if pick <= 0:
+            return item
+    return choices[-1][0]
 
 
 def _which(name: str) -> str | None:
@@ -546,12 +636,13 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=5.0)
     ap.add_argument("--margin", type=float, default=30.0,
                     help="seconds past min-age + interval before a live leak is missed")
-    ap.add_argument("--include", action="append", default=None, choices=("guess", "stdio"),
-                    help="passed to reap (default: stdio, the widest)")
+    ap.add_argument("--include", action="append", default=None,
+                    choices=("guess", "stdio", "abandoned"),
+                    help="passed to reap (default: stdio and abandoned, the widest)")
     ap.add_argument("--max-hosts", type=int, default=5)
     args = ap.parse_args()
     if args.include is None:
-        args.include = ["stdio"]
+        args.include = ["stdio", "abandoned"]
     _pidns.enter()
     with tempfile.TemporaryDirectory(prefix="soak-reap-") as tmp:
         return Soak(args, Path(tmp)).run()

@@ -69,7 +69,7 @@ child.on("exit", (code) => process.exit(code ?? 1));
 """
 
 CLIENT = """\
-import json, signal, socket, subprocess, sys
+import json, signal, socket, subprocess, sys, threading
 spec = json.loads(sys.argv[1])
 kw = dict(stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
           start_new_session=spec["new_session"], cwd=spec["cwd"])
@@ -95,6 +95,8 @@ if spec["leak_writer"]:  # a helper that inherited the write end of the server's
                          pass_fds=[wfd], stdin=subprocess.DEVNULL, start_new_session=True)
     extra.append(h.pid)
 print(p.pid, *extra, flush=True)
+threading.Thread(target=lambda: [None for _ in iter(lambda: p.stdout.read1(65536), b"")],
+                 daemon=True).start()  # a live client keeps reading its server
 signal.pause()
 """
 

@@ -145,6 +145,33 @@ def test_a_host_that_reloads_its_config_ends_the_old_server_or_abandons_it() -> 
     assert row["host_config"].endswith("/home/.cursor/mcp.json")
     assert any(e["what"] == "second-copy" for e in row["recorded"])
     assert {x["role"] for x in row["left"]} == {"server", "grandchild"}
+    # 4. `ps` at the end: the dropped copy is abandoned, the one in use live.
+    old = {x["pid"] for x in row["left"] if x["role"] == "server"}
+    found = {p["pid"]: p["state"] for p in row["ps"]}
+    assert {found[p] for p in old} == {"abandoned"}, row["ps"]
+    assert [st for p, st in found.items() if p not in old] == ["live"], row["ps"]
+    assert [p["state"] for p in good.results[0]["ps"]] == ["live"]
+
+
+@pytest.mark.slow
+@pytest.mark.node
+def test_a_typescript_sdk_host_that_drops_and_stops_reading_its_old_copy_shows_it_abandoned(
+) -> None:
+    """ts_config_host.mjs abandon: on the config edit it connects a new Client and drops
+    the old one unclosed, no longer reading it; `ps` at the end: old abandoned, new live."""
+    if node_env.missing_tools():
+        pytest.skip(node_env.missing_tools() or "")
+    folder = node_env.ensure(quiet=True)
+    shutil.copy2(HOSTS / "ts_config_host.mjs", folder / "hostcheck_ts_config_host.mjs")
+    result = check([shutil.which("node") or "node", str(folder / "hostcheck_ts_config_host.mjs"),
+                    "abandon"],
+                   host="cursor", scenarios=["reconnect"], **FAST)
+    assert _verdicts(result) == {"reconnect": "abandoned"}
+    row = result.results[0]
+    old = {x["pid"] for x in row["left"] if x["role"] == "server"}
+    found = {p["pid"]: p["state"] for p in row["ps"]}
+    assert {found[p] for p in old} == {"abandoned"}, row["ps"]
+    assert [st for p, st in found.items() if p not in old] == ["live"], row["ps"]
 
 
 def _recorders(tag: str) -> list[ProcessId]:

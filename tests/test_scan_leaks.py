@@ -171,12 +171,14 @@ def test_an_npx_launched_server_is_matched_to_its_config_entry(
 
 
 HOST = """\
-import os, subprocess, sys, signal
+import os, subprocess, sys, signal, threading
 server = subprocess.Popen([sys.executable, {server!r}], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 server.stdout.readline()
 print(os.getpid(), server.pid, flush=True)
-signal.pause()  # a live host: it keeps its server's pipes
+threading.Thread(target=lambda: [None for _ in iter(lambda: server.stdout.read1(65536), b"")],
+                 daemon=True).start()
+signal.pause()  # a live host: it keeps its server's pipes, and reads them
 """
 
 LAUNCHER = """\

@@ -4,13 +4,15 @@ Starts every stdio server of the file (own session each), does the handshake, th
 watches the file. When an entry changes it starts the new command and, unless
 `--abandon` is given, ends the old server first the way the spec asks (close stdin,
 0.5 s, SIGTERM to its group, 0.5 s, SIGKILL); with `--abandon` it just drops it, as hosts
-observed to leak on a config edit do. On stdin EOF or SIGTERM/SIGINT/SIGHUP it ends all
-servers the same way and exits. Usage: reconnect_host.py [--abandon]
+observed to leak on a config edit do: it keeps the old copy's pipes but no longer reads
+them. It reads every server it uses through an epoll selector, so `ps` can tell the
+dropped copy (`abandoned`) from the one in use. On stdin EOF or SIGTERM/SIGINT/SIGHUP it
+ends all servers the same way and exits. Usage: reconnect_host.py [--abandon]
 """
 
 import json
 import os
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -57,9 +59,20 @@ signal.set_wakeup_fd(w)
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, lambda *_: None)
 mtime = os.stat(CONFIG).st_mtime_ns
-while True:
-    ready, _, _ = select.select([0, r], [], [], 0.05)  # the file is looked at every 50 ms
-    if r in ready or (0 in ready and not os.read(0, 4096)):
+sel = selectors.DefaultSelector()  # epoll on Linux: what it watches is in /proc
+sel.register(0, selectors.EVENT_READ)
+sel.register(r, selectors.EVENT_READ)
+for p in servers.values():
+    sel.register(p.stdout, selectors.EVENT_READ)
+dropped = []  # copies dropped on a config edit: their pipes kept, never read again
+stop = False
+while not stop:
+    for key, _ in sel.select(0.05):  # the file is looked at every 50 ms
+        if key.fd == r or (key.fd == 0 and not os.read(0, 4096)):
+            stop = True
+        elif key.fd != 0 and not os.read(key.fd, 65536):
+            sel.unregister(key.fd)  # that server is gone
+    if stop:
         break
     now = os.stat(CONFIG).st_mtime_ns
     if now == mtime:
@@ -68,9 +81,15 @@ while True:
     fresh = load()
     for name, e in fresh.items():
         if e != entries.get(name):
-            if name in servers and not ABANDON:
-                end(servers[name])
+            if name in servers:
+                if servers[name].stdout.fileno() in sel.get_map():
+                    sel.unregister(servers[name].stdout)
+                if ABANDON:
+                    dropped.append(servers[name])
+                else:
+                    end(servers[name])
             servers[name] = start(e)
+            sel.register(servers[name].stdout, selectors.EVENT_READ)
     entries = fresh
 for p in servers.values():
     end(p)

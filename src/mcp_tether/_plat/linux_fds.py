@@ -215,3 +215,118 @@ class UnixDiag:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+# ----- how a process waits: its epoll sets, its threads' syscalls, its I/O counters ----
+
+_EVENTPOLL = "anon_inode:[eventpoll]"
+_IO_URING = "anon_inode:[io_uring]"
+# Syscall numbers by machine: the read family (arg0 is the fd read), the poll family
+# (the watched set is in the caller's memory: unreadable here), the epoll waits (the
+# watched set is in the epoll's fdinfo) and io_uring_enter (reads may be queued there).
+_SYSCALLS = {
+    "x86_64": {"read": (0, 17, 19, 295, 327, 45, 47, 299), "poll": (7, 23, 270, 271),
+               "epoll": (232, 281, 441), "uring": (426,)},
+    "aarch64": {"read": (63, 67, 65, 69, 286, 207, 212, 243), "poll": (72, 73),
+                "epoll": (22, 441), "uring": (426,)},
+}
+_KINDS = {nr: kind for kind, nrs in _SYSCALLS.get(os.uname().machine, {}).items()
+          for nr in nrs}
+
+
+def epoll_items(pid: int, links: dict[int, str] | None = None
+                ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
+    """Every item of every epoll set `pid` holds: (tfd, events, the watched file's
+    (st_dev, st_ino) or None), and whether it holds an io_uring (reads may wait there,
+    unseen). None: its fds cannot be read.
+
+    tfd is the fd number the item was added under, in `pid`'s table; it may since have
+    been closed while a dup keeps the file watched, so callers match the open file by
+    `ino:`/`sdev:` (printed by kernels >= 3.19), by tfd's link only where they are missing."""
+    if links is None:
+        links = fd_links(pid)
+    if links is None:
+        return None
+    items: list[tuple[int, int, tuple[int, int] | None]] = []
+    uring = False
+    for fd, link in links.items():
+        uring |= link == _IO_URING
+        if link != _EVENTPOLL:
+            continue
+        try:
+            data = _read(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
+        except OSError:
+            return None
+        for line in data.splitlines():
+            if not line.startswith("tfd:"):
+                continue
+            f = line.split()
+            try:
+                tfd, events = int(f[1]), int(f[3], 16)
+                ino = next((int(x[4:], 16) for x in f if x.startswith("ino:")), None)
+                sdev = next((int(x[5:], 16) for x in f if x.startswith("sdev:")), None)
+            except (IndexError, ValueError):
+                return None
+            # sdev is the kernel's own dev_t (major << 20 | minor), not stat's encoding
+            key = (os.makedev(sdev >> 20, sdev & 0xFFFFF), ino) \
+                if ino is not None and sdev is not None else None
+            items.append((tfd, events, key))
+    return items, uring
+
+
+def fd_file(pid: int, fd: int) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file `pid`'s `fd` refers to; None if unreadable."""
+    try:
+        st = os.stat(f"/proc/{pid}/fd/{fd}")  # follows the magic link to the open file
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def thread_waits(pid: int) -> list[tuple[int, str, int | None]] | None:
+    """Each thread of `pid`: (tid, what it waits in, the fd for "read").
+
+    What: "read" (blocked in the read family on that fd), "epoll", "poll" (poll or
+    select: what it watches cannot be read), "uring", "running" (on a CPU, or runnable
+    in user space), "other" (any other syscall, or none). None: cannot tell (another
+    user's process without the privilege to trace it, or a machine not in the table)."""
+    if not _KINDS:
+        return None
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    out: list[tuple[int, str, int | None]] = []
+    for t in tids:
+        try:
+            text = _read(f"/proc/{pid}/task/{t}/syscall").decode("ascii", "replace").split()
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile
+        except OSError:
+            return None
+        if not text:
+            return None
+        if text[0] == "running":
+            out.append((int(t), "running", None))
+            continue
+        try:
+            nr = int(text[0])
+            kind = _KINDS.get(nr, "other")
+            fd = int(text[1], 16) if kind == "read" else None
+        except (IndexError, ValueError):
+            return None
+        out.append((int(t), kind, fd))
+    return out
+
+
+def io_counters(pid: int) -> tuple[int, int] | None:
+    """(rchar, wchar) of `pid` from /proc/PID/io; None if unreadable."""
+    try:
+        data = _read(f"/proc/{pid}/io").decode("ascii", "replace")
+    except OSError:
+        return None
+    got = dict(line.split(":", 1) for line in data.splitlines() if ":" in line)
+    try:
+        return int(got["rchar"]), int(got["wchar"])
+    except (KeyError, ValueError):
+        return None

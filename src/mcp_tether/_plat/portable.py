@@ -257,3 +257,20 @@ class UnixDiag:
 
     def close(self) -> None:
         pass
+
+
+def epoll_items(pid: int, links: dict[int, str] | None = None
+                ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
+    return None  # how another process waits cannot be seen portably
+
+
+def fd_file(pid: int, fd: int) -> tuple[int, int] | None:
+    return None
+
+
+def thread_waits(pid: int) -> list[tuple[int, str, int | None]] | None:
+    return None
+
+
+def io_counters(pid: int) -> tuple[int, int] | None:
+    return None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether import platform
+from mcp_tether.hostcheck import ps_view
 from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
 from mcp_tether.hostcheck.timeline import build
@@ -438,7 +439,10 @@ class Keeper:
                          abandoned_roles=[s.roles[p] for p in left])
         if verdict == "host-stayed":
             verdict = "clean"  # the old copy was ended while the host lives on: right
-        return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left}
+        # What `ps` makes of the copies still running: the old one found `abandoned`?
+        copies = [p for p in self.live_recorders() if s.roles.get(p) == "server"]
+        ps = ps_view.states(copies, self.placement.path if self.placement else None)
+        return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left, "ps": ps}
 
     def _parent_in(self, pid: int, parents: set[int]) -> bool:
         for ev in self._file_events():
@@ -557,6 +561,7 @@ class Keeper:
             "action_ms": ms(s.action_at),
             "left": [{"pid": p, "role": s.roles.get(p, "server")} for p in left],
             "others_left": others,
+            "ps": outcome.get("ps"),  # reconnect: `ps` on the copies still running
             "killed_by_cleanup": killed,
             "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},
                           "t_ms": ms(e.get("t"))} for e in recorded],

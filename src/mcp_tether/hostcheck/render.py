@@ -93,6 +93,9 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
                       f"{_exit_of(r, role, pid)}", file=out)
         for o in r.get("others_left") or []:
             print(f"  also left: pid {o['pid']} {o['cmdline'][:80]}", file=out)
+        for row in r.get("ps") or []:  # reconnect: what `ps` says of each running copy
+            ev = f" [{', '.join(row['evidence'])}]" if row["evidence"] else ""
+            print(f"  ps: pid {row['pid']} {row['state']}{ev}: {row['why']}", file=out)
         if r["verdict"] not in ("clean", "host-stayed"):
             print(f"  the spec: {r.get('spec', '')}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]

@@ -41,6 +41,10 @@ __all__ = [
     "link_holders",
     "fd_info",
     "root_pid_namespace",
+    "epoll_items",
+    "fd_file",
+    "thread_waits",
+    "io_counters",
     "owner",
     "username",
     "age_seconds",
@@ -141,6 +145,30 @@ def root_pid_namespace() -> bool | None:
     """Does this process table show the machine's initial pid namespace (where pid 1 is
     the machine's init)? None if it cannot tell."""
     return _ch.root_pid_namespace()
+
+
+def epoll_items(pid: int, links: dict[int, str] | None = None
+                ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
+    """Every item of every epoll set `pid` holds, (tfd, events, the watched file's
+    (st_dev, st_ino) or None), and whether it holds an io_uring; None if this backend
+    or this process cannot show them."""
+    return _ch.epoll_items(pid, links)
+
+
+def fd_file(pid: int, fd: int) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the open file behind `pid`'s `fd`; None if unknown."""
+    return _ch.fd_file(pid, fd)
+
+
+def thread_waits(pid: int) -> list[tuple[int, str, int | None]] | None:
+    """Each thread of `pid`: (tid, read | epoll | poll | uring | running | other, the fd
+    a "read" waits on); None if this backend or this process cannot show them."""
+    return _ch.thread_waits(pid)
+
+
+def io_counters(pid: int) -> tuple[int, int] | None:
+    """(rchar, wchar): bytes `pid` has read and written so far; None if unknown."""
+    return _ch.io_counters(pid)
 
 
 def owner(pid: int) -> int | None:

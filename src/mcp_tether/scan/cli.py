@@ -24,7 +24,14 @@ from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
-from mcp_tether.scan.reap import INCLUDE_CHOICES, REAP_MIN_AGE, Pins, plan, reap_servers
+from mcp_tether.scan.reap import (
+    ABANDONED_MIN_AGE,
+    INCLUDE_CHOICES,
+    REAP_MIN_AGE,
+    Pins,
+    plan,
+    reap_servers,
+)
 from mcp_tether.scan.render import print_plan, print_ps, render_openmetrics
 from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE
 
@@ -49,6 +56,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         metavar="WHAT",
                         help="also end leaked processes not identified as MCP servers: "
                              "guess (named like one), stdio (any leaked stdio process); "
+                             "abandoned: servers a live host holds but no longer reads "
+                             f"(after --min-age, default {ABANDONED_MIN_AGE:g}s of it); "
                              "repeatable")
     parser.add_argument("--grace", type=positive_duration, default=ladder.TERM_GRACE,
                         metavar="SECONDS",
@@ -136,7 +145,7 @@ def _reap(args: argparse.Namespace) -> int:
     min_age = args.min_age if args.min_age is not None else REAP_MIN_AGE
     result = scan(config=args.config, users=users)
     _warn(result.config_errors)
-    p = plan(result, set(args.include), min_age, args.allow)
+    p = plan(result, set(args.include), min_age, args.allow, _abandoned_min_age(args))
     off, listed = machine.listing()
     if off is not None:
         print(f"mcp-tether: {off}", file=sys.stderr)
@@ -183,6 +192,11 @@ def _reap(args: argparse.Namespace) -> int:
     return EXIT_FAILED if bad or bad_boxes else EXIT_OK
 
 
+def _abandoned_min_age(args: argparse.Namespace) -> float:
+    """--min-age for abandoned servers: seconds of observed abandonment."""
+    return args.min_age if args.min_age is not None else ABANDONED_MIN_AGE
+
+
 def _terminal() -> bool:
     """Someone to ask: stdin and stderr both a terminal."""
     return sys.stdin is not None and sys.stdin.isatty() and sys.stderr.isatty()
@@ -201,6 +215,7 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
         watch_mod.watch(interval=interval,
                         min_age=args.min_age if args.min_age is not None else WATCH_MIN_AGE,
                         allow=args.allow, include=set(args.include), grace=args.grace,
+                        abandoned_min_age=_abandoned_min_age(args),
                         scan_kwargs={"config": args.config, "users": users},
                         emit=lambda line: print(line, flush=True), should_stop=should_stop)
     return EXIT_OK

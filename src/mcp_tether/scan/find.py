@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
-from mcp_tether.scan import evidence, rules
+from mcp_tether.scan import abandoned, evidence, rules
 from mcp_tether.scan.identify import Identifier, identify, split_title
 from mcp_tether.scan.match import (
     HOST_NAMES,
@@ -71,11 +71,13 @@ _ARGV_NAMES = (RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp", 
 
 
 def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
-         servers: Iterable[Any] | None = None, users: set[int] | None = None) -> ScanResult:
+         servers: Iterable[Any] | None = None, users: set[int] | None = None,
+         tracker: abandoned.Tracker | None = None) -> ScanResult:
     """Find stdio server trees, their evidence and what they are. Sends nothing.
 
     `servers` replaces config discovery with the given entries (tests, `--config`
-    callers that already read them); `users` limits the result to those uids.
+    callers that already read them); `users` limits the result to those uids;
+    `tracker` carries abandonment seen by earlier scans (`abandoned.Tracker`).
     """
     t0 = time.monotonic()
     # Thousands of short-lived records per scan, all freed by reference counting: the
@@ -94,6 +96,7 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
             s.find()
             s.group()
             out = s.servers(users)
+            abandoned.assess(out, peers, lambda pid: _cwd(procs, pid), tracker=tracker)
         finally:
             peers.close()
         return ScanResult(out, len(procs), procs.unreadable, s.running_hosts, config_errors,
@@ -101,6 +104,19 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
     finally:
         if collecting:
             gc.enable()
+
+
+def _program_key(argv: list[str]) -> tuple[str, str]:
+    """What program a command runs: its executable's name and its first operand (the
+    script or module of an interpreter, the package of a runner)."""
+    if not argv:
+        return ("", "")
+    return (os.path.basename(argv[0]), next((a for a in argv[1:] if not a.startswith("-")), ""))
+
+
+def _cwd(procs: table.Table, pid: int) -> str | None:
+    rec = procs.get(pid)
+    return rec.cwd if rec is not None else None
 
 
 class _Scan:
@@ -241,6 +257,31 @@ class _Scan:
             for k in self.clients.get(pid, ()):
                 if k not in found and k not in self.hosts:
                     found[k] = ["host"]  # ...and the children it serves are its servers
+        self.find_copies()
+
+    def find_copies(self) -> None:
+        """Another copy of a found server under the same host, started with other
+        arguments (its config entry was edited: the old copy no longer matches it), is
+        a server too (`host`): the host holds its channel's client side, and it runs
+        the same program (`_program_key`)."""
+        asked: dict[int, list[int]] = {}
+        for pid in list(self.found):
+            rec = self.procs.get(pid)
+            if rec is None or rec.ppid <= 1 or rec.ppid in self.found \
+                    or self.adopter(self.procs.get(rec.ppid), rec.ppid):
+                continue
+            if rec.ppid not in asked:
+                known = rec.ppid in self.clients
+                self.is_client(rec.ppid)
+                # asked here only: a launcher's role is not changed by the question
+                asked[rec.ppid] = (self.clients.get if known else self.clients.pop)(
+                    rec.ppid, [])
+            key = _program_key(rec.argv)
+            for k in asked[rec.ppid]:
+                krec = self.procs.get(k)
+                if k not in self.found and k not in self.hosts and krec is not None \
+                        and _program_key(krec.argv) == key:
+                    self.found[k] = ["host"]
 
     # ----- 2. each candidate with the wrappers above it; the outermost is the root ----
 

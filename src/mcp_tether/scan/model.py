@@ -7,6 +7,9 @@ Guarantees:
   `parent-gone` appears exactly when the role is "adopter"; `host-gone` never appears on
   a server whose state is "live"; a host is never a server; the state is "unknown"
   exactly when `far-end-unseen` is among the evidence, and "unknown" is never leaked.
+- The state is "abandoned" exactly when `host-not-listening` is among the evidence
+  (`scan.abandoned`): its launcher is alive and holds the far ends of its channel, but
+  reads none of them. "abandoned" is never leaked and never unknown.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",
-    "CHANNEL_GONE", "FAR_END_UNSEEN", "Channel", "What", "Member", "Server", "ScanResult",
+    "CHANNEL_GONE", "FAR_END_UNSEEN", "HOST_NOT_LISTENING", "NEWER_COPY", "IO_IDLE",
+    "Channel", "What", "Member", "Server", "ScanResult",
 ]
 
 PARENT_GONE = "parent-gone"  # its launcher is gone: adopted by init or a subreaper
@@ -33,6 +37,13 @@ HOST_GONE = "host-gone"  # leaked, and every config it matches belongs to a stop
 # an unreadable process, a container engine's shim): the state is "unknown".
 FAR_END_UNSEEN = "far-end-unseen"
 CHANNEL_GONE = (STDIN_NO_WRITER, STDOUT_NO_READER)
+# Abandoned (`scan.abandoned`): the host that holds the far ends of its output watches
+# them in none of its epoll sets and has no thread blocked reading them (required) ...
+HOST_NOT_LISTENING = "host-not-listening"
+# ... and, for confidence: a newer copy (same argv, cwd, config entry) under the same
+# host that the host does listen to; its read/write counters unchanged meanwhile.
+NEWER_COPY = "newer-copy-listened"
+IO_IDLE = "io-unchanged"
 
 
 @dataclass
@@ -111,6 +122,9 @@ class Server:
     what: What = field(default_factory=What)
     writers: list[dict[str, Any]] = field(default_factory=list)  # holders of its input
     readers: list[dict[str, Any]] = field(default_factory=list)  # other holders of its output
+    # Does the live launcher that holds its output's far end read it? (`scan.abandoned`)
+    # answer yes | no | unknown | n/a, the host, the reason, the evidence lines.
+    listening: dict[str, Any] = field(default_factory=lambda: {"answer": "n/a"})
 
     @property
     def pid(self) -> int:
@@ -126,8 +140,14 @@ class Server:
         return FAR_END_UNSEEN in self.evidence
 
     @property
+    def abandoned(self) -> bool:
+        return HOST_NOT_LISTENING in self.evidence and not self.unknown and not self.leaked
+
+    @property
     def state(self) -> str:
-        return "unknown" if self.unknown else "leaked" if self.leaked else "live"
+        if self.unknown:
+            return "unknown"
+        return "leaked" if self.leaked else "abandoned" if self.abandoned else "live"
 
     @property
     def identified(self) -> bool:
@@ -195,6 +215,7 @@ class Server:
             "channels": [c.to_dict() for c in self.channels],
             "stdin_writers": self.writers,
             "stdout_readers": self.readers,
+            "listening": self.listening,
             "members": [m.to_dict() for m in self.members],
         }
 
@@ -222,6 +243,10 @@ class ScanResult:
     def unknown(self) -> list[Server]:
         return [s for s in self.servers if s.unknown]
 
+    @property
+    def abandoned(self) -> list[Server]:
+        return [s for s in self.servers if s.abandoned]
+
     def totals(self) -> dict[str, int]:
         leaked = self.leaked
         mcp = [s for s in leaked if s.identified]
@@ -232,6 +257,8 @@ class ScanResult:
             "leaked_mcp": len(mcp),
             "live": len(self.live),
             "unknown": len(self.unknown),
+            "abandoned": len(self.abandoned),
+            "abandoned_rss_bytes": sum(s.rss_bytes for s in self.abandoned),
             "leaked_rss_bytes": held,
             "live_rss_bytes": sum(s.rss_bytes for s in self.live),
             "orphans": len(leaked),  # same numbers under the names before issue 10

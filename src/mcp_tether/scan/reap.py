@@ -16,6 +16,13 @@ Guarantees:
   gone): SIGTERM, grace, SIGKILL. A group signal is sent only when every process in the
   group is one of the tree's own identified members; otherwise member by member.
 - A process that exits between the scan and the signal is `gone`, not an error.
+- An abandoned server (`scan.abandoned`: its live host holds its channel and reads it
+  nowhere) is proposed only with `include={"abandoned"}`, never by default and never
+  when the answer was `unknown`, and only once it was seen abandoned for
+  `abandoned_min_age` seconds. Right before its ladder the host is looked at again
+  (`abandoned.recheck`: same host, still holding, still not reading); if not, it is
+  `left`, unsignalled. The ladder signals the server's tree only: the host and its
+  fds are never touched.
 """
 
 from __future__ import annotations
@@ -29,12 +36,15 @@ from mcp_tether import ladder
 from mcp_tether.proc import ExitWaiter, Pinned, ProcessId, pin, signal_group, snapshot, table
 from mcp_tether.proc.signals import DENIED, GONE, SENT
 from mcp_tether.proc.tree import children_map
+from mcp_tether.scan import abandoned
+from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE
 from mcp_tether.scan.model import ScanResult, Server
 
-__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "Skipped", "Plan", "plan", "ReapOutcome",
+__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "ABANDONED_MIN_AGE", "Skipped", "Plan", "plan",
+           "ReapOutcome",
            "reap_servers", "Pins", "check_duration"]
 
-INCLUDE_CHOICES = ("guess", "stdio")
+INCLUDE_CHOICES = ("guess", "stdio", "abandoned")
 # A one-off `reap`'s minimum age (`--min-age`): what it proposes is already proven leaked,
 # and the prompt (or `--yes`) is the user's own decision. `reap --watch` waits 60 s.
 REAP_MIN_AGE = 0.0
@@ -76,19 +86,47 @@ def _allowed(s: Server, allow: list[str]) -> str | None:
 
 
 def plan(result: ScanResult, include: set[str] | frozenset[str] = frozenset(),
-         min_age: float = 0.0, allow: list[str] | None = None) -> Plan:
-    """Which leaked processes `reap` would end, and why each other leaked one is left."""
+         min_age: float = 0.0, allow: list[str] | None = None,
+         abandoned_min_age: float = ABANDONED_MIN_AGE) -> Plan:
+    """Which leaked processes `reap` would end, and why each other leaked one is left;
+    abandoned ones too with `include={"abandoned"}` (after `abandoned_min_age` seconds
+    of observed abandonment)."""
     chosen: list[Server] = []
     skipped: list[Skipped] = []
-    for s in result.leaked:
-        why = _why_not(s, include, min_age, allow or [])
+
+    def sort(s: Server, why: str | None) -> None:
         if why is None:
             chosen.append(s)
         else:
             skipped.append(Skipped(s, why))
+
+    for s in result.leaked:
+        sort(s, _why_not(s, include, min_age, allow or []))
     for s in result.unknown:
         skipped.append(Skipped(s, _why_not(s, include, min_age, allow or []) or ""))
+    for s in result.abandoned:
+        sort(s, _why_not_abandoned(s, include, abandoned_min_age, allow or []))
     return Plan(chosen, skipped)
+
+
+def _why_not_abandoned(s: Server, include: set[str] | frozenset[str], min_age: float,
+                       allow: list[str]) -> str | None:
+    if not s.abandoned or s.listening.get("answer") != "no":
+        return "not abandoned"
+    if "abandoned" not in include:
+        return "abandoned (its host holds its channel but reads it nowhere): " \
+               "--include abandoned to end it"
+    pat = _allowed(s, allow)
+    if pat is not None:
+        return f"allowed by --allow {pat!r}"
+    seen = float(s.listening.get("abandoned_seconds") or 0.0)
+    if seen < min_age:
+        return (f"abandoned for less than --min-age ({seen:.1f}s seen of {min_age:g}s; "
+                "`reap --watch --include abandoned` keeps watching it)")
+    if s.identified or "stdio" in include or (s.guess and "guess" in include):
+        return None
+    return "not identified as an MCP server (no config, host, package or SDK): " \
+           "--include stdio to end it"
 
 
 def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
@@ -122,7 +160,7 @@ def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
 @dataclass
 class ReapOutcome:
     server: Server
-    outcome: str  # ended | gone (exited before we signalled) | denied | survived
+    outcome: str  # ended | gone (exited before we signalled) | denied | survived | left
     ended_by: str | None  # sigterm | sigkill | None
     reclaimed_bytes: int
     signals: list[dict[str, Any]] = field(default_factory=list)
@@ -286,6 +324,9 @@ def reap_servers(servers: list[Server], grace: float = ladder.TERM_GRACE,
         for s, target in held.targets:
             if not target.pins:
                 out.append(ReapOutcome(s, "gone", None, 0, target.log))
+                continue
+            if s.abandoned and not abandoned.recheck(s):
+                out.append(ReapOutcome(s, "left", None, 0, target.log))  # its host reads again
                 continue
             res = ladder.run_ladder(target, close_stdin=False, grace=0.0, term_grace=grace)
             first = res.rungs[0].outcome if res.rungs else None

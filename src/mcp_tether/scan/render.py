@@ -25,7 +25,8 @@ from mcp_tether.scan.model import (
 from mcp_tether.scan.reap import Plan
 from mcp_tether.scan.watch import _size
 
-__all__ = ["print_ps", "print_plan", "render_openmetrics", "what_text", "HEADERS"]
+__all__ = ["print_ps", "print_plan", "abandoned_lines", "render_openmetrics", "what_text",
+           "HEADERS"]
 
 HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDENCE",
            "PARENT", "COMMAND"]
@@ -87,9 +88,23 @@ def _totals_line(result: ScanResult) -> str:
             f"{t['live']} live")
     if t["unknown"]:
         line += f", {t['unknown']} unknown (a far end not visible here: never reaped)"
+    if t["abandoned"]:
+        line += (f", {t['abandoned']} abandoned by a live host holding "
+                 f"{_size(t['abandoned_rss_bytes'])} (reap --include abandoned)")
     if result.unreadable:
         line += f"; {result.unreadable} process(es) not readable, skipped"
     return line
+
+
+def abandoned_lines(result: ScanResult) -> list[str]:
+    """The evidence of each abandoned server, one line each (`scan.abandoned`)."""
+    out: list[str] = []
+    for s in result.abandoned:
+        info = s.listening
+        out.append(f"abandoned pid {s.pid} (confidence {info.get('confidence', '?')}, "
+                   f"seen abandoned {float(info.get('abandoned_seconds') or 0):.1f}s):")
+        out += [f"  - {line}" for line in info.get("lines", ())]
+    return out
 
 
 def print_ps(result: ScanResult) -> None:
@@ -102,16 +117,21 @@ def print_ps(result: ScanResult) -> None:
         for h in HEADERS:
             table.add_column(h, overflow="fold" if h == "COMMAND" else "ellipsis")
         for r in rows:
-            table.add_row(*r, style={"leaked": "red", "unknown": "yellow"}.get(r[0]))
+            table.add_row(*r, style={"leaked": "red", "unknown": "yellow",
+                                     "abandoned": "magenta"}.get(r[0]))
         console = Console()
         if rows:
             console.print(table)
+        for line in abandoned_lines(result):
+            console.print(line, markup=False, highlight=False)
         console.print(_totals_line(result))
         return
     if rows:
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
         for r in [HEADERS, *rows]:
             print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for line in abandoned_lines(result):
+        print(line)
     print(_totals_line(result))
 
 

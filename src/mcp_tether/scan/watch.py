@@ -8,6 +8,9 @@ Guarantees:
   reason, not every round.
 - `should_stop` is polled between rounds and during the wait, so SIGTERM (systemd,
   launchd) or Ctrl-C ends the loop between actions, never in the middle of a ladder.
+- With `include={"abandoned"}`, abandonment is tracked across rounds
+  (`abandoned.Tracker`): a server is ended only after `abandoned_min_age` seconds in
+  which every round found its host holding and not reading it.
 - The service files run `reap --watch --yes` as the user, never as root.
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 
 from mcp_tether import ladder
 from mcp_tether.proc import ProcessId
+from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE, Tracker
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.reap import ReapOutcome, plan, reap_servers
 
@@ -60,14 +64,16 @@ def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
           grace: float = ladder.TERM_GRACE, scan_kwargs: dict[str, Any] | None = None,
           emit: Callable[[str], None] = print,
           should_stop: Callable[[], bool] = lambda: False,
-          rounds: int | None = None) -> list[ReapOutcome]:
+          rounds: int | None = None,
+          abandoned_min_age: float = ABANDONED_MIN_AGE) -> list[ReapOutcome]:
     """Scan, end leaks, wait `interval`; until `should_stop()` (or `rounds` rounds)."""
     told: set[tuple[ProcessId, str]] = set()
     done: list[ReapOutcome] = []
+    tracker = Tracker()
     n = 0
     while not should_stop():
-        result = scan(**(scan_kwargs or {}))
-        p = plan(result, include or set(), min_age, allow)
+        result = scan(**(scan_kwargs or {}), tracker=tracker)
+        p = plan(result, include or set(), min_age, allow, abandoned_min_age)
         for sk in p.skipped:
             key = (sk.server.ident, sk.reason.split(" (")[0])
             if key not in told:

@@ -1,0 +1,268 @@
+"""Servers a live host abandoned (issue 32): real hosts that reconnect and either keep
+reading the old copy or keep its handles and stop reading it.
+
+Hosts (tests/hostcheck_hosts): the TypeScript SDK 1.x's StdioClientTransport, the
+Python SDK's stdio_client, and a stdlib host that reads each server with a thread
+blocked in read(). Each starts copy A, then copy B of one config entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_tether.proc import ProcessId, identify, is_running
+from mcp_tether.scan import abandoned
+from mcp_tether.scan.abandoned import Waits, listens
+from scan_lab import (
+    DEADLINE,
+    NODE_MODULES,
+    Lab,
+    assert_consistent,
+    entry,
+    lab_fixture,
+    poll,
+    run_cli,
+)
+
+pytestmark = [pytest.mark.linux,
+              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
+                                reason="needs node and the lab's pinned Node SDK")
+
+HOSTS = Path(__file__).parent / "hostcheck_hosts"
+WAITS = "how another process waits (epoll items, thread syscalls) is unknown without /proc"
+MINI = Path(__file__).parent / "servers" / "mini.py"
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
+    yield from lab_fixture(tmp_path, monkeypatch)
+
+
+class Host:
+    """A host process that started copies A and B of the `mini` config entry."""
+
+    def __init__(self, lab: Lab, argv: list[str], cwd: Path | None = None) -> None:
+        self.proc = lab.popen([*argv, sys.executable, str(MINI)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, cwd=cwd)
+        self.lab = lab
+        self.a, self.b = self._ready()
+        lab.started += [self.a, self.b]
+
+    def _ready(self) -> tuple[ProcessId, ProcessId]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        poll(lambda: select.select([fd], [], [], 0)[0], "the host to start both copies",
+             DEADLINE * 2)
+        words = self.proc.stdout.readline().split()
+        assert words and words[0] == b"ready", words
+        a, b = identify(int(words[1])), identify(int(words[2]))
+        assert a is not None and b is not None
+        return a, b
+
+
+def _config(lab: Lab) -> str:
+    path = lab.tmp / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"mini": {"command": sys.executable,
+                                                        "args": [str(MINI)]}}}))
+    return str(path)
+
+
+def _ps(capsys: pytest.CaptureFixture[str], cfg: str) -> dict:  # type: ignore[type-arg]
+    rc, out, _ = run_cli(capsys, "ps", "--json", "--config", cfg)
+    assert rc == 0
+    doc = json.loads(out)
+    assert_consistent(doc)
+    return doc  # type: ignore[no-any-return]
+
+
+def _reap(capsys: pytest.CaptureFixture[str], cfg: str, *extra: str) -> dict:  # type: ignore[type-arg]
+    rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--config", cfg, *extra)
+    assert rc == 0, (out, err)
+    doc = json.loads(out)
+    doc.setdefault("reaped", [])  # nothing chosen: the document is the (empty) plan
+    return doc  # type: ignore[no-any-return]
+
+
+def _node_host(lab: Lab, mode: str) -> Host:
+    assert NODE_MODULES is not None
+    folder = NODE_MODULES.parent  # the script must sit beside node_modules to import the SDK
+    script = folder / "ts_reconnect_host.mjs"
+    shutil.copy2(HOSTS / "ts_reconnect_host.mjs", script)
+    return Host(lab, ["node", str(script), mode], cwd=folder)
+
+
+def _abandoned_by(doc: dict, h: Host) -> None:  # type: ignore[type-arg]
+    """A is abandoned with its evidence lines; B, the newer copy, is live and listened to."""
+    a, b = entry(doc, h.a.pid), entry(doc, h.b.pid)
+    assert a is not None and b is not None, doc["servers"]
+    assert a["state"] == "abandoned", a
+    assert {"host-not-listening", "newer-copy-listened"} <= set(a["evidence"]), a
+    assert a["listening"]["answer"] == "no" and a["listening"]["host"] == h.proc.pid
+    assert a["listening"]["newer_copy"] == h.b.pid
+    assert any("reads it nowhere" in line for line in a["listening"]["lines"])
+    assert b["state"] == "live" and b["listening"]["answer"] == "yes", b
+    assert doc["totals"]["abandoned"] >= 1
+
+
+def _only_include_abandoned_ends_a(capsys: pytest.CaptureFixture[str], cfg: str,
+                                   h: Host) -> None:
+    """Plain reap ends neither copy; --include abandoned waits --min-age (10 min by
+    default); with --min-age 0 it ends exactly A. B and the host live on."""
+    plain = _reap(capsys, cfg)
+    assert not {r["pid"] for r in plain["reaped"]} & {h.a.pid, h.b.pid}
+    waiting = _reap(capsys, cfg, "--include", "abandoned")
+    assert not {r["pid"] for r in waiting["reaped"]} & {h.a.pid, h.b.pid}
+    why = {s["pid"]: s["reason"] for s in waiting["not_selected"]}
+    assert why[h.a.pid].startswith("abandoned for less than --min-age"), why
+    got = _reap(capsys, cfg, "--include", "abandoned", "--min-age", "0")
+    ended = [r for r in got["reaped"] if r["pid"] in (h.a.pid, h.b.pid)]
+    assert [(r["pid"], r["outcome"]) for r in ended] == [(h.a.pid, "ended")], got
+    poll(lambda: not is_running(h.a), "copy A to be gone")
+    assert is_running(h.b) and h.proc.poll() is None
+
+
+@pytest.mark.requires_linux_backend(WAITS)
+def test_a_threaded_host_that_stops_reading_its_old_copy_abandons_it(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """1. A stdlib host reads A and B with threads blocked in read(); A's thread quits,
+    its pipes stay held. 2. ps: A abandoned (text and JSON), B live. 3. Only
+    `reap --include abandoned` ends A, and only past --min-age."""
+    cfg = _config(lab)
+    h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
+    _abandoned_by(_ps(capsys, cfg), h)
+    rc, out, _ = run_cli(capsys, "ps", "--config", cfg)
+    assert rc == 0 and f"abandoned pid {h.a.pid} (confidence " in out, out
+    _only_include_abandoned_ends_a(capsys, cfg, h)
+
+
+@needs_node
+@pytest.mark.requires_linux_backend(WAITS)
+def test_a_typescript_sdk_host_that_abandons_its_old_transport(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """StdioClientTransport A kept (child and sockets) but no longer read; B connected."""
+    cfg = _config(lab)
+    h = _node_host(lab, "abandon")
+    _abandoned_by(_ps(capsys, cfg), h)
+    _only_include_abandoned_ends_a(capsys, cfg, h)
+
+
+@pytest.mark.requires_linux_backend(WAITS)
+def test_a_python_sdk_host_that_abandons_its_old_stdio_client(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """stdio_client block A never left (process, pipes held), its reading paused."""
+    cfg = _config(lab)
+    h = Host(lab, [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py"), "abandon"])
+    _abandoned_by(_ps(capsys, cfg), h)
+    _only_include_abandoned_ends_a(capsys, cfg, h)
+
+
+@pytest.mark.requires_linux_backend(WAITS)
+def test_idle_hosts_that_still_listen_keep_every_copy_live(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same hosts, both copies still read (epoll, or a thread blocked in read; a TS
+    SDK Client dropped without close() is still read): every copy is live, and
+    `reap --include abandoned --min-age 0` ends none."""
+    cfg = _config(lab)
+    hosts = [Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "listen"]),
+             Host(lab, [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py"), "listen"])]
+    if shutil.which("node") is not None and NODE_MODULES is not None:
+        # forget: A's Client dropped without close(); its transport still reads A
+        hosts += [_node_host(lab, "listen"), _node_host(lab, "forget")]
+    doc = _ps(capsys, cfg)
+    for h in hosts:
+        for ident in (h.a, h.b):
+            s = entry(doc, ident.pid)
+            assert s is not None and s["state"] == "live", s
+            assert s["listening"]["answer"] == "yes", s
+    got = _reap(capsys, cfg, "--include", "abandoned", "--min-age", "0")
+    ours = {i.pid for h in hosts for i in (h.a, h.b)}
+    assert not {r["pid"] for r in got["reaped"]} & ours
+
+
+@pytest.mark.requires_linux_backend(WAITS)
+def test_a_host_waiting_in_select_is_unknown_and_never_reaped(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """select(): what it watches is in its memory, not in /proc: the answer is unknown."""
+    cfg = _config(lab)
+    h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "select"])
+    doc = _ps(capsys, cfg)
+    for ident in (h.a, h.b):
+        s = entry(doc, ident.pid)
+        assert s is not None and s["state"] == "live", s
+        assert s["listening"]["answer"] == "unknown", s
+        assert "poll or select" in s["listening"]["reason"]
+    got = _reap(capsys, cfg, "--include", "abandoned", "--min-age", "0")
+    assert not {r["pid"] for r in got["reaped"]} & {h.a.pid, h.b.pid}
+
+
+@pytest.mark.requires_linux_backend(WAITS)
+def test_abandonment_is_timed_across_scans_by_a_tracker(lab: Lab) -> None:
+    """`reap --watch`'s tracker: the second scan counts from the first one's look."""
+    from mcp_tether.scan.find import scan
+
+    cfg = _config(lab)
+    h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
+    tracker = abandoned.Tracker()
+    first = next(s for s in scan(config=cfg, tracker=tracker).servers if s.pid == h.a.pid)
+    second = next(s for s in scan(config=cfg, tracker=tracker).servers if s.pid == h.a.pid)
+    t1, t2 = (s.listening["abandoned_seconds"] for s in (first, second))
+    assert second.abandoned and t2 >= t1 + abandoned.SAMPLE, (t1, t2)
+    tracker.keep(set())  # a scan that no longer finds it abandoned: the clock restarts
+    third = next(s for s in scan(config=cfg, tracker=tracker).servers if s.pid == h.a.pid)
+    assert third.listening["abandoned_seconds"] < t2
+
+
+def test_where_the_backend_cannot_see_how_a_host_waits_nothing_is_abandoned(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """The weaker promise (the portable backend too): a host that stopped reading its old
+    copy is never called abandoned where its waiting cannot be read; reap ends nothing."""
+    from mcp_tether.proc import table
+
+    cfg = _config(lab)
+    h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
+    doc = _ps(capsys, cfg)
+    a = entry(doc, h.a.pid)
+    if table.CHANNEL_DETAIL:  # the Linux backend: seen, and abandoned
+        assert a is not None and a["state"] == "abandoned", a
+        return
+    assert a is None or (a["state"] != "abandoned"
+                         and a["listening"]["answer"] in ("unknown", "n/a")), a
+    got = _reap(capsys, cfg, "--include", "abandoned", "--min-age", "0")
+    assert not {r["pid"] for r in got["reaped"]} & {h.a.pid, h.b.pid}
+    assert is_running(h.a) and is_running(h.b)
+
+
+FAR = {5: ("pipe:[100]", (15, 100))}
+
+
+def test_an_epoll_item_added_under_a_since_closed_fd_still_counts_by_its_open_file() -> None:
+    """The item's tfd 9 is closed (a dup, fd 5, keeps the pipe): matched by (dev, ino)."""
+    w = Waits({5: "pipe:[100]"}, [(9, 0x19, (15, 100))], False, [(1, "epoll", None)])
+    assert listens(w, FAR)[0] == "yes"
+
+
+def test_an_epoll_item_that_waits_for_output_only_is_not_listening() -> None:
+    w = Waits({5: "pipe:[100]"}, [(5, 0x4, (15, 100))], False, [(1, "epoll", None)])
+    assert listens(w, FAR)[0] == "no"
+
+
+def test_waits_that_cannot_be_read_are_unknown_never_no() -> None:
+    """poll/select, an io_uring, unreadable threads or fds (the portable backend)."""
+    links = {5: "pipe:[100]"}
+    for w in (Waits(links, [], False, [(1, "poll", None)]),
+              Waits(links, [], True, [(1, "other", None)]),
+              Waits(links, [], False, None),
+              Waits(None, None, False, None)):
+        assert listens(w, FAR)[0] == "unknown", w
+    assert listens(Waits(links, [], False, [(1, "read", 5)]), FAR)[0] == "yes"
+    assert listens(Waits(links, [], False, [(1, "read", 6)]), FAR)[0] == "no"
