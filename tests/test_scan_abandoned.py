@@ -89,7 +89,8 @@ def _reap(capsys: pytest.CaptureFixture[str], cfg: str, *extra: str) -> dict:  #
     rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--config", cfg, *extra)
     assert rc == 0, (out, err)
     doc = json.loads(out)
-    doc.setdefault("reaped", [])  # nothing chosen: the document is the (empty) plan
+    # What was ended: the results of a `reap` document; a `reap-plan` one ended nothing.
+    doc["reaped"] = doc["results"] if doc["schema"] == "mcp-tether/reap" else []
     return doc  # type: ignore[no-any-return]
 
 
@@ -104,7 +105,7 @@ def _node_host(lab: Lab, mode: str) -> Host:
 def _abandoned_by(doc: dict, h: Host) -> None:  # type: ignore[type-arg]
     """A is abandoned with its evidence lines; B, the newer copy, is live and listened to."""
     a, b = entry(doc, h.a.pid), entry(doc, h.b.pid)
-    assert a is not None and b is not None, doc["servers"]
+    assert a is not None and b is not None, doc["results"]
     assert a["state"] == "abandoned", a
     assert {"host-not-listening", "newer-copy-listened"} <= set(a["evidence"]), a
     assert a["listening"]["answer"] == "no" and a["listening"]["host"] == h.proc.pid
