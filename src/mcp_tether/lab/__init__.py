@@ -13,13 +13,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, ScenarioResult, build_specs, level_met
 from mcp_tether.probe.runner import run_specs
 from mcp_tether.probe.scenarios import all_scenarios
 from mcp_tether.probe.spec import Spec
+
+if TYPE_CHECKING:
+    from mcp_tether.cliprogress import Progress
 
 __all__ = [
     "Row", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
@@ -196,13 +199,15 @@ def run_lab(
     quiet: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
     retry: bool = True,
+    progress: Progress | None = None,
 ) -> list[ScenarioResult]:
     """Run the lab; ScenarioResults with `label` and `block`, in table order.
 
     `jobs` (scenarios at once outside the reference block) defaults to `default_jobs()`.
     A row that could not run (verdict `error`: no answer to the handshake on a loaded
     machine, say) is run once more on its own, nothing else running beside it, before
-    it is reported; its result then says so in its warnings (issue 22 item 5)."""
+    it is reported; its result then says so in its warnings. `progress` is told of
+    each row as it ends (the rows of every block are expected at the start)."""
     skip_reason = node_env.missing_tools()
     node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
     extra: dict[str, float] = {} if window is None else {"window": window}
@@ -215,12 +220,18 @@ def run_lab(
     if rest:
         groups.append(rest)
     done: dict[tuple[str, str], ScenarioResult] = {}
+    plan = []
     for group in groups:
         todo = [r for b in group for r in rows(node_dir, (b,))]
-        runnable = [r for r in todo if not (r.needs_node and skip_reason)]
+        plan.append((group, [r for r in todo if not (r.needs_node and skip_reason)]))
+    if progress is not None:
+        progress.expect(sum(len(runnable) for _, runnable in plan))
+    for group, runnable in plan:
         specs = [spec_for(r, **extra) for r in runnable]
         n = len(specs) if group == ("reference",) else (jobs or default_jobs())
-        raws = run_specs(specs, jobs=n, should_stop=should_stop)
+        tell = progress.per_index([f"{r.label} {r.scenario}" for r in runnable],
+                                  expected=True) if progress else None
+        raws = run_specs(specs, jobs=n, should_stop=should_stop, on_result=tell)
         if retry:
             raws = _retry_alone(specs, raws, should_stop)
         for r, raw in zip(runnable, raws, strict=True):

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
 from mcp_tether.probe.runner import StopSignals
@@ -62,6 +63,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="render a survey's JSON again (with --out), probing nothing")
     parser.add_argument("--host-namespace", action="store_true",
                         help="do not enter a pid namespace of its own")
+    add_quiet(parser)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -84,16 +86,16 @@ def command(args: argparse.Namespace) -> int:
         print("mcp-tether survey: no pid namespace here (unshare not permitted); servers "
               "run in the host's", file=sys.stderr)
 
-    def progress(row: Row) -> None:
-        print(f"mcp-tether survey: {row.label}: {row.status} ({row.seconds:.0f} s)",
-              file=sys.stderr)
+    def tell(row: Row) -> None:
+        progress.done(row.label, f"{row.status} in {row.seconds:.0f} s")
 
-    with StopSignals("survey") as stop:
+    with StopSignals("survey") as stop, \
+            Progress("survey", total=len(entries), quiet=args.quiet) as progress:
         result = run_survey(entries, jobs=args.jobs, timeout=args.timeout,
                             scenario_jobs=args.scenario_jobs,
                             ready_timeout=args.ready_timeout,
                             scenarios=tuple(args.scenarios or ()), should_stop=stop,
-                            on_row=progress)
+                            on_row=tell)
     _write(args, result)  # also when stopped: the rows done so far, the rest "stopped"
     if stop.signum:
         return 128 + stop.signum
