@@ -21,7 +21,9 @@ def test_lab_json_gives_each_failed_row_its_diagnosis_and_remedy(
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for the Node rows")
     main(["lab", "--block", "reference", "--json"])
-    rows = {r["label"].split()[0]: r for r in json.loads(capsys.readouterr().out)}
+    out, err = capsys.readouterr()
+    rows = {r["label"].split()[0]: r for r in json.loads(out)}
+    assert "mcp-tether lab: 10/10 after " in err  # progress: stderr only, one line a row
     for row in ("D", "E", "F"):
         r = rows[row]
         assert not r["passed"], r
