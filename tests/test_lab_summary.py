@@ -1,4 +1,5 @@
-"""The lab's default summary: one line per leak, each distinct fix printed once.
+"""The lab's default summary: one line per leak pointing to its fixes, each fix printed
+once, a legend for the tags and levels.
 
 Rendering only (no process involved), so the rows are made by hand."""
 
@@ -12,24 +13,44 @@ from mcp_tether.probe import ScenarioResult
 LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"
 
 
-def _row(label: str, scenario: str, verdict: str, remedy: str) -> ScenarioResult:
+SHELL_FIX = "Make the shell exec the server so signals and EOF reach it"
+PY_FIX = "In the Python server call `mcp_tether.run(mcp)` instead of `mcp.run()`"
+
+
+def _row(label: str, scenario: str, verdict: str, steps: list[str],
+         guard: str | None = None, block: str = "guarded") -> ScenarioResult:
     r = ScenarioResult(scenario=scenario, host_style="node", verdict=verdict,
                        passed=verdict in ("exited", "terminated"), exit_ms=None, rung=None,
-                       exit_status=None, label=label, remedy=remedy)
-    r.block = "guarded"  # type: ignore[attr-defined]  # as run_lab sets it
+                       exit_status=None, label=label, remedy="; ".join(steps))
+    r.block = block  # type: ignore[attr-defined]  # as run_lab sets it
+    r.raw = dict(r.to_dict(), remedy_steps=steps,  # type: ignore[attr-defined]  # as annotate
+                 remedy_guard=guard)
     return r
 
 
-def test_a_fix_shared_by_many_rows_is_printed_once_and_referred_to_after() -> None:
-    rows = [_row(f"G{i} run -- node timer", "exit", "orphaned", LONG_FIX) for i in (1, 2, 3)]
-    rows.append(_row("G4 run -- python thread", "exit", "orphaned", "Call `mcp_tether.run`"))
-    rows.append(_row("G5 run -- node stubborn", "close", "terminated", ""))
+def test_a_fix_shared_by_many_rows_is_printed_once_and_the_rows_point_to_it() -> None:
+    """1. Three rows (two of them behind a shell) share the Node fix, a fourth has the
+    Python fix; 2. each fix text appears once, numbered; each row names its numbers, and
+    [G] where the guard is its alternative; 3. a row that is no leak has no line."""
+    rows = [_row("E node timer", "exit", "orphaned", [LONG_FIX], "mcp-tether run -- node t.mjs",
+                 "reference"),
+            _row("W1 sh -c + node timer", "close", "orphaned", [SHELL_FIX, LONG_FIX],
+                 "mcp-tether run -- sh -c 'node t.mjs; true'", "wrappers"),
+            _row("W3 sh -c + node timer", "exit", "orphaned", [LONG_FIX],
+                 "mcp-tether run -- sh -c 'node t.mjs; true'", "wrappers"),
+            _row("P8 python thread", "exit", "orphaned", [PY_FIX], "mcp-tether run -- python t.py",
+                 "python"),
+            _row("G5 run -- node stubborn", "close", "terminated", [])]
     out = io.StringIO()
-    render_summary(rows, ("guarded",), {}, out=out)
+    render_summary(rows, ("reference", "python", "wrappers", "guarded"), {}, out=out)
     text = out.getvalue()
-    assert text.count(LONG_FIX) == 1
-    assert "G2 run -- node timer exit: orphaned; fix: as for G1 exit" in text
-    assert "G4 run -- python thread exit: orphaned; fix: Call `mcp_tether.run`" in text
+    for fix in (LONG_FIX, SHELL_FIX, PY_FIX):
+        assert text.count(fix) == 1, fix
+    assert text.count("launch it behind the guard") == 1
+    assert "E node timer exit: orphaned; fix [1], or [G]" in text
+    assert "W1 sh -c + node timer close: orphaned; fix [3] and [1], or [G]" in text
+    assert "P8 python thread exit: orphaned; fix [2], or [G]" in text
+    assert "[1] " + LONG_FIX in text and "[3] " + SHELL_FIX in text
     assert "G5" not in text  # not a leak: no line of its own
     assert "devnull" in text  # the takeaway says the guard covers a stdin already at EOF
 
@@ -58,4 +79,7 @@ def test_the_lab_gives_each_server_one_level_word_over_its_rows() -> None:
                       "python tethered [node]": "robust"}
     out = io.StringIO()
     render_summary(rows, (), levels, out=out)
-    assert "node plain [node]" in out.getvalue() and "robust" in out.getvalue()
+    text = out.getvalue()
+    assert "  spec: node plain [node]\n" in text and "  robust: python tethered [node]\n" in text
+    # The legend says what the tag is and why a server stops at spec.
+    assert "[node] socketpair stdio" in text and "inherited-writer" in text
