@@ -31,9 +31,12 @@ def test_off_a_terminal_each_finished_item_is_one_line_with_its_count_and_time()
         p.done("E node timer exit", "orphaned")
         now[0] += 60
         p.done("F node timer crash", "orphaned")
+        p.per_index(["E node timer exit"], expected=True)(0, {"verdict": "exited",
+                                                              "rerun": {"alone": True}})
     assert err.getvalue().splitlines() == [
         "mcp-tether lab: 1/2 after 3 s: E node timer exit: orphaned",
         "mcp-tether lab: 2/2 after 63 s: F node timer crash: orphaned",
+        "mcp-tether lab: run again alone after 63 s: E node timer exit: exited",
     ]
 
 

@@ -85,6 +85,14 @@ class Progress:
     def done(self, item: str, outcome: str) -> None:
         """One item finished with `outcome` (a verdict, a status)."""
         self.count += 1
+        of = f"/{self.total}" if self.total >= self.count else ""
+        self._say(f"{self.count}{of}", item, outcome)
+
+    def again(self, item: str, outcome: str) -> None:
+        """An item already counted was run once more (alone, after the others)."""
+        self._say("run again alone", item, outcome)
+
+    def _say(self, where: str, item: str, outcome: str) -> None:
         if self.quiet:
             return
         if self._live is not None:
@@ -92,10 +100,9 @@ class Progress:
                               total=max(self.total, self.count),
                               last=f"{item}: {outcome}")
             return
-        of = f"/{self.total}" if self.total >= self.count else ""
         try:
-            self.stream.write(f"mcp-tether {self.what}: {self.count}{of} after "
-                              f"{self.elapsed:.0f} s: {item}: {outcome}\n")
+            self.stream.write(f"mcp-tether {self.what}: {where} after {self.elapsed:.0f} s: "
+                              f"{item}: {outcome}\n")
             self.stream.flush()
         except (OSError, ValueError):  # a closed stderr never stops the work
             pass
@@ -109,7 +116,11 @@ class Progress:
             self.expect(len(names))
 
         def tell(i: int, record: dict[str, Any]) -> None:
-            self.done(names[i], str(record.get("verdict") or "?"))
+            verdict = str(record.get("verdict") or "?")
+            if record.get("rerun"):  # counted already: its second run, alone
+                self.again(names[i], verdict)
+            else:
+                self.done(names[i], verdict)
 
         return tell
 

@@ -233,7 +233,7 @@ def run_lab(
                                   expected=True) if progress else None
         raws = run_specs(specs, jobs=n, should_stop=should_stop, on_result=tell)
         if retry:
-            raws = _retry_alone(specs, raws, should_stop)
+            raws = _retry_alone(specs, raws, should_stop, tell)
         for r, raw in zip(runnable, raws, strict=True):
             res = ScenarioResult.from_dict(raw)
             setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
@@ -253,9 +253,11 @@ def run_lab(
 
 
 def _retry_alone(
-    specs: list[Spec], raws: list[dict[str, Any]], should_stop: Callable[[], bool]
+    specs: list[Spec], raws: list[dict[str, Any]], should_stop: Callable[[], bool],
+    tell: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each row that could not run, once more, alone; the second result stands, marked."""
+    """Each row that could not run, once more, alone; the second result stands, marked
+    (`tell(i, record)` hears of it, the record marked `rerun`)."""
     out = list(raws)
     for i, raw in enumerate(raws):
         if raw.get("verdict") != "error":
@@ -265,6 +267,8 @@ def _retry_alone(
         note = f"could not run beside the others ({first}); run again alone"
         again = dict(again, warnings=[*(again.get("warnings") or []), note])
         out[i] = again
+        if tell is not None:
+            tell(i, dict(again, rerun={"alone": True, "why": first}))
     return out
 
 
