@@ -47,9 +47,10 @@ def test_a_fix_shared_by_many_rows_is_printed_once_and_the_rows_point_to_it() ->
     for fix in (LONG_FIX, SHELL_FIX, PY_FIX):
         assert text.count(fix) == 1, fix
     assert text.count("launch it behind the guard") == 1
-    assert "E node timer exit: orphaned; fix [1], or [G]" in text
-    assert "W1 sh -c + node timer close: orphaned; fix [3] and [1], or [G]" in text
-    assert "P8 python thread exit: orphaned; fix [2], or [G]" in text
+    assert "  orphaned, fix [1], or [G]: E node timer exit\n" in text
+    assert "  orphaned, fix [3] and [1], or [G]: W1 sh -c + node timer close\n" in text
+    assert "  orphaned, fix [1], or [G]: W3 sh -c + node timer exit\n" in text
+    assert "  orphaned, fix [2], or [G]: P8 python thread exit\n" in text
     assert "[1] " + LONG_FIX in text and "[3] " + SHELL_FIX in text
     assert "G5" not in text  # not a leak: no line of its own
     assert "devnull" in text  # the takeaway says the guard covers a stdin already at EOF
@@ -80,6 +81,6 @@ def test_the_lab_gives_each_server_one_level_word_over_its_rows() -> None:
     out = io.StringIO()
     render_summary(rows, (), levels, out=out)
     text = out.getvalue()
-    assert "  spec: node plain [node]\n" in text and "  robust: python tethered [node]\n" in text
+    assert "  spec: [node] node plain\n" in text and "  robust: [node] python tethered\n" in text
     # The legend says what the tag is and why a server stops at spec.
     assert "[node] socketpair stdio" in text and "inherited-writer" in text

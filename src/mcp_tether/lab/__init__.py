@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Row", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
-    "python_fixture", "spec_for", "default_jobs",
+    "python_fixture", "spec_for", "default_jobs", "server_name",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -272,6 +272,12 @@ def _retry_alone(
     return out
 
 
+def server_name(r: ScenarioResult) -> str:
+    """A row's server as the levels name it: its label minus the row id, and its host
+    style (`node timer [node]`)."""
+    return f"{r.label.partition(' ')[2]} [{r.host_style}]"
+
+
 def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
     """One word per server (name and host style) across its rows: none / spec / robust.
 
@@ -279,10 +285,8 @@ def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
     could not run)"; a level from the rows that ran would claim what was not seen."""
     by: dict[str, list[ScenarioResult]] = {}
     for r in results:
-        if r.verdict == "skipped":
-            continue
-        server = r.label.partition(" ")[2]
-        by.setdefault(f"{server} [{r.host_style}]", []).append(r)
+        if r.verdict != "skipped":
+            by.setdefault(server_name(r), []).append(r)
     out = {}
     for name, rs in by.items():
         errors = sum(r.verdict == "error" for r in rs)

@@ -12,6 +12,7 @@ import textwrap
 from collections import Counter
 from typing import IO, Any
 
+from mcp_tether.lab import server_name
 from mcp_tether.probe import ScenarioResult
 from mcp_tether.probe.fixes import GUARD_LEGEND, number_fixes
 from mcp_tether.probe.scenarios import all_scenarios
@@ -57,8 +58,8 @@ BLOCK_STORY: dict[str, tuple[str, str]] = {
 
 
 HOST_STYLE_WORDS = {
-    "node": "socketpair stdio, SIGTERM to the direct child (Electron/Node hosts)",
-    "python": "pipes, a new session, signals to the group (the Python SDK)",
+    "node": "socketpair stdio, SIGTERM to the direct child (like Node hosts)",
+    "python": "pipes, new session, signals to the group (like the Python SDK)",
 }
 
 
@@ -66,7 +67,7 @@ def _raw(r: ScenarioResult) -> dict[str, Any]:
     return getattr(r, "raw", None) or r.to_dict()
 
 
-def _wrapped(out: IO[str], text: str, indent: str = "  ", hang: str = "      ") -> None:
+def _wrapped(out: IO[str], text: str, indent: str = "  ", hang: str = "    ") -> None:
     out.write(textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=hang,
                             break_on_hyphens=False, break_long_words=False) + "\n")
 
@@ -98,25 +99,31 @@ def render_summary(
                 w(f"  {r.label} {r.scenario}: could not run: {r.detail}\n")
         elif takeaway:
             _wrapped(out, f"takeaway: {takeaway}")
+        alike: dict[str, list[str]] = {}  # the leaks of one verdict and fix: one line
         for r in (r for r in rows if r in leaks):
             fix = fixes.pointer(_raw(r))
-            w(f"  {r.label} {r.scenario}: {r.verdict}" + (f"; fix {fix}" if fix else "") + "\n")
+            alike.setdefault(r.verdict + (f", fix {fix}" if fix else ""), []).append(
+                f"{r.label} {r.scenario}")
+        for head, names in alike.items():
+            _wrapped(out, f"{head}: {', '.join(names)}", hang="    ")
         skipped = [r for r in rows if r.verdict == "skipped"]
         if skipped:
             w(f"  skipped: {skipped[0].detail.removeprefix('skipped: ')}\n")
     if fixes.steps or fixes.guarded:
-        w("\nfixes (each said once; the rows above point to them):\n")
+        w("\nfixes, each said once (the rows above point to them):\n")
         for n, step in enumerate(fixes.steps, 1):
-            _wrapped(out, f"[{n}] {step}", hang="      ")
+            _wrapped(out, f"[{n}] {step}", hang="    ")
         if fixes.guarded:
             _wrapped(out, f"[G] {GUARD_LEGEND} (the guarded block runs each so)")
     if levels:
-        w("\nlevel met per server [host style], over the rows it has:\n")
-        by: dict[str, list[str]] = {}
+        w("\nlevel per server [host style], over the rows it has:\n")
+        by: dict[str, dict[str, list[str]]] = {}  # level -> [tag] -> servers
         for name, word in levels.items():
-            by.setdefault(word, []).append(name)
-        for word, names in by.items():
-            _wrapped(out, f"{word}: {', '.join(names)}", hang="    ")
+            server, _, tag = name.rpartition(" ")
+            by.setdefault(word, {}).setdefault(tag, []).append(server)
+        for word, tags in by.items():
+            said = "; ".join(f"{tag} {', '.join(names)}" for tag, names in tags.items())
+            _wrapped(out, f"{word}: {said}", hang="    ")
         _wrapped(out, _legend(results, levels), indent="", hang="  ")
     w("\nEvery row: `mcp-tether lab --table`; timelines: `--html FILE`; "
       "what the verdicts mean: docs/probe.md\n")
@@ -127,12 +134,14 @@ def _legend(results: list[ScenarioResult], levels: dict[str, str]) -> str:
     styles = sorted({r.host_style for r in results if r.host_style in HOST_STYLE_WORDS})
     tags = "; ".join(f"[{s}] {HOST_STYLE_WORDS[s]}" for s in styles)
     robust = ", ".join(s.name for s in all_scenarios() if s.level == ROBUST)
-    has_robust = {f"{r.label.partition(' ')[2]} [{r.host_style}]" for r in results
+    has_robust = {server_name(r) for r in results
                   if r.level == ROBUST and r.verdict != "skipped"}
     at_spec = [name for name, word in levels.items() if word == SPEC]
     capped = [name for name in at_spec if name not in has_robust]
-    why = (f" ({len(capped)} of the {len(at_spec)} here, e.g. {capped[0]}: it had no "
-           "robust row to pass, so it can reach no more)") if capped else ""
-    return (f"legend: the tag is the host style of its rows: {tags}. robust = every row "
-            f"passed, a robust scenario ({robust}) among them; spec = every spec row "
-            f"passed{why}; none = a spec row failed.")
+    guarded = {server_name(r) for r in results if getattr(r, "block", "") == "guarded"}
+    capped.sort(key=lambda name: name not in guarded)  # the example: a guarded one
+    why = (f" ({len(capped)} of these {len(at_spec)}, e.g. {capped[0]}, had no robust row: "
+           "spec is their ceiling)") if capped else ""
+    return (f"legend: [tag] = host style of the rows: {tags}. robust = every row passed, "
+            f"a robust one ({robust}) among them; spec = every spec row passed{why}; "
+            "none = a spec row failed.")
