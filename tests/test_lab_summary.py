@@ -84,3 +84,31 @@ def test_the_lab_gives_each_server_one_level_word_over_its_rows() -> None:
     assert "  spec: [node] node plain\n" in text and "  robust: [node] python tethered\n" in text
     # The legend says what the tag is and why a server stops at spec.
     assert "[node] socketpair stdio" in text and "inherited-writer" in text
+
+
+def test_markdown_and_html_say_each_fix_once_and_each_row_points_to_it() -> None:
+    """Rows as `probe --json`/`lab` records: the Markdown has one "Fixes" list with each
+    step once and each row's remedy as its pointers and guard command; the HTML links
+    each card to the one list."""
+    from mcp_tether.probe.html import render_html
+    from mcp_tether.probe.markdown import render_markdown
+
+    def rec(label: str, steps: list[str], guard: str) -> dict[str, object]:
+        return {"label": label, "scenario": "exit", "host_style": "node", "verdict": "orphaned",
+                "passed": False, "diagnosis": "Does not exit on stdin EOF. More.",
+                "remedy": "; ".join([*steps, f"if you cannot change it: `{guard}`"]),
+                "remedy_steps": steps, "remedy_guard": guard, "events": []}
+
+    rows = [rec("E node timer", [LONG_FIX], "mcp-tether run -- node t.mjs"),
+            rec("W1 sh -c + node timer", [SHELL_FIX, LONG_FIX], "mcp-tether run -- sh -c x"),
+            rec("X2 node timer", [LONG_FIX], "mcp-tether run -- node t.mjs")]
+    sections = [("lab: reference", {"results": rows[:1]}), ("lab: extra", {"results": rows[1:]})]
+    md = render_markdown(sections)
+    assert md.count(LONG_FIX) == 1 and md.count(SHELL_FIX) == 1
+    assert "**Remedy.** fix [1], or [G] (`mcp-tether run -- node t.mjs`)" in md
+    assert "**Remedy.** fix [2] and [1], or [G] (`mcp-tether run -- sh -c x`)" in md
+    assert md.count("launch it behind the guard") == 1
+    page = render_html(sections, title="t")
+    assert page.count(LONG_FIX) == 1
+    assert page.count('<li id="fix-1">') == 1 and page.count('href="#fix-1"') == 3
+    assert page.count('href="#fix-G"') == 3 and page.count('<li id="fix-G">') == 1
