@@ -34,7 +34,7 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
 
 def _samples(text: str) -> dict[str, list[Any]]:
     """family name -> samples, through the OpenMetrics parser (it rejects bad syntax)."""
-    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}  # type: ignore[no-untyped-call]  # its parser is untyped
 
 
 def _value(samples: list[Any], **labels: str) -> float:
@@ -84,7 +84,7 @@ def test_a_state_and_an_evidence_new_to_the_renderer_get_their_series_unchanged(
     result = ScanResult([_server("abandoned", ["parent-gone", "new-evidence"], 1000, "pkg")],
                         scanned=10, unreadable=0, hosts_running=[], config_errors=[],
                         elapsed=0.01)
-    fam = _samples(render_openmetrics(result))  # type: ignore[arg-type]
+    fam = _samples(render_openmetrics(result))
     assert _value(fam["mcp_tether_servers"], state="abandoned") == 1
     assert _value(fam["mcp_tether_servers"], state="leaked") == 0
     assert _value(fam["mcp_tether_server_rss_bytes"], state="abandoned") == 1000

@@ -320,12 +320,12 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
                         f"{escape(payload.get('summary') or summary(results))}</p>")
         body += [_card(r, span, fixes) for r in results]
     if fixes.steps or fixes.guarded:
-        items = [f'<li id="fix-{n}"><b>[{n}]</b> {escape(s)}</li>'
-                 for n, s in enumerate(fixes.steps, 1)]
+        fix_items = [f'<li id="fix-{n}"><b>[{n}]</b> {escape(s)}</li>'
+                     for n, s in enumerate(fixes.steps, 1)]
         if fixes.guarded:
-            items.append(f'<li id="fix-G"><b>[G]</b> {escape(GUARD_LEGEND)}</li>')
+            fix_items.append(f'<li id="fix-G"><b>[G]</b> {escape(GUARD_LEGEND)}</li>')
         body.append('<h2>Fixes</h2><p class="sum">Each said once; the rows point to them.'
-                    f'</p><ul class="fixes">{"".join(items)}</ul>')
+                    f'</p><ul class="fixes">{"".join(fix_items)}</ul>')
     return ("<!doctype html><html><head><meta charset=\"utf-8\">"
             f"<title>{escape(title or 'mcp-tether probe')}</title><style>{CSS}</style></head>"
             f"<body>{''.join(body)}</body></html>\n")
