@@ -136,4 +136,4 @@ def test_the_summary_says_each_fix_of_the_real_lab_once_with_no_pid_to_act_on(
     for step in steps:
         assert flat.count(" ".join(step.split())) == 1, step
         assert "pid " not in step, step
-    assert flat.count("launch it behind the guard") == 1
+    assert flat.count("If you cannot change it, launch it behind the guard") == 1
