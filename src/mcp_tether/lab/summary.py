@@ -110,11 +110,11 @@ def render_summary(
         if skipped:
             w(f"  skipped: {skipped[0].detail.removeprefix('skipped: ')}\n")
     if fixes.steps or fixes.guarded:
-        w("\nfixes, each said once (the rows above point to them):\n")
+        w("\nfixes (each said once, the rows above point to them):\n")
         for n, step in enumerate(fixes.steps, 1):
             _wrapped(out, f"[{n}] {step}", hang="    ")
         if fixes.guarded:
-            _wrapped(out, f"[G] {GUARD_LEGEND} (the guarded block runs each so)")
+            _wrapped(out, f"[G] {GUARD_LEGEND}")
     if levels:
         w("\nlevel per server [host style], over the rows it has:\n")
         by: dict[str, dict[str, list[str]]] = {}  # level -> [tag] -> servers
