@@ -18,6 +18,7 @@ prints, the object does.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -27,7 +28,7 @@ from typing import IO, Any
 __all__ = ["Progress", "add_quiet"]
 
 
-def add_quiet(parser: Any) -> None:
+def add_quiet(parser: argparse.ArgumentParser) -> None:
     """The `-q/--quiet` option of every command that shows progress."""
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress on stderr (a live line on a terminal, else one "
