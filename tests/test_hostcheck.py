@@ -76,8 +76,10 @@ def test_a_bad_host_leaves_the_wrapped_child_and_a_crash_leaves_the_server(
     3. --json: one document, a result per scenario with `scenario` and `verdict`; exit 1."""
     code = main(["hostcheck", "--json", "--settle", "0.5", "-j", "2", "-s", "exit", "-s", "sigkill",
                  "--", sys.executable, str(HOSTS / "bad_host.py"), "{server}"])
-    rows = json.loads(capsys.readouterr().out)["results"]
+    out, err = capsys.readouterr()
+    rows = json.loads(out)["results"]
     assert code == 1
+    assert "mcp-tether hostcheck: 2/2 after " in err  # progress: stderr only
     assert {r["scenario"]: r["verdict"] for r in rows} == {
         "exit": "wrapper-child-left", "sigkill": "server-left"}
     exit_row = rows[0]

@@ -111,3 +111,29 @@ def test_the_lab_runs_two_scenarios_per_cpu_by_default(monkeypatch: pytest.Monke
     for cpus, want in ((1, 2), (2, 4), (3, 6), (16, 8), (None, 2)):
         monkeypatch.setattr(os, "cpu_count", lambda c=cpus: c)
         assert default_jobs() == want
+
+
+def test_the_summary_says_each_fix_of_the_real_lab_once_with_no_pid_to_act_on(
+    lab: dict[str, Any],
+) -> None:
+    """The whole lab's leaks, annotated as `mcp-tether lab` does: every distinct remedy
+    step is printed exactly once, every leak points to it, and no fix names a pid (the
+    run's processes are gone when it is read)."""
+    import io
+
+    from mcp_tether.lab import server_levels
+    from mcp_tether.lab.cli import _annotated
+    from mcp_tether.lab.summary import render_summary
+
+    results = list(lab.values())
+    _annotated(results, BLOCKS)
+    out = io.StringIO()
+    render_summary(results, BLOCKS, server_levels(results), out=out)
+    text = out.getvalue()
+    steps = {s for r in results for s in (getattr(r, "raw", {}).get("remedy_steps") or [])}
+    assert steps  # the lab has leaks, each with its fix
+    flat = " ".join(text.split())  # the summary wraps long lines
+    for step in steps:
+        assert flat.count(" ".join(step.split())) == 1, step
+        assert "pid " not in step, step
+    assert flat.count("If you cannot change it, launch it behind the guard") == 1

@@ -21,9 +21,11 @@ def test_lab_json_gives_each_failed_row_its_diagnosis_and_remedy(
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for the Node rows")
     main(["lab", "--block", "reference", "--json"])
-    doc = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
     assert (doc["schema"], doc["version"]) == ("mcp-tether/lab", 1) and doc["levels"]
     rows = {r["label"].split()[0]: r for r in doc["results"]}
+    assert "mcp-tether lab: 10/10 after " in err  # progress: stderr only, one line a row
     for row in ("D", "E", "F"):
         r = rows[row]
         assert not r["passed"], r

@@ -1,4 +1,5 @@
-"""The lab's default summary: one line per leak, each distinct fix printed once.
+"""The lab's default summary: one line per leak pointing to its fixes, each fix printed
+once, a legend for the tags and levels.
 
 Rendering only (no process involved), so the rows are made by hand."""
 
@@ -12,24 +13,45 @@ from mcp_tether.probe import ScenarioResult
 LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"
 
 
-def _row(label: str, scenario: str, verdict: str, remedy: str) -> ScenarioResult:
+SHELL_FIX = "Make the shell exec the server so signals and EOF reach it"
+PY_FIX = "In the Python server call `mcp_tether.run(mcp)` instead of `mcp.run()`"
+
+
+def _row(label: str, scenario: str, verdict: str, steps: list[str],
+         guard: str | None = None, block: str = "guarded") -> ScenarioResult:
     r = ScenarioResult(scenario=scenario, host_style="node", verdict=verdict,
                        passed=verdict in ("exited", "terminated"), exit_ms=None, rung=None,
-                       exit_status=None, label=label, remedy=remedy)
-    r.block = "guarded"  # type: ignore[attr-defined]  # as run_lab sets it
+                       exit_status=None, label=label, remedy="; ".join(steps))
+    r.block = block  # type: ignore[attr-defined]  # as run_lab sets it
+    r.raw = dict(r.to_dict(), remedy_steps=steps,  # type: ignore[attr-defined]  # as annotate
+                 remedy_guard=guard)
     return r
 
 
-def test_a_fix_shared_by_many_rows_is_printed_once_and_referred_to_after() -> None:
-    rows = [_row(f"G{i} run -- node timer", "exit", "orphaned", LONG_FIX) for i in (1, 2, 3)]
-    rows.append(_row("G4 run -- python thread", "exit", "orphaned", "Call `mcp_tether.run`"))
-    rows.append(_row("G5 run -- node stubborn", "close", "terminated", ""))
+def test_a_fix_shared_by_many_rows_is_printed_once_and_the_rows_point_to_it() -> None:
+    """1. Three rows (two of them behind a shell) share the Node fix, a fourth has the
+    Python fix; 2. each fix text appears once, numbered; each row names its numbers, and
+    [G] where the guard is its alternative; 3. a row that is no leak has no line."""
+    rows = [_row("E node timer", "exit", "orphaned", [LONG_FIX], "mcp-tether run -- node t.mjs",
+                 "reference"),
+            _row("W1 sh -c + node timer", "close", "orphaned", [SHELL_FIX, LONG_FIX],
+                 "mcp-tether run -- sh -c 'node t.mjs; true'", "wrappers"),
+            _row("W3 sh -c + node timer", "exit", "orphaned", [LONG_FIX],
+                 "mcp-tether run -- sh -c 'node t.mjs; true'", "wrappers"),
+            _row("P8 python thread", "exit", "orphaned", [PY_FIX], "mcp-tether run -- python t.py",
+                 "python"),
+            _row("G5 run -- node stubborn", "close", "terminated", [])]
     out = io.StringIO()
-    render_summary(rows, ("guarded",), {}, out=out)
+    render_summary(rows, ("reference", "python", "wrappers", "guarded"), {}, out=out)
     text = out.getvalue()
-    assert text.count(LONG_FIX) == 1
-    assert "G2 run -- node timer exit: orphaned; fix: as for G1 exit" in text
-    assert "G4 run -- python thread exit: orphaned; fix: Call `mcp_tether.run`" in text
+    for fix in (LONG_FIX, SHELL_FIX, PY_FIX):
+        assert text.count(fix) == 1, fix
+    assert text.count("launch it behind the guard") == 1
+    assert "  orphaned, fix [1], or [G]: E node timer exit\n" in text
+    assert "  orphaned, fix [3] and [1], or [G]: W1 sh -c + node timer close\n" in text
+    assert "  orphaned, fix [1], or [G]: W3 sh -c + node timer exit\n" in text
+    assert "  orphaned, fix [2], or [G]: P8 python thread exit\n" in text
+    assert "[1] " + LONG_FIX in text and "[3] " + SHELL_FIX in text
     assert "G5" not in text  # not a leak: no line of its own
     assert "devnull" in text  # the takeaway says the guard covers a stdin already at EOF
 
@@ -58,4 +80,35 @@ def test_the_lab_gives_each_server_one_level_word_over_its_rows() -> None:
                       "python tethered [node]": "robust"}
     out = io.StringIO()
     render_summary(rows, (), levels, out=out)
-    assert "node plain [node]" in out.getvalue() and "robust" in out.getvalue()
+    text = out.getvalue()
+    assert "  spec: [node] node plain\n" in text and "  robust: [node] python tethered\n" in text
+    # The legend says what the tag is and why a server stops at spec.
+    assert "[node] socketpair stdio" in text and "inherited-writer" in text
+
+
+def test_markdown_and_html_say_each_fix_once_and_each_row_points_to_it() -> None:
+    """Rows as `probe --json`/`lab` records: the Markdown has one "Fixes" list with each
+    step once and each row's remedy as its pointers and guard command; the HTML links
+    each card to the one list."""
+    from mcp_tether.probe.html import render_html
+    from mcp_tether.probe.markdown import render_markdown
+
+    def rec(label: str, steps: list[str], guard: str) -> dict[str, object]:
+        return {"label": label, "scenario": "exit", "host_style": "node", "verdict": "orphaned",
+                "passed": False, "diagnosis": "Does not exit on stdin EOF. More.",
+                "remedy": "; ".join([*steps, f"if you cannot change it: `{guard}`"]),
+                "remedy_steps": steps, "remedy_guard": guard, "events": []}
+
+    rows = [rec("E node timer", [LONG_FIX], "mcp-tether run -- node t.mjs"),
+            rec("W1 sh -c + node timer", [SHELL_FIX, LONG_FIX], "mcp-tether run -- sh -c x"),
+            rec("X2 node timer", [LONG_FIX], "mcp-tether run -- node t.mjs")]
+    sections = [("lab: reference", {"results": rows[:1]}), ("lab: extra", {"results": rows[1:]})]
+    md = render_markdown(sections)
+    assert md.count(LONG_FIX) == 1 and md.count(SHELL_FIX) == 1
+    assert "**Remedy.** fix [1], or [G] (`mcp-tether run -- node t.mjs`)" in md
+    assert "**Remedy.** fix [2] and [1], or [G] (`mcp-tether run -- sh -c x`)" in md
+    assert md.count("launch it behind the guard") == 1
+    page = render_html(sections, title="t")
+    assert page.count(LONG_FIX) == 1
+    assert page.count('<li id="fix-1">') == 1 and page.count('href="#fix-1"') == 3
+    assert page.count('href="#fix-G"') == 3 and page.count('<li id="fix-G">') == 1

@@ -154,8 +154,9 @@ def test_openmetrics_output_is_well_formed_and_ends_with_eof(
             assert ln.split("{")[0].split()[0] in typed, ln
     leaked = next(ln for ln in lines if ln.startswith('mcp_tether_servers{state="leaked"}'))
     assert int(leaked.split()[-1]) >= 1
-    assert any(ln.startswith("mcp_tether_server_info{") and 'state="leaked"' in ln
+    assert any(ln.startswith("mcp_tether_package_servers{") and 'state="leaked"' in ln
                for ln in lines)
+    assert 'pid="' not in out  # no series per process unless --per-process
     assert lines.count("# EOF") == 1
 
 

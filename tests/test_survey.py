@@ -89,7 +89,9 @@ def test_a_survey_row_has_both_host_styles_the_guard_and_every_rendering(
     assert "fix: " in md and "FAIL / FAIL" in md
     page = Path(f"{out}.html").read_text()
     assert "<td>stubborn</td>" in page and "behind the guard" in page
-    assert capsys.readouterr().out == md
+    out, err = capsys.readouterr()
+    assert out == md
+    assert "mcp-tether survey: 2/2 after " in err  # progress: stderr only, one line a row
 
 
 def test_a_server_that_cannot_reach_its_service_is_reported_so_not_as_a_leak(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
-from mcp_tether.hostcheck import check, render
+from mcp_tether.hostcheck import check, default_scenarios, render
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
 from mcp_tether.jsonout import print_json
 
@@ -64,6 +64,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     out.add_argument("--json", action="store_true", help="one JSON document (docs/json.md)")
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
     parser.add_argument("--html", metavar="FILE", help="also write the timelines to FILE")
+    add_quiet(parser)
     parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- HOST-ARGV...")
 
 
@@ -75,16 +76,14 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError("no host command (mcp-tether hostcheck [options] -- HOST-ARGV...)")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    quiet = args.json or args.markdown
-
-    def progress(r: dict[str, object]) -> None:
-        if not quiet:
-            print(f"mcp-tether hostcheck: {r['scenario']}: {r['verdict']}", file=sys.stderr)
-
-    result = check(argv, host=args.host, scenarios=args.scenarios, pty=args.pty, quit=args.quit,
-                   ready_timeout=args.ready_timeout, host_timeout=args.host_timeout,
-                   settle=args.settle, eof=args.recorder_eof, grandchild=not args.no_grandchild,
-                   jobs=args.jobs, on_result=progress)
+    names = dict.fromkeys(args.scenarios or default_scenarios(args.host))
+    with Progress("hostcheck", total=len(names), quiet=args.quiet) as progress:
+        result = check(argv, host=args.host, scenarios=args.scenarios, pty=args.pty,
+                       quit=args.quit, ready_timeout=args.ready_timeout,
+                       host_timeout=args.host_timeout, settle=args.settle,
+                       eof=args.recorder_eof, grandchild=not args.no_grandchild,
+                       jobs=args.jobs,
+                       on_result=lambda r: progress.done(str(r["scenario"]), str(r["verdict"])))
     if args.json:
         print_json("hostcheck", result.results, argv=result.argv, host=result.host,
                    passed=result.passed, exit_code=result.exit_code)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, ScenarioResult, build_specs, level_met
@@ -21,9 +21,12 @@ from mcp_tether.probe.runner import run_specs
 from mcp_tether.probe.scenarios import all_scenarios
 from mcp_tether.probe.spec import Spec
 
+if TYPE_CHECKING:
+    from mcp_tether.cliprogress import Progress
+
 __all__ = [
     "Row", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
-    "python_fixture", "spec_for", "default_jobs",
+    "python_fixture", "spec_for", "default_jobs", "server_name",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -196,13 +199,15 @@ def run_lab(
     quiet: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
     retry: bool = True,
+    progress: Progress | None = None,
 ) -> list[ScenarioResult]:
     """Run the lab; ScenarioResults with `label` and `block`, in table order.
 
     `jobs` (scenarios at once outside the reference block) defaults to `default_jobs()`.
     A row that could not run (verdict `error`: no answer to the handshake on a loaded
     machine, say) is run once more on its own, nothing else running beside it, before
-    it is reported; its result then says so in its warnings (issue 22 item 5)."""
+    it is reported; its result then says so in its warnings. `progress` is told of
+    each row as it ends (the rows of every block are expected at the start)."""
     skip_reason = node_env.missing_tools()
     node_dir = None if skip_reason else node_env.ensure(quiet=quiet)
     extra: dict[str, float] = {} if window is None else {"window": window}
@@ -215,14 +220,20 @@ def run_lab(
     if rest:
         groups.append(rest)
     done: dict[tuple[str, str], ScenarioResult] = {}
+    plan = []
     for group in groups:
         todo = [r for b in group for r in rows(node_dir, (b,))]
-        runnable = [r for r in todo if not (r.needs_node and skip_reason)]
+        plan.append((group, [r for r in todo if not (r.needs_node and skip_reason)]))
+    if progress is not None:
+        progress.expect(sum(len(runnable) for _, runnable in plan))
+    for group, runnable in plan:
         specs = [spec_for(r, **extra) for r in runnable]
         n = len(specs) if group == ("reference",) else (jobs or default_jobs())
-        raws = run_specs(specs, jobs=n, should_stop=should_stop)
+        tell = progress.per_index([f"{r.label} {r.scenario}" for r in runnable],
+                                  expected=True) if progress else None
+        raws = run_specs(specs, jobs=n, should_stop=should_stop, on_result=tell)
         if retry:
-            raws = _retry_alone(specs, raws, should_stop)
+            raws = _retry_alone(specs, raws, should_stop, tell)
         for r, raw in zip(runnable, raws, strict=True):
             res = ScenarioResult.from_dict(raw)
             setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
@@ -242,9 +253,11 @@ def run_lab(
 
 
 def _retry_alone(
-    specs: list[Spec], raws: list[dict[str, Any]], should_stop: Callable[[], bool]
+    specs: list[Spec], raws: list[dict[str, Any]], should_stop: Callable[[], bool],
+    tell: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each row that could not run, once more, alone; the second result stands, marked."""
+    """Each row that could not run, once more, alone; the second result stands, marked
+    (`tell(i, record)` hears of it, the record marked `rerun`)."""
     out = list(raws)
     for i, raw in enumerate(raws):
         if raw.get("verdict") != "error":
@@ -254,7 +267,15 @@ def _retry_alone(
         note = f"could not run beside the others ({first}); run again alone"
         again = dict(again, warnings=[*(again.get("warnings") or []), note])
         out[i] = again
+        if tell is not None:
+            tell(i, dict(again, rerun={"alone": True, "why": first}))
     return out
+
+
+def server_name(r: ScenarioResult) -> str:
+    """A row's server as the levels name it: its label minus the row id, and its host
+    style (`node timer [node]`)."""
+    return f"{r.label.partition(' ')[2]} [{r.host_style}]"
 
 
 def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
@@ -264,10 +285,8 @@ def server_levels(results: list[ScenarioResult]) -> dict[str, str]:
     could not run)"; a level from the rows that ran would claim what was not seen."""
     by: dict[str, list[ScenarioResult]] = {}
     for r in results:
-        if r.verdict == "skipped":
-            continue
-        server = r.label.partition(" ")[2]
-        by.setdefault(f"{server} [{r.host_style}]", []).append(r)
+        if r.verdict != "skipped":
+            by.setdefault(server_name(r), []).append(r)
     out = {}
     for name, rs in by.items():
         errors = sum(r.verdict == "error" for r in rs)

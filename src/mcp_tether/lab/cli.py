@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration as duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
 from mcp_tether.inspect import Transport, sdks_for_command
@@ -58,6 +59,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         "answer is given up (10); while it works, the wait goes on")
     parser.add_argument("--install-node", action="store_true",
                         help="only install the Node fixtures' pinned SDK, then exit")
+    add_quiet(parser)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -68,9 +70,10 @@ def command(args: argparse.Namespace) -> int:
     blocks = tuple(args.block) if args.block else BLOCKS
     if args.jobs is not None and args.jobs < 1:
         raise TetherError("--jobs must be at least 1")
-    with StopSignals("lab") as stop:
+    with StopSignals("lab") as stop, Progress("lab", quiet=args.quiet) as progress:
         results = run_lab(blocks, jobs=args.jobs, window=args.window,
-                          ready_timeout=args.ready_timeout, should_stop=stop)
+                          ready_timeout=args.ready_timeout, should_stop=stop,
+                          quiet=args.quiet, progress=progress)
     if stop.signum:
         return 128 + stop.signum
     levels = server_levels(results)

@@ -8,12 +8,19 @@ probe's diagnosis of each failed row, never written per fixture.
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections import Counter
 from typing import IO, Any
 
+from mcp_tether.lab import server_name
 from mcp_tether.probe import ScenarioResult
+from mcp_tether.probe.fixes import GUARD_LEGEND, number_fixes
+from mcp_tether.probe.scenarios import all_scenarios
+from mcp_tether.probe.spec import ROBUST, SPEC
 
 __all__ = ["BLOCK_STORY", "render_summary"]
+
+WIDTH = 100
 
 # What each block shows (the question it answers), and the sentence to read when every
 # row came out as the reference table says.
@@ -50,19 +57,32 @@ BLOCK_STORY: dict[str, tuple[str, str]] = {
 }
 
 
-def _fix(r: ScenarioResult) -> str:
-    raw: dict[str, Any] = getattr(r, "raw", None) or r.to_dict()
-    remedy = str(raw.get("remedy") or "").strip()
-    return remedy.splitlines()[0] if remedy else ""
+HOST_STYLE_WORDS = {
+    "node": "socketpair stdio, SIGTERM to the direct child (like Node hosts)",
+    "python": "pipes, new session, signals to the group (like the Python SDK)",
+}
+
+
+def _raw(r: ScenarioResult) -> dict[str, Any]:
+    return getattr(r, "raw", None) or r.to_dict()
+
+
+def _wrapped(out: IO[str], text: str, indent: str = "  ", hang: str = "    ") -> None:
+    out.write(textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=hang,
+                            break_on_hyphens=False, break_long_words=False) + "\n")
 
 
 def render_summary(
     results: list[ScenarioResult], blocks: tuple[str, ...], levels: dict[str, str],
     out: IO[str] | None = None,
 ) -> None:
-    """Per block: what it shows, verdict counts, the takeaway, and each leak with its fix."""
+    """Per block: what it shows, verdict counts, the takeaway, and each leak pointing to
+    its fixes; then every fix once, and the level per server with a legend."""
     out = out or sys.stdout
     w = out.write
+    leaks = [r for b in blocks for r in results
+             if getattr(r, "block", "") == b and r.verdict in ("orphaned", "lingered")]
+    fixes = number_fixes(_raw(r) for r in leaks)  # numbered in the order they are shown
     w("mcp-tether lab: does each server die with its client?\n")
     for block in blocks:
         rows = [r for r in results if getattr(r, "block", "") == block]
@@ -78,24 +98,50 @@ def render_summary(
             for r in failed:
                 w(f"  {r.label} {r.scenario}: could not run: {r.detail}\n")
         elif takeaway:
-            w(f"  takeaway: {takeaway}\n")
-        leaks = [r for r in rows if r.verdict in ("orphaned", "lingered")]
-        first: dict[str, str] = {}  # a fix already shown -> the row it was shown for
-        for r in leaks:
-            fix = _fix(r)
-            if fix and fix in first:
-                fix_text = f"; fix: as for {first[fix]}"
-            else:
-                fix_text = f"; fix: {fix}" if fix else ""
-                first[fix] = f"{r.label.split()[0]} {r.scenario}" if r.label else r.scenario
-            w(f"  {r.label} {r.scenario}: {r.verdict}{fix_text}\n")
+            _wrapped(out, f"takeaway: {takeaway}")
+        alike: dict[str, list[str]] = {}  # the leaks of one verdict and fix: one line
+        for r in (r for r in rows if r in leaks):
+            fix = fixes.pointer(_raw(r))
+            alike.setdefault(r.verdict + (f", fix {fix}" if fix else ""), []).append(
+                f"{r.label} {r.scenario}")
+        for head, names in alike.items():
+            _wrapped(out, f"{head}: {', '.join(names)}", hang="    ")
         skipped = [r for r in rows if r.verdict == "skipped"]
         if skipped:
             w(f"  skipped: {skipped[0].detail.removeprefix('skipped: ')}\n")
+    if fixes.steps or fixes.guarded:
+        w("\nfixes (each said once, the rows above point to them):\n")
+        for n, step in enumerate(fixes.steps, 1):
+            _wrapped(out, f"[{n}] {step}", hang="    ")
+        if fixes.guarded:
+            _wrapped(out, f"[G] {GUARD_LEGEND}")
     if levels:
-        width = max(len(n) for n in levels)
-        w("\nlevel met per server (none / spec / robust, over the rows it has):\n")
+        w("\nlevel per server [host style], over the rows it has:\n")
+        by: dict[str, dict[str, list[str]]] = {}  # level -> [tag] -> servers
         for name, word in levels.items():
-            w(f"  {name:<{width}}  {word}\n")
+            server, _, tag = name.rpartition(" ")
+            by.setdefault(word, {}).setdefault(tag, []).append(server)
+        for word, tags in by.items():
+            said = "; ".join(f"{tag} {', '.join(names)}" for tag, names in tags.items())
+            _wrapped(out, f"{word}: {said}", hang="    ")
+        _wrapped(out, _legend(results, levels), indent="", hang="  ")
     w("\nEvery row: `mcp-tether lab --table`; timelines: `--html FILE`; "
       "what the verdicts mean: docs/probe.md\n")
+
+
+def _legend(results: list[ScenarioResult], levels: dict[str, str]) -> str:
+    """What the tags and the level words mean, from the scenarios' own levels."""
+    styles = sorted({r.host_style for r in results if r.host_style in HOST_STYLE_WORDS})
+    tags = "; ".join(f"[{s}] {HOST_STYLE_WORDS[s]}" for s in styles)
+    robust = ", ".join(s.name for s in all_scenarios() if s.level == ROBUST)
+    has_robust = {server_name(r) for r in results
+                  if r.level == ROBUST and r.verdict != "skipped"}
+    at_spec = [name for name, word in levels.items() if word == SPEC]
+    capped = [name for name in at_spec if name not in has_robust]
+    guarded = {server_name(r) for r in results if getattr(r, "block", "") == "guarded"}
+    capped.sort(key=lambda name: name not in guarded)  # the example: a guarded one
+    why = (f" ({len(capped)} of these {len(at_spec)}, e.g. {capped[0]}, had no robust row: "
+           "spec is their ceiling)") if capped else ""
+    return (f"legend: [tag] = host style of the rows: {tags}. robust = every row passed, "
+            f"a robust one ({robust}) among them; spec = every spec row passed{why}; "
+            "none = a spec row failed.")

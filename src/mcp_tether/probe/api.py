@@ -15,7 +15,7 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.guard.argv import parse_guard_argv
@@ -24,6 +24,9 @@ from mcp_tether.probe.diagnose import annotate
 from mcp_tether.probe.runner import run_specs
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, get
 from mcp_tether.probe.spec import IDLE, LEVELS, READY_TIMEOUT, ROBUST, SPEC, WINDOW, Spec
+
+if TYPE_CHECKING:
+    from mcp_tether.cliprogress import Progress
 
 __all__ = [
     "probe",
@@ -260,18 +263,21 @@ def probe(
     *,
     level: str = SPEC,
     should_stop: Callable[[], bool] = lambda: False,
+    progress: Progress | None = None,
 ) -> ProbeReport:
     """Run the lifecycle scenarios against one server command; never leaves a process.
 
     `should_stop()` is asked while it runs: when true, every keeper ends its tree and
-    KeyboardInterrupt is raised (the CLI maps it to 128+N).
+    KeyboardInterrupt is raised (the CLI maps it to 128+N). `progress` is told of each
+    scenario as it ends.
     """
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (choose from {', '.join(LEVELS)})")
     opts = options or ProbeOptions()
     resolve_command(argv, opts.env, opts.cwd)
     specs = build_specs(argv, opts)
-    raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop)
+    tell = progress.per_index([s.scenario for s in specs]) if progress else None
+    raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop, on_result=tell)
     annotate(raw, list(argv), cwd=opts.cwd)
     results = []
     for d in raw:

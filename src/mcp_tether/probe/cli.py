@@ -11,6 +11,7 @@ from typing import Any
 
 from mcp_tether import hosts
 from mcp_tether.cli import build_parser
+from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import (
     EXIT_FAILED,
@@ -144,6 +145,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--markdown", metavar="FILE",
                         help="also write a compact Markdown summary to FILE (CI job pages)")
     parser.add_argument("--jobs", type=int, help="scenarios at once (default: all)")
+    add_quiet(parser)
     src = parser.add_argument_group("configured servers (instead of a command)")
     src.add_argument("--host", help="probe every stdio server of this host's configs")
     src.add_argument("--config", metavar="FILE", help="probe every stdio server in FILE")
@@ -229,8 +231,8 @@ def command(args: argparse.Namespace) -> int:
     if not cmd:
         raise UsageError("no server command given: mcp-tether probe [OPTIONS] -- CMD [ARGS...]")
     try:
-        with StopSignals("probe") as stop:
-            report = probe(cmd, opts, level=args.level, should_stop=stop)
+        with StopSignals("probe") as stop, Progress("probe", quiet=args.quiet) as progress:
+            report = probe(cmd, opts, level=args.level, should_stop=stop, progress=progress)
     except (CommandNotFound, CommandNotExecutable) as exc:
         _files_for_a_start_error(args, cmd, exc)
         raise
@@ -389,8 +391,9 @@ def _configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
     if runnable and not _confirm(runnable, args.yes):
         print("mcp-tether probe: nothing started", file=sys.stderr)
         return EXIT_OK
-    with StopSignals("probe") as stop:
-        report = probe_planned(planned, ConfiguredOptions(opts, args.level), should_stop=stop)
+    with StopSignals("probe") as stop, Progress("probe", quiet=args.quiet) as progress:
+        report = probe_planned(planned, ConfiguredOptions(opts, args.level), should_stop=stop,
+                               progress=progress)
     if stop.signum:
         return 128 + stop.signum
     code = _emit_configured(report, args)

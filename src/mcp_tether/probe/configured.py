@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.errors import TetherError, UsageError
 from mcp_tether.hosts import REGISTRY
@@ -47,6 +47,9 @@ from mcp_tether.probe.api import (
 from mcp_tether.probe.diagnose import annotate
 from mcp_tether.probe.runner import run_specs
 from mcp_tether.probe.spec import LEVELS, SPEC, Spec
+
+if TYPE_CHECKING:
+    from mcp_tether.cliprogress import Progress
 
 __all__ = [
     "NOT_RUN",
@@ -211,12 +214,14 @@ def probe_planned(
     options: ConfiguredOptions | None = None,
     *,
     should_stop: Callable[[], bool] = lambda: False,
+    progress: Progress | None = None,
 ) -> ConfiguredReport:
     """Probe the runnable servers of `planned`, all at once; the others are rows saying
     why not. Servers come in this order: config errors, probed, disabled or remote.
 
     `should_stop()` is asked while it runs: when true, every keeper ends its tree and
-    KeyboardInterrupt is raised (as `probe()` does).
+    KeyboardInterrupt is raised (as `probe()` does). `progress` is told of each
+    server's scenario as it ends.
     """
     options = options or ConfiguredOptions()
     if options.level not in LEVELS:
@@ -229,7 +234,11 @@ def probe_planned(
         for spec in build_specs(p.argv, p.options):
             specs.append(spec)
             owners.append(p)
-    raw = run_specs(specs, jobs=options.probe.jobs, should_stop=should_stop) if specs else []
+    tell = progress.per_index([f"{o.label} {s.scenario}" for o, s in zip(owners, specs,
+                                                                          strict=True)]
+                              ) if progress else None
+    raw = run_specs(specs, jobs=options.probe.jobs, should_stop=should_stop,
+                    on_result=tell) if specs else []
     rows: dict[int, list[ScenarioResult]] = {}
     for p in runnable:
         mine = [r for o, r in zip(owners, raw, strict=False) if o is p]

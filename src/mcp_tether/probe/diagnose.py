@@ -1,6 +1,8 @@
 """From a scenario's result to why it failed and what to change: pure functions.
 
-    annotate(report["results"], command)   # adds `diagnosis` and `remedy` strings
+    annotate(report["results"], command)   # adds `diagnosis` and `remedy` strings,
+                                           # and the remedy as data: `remedy_steps`
+                                           # (server side) and `remedy_guard` (command)
     summary(report["results"])             # "holds: exits on SIGTERM; fails: ..."
 
 Everything is derived from what the run recorded (the verdict, the timeline `events`,
@@ -21,9 +23,14 @@ from mcp_tether.inspect.model import Transport
 from mcp_tether.probe.describe import kept_alive, short
 
 __all__ = [
-    "GUARANTEES", "annotate", "diagnose", "remedy", "summary", "start_failure", "guarantee_of",
-    "explain_line",
+    "GUARANTEES", "annotate", "diagnose", "remedy", "remedy_parts", "summary", "start_failure",
+    "guarantee_of", "explain_line", "GUARD_STEP",
 ]
+
+# The last step of a failed server's remedy: the same words for every server, only its
+# command differs (so a report can say it once and give each row its command).
+GUARD_STEP = "if you cannot change it, launch it behind the guard: `{command}`"
+
 
 # The guarantee each scenario tests, in the order the summary lists them.
 GUARANTEES = {
@@ -60,10 +67,11 @@ PYTHON_REMEDY = (
 # What the Python fix covers of a server's children, by whether this platform has a
 # subreaper (`mcp_tether.tether.children`): asked once, through the platform seam.
 PYTHON_CHILDREN = {
-    True: "and, after your shutdown hooks, ends the server's own child processes ({kids}) "
-          "with SIGTERM then SIGKILL, grandchildren included (it is their subreaper)",
-    False: "and, after your shutdown hooks, ends the child processes still linked to it "
-           "({kids}); one that left its tree is not followed on this platform",
+    True: "that call also ends the server's own child processes ({kids}) after your "
+          "shutdown hooks, with SIGTERM then SIGKILL, grandchildren included (it is their "
+          "subreaper)",
+    False: "that call also ends the child processes still linked to it ({kids}) after "
+           "your shutdown hooks; one that left its tree is not followed on this platform",
 }
 
 
@@ -263,8 +271,10 @@ def _tether_loaded(sdks: list[Transport], language: str | None) -> str | None:
 
 def _children(r: dict[str, Any], command: list[str]) -> str:
     """The server's descendants that outlived the window (or were killed at its end),
-    named by pid and command; "" when there were none, or when the command is a
-    wrapper (a shell, a launcher, the guard: its child is the server, not a child of it)."""
+    named by command; "" when there were none, or when the command is a wrapper (a shell,
+    a launcher, the guard: its child is the server, not a child of it). Never by pid: the
+    remedy is read after the probe ended every tree, and a pid offered to act on would be
+    gone (or, reused, someone else's)."""
     sp = _server_pid(r)
     procs = _procs(r)
     head = _base(command[0]) if command else ""
@@ -273,13 +283,16 @@ def _children(r: dict[str, Any], command: list[str]) -> str:
     if sp is None or head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None:
         return ""
     left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
-    kids, seen = [], set()
+    kids: list[str] = []
+    seen: set[int] = set()
     for s in left:
         pid = s.get("pid")
         if pid is None or pid == sp or pid in seen or not _descends(pid, sp, procs):
             continue
         seen.add(pid)
-        kids.append(f"pid {pid} {short(procs[pid].get('cmd') or '', 30)}")
+        what = short(procs[pid].get("cmd") or "", 30) or "?"
+        if what not in kids:
+            kids.append(what)
     return ", ".join(kids[:3]) + (f" and {len(kids) - 3} more" if len(kids) > 3 else "")
 
 
@@ -385,10 +398,26 @@ def remedy(
     r: dict[str, Any], command: list[str], sdks: list[Transport] | None = None
 ) -> str | None:
     """What to change, fitting the server's language and launcher; None when nothing."""
+    return _sentence_of(*remedy_parts(r, command, sdks))
+
+
+def _sentence_of(steps: list[str], guard: str | None) -> str | None:
+    if guard:
+        steps = [*steps, GUARD_STEP.format(command=guard)]
+    text = "; ".join(steps)
+    return (text[:1].upper() + text[1:]) or None
+
+
+def remedy_parts(
+    r: dict[str, Any], command: list[str], sdks: list[Transport] | None = None
+) -> tuple[list[str], str | None]:
+    """The remedy as data: the steps in the server or its launcher (in order, each a
+    clause), and the command that puts it behind the guard (None: already guarded, or
+    nothing failed). `remedy()` joins them into one sentence."""
     sdks = sdks or []
     noise = _noise(r)
     if not _failed(r) and not noise:
-        return None
+        return [], None
     steps: list[str] = []
     if _failed(r):
         wrapper = _wrapper_failure(r) or _signal_stopped_in_between(r, command)
@@ -413,17 +442,15 @@ def remedy(
             steps.append(f"in the Node server {NODE_REMEDY}")
         elif lang == "python":
             kids = _children(r, command)
-            text = f"in the Python server {PYTHON_REMEDY}"
-            if kids:
+            steps.append(f"in the Python server {PYTHON_REMEDY}")
+            if kids:  # a step of its own: the fix above is said once for every server
                 from mcp_tether import platform
 
                 exact = platform.backend.HAS_SUBREAPER
-                text += " " + PYTHON_CHILDREN[exact].format(kids=kids)
+                steps.append(PYTHON_CHILDREN[exact].format(kids=kids))
                 if not exact:
-                    steps.append(text)
-                    text = ("its children can escape that fix here: launch it behind the "
-                            "guard, which ends the whole tree")
-            steps.append(text)
+                    steps.append("its children can escape that fix here: launch it behind "
+                                 "the guard, which ends the whole tree")
         if lang == "node" and _children(r, command):
             steps.append(f"that fix ends the server process only, not its child processes "
                          f"({_children(r, command)}): launch it behind the guard "
@@ -431,11 +458,10 @@ def remedy(
     if noise:
         steps.append("write logs to stderr (console.error / logging to sys.stderr): stdout "
                      "carries JSON-RPC only")
+    guard = None
     if _failed(r) and command and _guarded(command) is None:
-        steps.append(f"if you cannot change it, launch it behind the guard: "
-                     f"`mcp-tether run -- {shlex.join(command)}`")
-    text = "; ".join(steps)
-    return text[:1].upper() + text[1:]
+        guard = f"mcp-tether run -- {shlex.join(command)}"
+    return steps, guard
 
 
 def annotate(
@@ -462,7 +488,10 @@ def annotate(
                     return sdks_for_command(argv, cwd)
             sdks = locate(list(command))
         r["diagnosis"] = diagnose(r, command, sdks)
-        r["remedy"] = remedy(r, command, sdks)
+        steps, guard = remedy_parts(r, command, sdks)
+        r["remedy"] = _sentence_of(steps, guard)
+        r["remedy_steps"] = [s[:1].upper() + s[1:] for s in steps]
+        r["remedy_guard"] = guard
     return results
 
 

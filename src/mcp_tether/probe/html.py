@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp_tether.errors import UsageError
 from mcp_tether.probe.diagnose import explain_line, summary
+from mcp_tether.probe.fixes import GUARD_LEGEND, Fixes, number_fixes
 
 __all__ = ["render_html", "write_html", "VERDICT_COLOUR"]
 
@@ -58,7 +59,9 @@ border:1px solid #ddd;border-left:6px solid var(--v);border-radius:4px;margin:6p
 padding:6px 10px}
 .head{font-weight:600}.badge{display:inline-block;padding:0 7px;border-radius:9px;
 color:#fff;background:var(--v);font-size:12px;margin-left:6px}
-.why{font-size:13px;margin-top:3px}.diag{font-size:12px;color:#555;margin-top:3px}
+.why{font-size:13px;margin-top:3px}.fix{font-size:12px;margin-top:3px}
+ul.fixes{font-size:13px;padding-left:20px;max-width:1100px}ul.fixes li{margin:4px 0}
+.diag{font-size:12px;color:#555;margin-top:3px}
 details{font-size:12px;color:#333;margin-top:3px}summary{cursor:pointer;color:#1565c0}
 svg text{font-size:11px;fill:#333}svg .lbl{font-size:9px;font-weight:600}
 code{font-size:11px;background:#f1f1f1;padding:1px 3px;border-radius:3px}
@@ -227,7 +230,7 @@ def _timeline(r: dict[str, Any], span: float) -> str:
     return "".join(out)
 
 
-def _card(r: dict[str, Any], span: float) -> str:
+def _card(r: dict[str, Any], span: float, fixes: Fixes) -> str:
     verdict = r.get("verdict", "")
     # A verdict that passes its scenario is drawn as a pass: a guarded `close` ended by
     # the guard's SIGTERM (`terminated`) is what the guard promises, not a warning.
@@ -250,7 +253,10 @@ def _card(r: dict[str, Any], span: float) -> str:
     if len(rest) == 2 and rest[1].strip():
         text.append(f'<div class="diag">{escape(rest[1])}</div>')
     if r.get("remedy"):
-        text.append(f'<details><summary>remedy</summary>{escape(r["remedy"])}</details>')
+        own = " and ".join(f'<a href="#fix-{n}">[{n}]</a>' for n in fixes.of(r))
+        guard = fixes.guard_of(r)
+        alt = f'<a href="#fix-G">[G]</a> <code>{escape(guard)}</code>' if guard else ""
+        text.append(f'<div class="fix">fix {own}{", or " if own and alt else ""}{alt}</div>')
     scenario = escape(r.get("scenario", ""))
     return (f'<div class="card" style="--v:{colour}" data-scenario="{scenario}"'
             f' data-verdict="{escape(verdict)}"><div>{_timeline(r, span)}</div>'
@@ -294,6 +300,7 @@ def _needs(r: dict[str, Any]) -> float:
 
 def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> str:
     body = [f"<h1>{escape(title or 'mcp-tether probe')}</h1>", _legend()]
+    fixes = number_fixes(r for _, p in sections for r in p.get("results", []))
     for heading, payload in sections:
         results = payload.get("results", [])
         span = max([_needs(r) for r in results] or [1000.0]) * 1.03
@@ -311,7 +318,14 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
             count = f"{passed}/{len(results)} passed — " if probed else ""
             body.append(f'<p class="sum">{count}'
                         f"{escape(payload.get('summary') or summary(results))}</p>")
-        body += [_card(r, span) for r in results]
+        body += [_card(r, span, fixes) for r in results]
+    if fixes.steps or fixes.guarded:
+        fix_items = [f'<li id="fix-{n}"><b>[{n}]</b> {escape(s)}</li>'
+                     for n, s in enumerate(fixes.steps, 1)]
+        if fixes.guarded:
+            fix_items.append(f'<li id="fix-G"><b>[G]</b> {escape(GUARD_LEGEND)}</li>')
+        body.append('<h2>Fixes</h2><p class="sum">Each said once; the rows point to them.'
+                    f'</p><ul class="fixes">{"".join(fix_items)}</ul>')
     return ("<!doctype html><html><head><meta charset=\"utf-8\">"
             f"<title>{escape(title or 'mcp-tether probe')}</title><style>{CSS}</style></head>"
             f"<body>{''.join(body)}</body></html>\n")

@@ -3,7 +3,8 @@
     write_markdown("summary.md", [(title, payload)])   # payload: `probe --json`'s object
 
 One section per server: its one-line summary of guarantees, a table of scenarios, and
-for each failed one its diagnosis and remedy in a collapsed block. Pure rendering.
+for each failed one its diagnosis and the fixes it needs in a collapsed block; each fix is
+written once, under "Fixes" at the end, and the rows point to it. Pure rendering.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from mcp_tether.errors import UsageError
 from mcp_tether.probe.diagnose import explain_line, summary
+from mcp_tether.probe.fixes import GUARD_LEGEND, Fixes, number_fixes
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -28,8 +30,16 @@ def _ms(v: Any) -> str:
     return "—" if v is None else f"{float(v):.0f}"
 
 
+def _remedy(r: dict[str, Any], fixes: Fixes) -> str:
+    pointer = fixes.pointer(r)
+    guard = fixes.guard_of(r)
+    return f"fix {pointer}" + (f" (`{guard}`)" if guard else "")
+
+
 def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
     out: list[str] = []
+    fixes = number_fixes(r for _, p in sections for r in p.get("results", [])
+                         if r.get("diagnosis"))
     for title, payload in sections:
         results = payload.get("results", [])
         passed = sum(1 for r in results if r.get("passed"))
@@ -67,10 +77,15 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
                 out.append(f"**Diagnosis.** {r['diagnosis']}")
                 out.append("")
                 if r.get("remedy"):
-                    out.append(f"**Remedy.** {r['remedy']}")
+                    out.append(f"**Remedy.** {_remedy(r, fixes)}")
                     out.append("")
                 out.append("</details>")
                 out.append("")
+    if fixes.steps or fixes.guarded:
+        out += ["### Fixes", "", "Each said once; the rows above point to them.", ""]
+        out += [f"- **[{n}]** {step}" for n, step in enumerate(fixes.steps, 1)]
+        if fixes.guarded:
+            out.append(f"- **[G]** {GUARD_LEGEND}")
     return "\n".join(out).rstrip() + "\n"
 
 

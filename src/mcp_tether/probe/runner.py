@@ -108,6 +108,8 @@ def run_specs(
 
     Run in parallel, a failure that looks like interference between scenarios (see
     `interfere`) is run again alone, after the others, and replaced (marked `rerun`).
+    `on_result(i, record)` is called as each spec ends, and again with the record that
+    replaces it after such a rerun.
     """
     results = _run_specs(specs, jobs=jobs, should_stop=should_stop, on_result=on_result)
     if max(1, jobs or len(specs) or 1) > 1 and len(results) == len(specs) > 1:
@@ -116,6 +118,8 @@ def run_specs(
             if why is not None:
                 (again,) = _run_specs([specs[i]], jobs=1, should_stop=should_stop)
                 results[i] = mark_rerun(r, again, why)
+                if on_result:
+                    on_result(i, results[i])
     return results
 
 

@@ -12,11 +12,13 @@ processes unless root with `--all-users`. Durations must be finite and >= 0 (exi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
+import tempfile
 
-from mcp_tether import ladder, platform
+from mcp_tether import __version__, ladder, platform
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -49,6 +51,13 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("--format", choices=PS_FORMATS, default=None,
                             help="output format (openmetrics: for a node exporter's "
                                  "textfile collector)")
+        parser.add_argument("--textfile", metavar="PATH",
+                            help="write the openmetrics output to PATH instead of stdout, "
+                            "atomically (a temporary file in the same folder, then a "
+                            "rename), for the textfile collector's folder (name it *.prom)")
+        parser.add_argument("--per-process", action="store_true",
+                            help="openmetrics: also one series per server tree (pid and "
+                            "start labels; a new series for every process)")
         return
     parser.add_argument("--dry-run", action="store_true", help="show the plan, end nothing")
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask")
@@ -80,11 +89,17 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 def command(args: argparse.Namespace) -> int:
     if args.command_name == "ps":
-        return _ps(args.config, args.format or ("json" if args.json else "text"))
+        metrics = args.textfile or args.per_process
+        fmt = args.format or ("json" if args.json else "openmetrics" if metrics else "text")
+        if metrics and fmt != "openmetrics":
+            raise UsageError(f"--textfile and --per-process go with --format openmetrics, "
+                             f"not {fmt}")
+        return _ps(args.config, fmt, textfile=args.textfile, per_process=args.per_process)
     return _reap(args)
 
 
-def _ps(config: str | None, fmt: str) -> int:
+def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
+        per_process: bool = False) -> int:
     result = scan(config=config)
     _warn(result.config_errors)
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
@@ -93,11 +108,38 @@ def _ps(config: str | None, fmt: str) -> int:
         print_json("ps", doc.pop("servers"), **doc, containers=machine.as_json(boxes),
                    container_support=off)
     elif fmt == "openmetrics":
-        sys.stdout.write(render_openmetrics(result))
+        text = render_openmetrics(result, per_process=per_process, version=__version__)
+        if textfile:
+            _write_atomically(textfile, text)
+        else:
+            sys.stdout.write(text)
     else:
         print_ps(result)
         machine.print_listing(off, boxes)
     return EXIT_OK
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """The textfile collector may read PATH at any moment: write a temporary file in the
+    same folder (same filesystem, so the rename is atomic; a name the collector skips,
+    not `*.prom`), then rename it over PATH. Readable by the exporter's own user (0644)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.",
+                                   suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"--textfile {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise UsageError(f"--textfile {path}: {exc.strerror or exc}") from None
 
 
 def _warn(errors: list[str]) -> None:

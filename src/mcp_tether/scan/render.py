@@ -3,17 +3,19 @@
 The JSON rendering is `ScanResult.to_dict()`; these carry the same facts for a human
 (a table, leaked first, with a total of the memory leaks hold; a server behind the
 guard is shown by its inner command, marked `guarded:`) and for a node
-exporter's textfile collector (gauges, ending `# EOF`).
+exporter's textfile collector (gauges by the Prometheus conventions, ending `# EOF`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import (
+    FAR_END_UNSEEN,
     HOST_GONE,
     PARENT_GONE,
     STDIN_NO_WRITER,
@@ -155,37 +157,97 @@ def _label(v: str) -> str:
     return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def render_openmetrics(result: ScanResult) -> str:
-    """Gauges for a node exporter's textfile collector (OpenMetrics text, ends `# EOF`)."""
-    t = result.totals()
+# The states and evidence always written, 0 when none: a series that is sometimes absent
+# breaks alerts (`absent()`, rate over gaps). Any other state or evidence a scan reports
+# is written as well, as it appears, with no change here.
+STATES = ("leaked", "live", "unknown")
+EVIDENCE = (PARENT_GONE, STDIN_NO_WRITER, STDOUT_NO_READER, WRITER_HELD, HOST_GONE,
+            FAR_END_UNSEEN)
+
+
+def render_openmetrics(result: ScanResult, *, per_process: bool = False,
+                       version: str = "") -> str:
+    """Gauges for a node exporter's textfile collector, by the Prometheus conventions:
+    base units in the name (`_bytes`, `_seconds`), one family per fact with its
+    dimensions as labels (sum over a label for the totals), `_info` series of value 1
+    with low-cardinality labels, and no series per process unless `per_process` (a pid
+    label makes a new series for every process, which churns a time-series database).
+    OpenMetrics text, ending `# EOF`; typed `gauge` throughout, which the textfile
+    collector's Prometheus text parser also reads."""
     lines: list[str] = []
 
-    def family(name: str, help_: str, samples: list[tuple[str, float]]) -> None:
+    def family(name: str, help_: str, samples: Iterable[tuple[dict[str, str], float]]) -> None:
         lines.append(f"# HELP {name} {help_}")
         lines.append(f"# TYPE {name} gauge")
         for labels, value in samples:
-            lines.append(f"{name}{labels} {value:g}" if isinstance(value, float)
-                         else f"{name}{labels} {value}")
+            inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+            text = str(value) if isinstance(value, int) else repr(float(value))  # exact
+            lines.append(f"{name}{{{inner}}} {text}" if inner else f"{name} {text}")
 
-    family("mcp_tether_servers", "stdio server process trees on this machine, by state.",
-           [('{state="leaked"}', t["leaked"]), ('{state="live"}', t["live"]),
-            ('{state="unknown"}', t["unknown"])])
-    family("mcp_tether_leaked_rss_bytes", "Resident memory held by leaked server trees.",
-           [("", t["leaked_rss_bytes"])])
+    servers = result.servers
+    states = sorted({*STATES, *(s.state for s in servers)})
+    evidence = sorted({*EVIDENCE, *(e for s in servers for e in s.evidence)})
+
+    def tally(key: Callable[[Server], Iterable[tuple[str, ...]]], keys: Iterable[tuple[str, ...]]
+              ) -> tuple[dict[tuple[str, ...], int], dict[tuple[str, ...], int]]:
+        count = dict.fromkeys(keys, 0)
+        held = dict.fromkeys(keys, 0)
+        for s in servers:
+            for k in key(s):
+                count[k] = count.get(k, 0) + 1
+                held[k] = held.get(k, 0) + s.rss_bytes
+        return count, held
+
+    family("mcp_tether_build_info", "The mcp-tether that wrote these series.",
+           [({"version": version}, 1)])
+    count, held = tally(lambda s: [(s.state,)], [(st,) for st in states])
+    family("mcp_tether_servers", "Stdio server process trees on this machine, by state.",
+           [({"state": k[0]}, v) for k, v in sorted(count.items())])
     family("mcp_tether_server_rss_bytes", "Resident memory of server trees, by state.",
-           [('{state="leaked"}', t["leaked_rss_bytes"]), ('{state="live"}', t["live_rss_bytes"])])
-    family("mcp_tether_leaked_by_evidence", "Leaked server trees with each evidence.",
-           [(f'{{evidence="{e}"}}', sum(1 for s in result.leaked if e in s.evidence))
-            for e in (PARENT_GONE, STDIN_NO_WRITER, STDOUT_NO_READER, WRITER_HELD, HOST_GONE)])
-    family("mcp_tether_server_info", "One sample per server: what it is, how found, state.",
-           [(f'{{pid="{s.pid}",state="{s.state}",package="{_label(s.what.package or "")}",'
-             f'version="{_label(s.what.version or "")}",sdk="{_label(s.what.sdk or "")}",'
-             f'sdk_version="{_label(s.what.sdk_version or "")}",'
-             f'found_by="{",".join(s.found_by)}",evidence="{",".join(s.evidence)}"}}',
-             s.rss_bytes) for s in result.servers])
+           [({"state": k[0]}, v) for k, v in sorted(held.items())])
+    count, held = tally(lambda s: [(s.state, e) for e in s.evidence],
+                        [(st, e) for st in states for e in evidence])
+    family("mcp_tether_evidence_servers",
+           "Server trees with each evidence, by state (a tree counts once per evidence).",
+           [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(count.items())])
+    family("mcp_tether_evidence_rss_bytes",
+           "Resident memory of the server trees with each evidence, by state.",
+           [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(held.items())])
+    count, held = tally(lambda s: [(s.state, s.what.package or "")], [])
+    family("mcp_tether_package_servers",
+           'Server trees by package (package="": not identified) and state.',
+           [({"state": k[0], "package": k[1]}, v) for k, v in sorted(count.items())])
+    family("mcp_tether_package_rss_bytes", "Resident memory of server trees by package and state.",
+           [({"state": k[0], "package": k[1]}, v) for k, v in sorted(held.items())])
+    packages = sorted({_what(s) for s in servers if s.what.package})
+    family("mcp_tether_package_info", "Each server package seen: its version and SDK.",
+           [(dict(zip(("package", "version", "sdk", "sdk_version"), w, strict=True)), 1)
+            for w in packages])
+    family("mcp_tether_scanned_processes", "Processes the scan looked at.",
+           [({}, result.scanned)])
     family("mcp_tether_unreadable_processes", "Processes the scan could not read.",
-           [("", result.unreadable)])
+           [({}, result.unreadable)])
     family("mcp_tether_config_errors", "Host config files that could not be read.",
-           [("", len(result.config_errors))])
+           [({}, len(result.config_errors))])
+    family("mcp_tether_scan_duration_seconds", "How long the scan took.",
+           [({}, round(result.elapsed, 3))])
+    if per_process:
+        family("mcp_tether_process_info", "One series per server tree (--per-process): "
+               "its root process (pid, start time) and what it is.",
+               [(dict(_ident(s), state=s.state, **dict(zip(
+                   ("package", "version", "sdk", "sdk_version"), _what(s), strict=True)),
+                   found_by=",".join(s.found_by), evidence=",".join(s.evidence)), 1)
+                for s in servers])
+        family("mcp_tether_process_rss_bytes", "Resident memory of each server tree "
+               "(--per-process).", [(_ident(s), s.rss_bytes) for s in servers])
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+def _what(s: Server) -> tuple[str, str, str, str]:
+    w = s.what
+    return (w.package or "", w.version or "", w.sdk or "", w.sdk_version or "")
+
+
+def _ident(s: Server) -> dict[str, str]:
+    return {"pid": str(s.pid), "start": str(s.ident.start)}

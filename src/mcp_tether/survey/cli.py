@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
 from mcp_tether.packages.options import add_policy_options, policy_from
@@ -67,6 +68,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--host-namespace", action="store_true",
                         help="do not enter a pid namespace of its own")
     add_policy_options(parser)
+    add_quiet(parser)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -89,9 +91,8 @@ def command(args: argparse.Namespace) -> int:
         print("mcp-tether survey: no pid namespace here (unshare not permitted); servers "
               "run in the host's", file=sys.stderr)
 
-    def progress(row: Row) -> None:
-        print(f"mcp-tether survey: {row.label}: {row.status} ({row.seconds:.0f} s)",
-              file=sys.stderr)
+    def tell(row: Row) -> None:
+        progress.done(row.label, f"{row.status} in {row.seconds:.0f} s")
 
     policy = policy_from(args)
     print("mcp-tether survey: installing with "
@@ -100,12 +101,13 @@ def command(args: argparse.Namespace) -> int:
           + " and " + ("source builds allowed (--allow-build)" if policy.build else
                        "pip wheels only (--allow-build allows source builds)")
           + "; each server then runs as you", file=sys.stderr)
-    with StopSignals("survey") as stop:
+    with StopSignals("survey") as stop, \
+            Progress("survey", total=len(entries), quiet=args.quiet) as progress:
         result = run_survey(entries, jobs=args.jobs, timeout=args.timeout,
                             scenario_jobs=args.scenario_jobs,
                             ready_timeout=args.ready_timeout,
                             scenarios=tuple(args.scenarios or ()), should_stop=stop,
-                            on_row=progress, policy=policy)
+                            on_row=tell, policy=policy)
     _write(args, result)  # also when stopped: the rows done so far, the rest "stopped"
     if stop.signum:
         return 128 + stop.signum
