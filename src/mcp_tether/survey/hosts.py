@@ -106,7 +106,7 @@ def parse_hosts_md(text: str, source: str = "docs/hosts-check.md") -> list[HostL
     hosts: dict[str, HostLadder] = {}
 
     def get(name: str) -> HostLadder:
-        name = re.sub(r"\s+", " ", name).strip()
+        name = re.sub(r"\s+", " ", name).strip().removeprefix("The ")
         k = _key(name)
         if k not in hosts:
             hosts[k] = HostLadder(name, "python" if _PYTHON_HOST.search(name) else "node",
