@@ -7,7 +7,8 @@ For when one scenario of one style changed (the python style's `sigterm` now sig
 process group, as the Python SDK does) and a whole survey (hours) is not needed: every
 probed row of the saved JSON gets that scenario probed again in that style
 (`mcp_tether.survey.rerun`), its failures and the style's level passes recomputed, and
-the three renderings written again. The LIST must be the one the survey was made from
+the three renderings written again (a scenario that cannot run again keeps its first
+verdict). The LIST must be the one the survey was made from
 (rows are matched by label). Prints the load average at the start and the run time.
 Runs in a pid namespace of its own (bench/_pidns.py).
 """
@@ -34,6 +35,8 @@ def main() -> int:
     ap.add_argument("--list", required=True)
     ap.add_argument("--style", default="python", choices=("node", "python", "guarded"))
     ap.add_argument("-s", "--scenario", action="append", required=True, dest="scenarios")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="only rows whose label contains TEXT (repeatable)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--out", metavar="BASE", required=True)
     a = ap.parse_args()
@@ -43,6 +46,7 @@ def main() -> int:
     t0 = time.monotonic()
     print(f"load average at the start: {load:.2f}", flush=True)
     rerun(result, parse_list(a.list), a.style, tuple(a.scenarios), jobs=a.jobs,
+          only=tuple(a.only),
           on_row=lambda r: print(f"{r.label}: {a.style} " + ", ".join(
               f"{s}={r.verdicts[a.style].get(s)}" for s in a.scenarios), flush=True))
     for ext, text in (("md", to_markdown(result)), ("json", to_json(result)),

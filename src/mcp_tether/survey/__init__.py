@@ -369,18 +369,20 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
 
 def rerun(result: SurveyResult, entries: list[Entry], style: str,
           scenarios: tuple[str, ...], *, jobs: int | None = None,
-          ready_timeout: float = READY_TIMEOUT,
+          ready_timeout: float = READY_TIMEOUT, only: tuple[str, ...] = (),
           on_row: Callable[[Row], None] | None = None) -> SurveyResult:
     """Probe `scenarios` again in one host `style` for every probed row of `result`,
     and put the new verdicts (and failures, and the style's level passes) in place of
     the old: for when one style's scenario changed and a whole survey is not needed.
-    Rows are matched to `entries` by label; a row without its entry is kept as it was.
+    Rows are matched to `entries` by label (`only`: just those whose label contains
+    one of these); a row without its entry is kept as it was, and so is a scenario that
+    ends `error` or `early-exit` this time.
     """
     from mcp_tether.probe.scenarios import get as get_scenario
 
     by_label = {e.label: e for e in entries}
     todo = [r for r in result.rows if r.status == "ok" and style in r.verdicts
-            and r.label in by_label]
+            and r.label in by_label and (not only or any(t in r.label for t in only))]
     kids = _Children()
 
     def one(row: Row) -> Row:
@@ -394,7 +396,10 @@ def rerun(result: SurveyResult, entries: list[Entry], style: str,
             entry.timeout or PROBE_TIMEOUT, kids)
         if outcome != "ok" or payload is None:
             return row
-        new = {r["scenario"]: r for r in payload.get("results") or []}
+        # A scenario that could not run again (no handshake under load, a start-up
+        # failure) keeps what the first run measured, rather than an unknown.
+        new = {r["scenario"]: r for r in payload.get("results") or []
+               if r.get("verdict") not in ("error", "early-exit")}
         row.verdicts[style].update({s: r["verdict"] for s, r in new.items()})
         row.failures = [f for f in row.failures if not (f.style == style and f.scenario in new)]
         for s, r in new.items():
