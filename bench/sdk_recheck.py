@@ -149,11 +149,10 @@ def run_one(argv: list[str], env: dict | None, cwd: str | None, mode: str,
     snap = snapshot()
     tree = {i.ident for i in descendants(host.pid, snap)}
     child = next((i for i in tree if snap[i.pid].ppid == host.pid), None)
-    if mode == "sigterm":
-        if child is None:
-            host.kill()
-            host.communicate()
-            return "error", "no direct child found", None
+    if mode == "sigterm" and child is None:
+        host.kill()
+        host.communicate()
+        return "error", "no direct child found", None
     if mode == "crash":
         host.send_signal(signal.SIGKILL)  # our own unreaped child
         t0 = time.monotonic()
@@ -310,8 +309,8 @@ def _compare_join(sdk: dict[str, dict], join: dict, host: str) -> None:
         for mode, event in _EVENT.items():
             got = theirs.get(mode)
             cell = row["cells"].get(name, {}).get(event)
-            if not got or len(got) < 3 or got[2] is None or not cell or cell["state"] not in ("left", "gone",
-                                                                               "late"):
+            if (not got or len(got) < 3 or got[2] is None or not cell
+                    or cell["state"] not in ("left", "gone", "late")):
                 continue
             derived_left = cell["state"] == "left"
             same = derived_left == got[2]

@@ -19,8 +19,8 @@ the file copied):
 
 | scenario | verdict | host exit | server saw | server | grandchild |
 |---|---|---|---|---|---|
-| exit | **wrapper-child-left** | 4467 ms | EOF on stdin at 2410 ms, SIGTERM at 4402 ms | gone | left |
-| sigkill | **server-left** | 3313 ms | stdout closed (EPIPE), EOF on stdin at 3312 ms | left | left |
+| exit | **wrapper-child-left** | 4467 | EOF on stdin at 2410 ms, SIGTERM at 4402 ms | gone | left |
+| sigkill | **server-left** | 3313 | stdout closed (EPIPE), EOF on stdin at 3312 ms | - | - |
 
 ### Claude Code 2.1.197 `claude mcp list` (npm `@anthropic-ai/claude-code`)
 

@@ -122,10 +122,11 @@ def parse_hosts_md(text: str, source: str = "docs/hosts-check.md") -> list[HostL
             heading, paragraph = "", ""
         elif line.startswith("### "):
             heading, paragraph = line[4:], ""
-        elif line.strip() and not line.startswith(("|", "    ", "```")):
-            if i == 0 or not lines[i - 1].strip():  # a new paragraph: its first line
-                paragraph = line
-        if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[-| ]+\|$", lines[i + 1]):
+        elif (line.strip() and not line.startswith(("|", "    ", "```"))
+              and (i == 0 or not lines[i - 1].strip())):  # a new paragraph: its first line
+            paragraph = line
+        rule = i + 1 < len(lines) and re.match(r"^\|[-| ]+\|$", lines[i + 1])
+        if line.startswith("|") and rule:
             head = [h.lower() for h in _cells(line)]
             body = []
             i += 2
@@ -295,6 +296,10 @@ _COLOR = {"left": "#f8d7da", "late": "#fff3cd", "gone": "#d4edda", "?": "#eeeeee
           "—": "#ffffff"}
 
 
+def _plain(text: str) -> str:
+    return text.replace("`", "")
+
+
 def to_html(j: Join) -> str:
     e = html.escape
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Servers x hosts"
@@ -305,13 +310,13 @@ def to_html(j: Join) -> str:
              "leaves running</h1><p>Derived from the survey's per-server verdicts and "
              "hostcheck's measured host ladders. Hover a cell for the measurement that "
              "decided it.</p><table><tr><th>host</th><th>style</th><th>measured in</th></tr>"]
-    parts += [f"<tr><td>{e(h.name.replace('`', ''))}</td><td>{e(h.style)}</td><td>{e(h.source)}</td></tr>"
-              for h in j.hosts]
+    parts += [f"<tr><td>{e(_plain(h.name))}</td><td>{e(h.style)}</td>"
+              f"<td>{e(h.source)}</td></tr>" for h in j.hosts]
     parts.append("</table>")
     for ev in _events_of(j):
         parts.append(f"<h2>When the host {e(EVENTS[ev])}</h2><table><tr><th>server</th>")
-        parts += [f"<th title='{e(_counts(j, h.name, ev))}'>{e(h.name.split(' (')[0].replace('`', ''))}</th>"
-                  for h in j.hosts]
+        parts += [f"<th title='{e(_counts(j, h.name, ev))}'>{e(_plain(h.name.split(' (')[0]))}"
+                  "</th>" for h in j.hosts]
         parts.append("</tr>")
         for r in j.rows:
             parts.append(f"<tr><td>{e(r['label'])}</td>")
