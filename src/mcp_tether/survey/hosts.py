@@ -271,6 +271,7 @@ def to_markdown(j: Join) -> str:
            "(`python -m mcp_tether.survey.hosts`; the rule: docs/survey.md, \"Servers x "
            "hosts\"). LEFT: still running after the host; late: gone by itself only after "
            "the 2 s window; gone; ?: not measured; —: the server was not probed.", "",
+           f"The survey: {j.survey_started or 'undated'}; the hosts: as listed below.", "",
            "| host | style | measured in |", "|---|---|---|"]
     out += [f"| {h.name} | {h.style} | {h.source} |" for h in j.hosts]
     for ev in _events_of(j):
@@ -309,7 +310,8 @@ def to_html(j: Join) -> str:
              "</style></head><body><h1>Servers &times; hosts: which servers each host "
              "leaves running</h1><p>Derived from the survey's per-server verdicts and "
              "hostcheck's measured host ladders. Hover a cell for the measurement that "
-             "decided it.</p><table><tr><th>host</th><th>style</th><th>measured in</th></tr>"]
+             f"decided it. The survey: {e(str(j.survey_started or 'undated'))}.</p>"
+             "<table><tr><th>host</th><th>style</th><th>measured in</th></tr>"]
     parts += [f"<tr><td>{e(_plain(h.name))}</td><td>{e(h.style)}</td>"
               f"<td>{e(h.source)}</td></tr>" for h in j.hosts]
     parts.append("</table>")
