@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,14 +224,12 @@ def candidates(packages: Path = PACKAGES) -> dict[str, list[Candidate]]:
 
 def _options(entry: Entry) -> str:
     """The options of an existing list line, as a line's words again."""
-    import shlex
     words = []
     for key in ("launch", "bin", "needs", "name"):
         if getattr(entry, key):
             words.append(f"{key}={getattr(entry, key)}")
     words += [f"env={k}={v}" for k, v in entry.env.items()]
     if entry.call:
-        import json
         words.append(f"call={entry.call[0]}:{json.dumps(entry.call[1])}")
     if entry.timeout:
         words.append(f"timeout={entry.timeout:g}")
@@ -250,7 +250,7 @@ def lines(picked: list[Candidate], known: dict[str, list[Entry]]) -> list[str]:
     out = []
     for c in picked:
         out.append(f"# {c.figure_text}: {c.summary[:80]}")
-        entries = known.get(_key(c.registry, c.name)) or [None]
+        entries: list[Entry | None] = list(known.get(_key(c.registry, c.name)) or [None])
         for e in entries:
             # A known line keeps its spelling of the name (uvx runs the command of
             # that name: `awslabs.x-mcp-server`, not its normalised `awslabs-x-...`).
