@@ -250,7 +250,7 @@ def lines(picked: list[Candidate], known: dict[str, list[Entry]]) -> list[str]:
     out = []
     for c in picked:
         out.append(f"# {c.figure_text}: {c.summary[:80]}")
-        entries: list[Entry | None] = list(known.get(_key(c.registry, c.name)) or [None])
+        entries: list[Entry | None] = [*known.get(_key(c.registry, c.name), [])] or [None]
         for e in entries:
             # A known line keeps its spelling of the name (uvx runs the command of
             # that name: `awslabs.x-mcp-server`, not its normalised `awslabs-x-...`).
