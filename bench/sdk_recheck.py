@@ -18,6 +18,20 @@ its 2 s termination). It then compares with the survey's python-host-style verdi
 (pass = verdict `exited`) and prints the agreement. Runs in a pid namespace of its own
 (bench/_pidns.py): nothing can outlive it. Leftovers of a scenario are SIGKILLed by
 identity before the next.
+
+`--mode sigterm` (python host) re-checks the python host style's `sigterm`: while
+connected, the host calls the SDK's own `mcp.os.posix.utilities.
+terminate_posix_process_tree` on its server (killpg SIGTERM, 2 s, killpg SIGKILL); pass
+when the tree is gone before that SIGKILL. `--probe` runs our probe on the same command
+in the same run (`--host-style python -s MODE`) and compares with it, not with a survey
+made under another load.
+
+`--host ts` drives the server with the TypeScript SDK's `Client` + `StdioClientTransport`
+(the lab's pinned Node fixtures): close is `client.close()` (end stdin, 2 s, SIGTERM to
+the child, 2 s, SIGKILL), exit is `process.exit(0)`, crash a SIGKILL. Every run also
+says whether anything of the tree was LEFT 3 s after the host was gone (the servers x
+hosts question); `--join docs/survey-hosts.json` compares that with the derived table
+(close: the host exits; crash: the host crashes).
 """
 
 from __future__ import annotations
@@ -57,14 +71,48 @@ async def main():
         async with ClientSession(r, w) as session:
             await session.initialize()
             print("READY", flush=True)
-            await anyio.to_thread.run_sync(sys.stdin.readline)  # GO
+            go = await anyio.to_thread.run_sync(sys.stdin.readline)  # GO [SERVER-PID]
             if mode == "exit":
                 os._exit(0)
+            if mode == "sigterm":
+                # The SDK's own group kill, on the server it spawned (its pid is the
+                # group's id: start_new_session=True), while the session is open.
+                from mcp.os.posix.utilities import terminate_posix_process_tree
+
+                class Spawned:  # what terminate_posix_process_tree reads of a Process
+                    pid = int(go.split()[1])
+                    returncode = None
+
+                await terminate_posix_process_tree(Spawned(), 2.0)
             print("CLOSING", flush=True)
     print("CLOSED", flush=True)
 
 anyio.run(main)
 """
+
+TS_HOST = r"""
+const [dir, raw, mode] = process.argv.slice(1);  // node -e: no script path
+const params = JSON.parse(raw);
+const sdk = dir + "/node_modules/@modelcontextprotocol/sdk/dist/cjs/client/";
+const { Client } = require(sdk + "index.js");
+const { StdioClientTransport } = require(sdk + "stdio.js");
+(async () => {
+  const transport = new StdioClientTransport({ command: params.argv[0],
+    args: params.argv.slice(1), env: params.env, cwd: params.cwd || undefined,
+    stderr: "ignore" });
+  const client = new Client({ name: "sdk-recheck", version: "0" });
+  await client.connect(transport);
+  console.log("READY");
+  process.stdin.once("data", async () => {
+    if (mode === "exit") process.exit(0);
+    console.log("CLOSING");
+    await client.close();
+    console.log("CLOSED");
+    process.exit(0);
+  });
+})().catch((e) => { console.error(String(e)); process.exit(1); });
+"""
+SETTLE = 3.0  # after the host is gone: is anything of the tree still running?
 
 
 def _alive(idents: set) -> set:
@@ -74,12 +122,16 @@ def _alive(idents: set) -> set:
 
 
 def run_one(argv: list[str], env: dict | None, cwd: str | None, mode: str,
-            python: str) -> tuple[str, str]:
-    """(verdict, note): exited | survived | error."""
+            python: str, host_kind: str = "python",
+            node_dir: str = "") -> tuple[str, str, bool | None]:
+    """(verdict, note, left): exited | survived | error; left: anything of the tree
+    still running SETTLE s after the host was gone (None: could not run)."""
     full_env = dict(os.environ, **(env or {}))
     params = json.dumps({"argv": argv, "env": full_env, "cwd": cwd})
-    host = subprocess.Popen([python, "-c", HOST, params, mode], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = ([python, "-c", HOST, params, mode] if host_kind == "python"
+           else ["node", "-e", TS_HOST, "--", node_dir, params, mode])
+    host = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     assert host.stdout is not None and host.stdin is not None
     deadline = time.monotonic() + READY
     line = ""
@@ -93,29 +145,41 @@ def run_one(argv: list[str], env: dict | None, cwd: str | None, mode: str,
     if line.strip() != "READY":
         host.kill()
         _, err = host.communicate()
-        return "error", (err.strip().splitlines() or ["no handshake"])[-1][:160]
-    tree = {i.ident for i in descendants(host.pid, snapshot())}
+        return "error", (err.strip().splitlines() or ["no handshake"])[-1][:160], None
+    snap = snapshot()
+    tree = {i.ident for i in descendants(host.pid, snap)}
+    child = next((i for i in tree if snap[i.pid].ppid == host.pid), None)
+    if mode == "sigterm" and child is None:
+        host.kill()
+        host.communicate()
+        return "error", "no direct child found", None
     if mode == "crash":
         host.send_signal(signal.SIGKILL)  # our own unreaped child
         t0 = time.monotonic()
     else:
-        host.stdin.write("GO\n")
+        host.stdin.write(f"GO {child.pid if child else 0}\n")
         host.stdin.flush()
         t0 = time.monotonic()
-    gone_at = None
-    while time.monotonic() - t0 < WINDOW + 3.0:
-        reap_children()  # orphans that reparented to us and ended: no zombies
-        if not _alive(tree):
-            gone_at = time.monotonic() - t0
-            break
-        time.sleep(0.02)
+    gone_at = _watch(tree, t0, WINDOW + 3.0)
     host.communicate()
+    # The servers x hosts question: once the host is gone, is anything of it left?
+    left = gone_at is None and _watch(tree, time.monotonic(), SETTLE) is None
     for ident in _alive(tree):  # leftovers: end them, identity re-checked by the core
         signal_process(ident, signal.SIGKILL)
     if gone_at is not None and gone_at < WINDOW:
-        return "exited", f"{gone_at * 1000:.0f} ms"
+        return "exited", f"{gone_at * 1000:.0f} ms", left
     return "survived", ("gone after " + f"{gone_at * 1000:.0f} ms" if gone_at
-                        else "still alive at window + 3 s")
+                        else "still alive at window + 3 s"), left
+
+
+def _watch(tree: set, t0: float, limit: float) -> float | None:
+    """Seconds after t0 when the whole tree was gone; None: not within `limit`."""
+    while time.monotonic() - t0 < limit:
+        reap_children()  # orphans that reparented to us and ended: no zombies
+        if not _alive(tree):
+            return time.monotonic() - t0
+        time.sleep(0.02)
+    return None
 
 
 def main() -> int:
@@ -123,8 +187,17 @@ def main() -> int:
     ap.add_argument("--list", default="docs/survey.list", help="the survey's list file")
     ap.add_argument("--only", action="append", default=[],
                     help="only entries whose label contains TEXT (repeatable)")
+    ap.add_argument("--mode", action="append", choices=("close", "exit", "crash", "sigterm"),
+                    help="the scenarios to re-check (repeatable; default close, exit, crash)")
+    ap.add_argument("--host", choices=("python", "ts"), default="python",
+                    help="the SDK client that hosts the server (default: python)")
+    ap.add_argument("--probe", action="store_true",
+                    help="also run our probe (python host style) in the same run; compare")
     ap.add_argument("--survey", metavar="JSON",
                     help="the survey's JSON: compare with its python-style verdicts")
+    ap.add_argument("--join", metavar="JSON",
+                    help="servers x hosts JSON (python -m mcp_tether.survey.hosts): "
+                    "compare its derived LEFT/gone with what the real host left")
     ap.add_argument("--save", metavar="JSON", help="write the SDK host's verdicts here")
     ap.add_argument("--load", metavar="JSON", help="compare verdicts saved by --save")
     ap.add_argument("--python", default=sys.executable,
@@ -142,14 +215,22 @@ def main() -> int:
     if args.survey:
         doc = json.loads(Path(args.survey).read_text())
         _compare(sdk_verdicts, doc["results"] if "results" in doc else doc["rows"])
+    if args.probe:
+        _compare(sdk_verdicts, [{"label": k, "verdicts": {"python": v.get("probe", {})}}
+                                for k, v in sdk_verdicts.items()])
+    if args.join:
+        _compare_join(sdk_verdicts, json.loads(Path(args.join).read_text()), args.host)
     return 0
 
 
-def _run_sdk(args: argparse.Namespace) -> dict[str, dict[str, list[str]]]:
+def _run_sdk(args: argparse.Namespace) -> dict[str, dict]:
+    from mcp_tether.lab.node_env import ensure
     from mcp_tether.packages import PackageError, prepare
     from mcp_tether.survey import parse_list
 
-    out: dict[str, dict[str, list[str]]] = {}
+    node_dir = str(ensure(quiet=True)) if args.host == "ts" else ""
+    modes = args.mode or ["close", "exit", "crash"]
+    out: dict[str, dict] = {}
     for e in parse_list(args.list):
         if args.only and not any(t in e.label for t in args.only):
             continue
@@ -158,33 +239,87 @@ def _run_sdk(args: argparse.Namespace) -> dict[str, dict[str, list[str]]]:
         except PackageError as exc:
             print(f"{e.label}: {exc.msg}")
             continue
-        for mode in ("close", "exit", "crash"):
-            verdict, note = run_one(got.argv, e.env, got.cwd, mode, args.python)
-            out.setdefault(e.label, {})[mode] = [verdict, note]
-            print(f"{e.label:<58} {mode:<6} sdk host {verdict:<9} ({note})", flush=True)
+        row = out.setdefault(e.label, {})
+        for mode in modes:
+            verdict, note, left = run_one(got.argv, e.env, got.cwd, mode, args.python,
+                                          args.host, node_dir)
+            row[mode] = [verdict, note, left]
+            print(f"{e.label:<58} {mode:<7} {args.host} sdk host {verdict:<9} ({note})"
+                  f"{' LEFT' if left else ''}", flush=True)
+        if args.probe:
+            row["probe"] = _probe(got.argv, e, got.cwd, modes)
+            print(f"{e.label:<58} probe (python style): {row['probe']}", flush=True)
     return out
 
 
-def _compare(sdk: dict[str, dict[str, list[str]]], rows: list[dict]) -> None:
+def _probe(argv: list[str], e: object, cwd: str | None, modes: list[str]) -> dict[str, str]:
+    """Our probe, python host style, on the same command in the same run."""
+    cmd = [sys.executable, "-m", "mcp_tether", "probe", "--json", "--level", "robust",
+           "--host-style", "python", "--ready-timeout", "120"]
+    for k, v in getattr(e, "env", {}).items():
+        cmd += ["--env", f"{k}={v}"]
+    for m in modes:
+        cmd += ["-s", m]
+    p = subprocess.run(cmd + ["--", *argv], capture_output=True, text=True, cwd=cwd)
+    try:
+        results = json.loads(p.stdout)["results"]
+    except (ValueError, KeyError):
+        return {m: "error" for m in modes}
+    return {r["scenario"]: r["verdict"] for r in results}
+
+
+def _compare(sdk: dict[str, dict], rows: list[dict]) -> None:
     agree = total = 0
     for row in rows:
         theirs = sdk.get(row["label"])
         ours_all = row.get("verdicts", {}).get("python")
         if not theirs or not ours_all:
             continue
-        for mode, (verdict, note) in theirs.items():
+        for mode, got in theirs.items():
+            if mode == "probe":
+                continue
+            verdict, note = got[0], got[1]
             ours = ours_all.get(mode)
             if verdict == "error" or ours in (None, "error"):
-                print(f"{row['label']:<58} {mode:<6} not compared (probe {ours}, sdk "
+                print(f"{row['label']:<58} {mode:<7} not compared (probe {ours}, sdk "
                       f"{verdict}: {note})")
                 continue
             same = (ours == "exited") == (verdict == "exited")
             total += 1
             agree += same
-            print(f"{row['label']:<58} {mode:<6} probe {ours:<11} sdk host {verdict:<9} "
+            print(f"{row['label']:<58} {mode:<7} probe {ours:<11} sdk host {verdict:<9} "
                   f"({note}) {'agree' if same else 'DISAGREE'}")
     print(f"agreement: {agree}/{total} verdicts (pass = the whole tree gone within "
           f"{WINDOW:g} s of the trigger, by itself)")
+
+
+# sdk_recheck's modes as the hosts' events of the servers x hosts table.
+_EVENT = {"close": "exit", "crash": "sigkill"}
+_JOIN_HOST = {"python": "python sdk", "ts": "typescript sdk"}
+
+
+def _compare_join(sdk: dict[str, dict], join: dict, host: str) -> None:
+    """The derived servers x hosts cell against what the real host left."""
+    name = next((h["name"] for h in join["hosts"]
+                 if h["name"].replace("`", "").lower().startswith(_JOIN_HOST[host])), None)
+    agree = total = 0
+    for row in join["rows"]:
+        theirs = sdk.get(row["label"])
+        if not theirs or name is None:
+            continue
+        for mode, event in _EVENT.items():
+            got = theirs.get(mode)
+            cell = row["cells"].get(name, {}).get(event)
+            if (not got or len(got) < 3 or got[2] is None or not cell
+                    or cell["state"] not in ("left", "gone", "late")):
+                continue
+            derived_left = cell["state"] == "left"
+            same = derived_left == got[2]
+            total += 1
+            agree += same
+            print(f"{row['label']:<58} host {event:<7} derived {cell['state']:<5} real "
+                  f"{'LEFT' if got[2] else 'gone'} {'agree' if same else 'DISAGREE'}")
+    print(f"servers x hosts ({name}): {agree}/{total} pairs agree")
 
 
 if __name__ == "__main__":

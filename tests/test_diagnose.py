@@ -64,12 +64,13 @@ def test_a_python_thread_server_is_told_which_thread_keeps_it_alive() -> None:
     assert "tether(server)" not in r["remedy"]
 
 
-def test_a_wrapper_that_does_not_forward_sigterm_is_told_to_exec() -> None:
+def test_a_wrapper_that_does_not_forward_a_signal_is_told_to_exec() -> None:
     import shlex
 
-    # The python host style: a Node host closes the stdio once sh is gone, and the server
-    # then exits on EOF, which hides the wrapper (issue 9).
-    r = run(["sh", "-c", f"{shlex.join(MINI)}; true"], "sigterm", "python")
+    # The node host style's SIGTERM goes to sh alone (TypeScript SDK `kill()`), sh exits,
+    # and the server (a thread keeps it past EOF) never gets it. Not the python style:
+    # its SIGTERM goes to the whole group, as the Python SDK's killpg does.
+    r = run(["sh", "-c", f"{shlex.join(MINI)} --thread; true"], "sigterm", "node")
     assert r["verdict"] in ("orphaned", "killed")
     assert "wrapper" in r["diagnosis"] and "did not pass it on" in r["diagnosis"]
     assert "exec" in r["remedy"]

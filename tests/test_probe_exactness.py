@@ -98,14 +98,15 @@ def test_an_unwritable_junit_path_prints_the_results_first_then_fails(
 
 
 def test_the_node_style_destroys_the_stdio_when_the_wrapper_dies() -> None:
-    """1. `sh -c 'server; true'` gets SIGTERM (the direct child only); 2. under the node
-    style the client destroys the stdio it gave sh, so the server sees EOF and exits;
-    3. the python style keeps its pipes (its ladder has not ended): the server stays."""
+    """1. `sh -c 'server; true'` gets SIGTERM (node style: the direct child only); 2. the
+    client destroys the stdio it gave sh, so the server sees EOF and exits; 3. the python
+    style keeps its pipes (its ladder has not ended): a SIGINT sent to sh's pid alone
+    leaves the server (the python style's SIGTERM would reach it: it signals the group)."""
     wrapper = ["sh", "-c", f"{sys.executable} -S {MINI}; true"]
     node = probe(wrapper, ProbeOptions(scenarios=("sigterm",), host_style="node",
                                        **{**FAST, "window": 4.0}))  # room for a loaded CI
     assert node.results[0].verdict == "exited", node.results[0].detail
-    py = probe(wrapper, ProbeOptions(scenarios=("sigterm",), host_style="python",
+    py = probe(wrapper, ProbeOptions(scenarios=("sigint",), host_style="python",
                                      window=0.5, horizon=0.2))
     assert py.results[0].verdict == "orphaned", py.results[0].detail
 

@@ -71,3 +71,15 @@ def test_an_early_exit_names_what_it_left_running() -> None:
               ProbeOptions(host_style="python", scenarios=("exit",))).results[0]
     assert r.verdict == "early-exit", r.detail
     assert len(r.survivors) == 1 and f"pid {r.survivors[0].pid}" in r.detail, r.detail
+
+
+def test_the_python_style_sigterm_reaches_a_wrapped_server_through_its_group() -> None:
+    """1. `sh -c 'server; true'` (a wrapper that passes no signal on), python style;
+    2. sigterm goes to the group, as the Python SDK's killpg does: sh and the server end;
+    3. sigint, sent from outside to the wrapper's pid only, never reaches the server."""
+    argv = ["sh", "-c", f"{sys.executable} {LAUNCHER} serve --ignore-eof; true"]
+    rows = _by_scenario(argv, ProbeOptions(host_style="python", window=1.0, horizon=0.5,
+                                           scenarios=("sigterm", "sigint")))
+    term, intr = rows["sigterm"], rows["sigint"]
+    assert term.verdict == "exited", (term.verdict, term.detail)  # type: ignore[attr-defined]
+    assert intr.verdict != "exited", intr.detail  # type: ignore[attr-defined]

@@ -61,7 +61,7 @@ from mcp_tether.proc.fds import holds
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.progress import Starvation
 from mcp_tether.proc.reap import exit_status, reap_children
-from mcp_tether.proc.signals import signal_process
+from mcp_tether.proc.signals import signal_group, signal_process
 from mcp_tether.proc.spawn import fork_call
 from mcp_tether.proc.tree import own_tree
 
@@ -222,12 +222,25 @@ class Keeper:
         signal_process(self.client, sig)
         self._ev(t, "client-killed", self.client.pid)
 
-    def signal_server(self, sig: int) -> bool:
-        """Send `sig` to the server (identity-checked); False when it is already gone."""
+    def signal_server(self, sig: int, *, group: bool = False) -> bool:
+        """Send `sig` to the server (identity-checked); False when it is already gone.
+
+        `group`: to the process group the server leads (the python host style spawns it
+        in a new session, so its pgid is its pid), as the Python SDK's killpg does: it
+        reaches every member still in the group, even after the leader has exited. The
+        group is proven ours by a live member of the tree still in it (`signal_group`).
+        """
         t = time.monotonic()
-        sent = self.server is not None and signal_process(self.server, sig) == "sent"
-        if sent and self.server is not None:
-            self._ev(t, signal.Signals(sig).name.lower(), self.server.pid)
+        if self.server is None:
+            return False
+        if group:
+            members = [self.server, *self._members(force=False)]
+            sent = signal_group(self.server.pid, sig, members) == "sent"
+        else:
+            sent = signal_process(self.server, sig) == "sent"
+        if sent:
+            extra = {"group": True} if group else {}
+            self._ev(t, signal.Signals(sig).name.lower(), self.server.pid, **extra)
         return sent
 
     def tree_still_serving(self) -> bool:
@@ -250,15 +263,23 @@ class Keeper:
             self._members(force=False)
         return self.ladder_done_at
 
-    def escalate(self, live: list[ProcessId]) -> list[ProcessId]:
-        """After a signal's window: SIGKILL the still-connected server, as a host would."""
-        if self.server not in live:
+    def escalate(self, live: list[ProcessId], *, group: bool = False) -> list[ProcessId]:
+        """After a signal's window: SIGKILL the still-connected server, as a host would
+        (`group`: its process group, as the Python SDK's second killpg does)."""
+        if self.server is None or not live:
             return live
-        assert self.server is not None
+        if group:
+            killed = time.monotonic()
+            if signal_group(self.server.pid, signal.SIGKILL, live) != "sent":
+                return live  # nobody left in the group: what is left escaped it
+        elif self.server in live:
+            killed = time.monotonic()
+            signal_process(self.server, signal.SIGKILL)
+        else:
+            return live
         self.at_window_end = [self._describe(p) for p in live]
-        killed = self.facts.killed_by_probe = time.monotonic()
-        signal_process(self.server, signal.SIGKILL)
-        self._ev(killed, "sigkill", self.server.pid)
+        self.facts.killed_by_probe = killed
+        self._ev(killed, "sigkill", self.server.pid, **({"group": True} if group else {}))
         return self._watch_until(lambda: killed + KILL_WAIT)
 
     # -- the scenario -----------------------------------------------------------------

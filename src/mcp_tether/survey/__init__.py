@@ -42,8 +42,8 @@ from mcp_tether.packages import InstallPolicy, PackageError, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
 
-__all__ = ["run_survey", "Row", "SurveyResult", "Entry", "parse_list", "parse_line",
-           "PROBE_TIMEOUT", "STYLES"]
+__all__ = ["run_survey", "rerun", "Row", "SurveyResult", "Entry", "parse_list",
+           "parse_line", "PROBE_TIMEOUT", "STYLES"]
 
 PROBE_TIMEOUT = 240.0  # seconds for one probe run (every scenario of one host style)
 # npx/uvx start-ups on a loaded machine take far longer than one local server: a
@@ -376,3 +376,57 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
             rows[i] = Row(e.label, e.spec.text, status="stopped", note="not run: stopped")
     return SurveyResult([rows[i] for i in range(len(entries))], started,
                         time.monotonic() - t0, jobs, in_pid_namespace())
+
+
+def rerun(result: SurveyResult, entries: list[Entry], style: str,
+          scenarios: tuple[str, ...], *, jobs: int | None = None,
+          ready_timeout: float = READY_TIMEOUT, only: tuple[str, ...] = (),
+          on_row: Callable[[Row], None] | None = None) -> SurveyResult:
+    """Probe `scenarios` again in one host `style` for every probed row of `result`,
+    and put the new verdicts (and failures, and the style's level passes) in place of
+    the old: for when one style's scenario changed and a whole survey is not needed.
+    Rows are matched to `entries` by label (`only`: just those whose label contains
+    one of these); a row without its entry is kept as it was, and so is a scenario that
+    ends `error` or `early-exit` this time.
+    """
+    from mcp_tether.probe.scenarios import get as get_scenario
+
+    by_label = {e.label: e for e in entries}
+    todo = [r for r in result.rows if r.status == "ok" and style in r.verdicts
+            and r.label in by_label and (not only or any(t in r.label for t in only))]
+    kids = _Children()
+
+    def one(row: Row) -> Row:
+        entry = by_label[row.label]
+        try:
+            got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args)
+        except PackageError:
+            return row  # installed for the first run, not now: keep what it measured
+        outcome, payload, _ = _run_probe(
+            _probe_argv(style, entry, got.argv, None, ready_timeout, scenarios), got.cwd,
+            entry.timeout or PROBE_TIMEOUT, kids)
+        if outcome != "ok" or payload is None:
+            return row
+        # A scenario that could not run again (no handshake under load, a start-up
+        # failure) keeps what the first run measured, rather than an unknown.
+        new = {r["scenario"]: r for r in payload.get("results") or []
+               if r.get("verdict") not in ("error", "early-exit")}
+        row.verdicts[style].update({s: r["verdict"] for s, r in new.items()})
+        row.failures = [f for f in row.failures if not (f.style == style and f.scenario in new)]
+        for s, r in new.items():
+            if not r.get("passed"):
+                row.failures.append(Failure(style, s, r.get("level") or "spec", r["verdict"],
+                                            r.get("diagnosis") or r.get("detail") or "",
+                                            r.get("remedy") or ""))
+        failed = {f.scenario for f in row.failures if f.style == style}
+        results = [{"scenario": s, "verdict": v, "level": get_scenario(s).level,
+                    "passed": s not in failed} for s, v in row.verdicts[style].items()]
+        row.spec_pass[style] = _level_pass(results, "spec")
+        row.robust_pass[style] = _level_pass(results, "robust")
+        if on_row is not None:
+            on_row(row)
+        return row
+
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
+        list(pool.map(one, todo))
+    return result  # its rows changed in place; its run time stays the original run's

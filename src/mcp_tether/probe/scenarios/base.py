@@ -50,11 +50,13 @@ class KeeperPort(Protocol):
     spec: Spec
 
     def kill_client(self, sig: int) -> None: ...
-    def signal_server(self, sig: int) -> bool: ...  # False: the server was already gone
+    def signal_server(self, sig: int, *, group: bool = False) -> bool: ...  # False: gone
     def tree_still_serving(self) -> bool: ...  # its launcher gone, its tree holds the stdio
     def live_members(self) -> list[ProcessId]: ...
     def wait_for_ladder(self) -> float | None: ...  # the client's ladder ended (None: stuck)
-    def escalate(self, live: list[ProcessId]) -> list[ProcessId]: ...  # SIGKILL, as a host
+    def escalate(  # SIGKILL, as a host (group: its process group)
+        self, live: list[ProcessId], *, group: bool = False
+    ) -> list[ProcessId]: ...
 
 
 class ClientPort(Protocol):

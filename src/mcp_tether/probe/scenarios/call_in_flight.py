@@ -3,6 +3,11 @@
 Level spec: EOF ends the session even with a call in flight; the spec lets the server
 drop the answer or send it first. Pass: the tree is gone within the window. The result
 says whether the answer arrived before the server exited (`call_answered`).
+
+Hosts modelled: a host that closes its transport while a `tools/call` is pending (a user
+cancelling, the host quitting): TypeScript SDK 1.32.2 `StdioClientTransport.close()` and
+MCP Python SDK 2.3.0 `stdio_client`'s exit both start their ladder (see `close`) without
+waiting for pending requests.
 """
 
 from __future__ import annotations

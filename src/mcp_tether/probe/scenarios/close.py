@@ -6,6 +6,13 @@ stream to the child process (the server)", then "waiting for the server to exit"
 exits on EOF, before SIGTERM. Behind our guard the client's own SIGTERM reaches the
 guard first and is forwarded: the guard's promise (the tree gone before SIGKILL) is what
 counts there.
+
+Hosts modelled (the client's ladder, `client.Client.ladder`): node is TypeScript SDK
+1.32.2 `StdioClientTransport.close()` (dist/esm/client/stdio.js: `stdin.end()`, 2 s,
+`kill('SIGTERM')` to the direct child, 2 s, `kill('SIGKILL')`); python is MCP Python SDK
+2.3.0 `client/stdio.py` `_stop_server_process` (close stdin, `PROCESS_TERMINATION_TIMEOUT`
+2 s, then `os/posix/utilities.py` `terminate_posix_process_tree`: killpg SIGTERM, 2 s,
+killpg SIGKILL to the group of the `start_new_session=True` child).
 """
 
 from __future__ import annotations

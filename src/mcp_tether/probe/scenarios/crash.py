@@ -2,6 +2,10 @@
 
 Level spec: for the server this is the same EOF as a clean exit; nothing in the spec
 lets a server outlive a client that crashed. Pass: the tree is gone within the window.
+
+Hosts modelled: any host killed outright (OOM killer, `kill -9`, a crashed Electron
+process): no SDK code runs, so neither TypeScript SDK 1.32.2 nor MCP Python SDK 2.3.0
+sends anything; the kernel closes the host's end of the stdio. Same in both styles.
 """
 
 from __future__ import annotations

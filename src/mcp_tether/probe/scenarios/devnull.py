@@ -7,6 +7,10 @@ loaded machine start-up times vary several-fold between two runs of one server, 
 while a process of the tree is still runnable or in disk sleep (state R or D: still
 starting, not waiting for input) the allowance keeps growing, up to `--ready-timeout`.
 Waiting longer can only delay a verdict, never make a correct server fail.
+
+Hosts modelled: no SDK host does this (both TypeScript SDK 1.32.2 and MCP Python SDK
+2.3.0 give the server a pipe); launchers and supervisors started without a terminal
+(systemd units, `cmd </dev/null &`, CI steps) do. Same in both styles.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ server reads EOF while its stdout is still connected. Level spec: EOF on stdin i
 spec's shutdown signal. A pipe has no half-close, so the python host style skips it.
 The trigger is announced before it is pulled: a correct server that exits at once must
 never look like an early exit (issue 9 item 5).
+
+Hosts modelled: TypeScript SDK 1.32.2 `StdioClientTransport.close()` calls
+`processToClose.stdin?.end()` and then waits 2 s with the process's stdout still read.
+MCP Python SDK 2.3.0 closes a pipe (`_close_pipe(process.stdin)`): the `close` scenario.
 """
 
 from __future__ import annotations

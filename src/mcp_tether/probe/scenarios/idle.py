@@ -2,6 +2,10 @@
 
 Level spec: a server must not take a quiet client for a gone one; only EOF (or the
 client's signals) end a stdio session.
+
+Hosts modelled: neither TypeScript SDK 1.32.2 `StdioClientTransport` nor MCP Python SDK
+2.3.0 `stdio_client` sends keep-alives on stdio; a host left open and unused is silent.
+After the answer the client runs its style's ladder (see `close`).
 """
 
 from __future__ import annotations

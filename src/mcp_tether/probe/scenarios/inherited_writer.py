@@ -3,6 +3,11 @@
 EOF never comes, so only a parent-death watch ends the server. Level robust: the spec
 asks a server to exit at EOF, not to watch its parent; real hosts leak writers
 (a forked helper, a shell), and a robust server survives that.
+
+Hosts modelled: a host that forks (a helper, a `shell: true` spawn, a plugin process)
+while it holds the server's stdin write end without close-on-exec, then dies. Neither
+TypeScript SDK 1.32.2 nor MCP Python SDK 2.3.0 does this itself; their hosts' other
+children may. Same in both styles.
 """
 
 from __future__ import annotations
