@@ -134,6 +134,7 @@ class State:
     host_status: int | None = None
     action_at: float | None = None
     action_note: str = ""
+    triggered: bool = False  # the scenario's action reached a live host
     initialized_at: float | None = None
     hold_at: float | None = None  # the recorder began holding its answer
     hold_point: str | None = None
@@ -382,6 +383,7 @@ class Keeper:
         if self.host_gone():
             s.action_note = "the host had already exited by itself"
             return now
+        s.triggered = True
         if sc.action == "quit":
             if self.spec.quit is not None:
                 self._write_stdin((self.spec.quit + ("\r" if self.master is not None else "\n"))
@@ -420,9 +422,10 @@ class Keeper:
         """The trigger may come: the recorder holds the host (or, with no hold, the
         handshake is over), and the grandchild runs (its start recorded), so that what
         the scenario does reaches a recorder that can tell, not one starting. Also when
-        the host is gone, or already ending the recorder (the verdict will say so)."""
+        the host is gone, or ending the handshaken recorder already (the verdict will
+        say so)."""
         s, spec = self.s, self.spec
-        if self.host_gone() or s.first_sign is not None:
+        if self.host_gone() or (s.first_sign is not None and s.initialized_at is not None):
             return True
         if spec.grandchild and "grandchild" not in s.roles.values():
             return False
@@ -618,8 +621,7 @@ class Keeper:
         """`preempted` instead of a verdict when the recorder saw the host begin ending it
         before the trigger (from the events files: the FIFO may lag)."""
         s = self.s
-        if (outcome["verdict"] in ("error", "skipped") or s.action_at is None
-                or s.action_note.startswith("the host had already exited")):
+        if outcome["verdict"] in ("error", "skipped") or not s.triggered:
             return outcome
         signs = [e for e in self._file_events()
                  if e.get("what") in SIGNS and float(e.get("t", 0.0)) < s.action_at]
