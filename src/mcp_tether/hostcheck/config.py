@@ -11,7 +11,12 @@ Guarantees:
 - Files are written atomically (a rename), and read back with the
   host's own reader (`hosts.read_servers`): an entry the host would not find as the
   recorder's command is an error here, not a silent no-op at run time.
-- JSON and TOML hosts are supported; YAML (Goose) is refused with one line.
+- JSON and TOML hosts are supported; YAML (Goose) is refused with one line: our hosts
+  package reads YAML spans but has no YAML writer, and a hand-made one would be a second
+  YAML emitter to keep right.
+- What else a host needs before it starts a project's servers is written beside the
+  entry (`NEEDS`): Gemini CLI starts none, not even user-scope ones, in a folder it does
+  not trust, so the throwaway project goes into `~/.gemini/trustedFolders.json`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +105,16 @@ class Placement:
                              "not read back as written")
 
 
+def _trust_gemini(home: Path, project: Path) -> None:
+    # gemini-cli packages/cli/src/config/trustedFolders.ts: {path: "TRUST_FOLDER"}
+    folder = home / ".gemini"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
+
+
+NEEDS: dict[str, Callable[[Path, Path], None]] = {"gemini-cli": _trust_gemini}
+
+
 def write_recorder(host: str, home: Path, project: Path, argv: list[str]) -> Placement:
     """Write the recorder's entry into `host`'s first user file under `home`."""
     if host not in REGISTRY:
@@ -115,4 +131,6 @@ def write_recorder(host: str, home: Path, project: Path, argv: list[str]) -> Pla
     table = tuple(str(project) if k == "*" else k for k in h.shape.tables[0])
     place = Placement(host, cf.path, (*table, ENTRY_NAME), cf.format, h.shape)
     place.edit(argv)
+    if host in NEEDS:
+        NEEDS[host](home, project)
     return place
