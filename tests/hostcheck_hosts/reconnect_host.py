@@ -1,7 +1,7 @@
 """A host that reloads its config (stdlib only): Cursor's `~/.cursor/mcp.json`.
 
-Starts every stdio server of the file (own session each), does the handshake, then
-watches the file. When an entry changes it starts the new command and, unless
+Starts every stdio server of the file (own session each), does the handshake and `tools/list`,
+then watches the file. When an entry changes it starts the new command and, unless
 `--abandon` is given, ends the old server first the way the spec asks (close stdin,
 0.5 s, SIGTERM to its group, 0.5 s, SIGKILL); with `--abandon` it just drops it, as hosts
 observed to leak on a config edit do. On stdin EOF or SIGTERM/SIGINT/SIGHUP it ends all
@@ -25,7 +25,8 @@ def start(entry: dict) -> subprocess.Popen:
     for msg in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                             "clientInfo": {"name": "reconnect-host", "version": "1"}}},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}):
         p.stdin.write((json.dumps(msg) + "\n").encode())
         p.stdin.flush()
         if "id" in msg:
@@ -50,13 +51,14 @@ def load() -> dict:
 
 
 entries = load()
+# Before the servers start: an edit made while one is starting is seen as an edit.
+mtime = os.stat(CONFIG).st_mtime_ns
 servers = {name: start(e) for name, e in entries.items()}
 r, w = os.pipe()
 os.set_blocking(w, False)
 signal.set_wakeup_fd(w)
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, lambda *_: None)
-mtime = os.stat(CONFIG).st_mtime_ns
 while True:
     ready, _, _ = select.select([0, r], [], [], 0.05)  # the file is looked at every 50 ms
     if r in ready or (0 in ready and not os.read(0, 4096)):

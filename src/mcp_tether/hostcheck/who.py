@@ -9,6 +9,7 @@ host that signals its direct child (only the wrapper gets it) from one that sign
 group (everyone does) or closes stdin first (the spec's first rung).
 
 Guarantees:
+- `signals` are what was sent to the process (SIGPIPE, raised by its own write, is not).
 - Only what was observed: the recorder's own events (its `start` carries its ppid,
   pgid and sid), exit statuses the keeper or a recorder parent reaped, and the host's
   group and session read before the trigger. What none of them shows is `unknown`.
@@ -32,14 +33,18 @@ FATAL = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")  # the recorder's --signals d
 ROLE_ORDER = {"wrapper": 0, "server": 1, "grandchild": 2}
 
 
-def relation(value: int | None, own_pid: int, host_value: int | None) -> str:
-    """A pgid or sid beside the host's: "the host's", "its own", "another (N)", "unknown"."""
+def relation(value: int | None, own_pid: int, host_value: int | None,
+             roles: dict[int, str] | None = None) -> str:
+    """A pgid or sid beside the host's: "the host's", "its own", "the server's" (another
+    recorder process leads it), "another (N)", "unknown"."""
     if value is None:
         return "unknown"
     if host_value is not None and value == host_value:
         return "the host's"
     if value == own_pid:
         return "its own"
+    if roles and value in roles:
+        return f"the {roles[value]}'s"
     return f"another ({value})" if host_value is not None else f"not its own ({value})"
 
 
@@ -88,13 +93,16 @@ def processes(row: dict[str, Any]) -> list[dict[str, Any]]:
                 if e.get("what") == "child-exit" and e.get("child") is not None
                 and e.get("status") is not None}
     starts = [e for e in recorded if e.get("what") == "start"]
+    roles = {int(e["pid"]): str(e.get("role", "server")) for e in starts}
     out = []
     for st in sorted(starts, key=lambda e: (ROLE_ORDER.get(e.get("role", ""), 3),
                                             e.get("t_ms") or 0.0)):
         pid = int(st["pid"])
         evs = [e for e in recorded if e.get("pid") == pid]
+        # SIGPIPE is the kernel's answer to its own write on a closed stdout (a held
+        # answer sent after the host died), not a signal anyone sent: the `saw` line has it.
         signals = [{"signal": e.get("signal"), "t_ms": e.get("t_ms")}
-                   for e in evs if e.get("what") == "signal"]
+                   for e in evs if e.get("what") == "signal" and e.get("signal") != "SIGPIPE"]
         closed = [e.get("t_ms") for e in evs if e.get("what") in STDIN_END]
         closed_ms = closed[0] if closed else None
         if signals:
@@ -114,8 +122,8 @@ def processes(row: dict[str, Any]) -> list[dict[str, Any]]:
             "stdin_closed_first": closed_first,
             "pgid": st.get("pgid"),
             "sid": st.get("sid"),
-            "group": relation(st.get("pgid"), pid, host_pgid),
-            "session": relation(st.get("sid"), pid, host_sid),
+            "group": relation(st.get("pgid"), pid, host_pgid, roles),
+            "session": relation(st.get("sid"), pid, host_sid, roles),
             "ended": ended,
             "ended_ms": ended_ms,
         })
