@@ -116,7 +116,7 @@ def is_recorder(argv: list[str]) -> bool:
 
 def role_of(argv: list[str]) -> str:
     """A recorder's role from its command line (`--role R`, else the server)."""
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in zip(argv, argv[1:], strict=False):
         if flag == "--role":
             return value
     return "server"
@@ -621,10 +621,11 @@ class Keeper:
         """`preempted` instead of a verdict when the recorder saw the host begin ending it
         before the trigger (from the events files: the FIFO may lag)."""
         s = self.s
-        if outcome["verdict"] in ("error", "skipped") or not s.triggered:
+        acted = s.action_at
+        if outcome["verdict"] in ("error", "skipped") or not s.triggered or acted is None:
             return outcome
         signs = [e for e in self._file_events()
-                 if e.get("what") in SIGNS and float(e.get("t", 0.0)) < s.action_at]
+                 if e.get("what") in SIGNS and float(e.get("t", 0.0)) < acted]
         if not signs:
             return outcome
         first = signs[0]
@@ -632,7 +633,7 @@ class Keeper:
         ms = round((float(first["t"]) - s.t0) * 1000, 1)
         return {**outcome, "verdict": "preempted", "after": outcome["verdict"],
                 "detail": f"{VERDICT_WORDS['preempted']} (the {first.get('role')} saw {what} "
-                f"at {ms:g} ms, the trigger came at {(s.action_at - s.t0) * 1000:.1f} ms; "
+                f"at {ms:g} ms, the trigger came at {(acted - s.t0) * 1000:.1f} ms; "
                 f"what was left after: {outcome['verdict']})"}
 
     def result(self, outcome: dict[str, Any], left: list[int], others: list[dict[str, Any]],
