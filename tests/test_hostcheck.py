@@ -288,3 +288,23 @@ def test_behind_a_non_forwarding_wrapper_a_signal_to_the_child_and_to_the_group_
     out = io.StringIO()
     render_markdown(child, out)
     assert "| wrapper |" in out.getvalue().splitlines()[2]
+
+
+def test_host_configs_carry_what_the_host_needs_to_start_a_projects_servers(
+        tmp_path: Path) -> None:
+    """1. --host gemini-cli also trusts the throwaway project (Gemini starts no server in
+    an untrusted folder). 2. --host qwen-code, a fork with Gemini's shape, writes its own
+    ~/.qwen files, read back as written. 3. A YAML host is refused with the reason."""
+    from mcp_tether.errors import UsageError
+    from mcp_tether.hostcheck.config import write_recorder
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    argv = [sys.executable, RECORDER, "--events", str(tmp_path)]
+    write_recorder("gemini-cli", home, project, argv)
+    trusted = json.loads((home / ".gemini" / "trustedFolders.json").read_text())
+    assert trusted == {str(project): "TRUST_FOLDER"}
+    place = write_recorder("qwen-code", home, project, argv)
+    assert place.path == home / ".qwen" / "settings.json"
+    assert (home / ".qwen" / "trustedFolders.json").exists()
+    with pytest.raises(UsageError, match="YAML"):
+        write_recorder("goose", home, project, argv)
