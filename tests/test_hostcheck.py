@@ -233,7 +233,8 @@ def test_a_one_shot_host_held_at_tools_list_is_ended_by_the_scenario() -> None:
     `tools/list` answer. 1. The recorder holds that answer until the trigger.
     2. sigkill: the host dies waiting, nothing signals the server: server-left (the
     scenario's outcome, not the race with its own shutdown). 3. exit: released, it
-    SIGTERMs its direct child only: wrapper-child-left. The report names the hold."""
+    SIGTERMs its direct child only: wrapper-child-left. The report names the hold.
+    4. Held at `initialize`, the SIGKILL gives the same verdict."""
     result = check([sys.executable, str(HOSTS / "oneshot_host.py"), "{server}"],
                    scenarios=["sigkill", "exit"], **FAST)
     assert _verdicts(result) == {"sigkill": "server-left", "exit": "wrapper-child-left"}
@@ -249,6 +250,11 @@ def test_a_one_shot_host_held_at_tools_list_is_ended_by_the_scenario() -> None:
     out = io.StringIO()
     render_text(result, out)
     assert "held at tools/list" in out.getvalue()
+    # 4. Held at `initialize` instead (mid-handshake): the same verdict.
+    early = check([sys.executable, str(HOSTS / "oneshot_host.py"), "{server}"],
+                  scenarios=["sigkill"], hold="initialize", **FAST)
+    assert _verdicts(early) == {"sigkill": "server-left"}
+    assert early.results[0]["hold_point"] == "initialize"
 
 
 def test_a_host_already_ending_the_server_before_the_trigger_gets_no_verdict() -> None:
@@ -259,7 +265,8 @@ def test_a_host_already_ending_the_server_before_the_trigger_gets_no_verdict() -
                    scenarios=["sigterm"], **FAST)
     row = result.results[0]
     assert row["verdict"] == "preempted" and result.exit_code == 0
-    assert row["after"] == "server-left" and "stdin-eof" in row["detail"]
+    # The first sign: the server's EOF or the grandchild's hang-up, whichever came first.
+    assert row["after"] == "server-left" and "saw stdin-" in row["detail"]
     assert row["hold_point"] is None
     out = io.StringIO()
     render_text(result, out)
