@@ -246,3 +246,101 @@ def test_under_a_pty_eof_is_a_keypress_and_a_hangup_reaches_the_foreground_group
     hup = result.results[1]
     got = [e.get("signal") for e in hup["recorded"] if e["role"] == "grandchild"]
     assert "SIGHUP" in got
+
+
+def _procs(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The row's per-process records by role (one copy of each here)."""
+    return {p["role"]: p for p in row["processes"]}
+
+
+def _signals(p: dict[str, Any]) -> list[str]:
+    return [s["signal"] for s in p["signals"]]
+
+
+def test_a_one_shot_host_held_at_tools_list_is_ended_by_the_scenario() -> None:
+    """The one-shot host ends its server (SIGTERM to the direct child) right after the
+    `tools/list` answer. 1. The recorder holds that answer until the trigger.
+    2. sigkill: the host dies waiting, nothing signals the server: server-left (the
+    scenario's outcome, not the race with its own shutdown). 3. exit: released, it
+    SIGTERMs its direct child only: wrapper-child-left. The report names the hold.
+    4. Held at `initialize`, the SIGKILL gives the same verdict."""
+    result = check([sys.executable, str(HOSTS / "oneshot_host.py"), "{server}"],
+                   scenarios=["sigkill", "exit"], **FAST)
+    assert _verdicts(result) == {"sigkill": "server-left", "exit": "wrapper-child-left"}
+    killed, done = result.results
+    for row in (killed, done):
+        assert row["hold_point"] == "tools/list"
+        assert row["held_ms"] <= row["action_ms"] <= row["released_ms"]
+    assert _signals(_procs(killed)["server"]) == []
+    assert _procs(killed)["server"]["ended"] == "left running"
+    server = _procs(done)["server"]
+    assert _signals(server) == ["SIGTERM"] and server["stdin_closed_first"] is False
+    assert server["direct_child"] is True and server["group"] == "the host's"
+    out = io.StringIO()
+    render_text(result, out)
+    assert "held at tools/list" in out.getvalue()
+    # 4. Held at `initialize` instead (mid-handshake): the same verdict.
+    early = check([sys.executable, str(HOSTS / "oneshot_host.py"), "{server}"],
+                  scenarios=["sigkill"], hold="initialize", **FAST)
+    assert _verdicts(early) == {"sigkill": "server-left"}
+    assert early.results[0]["hold_point"] == "initialize"
+
+
+def test_a_host_already_ending_the_server_before_the_trigger_gets_no_verdict() -> None:
+    """The host closes the server's stdin right after the handshake (never lists tools),
+    then waits. The trigger comes after that EOF: `preempted`, naming the EOF, with what
+    was left after it kept apart (`after`); it does not fail the check."""
+    result = check([sys.executable, str(HOSTS / "oneshot_host.py"), "--early", "{server}"],
+                   scenarios=["sigterm"], **FAST)
+    row = result.results[0]
+    assert row["verdict"] == "preempted" and result.exit_code == 0
+    # The first sign: the server's EOF or the grandchild's hang-up, whichever came first.
+    assert row["after"] == "server-left" and "saw stdin-" in row["detail"]
+    assert row["hold_point"] is None
+    out = io.StringIO()
+    render_text(result, out)
+    assert "not judged: sigterm" in out.getvalue()
+
+
+def test_behind_a_non_forwarding_wrapper_a_signal_to_the_child_and_to_the_group_differ() -> None:
+    """--wrapper: host -> wrapper (forwards nothing, as `sh -c 'SERVER; true'`) -> server
+    -> grandchild. 1. SIGTERM to the direct child: only the wrapper gets it, the server
+    and its child are left. 2. SIGTERM to the group: all three get it: clean. 3. Every
+    process is in the host's group and session; none had its stdin closed before its
+    signal."""
+    host = [sys.executable, str(HOSTS / "oneshot_host.py")]
+    child = check([*host, "{server}"], scenarios=["exit"], wrapper=True, **FAST)
+    group = check([*host, "--group", "{server}"], scenarios=["exit"], wrapper=True, **FAST)
+    assert _verdicts(child) == {"exit": "wrapper-child-left"}
+    assert _verdicts(group) == {"exit": "clean"}
+    c, g = _procs(child.results[0]), _procs(group.results[0])
+    assert c["wrapper"]["direct_child"] is True and c["server"]["direct_child"] is False
+    assert [_signals(c[r]) for r in ("wrapper", "server", "grandchild")] == [["SIGTERM"], [], []]
+    assert [_signals(g[r]) for r in ("wrapper", "server", "grandchild")] == [["SIGTERM"]] * 3
+    assert {c["server"]["ended"], c["grandchild"]["ended"]} == {"left running"}
+    for p in [*c.values(), *g.values()]:
+        assert (p["group"], p["session"]) == ("the host's", "the host's")
+        assert not p["signals"] or p["stdin_closed_first"] is False
+    out = io.StringIO()
+    render_markdown(child, out)
+    assert "| wrapper |" in out.getvalue().splitlines()[2]
+
+
+def test_host_configs_carry_what_the_host_needs_to_start_a_projects_servers(
+        tmp_path: Path) -> None:
+    """1. --host gemini-cli also trusts the throwaway project (Gemini starts no server in
+    an untrusted folder). 2. --host qwen-code, a fork with Gemini's shape, writes its own
+    ~/.qwen files, read back as written. 3. A YAML host is refused with the reason."""
+    from mcp_tether.errors import UsageError
+    from mcp_tether.hostcheck.config import write_recorder
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    argv = [sys.executable, RECORDER, "--events", str(tmp_path)]
+    write_recorder("gemini-cli", home, project, argv)
+    trusted = json.loads((home / ".gemini" / "trustedFolders.json").read_text())
+    assert trusted == {str(project): "TRUST_FOLDER"}
+    place = write_recorder("qwen-code", home, project, argv)
+    assert place.path == home / ".qwen" / "settings.json"
+    assert (home / ".qwen" / "trustedFolders.json").exists()
+    with pytest.raises(UsageError, match="YAML"):
+        write_recorder("goose", home, project, argv)

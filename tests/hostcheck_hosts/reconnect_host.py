@@ -1,7 +1,7 @@
 """A host that reloads its config (stdlib only): Cursor's `~/.cursor/mcp.json`.
 
-Starts every stdio server of the file (own session each), does the handshake, then
-watches the file. When an entry changes it starts the new command and, unless
+Starts every stdio server of the file (own session each), does the handshake and `tools/list`,
+then watches the file. When an entry changes it starts the new command and, unless
 `--abandon` is given, ends the old server first the way the spec asks (close stdin,
 0.5 s, SIGTERM to its group, 0.5 s, SIGKILL); with `--abandon` it just drops it, as hosts
 observed to leak on a config edit do: it keeps the old copy's pipes but no longer reads
@@ -27,7 +27,8 @@ def start(entry: dict) -> subprocess.Popen:
     for msg in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                             "clientInfo": {"name": "reconnect-host", "version": "1"}}},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}):
         p.stdin.write((json.dumps(msg) + "\n").encode())
         p.stdin.flush()
         if "id" in msg:
@@ -52,13 +53,14 @@ def load() -> dict:
 
 
 entries = load()
+# Before the servers start: an edit made while one is starting is seen as an edit.
+mtime = os.stat(CONFIG).st_mtime_ns
 servers = {name: start(e) for name, e in entries.items()}
 r, w = os.pipe()
 os.set_blocking(w, False)
 signal.set_wakeup_fd(w)
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, lambda *_: None)
-mtime = os.stat(CONFIG).st_mtime_ns
 sel = selectors.DefaultSelector()  # epoll on Linux: what it watches is in /proc
 sel.register(0, selectors.EVENT_READ)
 sel.register(r, selectors.EVENT_READ)

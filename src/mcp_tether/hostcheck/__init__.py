@@ -8,8 +8,10 @@ A host is started with the recorder (`recorder.py`, a stdlib-only MCP server tha
 down every lifecycle event it sees) as its server: either `{server}` in the host's
 command line is replaced by the recorder's command (as separate arguments), or, with
 `host=NAME`, the recorder is written into that host's config in a throwaway HOME and
-project. Once the host has initialized the recorder, the scenario ends the host its way
-(`scenarios.py`); the verdict says what was left of the server after the host.
+project. Once the recorder holds the host (by default its answer to `tools/list` waits:
+`hold`), or the host has initialized it, the scenario ends the host its way
+(`scenarios.py`) and the hold is released; the verdict says what was left of the server
+after the host, and `processes` (`who.py`) which process got which signal.
 
 Guarantees:
 - Each scenario runs in a keeper process of its own (`keeper.py`), a child subreaper
@@ -34,7 +36,7 @@ from typing import Any
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.hostcheck.config import host_names
-from mcp_tether.hostcheck.keeper import PLACEHOLDER, Spec, run_keeper, spec_json
+from mcp_tether.hostcheck.keeper import HOLDS, PLACEHOLDER, Spec, run_keeper, spec_json
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, Scenario, decide
 from mcp_tether.proc import ProcessId, identify
 from mcp_tether.proc.reap import wait_child
@@ -42,7 +44,7 @@ from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import fork_call
 
 __all__ = ["check", "HostCheck", "SCENARIOS", "Scenario", "decide", "PLACEHOLDER",
-           "default_scenarios"]
+           "HOLDS", "default_scenarios"]
 
 
 @dataclass
@@ -98,11 +100,21 @@ def check(
     grandchild: bool = True,
     jobs: int = 1,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    hold: str = "tools/list",
+    hold_wait: float = 5.0,
+    wrapper: bool = False,
+    signals: str = "die",
 ) -> HostCheck:
     """Run each scenario against the host; one result dict per scenario, in order.
 
     `jobs` scenarios run at once (each its own host); 1 keeps hosts from competing for
-    the machine, which changes timings, never what is left."""
+    the machine, which changes timings, never what is left. `hold`: where the recorder
+    keeps the host waiting until the trigger (`tools/list`, `initialize`, `none`); a
+    `tools/list` hold gives up `hold_wait` s after `initialized` for a host that never
+    lists tools. `wrapper`: a wrapper that forwards no signal (as `sh -c 'SERVER; true'`
+    and npm) stands between the host and the recorder. `signals`: `die` (the recorder
+    dies of SIGTERM/SIGINT/SIGHUP/SIGQUIT, as servers do) or `stay` (it records them and
+    goes on, so the host's whole ladder shows)."""
     argv = list(argv)
     if not argv:
         raise UsageError("no host command given (hostcheck -- HOST-ARGV...)")
@@ -119,6 +131,10 @@ def check(
             raise UsageError(f"scenario {n!r} edits a host config: it needs --host NAME")
     if eof not in ("stay", "exit"):
         raise UsageError("--recorder-eof is stay or exit")
+    if hold not in HOLDS:
+        raise UsageError(f"--hold is one of {', '.join(HOLDS)}")
+    if signals not in ("die", "stay"):
+        raise UsageError("--recorder-signals is die or stay")
     if host is not None and cwd is None:
         # The host runs in the throwaway project folder: arguments naming files here
         # (a script, a config) keep pointing at them.
@@ -134,7 +150,8 @@ def check(
             specs.append(Spec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
                               env=env, cwd=cwd, ready_timeout=ready_timeout,
                               host_timeout=host_timeout, settle=settle, eof=eof,
-                              grandchild=grandchild))
+                              grandchild=grandchild, hold=hold, hold_wait=hold_wait,
+                              wrapper=wrapper, signals=signals))
         out.results = run_scenarios(specs, jobs=jobs, on_result=on_result)
     return out
 

@@ -7,7 +7,7 @@ import argparse
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
-from mcp_tether.hostcheck import check, default_scenarios, render
+from mcp_tether.hostcheck import HOLDS, check, default_scenarios, render
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
 from mcp_tether.jsonout import print_json
 
@@ -17,10 +17,18 @@ examples:
   mcp-tether hostcheck -s exit -s sigkill --json -- python my_host.py {server}
   mcp-tether hostcheck -- npx @modelcontextprotocol/inspector --cli {server} --method tools/list
   mcp-tether hostcheck --host claude-code -s exit -- claude mcp list
+  mcp-tether hostcheck --wrapper --recorder-signals stay -- python my_host.py {server}
 
 {server} is replaced by the recorder's command line (separate arguments). With
 --host NAME the recorder is written into that host's config in a throwaway HOME and
 project instead (the host runs there, npm's cache stays where it was).
+
+The recorder holds the host at --hold (its answer to tools/list, by default) until the
+scenario's trigger is sent, so that a one-shot host is ended by the scenario and not by
+its own end of work; a host that was already ending the server before the trigger gets
+`preempted`, not a verdict. Each row lists, per process (wrapper, server, grandchild),
+the signals it got, whether its stdin was closed first, and its group and session
+beside the host's.
 
 scenarios (each runs a fresh host; one-shot hosts are judged by `exit`):
 {scenarios}
@@ -60,6 +68,20 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         "not compete for the machine; timings change, verdicts should not)")
     parser.add_argument("--no-grandchild", action="store_true",
                         help="the recorder starts no child of its own")
+    parser.add_argument("--hold", choices=HOLDS, default="tools/list",
+                        help="where the recorder keeps the host waiting until the trigger: "
+                        "its answer to tools/list (the default; a host that sends none "
+                        "within --hold-wait s of `initialized` is triggered unheld), to "
+                        "initialize, or none (the trigger races a one-shot host's own end)")
+    parser.add_argument("--hold-wait", type=positive_duration, default=5.0, metavar="S",
+                        help="seconds after `initialized` a tools/list hold waits for one (5)")
+    parser.add_argument("--wrapper", action="store_true",
+                        help="put a wrapper that forwards no signal (as `sh -c 'SERVER; "
+                        "true'` and npm do) between the host and the recorder")
+    parser.add_argument("--recorder-signals", choices=("die", "stay"), default="die",
+                        help="the recorder at SIGTERM/SIGINT/SIGHUP/SIGQUIT: die (the "
+                        "default, as servers do) or stay (record and go on: the host's "
+                        "whole ladder shows)")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON document (docs/json.md)")
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
@@ -82,7 +104,8 @@ def command(args: argparse.Namespace) -> int:
                        quit=args.quit, ready_timeout=args.ready_timeout,
                        host_timeout=args.host_timeout, settle=args.settle,
                        eof=args.recorder_eof, grandchild=not args.no_grandchild,
-                       jobs=args.jobs,
+                       jobs=args.jobs, hold=args.hold, hold_wait=args.hold_wait,
+                       wrapper=args.wrapper, signals=args.recorder_signals,
                        on_result=lambda r: progress.done(str(r["scenario"]), str(r["verdict"])))
     if args.json:
         print_json("hostcheck", result.results, argv=result.argv, host=result.host,

@@ -11,13 +11,22 @@ Guarantees:
 - Files are written atomically (a rename), and read back with the
   host's own reader (`hosts.read_servers`): an entry the host would not find as the
   recorder's command is an error here, not a silent no-op at run time.
-- JSON and TOML hosts are supported; YAML (Goose) is refused with one line.
+- JSON and TOML hosts are supported; YAML (Goose) is refused with one line: our hosts
+  package reads YAML spans but has no YAML writer, and a hand-made one would be a second
+  YAML emitter to keep right.
+- What else a host needs before it starts a project's servers is written beside the
+  entry (`NEEDS`): Gemini CLI starts none, not even user-scope ones, in a folder it does
+  not trust, so the throwaway project goes into `~/.gemini/trustedFolders.json`.
+- Hosts that `mcp-tether hosts` does not know but that keep a known host's file shape in
+  a folder of their own (`FORKS`: Qwen Code, a Gemini CLI fork, in `~/.qwen/`) are
+  written with that host's shape and read back with its reader.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +41,15 @@ __all__ = ["ENTRY_NAME", "Placement", "write_recorder", "host_names"]
 ENTRY_NAME = "mcp-tether-recorder"
 
 
+# name -> (the host whose shape it keeps, that host's folder under HOME, its own)
+FORKS: dict[str, tuple[str, str, str]] = {
+    # QwenLM/qwen-code packages/core/src/config/storage.ts: QWEN_DIR = ".qwen"
+    "qwen-code": ("gemini-cli", ".gemini", ".qwen"),
+}
+
+
 def host_names() -> tuple[str, ...]:
-    return HOSTS
+    return (*HOSTS, *FORKS)
 
 
 def host_env(home: Path, project: Path, base: dict[str, str]) -> dict[str, str]:
@@ -99,11 +115,25 @@ class Placement:
                              "not read back as written")
 
 
+def _trust(folder_name: str) -> Callable[[Path, Path], None]:
+    def trust(home: Path, project: Path) -> None:
+        # gemini-cli packages/cli/src/config/trustedFolders.ts: {path: "TRUST_FOLDER"}
+        folder = home / folder_name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
+    return trust
+
+
+NEEDS: dict[str, Callable[[Path, Path], None]] = {"gemini-cli": _trust(".gemini"),
+                                                  "qwen-code": _trust(".qwen")}
+
+
 def write_recorder(host: str, home: Path, project: Path, argv: list[str]) -> Placement:
     """Write the recorder's entry into `host`'s first user file under `home`."""
-    if host not in REGISTRY:
-        raise UsageError(f"unknown host {host!r} (one of: {', '.join(REGISTRY)})")
-    h = REGISTRY[host]
+    if host not in host_names():
+        raise UsageError(f"unknown host {host!r} (one of: {', '.join(host_names())})")
+    shape_of, theirs, ours = FORKS.get(host, (host, "", ""))
+    h = REGISTRY[shape_of]
     machine = Machine("linux", home, host_env(home, project, {}), project)
     files = [cf for cf in h.files(machine) if not cf.general and cf.scope in ("user", "project")]
     if not files:
@@ -112,7 +142,13 @@ def write_recorder(host: str, home: Path, project: Path, argv: list[str]) -> Pla
     if cf.format == "yaml":
         raise UsageError(f"--host {host}: writing YAML configs is not supported; "
                          "use `hostcheck -- HOST-ARGV` with {server}")
+    path = cf.path
+    if ours:
+        path = home / ours / path.relative_to(home / theirs)
     table = tuple(str(project) if k == "*" else k for k in h.shape.tables[0])
-    place = Placement(host, cf.path, (*table, ENTRY_NAME), cf.format, h.shape)
+    # Read back as the host whose shape it keeps: the fork is not in the hosts package.
+    place = Placement(shape_of, path, (*table, ENTRY_NAME), cf.format, h.shape)
     place.edit(argv)
+    if host in NEEDS:
+        NEEDS[host](home, project)
     return place

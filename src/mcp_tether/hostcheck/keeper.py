@@ -1,6 +1,7 @@
 """One scenario of the host check, in a process of its own: the keeper.
 
-    hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> recorder -> grandchild
+    hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> [wrapper ->]
+        recorder -> grandchild
 
 The keeper is a child subreaper (PR_SET_CHILD_SUBREAPER): the recorder and its
 grandchild reparent to it when the host (or the recorder) goes, never to init, so after
@@ -15,6 +16,11 @@ Guarantees:
   stop it early, and so does the driver's death (PR_SET_PDEATHSIG SIGTERM, and EOF on a
   pipe whose write end only the driver holds): a SIGKILLed check leaves nothing.
 - Signals to the host go through `proc.signals.signal_process` (identity re-checked).
+- With a hold point (`Spec.hold`), the trigger is sent while the recorder still holds
+  its answer (to `tools/list` or `initialize`), and the hold is released right after
+  it: a one-shot host is ended by the scenario, not by its own end of work. A host
+  that began ending the recorder before the trigger (closed its stdin, signalled it)
+  gets the verdict `preempted`, never one that would be the outcome of that race.
 - The result is one JSON object written to the driver's pipe (see `result()`).
 """
 
@@ -35,8 +41,17 @@ from mcp_tether.hostcheck import ps_view
 from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
 from mcp_tether.hostcheck.timeline import build
+from mcp_tether.hostcheck.who import SIGNS, processes
 from mcp_tether.ladder import KILL_WAIT
-from mcp_tether.proc import ExitWaiter, ProcessId, cmdline, descendants, identify, snapshot
+from mcp_tether.proc import (
+    ExitWaiter,
+    ProcessId,
+    cmdline,
+    descendants,
+    identify,
+    read_info,
+    snapshot,
+)
 from mcp_tether.proc.end import Tree
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, reap_children
@@ -54,6 +69,7 @@ HELPER_GRACE = 5.0
 # Under a pty the host runs as the foreground job of this stand-in for a terminal's shell
 # (the session leader), which tells us the host's pid; see ttyshell.py.
 TTYSHELL = str(Path(__file__).resolve().parent / "ttyshell.py")
+HOLDS = ("tools/list", "initialize", "none")
 
 
 @dataclass
@@ -71,12 +87,23 @@ class Spec:
     settle: float = 1.0
     eof: str = "stay"  # the recorder at stdin EOF: stay (needs the whole ladder) or exit
     grandchild: bool = True
+    hold: str = "tools/list"  # where the recorder holds the host until the trigger (HOLDS)
+    hold_wait: float = 5.0  # after `initialized`, how long a tools/list hold waits for one
+    wrapper: bool = False  # a wrapper that forwards no signal stands before the recorder
+    signals: str = "die"  # the recorder at a fatal signal: die (as servers do) or stay
 
 
-def recorder_argv(events: str, eof: str = "stay", grandchild: bool = True) -> list[str]:
+def recorder_argv(events: str, eof: str = "stay", grandchild: bool = True, *,
+                  hold: str = "none", signals: str = "die", wrapper: bool = False) -> list[str]:
     argv = [sys.executable, RECORDER, "--events", events]
+    if wrapper:
+        argv += ["--role", "wrapper"]
     if eof != "stay":
         argv += ["--eof", eof]
+    if signals != "die":
+        argv += ["--signals", signals]
+    if hold != "none":
+        argv += ["--hold", hold]
     if not grandchild:
         argv.append("--no-grandchild")
     return argv
@@ -86,6 +113,14 @@ def is_recorder(argv: list[str]) -> bool:
     """A recorder process runs `python RECORDER ...`; a wrapper or guard that merely has
     the recorder's path among its arguments is not one."""
     return len(argv) > 1 and argv[1] == RECORDER
+
+
+def role_of(argv: list[str]) -> str:
+    """A recorder's role from its command line (`--role R`, else the server)."""
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == "--role":
+            return value
+    return "server"
 
 
 class Interrupted(Exception):
@@ -100,7 +135,13 @@ class State:
     host_status: int | None = None
     action_at: float | None = None
     action_note: str = ""
+    triggered: bool = False  # the scenario's action reached a live host
     initialized_at: float | None = None
+    hold_at: float | None = None  # the recorder began holding its answer
+    hold_point: str | None = None
+    released_at: float | None = None
+    first_sign: dict[str, Any] | None = None  # the first sign of an ending, as recorded
+    host_family: tuple[int, int] | None = None  # the host's (pgid, sid) before the trigger
     recorders: dict[int, ProcessId] = field(default_factory=dict)  # pid -> ident
     roles: dict[int, str] = field(default_factory=dict)
     statuses: dict[int, int] = field(default_factory=dict)
@@ -122,6 +163,7 @@ class Keeper:
         self.master: int | None = None
         self.placement: Placement | None = None
         self.shell: ProcessId | None = None  # the tty shell, under a pty
+        self.release_fd: int | None = None  # the hold's FIFO; closing it releases the hold
         self.stop = False
 
     # -- plumbing -----------------------------------------------------------------------
@@ -179,8 +221,13 @@ class Keeper:
                 self.s.recorders[pid] = ident
                 self.s.roles[pid] = ev.get("role", "server")
                 self.waiter.add(ident)
-        if ev.get("what") == "initialized" and self.s.initialized_at is None:
+        what = ev.get("what")
+        if what == "initialized" and self.s.initialized_at is None:
             self.s.initialized_at = float(ev["t"])
+        if what == "hold" and self.s.hold_at is None:
+            self.s.hold_at, self.s.hold_point = float(ev["t"]), str(ev.get("point"))
+        if what in SIGNS and self.s.first_sign is None:
+            self.s.first_sign = ev
 
     def _drain_master(self) -> None:
         while self.master is not None:
@@ -236,7 +283,12 @@ class Keeper:
         os.mkfifo(fifo_path, 0o600)
         # Read-write: opening never waits for a writer, and EOF never comes.
         self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
-        rec = recorder_argv(self.events_dir, spec.eof, spec.grandchild)
+        if spec.hold != "none":
+            release = os.path.join(self.events_dir, "release.fifo")
+            os.mkfifo(release, 0o600)
+            # Ours is the only writer: closing it is the release (see the recorder).
+            self.release_fd = os.open(release, os.O_RDWR | os.O_NONBLOCK)
+        rec = self.recorder_argv()
         env = dict(os.environ if spec.env is None else spec.env)
         cwd = spec.cwd
         argv = list(spec.argv)
@@ -285,6 +337,22 @@ class Keeper:
         self.waiter.add(host)
         self.mark(self.s.t0, "spawn", host.pid, role="client", cmd=" ".join(spec.argv))
 
+    def recorder_argv(self, *extra: str) -> list[str]:
+        spec = self.spec
+        return [*recorder_argv(self.events_dir, spec.eof, spec.grandchild, hold=spec.hold,
+                               signals=spec.signals, wrapper=spec.wrapper), *extra]
+
+    def release(self) -> None:
+        """End the hold: `released` first (for a recorder not yet holding), then the FIFO."""
+        if self.release_fd is None:
+            return
+        with open(os.path.join(self.events_dir, "released"), "w"):
+            pass
+        os.close(self.release_fd)
+        self.release_fd = None
+        self.s.released_at = time.monotonic()
+        self.mark(self.s.released_at, "release", None)
+
     def _read_host(self, fd: int) -> ProcessId | None:
         """The host's pid from the tty shell (event-timed: the pipe, or the shell's exit)."""
         data = b""
@@ -316,6 +384,7 @@ class Keeper:
         if self.host_gone():
             s.action_note = "the host had already exited by itself"
             return now
+        s.triggered = True
         if sc.action == "quit":
             if self.spec.quit is not None:
                 self._write_stdin((self.spec.quit + ("\r" if self.master is not None else "\n"))
@@ -332,9 +401,8 @@ class Keeper:
                 self.master = None
             self.mark(now, "hangup", host.pid)
         elif sc.action == "config-edit":
-            rec = recorder_argv(self.events_dir, self.spec.eof, self.spec.grandchild)
             assert self.placement is not None  # check() runs config scenarios with a host only
-            self.placement.edit([*rec, "--generation", "2"])
+            self.placement.edit(self.recorder_argv("--generation", "2"))
             self.mark(now, "config-edit", host.pid)
         else:
             sig = getattr(signal, sc.action)
@@ -351,16 +419,41 @@ class Keeper:
         with contextlib.suppress(OSError):  # the host closed its stdin or is gone
             os.write(fd, data)
 
+    def ready(self) -> bool:
+        """The trigger may come: the recorder holds the host (or, with no hold, the
+        handshake is over), and the grandchild runs (its start recorded), so that what
+        the scenario does reaches a recorder that can tell, not one starting. Also when
+        the host is gone, or ending the handshaken recorder already (the verdict will
+        say so)."""
+        s, spec = self.s, self.spec
+        if self.host_gone() or (s.first_sign is not None and s.initialized_at is not None):
+            return True
+        if spec.grandchild and "grandchild" not in s.roles.values():
+            return False
+        if s.hold_at is not None:
+            return True
+        return s.initialized_at is not None and (
+            spec.hold != "tools/list" or time.monotonic() >= s.initialized_at + spec.hold_wait)
+
+    def wait_ready(self) -> None:
+        s, spec = self.s, self.spec
+        deadline = s.t0 + spec.ready_timeout
+        while not self.ready():
+            wake = deadline
+            if s.initialized_at is not None and spec.hold == "tools/list":
+                wake = min(wake, s.initialized_at + spec.hold_wait)
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            self.step(max(0.0, wake - now))
+
     def drive(self) -> dict[str, Any]:
         spec, s = self.spec, self.s
         self.start_host()
-        # Ready: the handshake is over, and the grandchild runs (its start recorded), so
-        # that what the scenario does reaches a recorder that can tell, not one starting.
-        self.wait_until(lambda: (s.initialized_at is not None and (
-            not spec.grandchild or "grandchild" in s.roles.values())) or self.host_gone(),
-            s.t0 + spec.ready_timeout)
+        self.wait_ready()
         self.step(0)  # a one-shot host's last events may be in the FIFO still
-        if s.initialized_at is None and self.host_gone() and s.recorders:
+        handshake = s.initialized_at is not None or s.hold_at is not None
+        if not handshake and self.host_gone() and s.recorders:
             # It started the recorder and went without finishing the handshake (a health
             # check that timed out, a crash): what it left is still its doing.
             s.action_note = "the host exited before it initialized the recorder"
@@ -369,22 +462,28 @@ class Keeper:
                         "the exit scenario)"}
             s.action_at = s.host_exit
             return self.settle()
-        if s.initialized_at is None:
+        if not handshake:
             why = (f"the host exited (status {s.host_status}) before initializing the recorder"
                    if self.host_gone() else
                    f"the host did not initialize the recorder within {spec.ready_timeout:g} s")
             return {"verdict": "error", "detail": why}
+        info = read_info(s.host.pid) if s.host is not None else None
+        if info is not None and s.host is not None and info.ident == s.host:
+            s.host_family = (info.pgid, info.sid)
+        before = set(s.roles)
         acted = self.act()
+        self.release()
         if s.action_note.startswith("the host had already exited") and self.sc.name != "exit":
             return {"verdict": "skipped", "detail": s.action_note + " (a one-shot host: its "
                     "own exit is the exit scenario)"}
         if self.sc.action == "config-edit":
-            return self.judge_reconnect(acted)
+            return self.judge_reconnect(acted, before)
         exited = self.wait_until(self.host_gone, acted + spec.host_timeout)
         if not exited:
             self._adopt_unseen()
             live = self.live_recorders()
-            verdict = decide(host_exited=False, left_roles=[s.roles[p] for p in live])
+            verdict = decide(host_exited=False, left_roles=[s.roles[p] for p in live],
+                             direct=self.direct)
             detail = (f"the host was still running {spec.host_timeout:g} s after "
                       f"the {self.sc.action}")
             if verdict != "host-stayed":
@@ -415,14 +514,20 @@ class Keeper:
         self.wait_until(done, settled + (HELPER_GRACE if helpers else 0.0))
         self._adopt_unseen()
         left = self.live_recorders()
-        verdict = decide(host_exited=True, left_roles=[s.roles[p] for p in left])
+        verdict = decide(host_exited=True, left_roles=[s.roles[p] for p in left],
+                         direct=self.direct)
         return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left}
 
-    def judge_reconnect(self, acted: float) -> dict[str, Any]:
+    @property
+    def direct(self) -> str:
+        """The role of the host's own child: the wrapper, when there is one."""
+        return "wrapper" if self.spec.wrapper else "server"
+
+    def judge_reconnect(self, acted: float, old: set[int]) -> dict[str, Any]:
+        """`old`: the first copy's processes, all started before the edit."""
         s, spec = self.s, self.spec
-        old = {p for p, r in s.roles.items() if r == "server"}
         got = self.wait_until(
-            lambda: any(r == "server" and p not in old for p, r in s.roles.items())
+            lambda: any(r == self.direct and p not in old for p, r in s.roles.items())
             or self.host_gone(), acted + spec.host_timeout)
         if not got or self.host_gone():
             return {"verdict": "skipped", "detail": "the host did not start the server "
@@ -430,11 +535,8 @@ class Keeper:
         started = time.monotonic()
         self.mark(started, "window-start", None)
         self.mark(started + spec.settle, "window-end", None)
-        old_tree = set(old) | {p for p in s.roles if p not in old and s.roles[p] == "grandchild"
-                               and self._parent_in(p, old)}
-        self.wait_until(lambda: not (set(self.live_recorders()) & old_tree),
-                        started + spec.settle)
-        left = [p for p in self.live_recorders() if p in old_tree]
+        self.wait_until(lambda: not (set(self.live_recorders()) & old), started + spec.settle)
+        left = [p for p in self.live_recorders() if p in old]
         verdict = decide(host_exited=False, left_roles=[],
                          abandoned_roles=[s.roles[p] for p in left])
         if verdict == "host-stayed":
@@ -443,12 +545,6 @@ class Keeper:
         copies = [p for p in self.live_recorders() if s.roles.get(p) == "server"]
         ps = ps_view.states(copies, self.placement.path if self.placement else None)
         return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left, "ps": ps}
-
-    def _parent_in(self, pid: int, parents: set[int]) -> bool:
-        for ev in self._file_events():
-            if ev.get("pid") == pid and ev.get("what") == "start":
-                return ev.get("ppid") in parents
-        return False
 
     def _adopt_unseen(self) -> None:
         """Recorder processes whose start event was not read yet: from a full scan."""
@@ -459,8 +555,7 @@ class Keeper:
             argv = cmdline(info.pid)
             if is_recorder(argv):
                 self.s.recorders[info.pid] = info.ident
-                role = "grandchild" if "grandchild" in argv else "server"
-                self.s.roles[info.pid] = role
+                self.s.roles[info.pid] = role_of(argv)
                 self.waiter.add(info.ident)
 
     def others_left(self) -> list[dict[str, Any]]:
@@ -480,6 +575,9 @@ class Keeper:
         if self.stdin_w is not None:
             os.close(self.stdin_w)
             self.stdin_w = None
+        if self.release_fd is not None:
+            os.close(self.release_fd)
+            self.release_fd = None
         live = set(self.live_recorders())
         tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
         tree.kill_all(KILL_WAIT)
@@ -510,7 +608,7 @@ class Keeper:
         outcome: dict[str, Any]
         left: list[int] = []
         try:
-            outcome = self.drive()
+            outcome = self.preempted(self.drive())
             left = outcome.pop("left", [])
         except Interrupted:
             outcome = {"verdict": "error", "detail": "interrupted: the check was stopped"}
@@ -522,6 +620,25 @@ class Keeper:
             if not self.waiter.pending or not self.waiter.wait(0):
                 break
         return self.result(outcome, left, others, killed)
+
+    def preempted(self, outcome: dict[str, Any]) -> dict[str, Any]:
+        """`preempted` instead of a verdict when the recorder saw the host begin ending it
+        before the trigger (from the events files: the FIFO may lag)."""
+        s = self.s
+        acted = s.action_at
+        if outcome["verdict"] in ("error", "skipped") or not s.triggered or acted is None:
+            return outcome
+        signs = [e for e in self._file_events()
+                 if e.get("what") in SIGNS and float(e.get("t", 0.0)) < acted]
+        if not signs:
+            return outcome
+        first = signs[0]
+        what = first.get("signal") or first.get("what")
+        ms = round((float(first["t"]) - s.t0) * 1000, 1)
+        return {**outcome, "verdict": "preempted", "after": outcome["verdict"],
+                "detail": f"{VERDICT_WORDS['preempted']} (the {first.get('role')} saw {what} "
+                f"at {ms:g} ms, the trigger came at {(acted - s.t0) * 1000:.1f} ms; "
+                f"what was left after: {outcome['verdict']})"}
 
     def result(self, outcome: dict[str, Any], left: list[int], others: list[dict[str, Any]],
                killed: list[int]) -> dict[str, Any]:
@@ -542,10 +659,19 @@ class Keeper:
         def ms(t: float | None) -> float | None:
             return None if t is None else round((t - s.t0) * 1000, 1)
 
-        return {
+        row = {
             "scenario": sc.name,
             "title": sc.title,
             "verdict": verdict,
+            "after": outcome.get("after"),
+            "hold": self.spec.hold,
+            "hold_point": s.hold_point,
+            "held_ms": ms(s.hold_at),
+            "released_ms": ms(s.released_at),
+            "wrapper": self.spec.wrapper,
+            "recorder_signals": self.spec.signals,
+            "host_pgid": s.host_family[0] if s.host_family else None,
+            "host_sid": s.host_family[1] if s.host_family else None,
             "passed": verdict in PASSING,
             "detail": (outcome["detail"] + (f" ({s.action_note})" if s.action_note
                                             and s.action_note not in outcome["detail"] else "")),
@@ -568,6 +694,8 @@ class Keeper:
             "events": build(s, recorded, self.waiter.exited, killed, ms),
             "host_output_tail": tail.decode("utf-8", "replace"),
         }
+        row["processes"] = processes(row)
+        return row
 
 
 def run_keeper(spec_json: str, result_fd: int, life_fd: int) -> None:

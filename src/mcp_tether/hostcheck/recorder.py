@@ -1,6 +1,7 @@
 """The recorder: an MCP stdio server that writes down what its host does to it.
 
-    python recorder.py --events DIR [--eof stay|exit] [--no-grandchild]
+    python recorder.py --events DIR [--role wrapper] [--eof stay|exit] [--signals die|stay]
+                       [--hold tools/list|initialize] [--no-grandchild]
 
 Run as a plain script (stdlib only, no mcp_tether import), so that any host can start
 it from any folder. It answers `initialize` (and `server/discover`, offering only the
@@ -9,14 +10,19 @@ versions it speaks, so a 2026-07-28 client falls back to `initialize`), `ping`,
 JSON line per event with its monotonic (`t`, CLOCK_MONOTONIC, comparable between
 processes of one machine) and wall (`wall`) instants:
 
-- `start` (pid, ppid, argv), `initialize`, `initialized` (the host's notification: the
-  handshake is complete), every request method (`request`);
+- `start` (pid, ppid, pgid, sid, argv), `initialize`, `initialized` (the host's
+  notification: the handshake is complete), every request method (`request`);
+- `hold` (point) and `release`: with `--hold tools/list` the answer to the first
+  `tools/list` waits, with `--hold initialize` the answer to `initialize` does, until the
+  driver releases the hold (see below), so that a one-shot host is still waiting for
+  the server when the driver's trigger comes, instead of already ending by itself;
 - `stdin-eof` (a read returned end-of-file) or `stdin-hangup` (POLLHUP without EOF);
 - `stdout-closed`: every reader of its stdout is gone (POLLERR/POLLHUP on fd 1: what a
   write would meet as EPIPE, seen without writing anything that is not protocol);
 - `signal` (name) for SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1/2 and SIGPIPE; after
   recording, the terminating ones end the process by the default action, as an
-  ordinary server would die of them;
+  ordinary server would die of them (`--signals die`, the default), or are only
+  recorded (`--signals stay`: the host's whole ladder shows, up to its SIGKILL);
 - `parent-changed` (old and new ppid, at the instant the parent's pidfd reports its
   exit, else at the next look at getppid());
 - `second-copy`: another recorder of the same events folder was alive when this one
@@ -34,6 +40,15 @@ Guarantees:
   sits behind the server as a real server sits behind `npx` or `sh -c`: same session
   and process group, the same stdin and stderr (its stdout is /dev/null: it never
   speaks the protocol). It records the same lifecycle events and never exits by itself.
+- The wrapper (`--role wrapper`) stands where `sh -c 'SERVER; true'` or npm stand: it
+  starts the server (the same arguments, without `--role`) with its own stdin, stdout
+  and stderr, forwards no signal, records what it gets, and exits 0 when the server
+  has exited (a fatal signal, under `--signals die`, ends it at once: the server stays).
+- Neither the grandchild nor the wrapper reads stdin (a read would steal the host's
+  messages from the server): they see its end as POLLHUP (`stdin-hangup`).
+- A hold ends when the driver closes its end of `DIR/release.fifo` (POLLHUP for a
+  reader that opened it before), and the driver creates `DIR/released` before that (for
+  a recorder that opens it after). With neither file there is no hold.
 """
 
 from __future__ import annotations
@@ -55,10 +70,20 @@ SUPPORTED = (PROTOCOL, "2025-06-18", "2025-03-26", "2024-11-05")
 
 
 class Recorder:
-    def __init__(self, folder: str, role: str, eof: str) -> None:
+    def __init__(self, folder: str, role: str, eof: str, signals: str = "die",
+                 hold: str = "") -> None:
         self.folder = folder
         self.role = role
         self.eof = eof
+        self.die = signals == "die"
+        self.hold = hold if role == "server" else ""
+        self.held: dict[str, object] | None = None  # the request whose answer waits
+        self.queue: list[dict[str, object]] = []  # what came while it waited, in order
+        self.release_fd = -1
+        if self.hold:
+            with contextlib.suppress(OSError):  # no driver: no hold
+                self.release_fd = os.open(os.path.join(folder, "release.fifo"),
+                                          os.O_RDONLY | os.O_NONBLOCK)
         self.pid = os.getpid()
         self.ppid = os.getppid()
         self.log_fd = os.open(os.path.join(folder, f"{role}-{self.pid}.jsonl"),
@@ -111,14 +136,41 @@ class Recorder:
             self.stdout_open = False
             self.note("stdout-closed", how=exc.strerror or "error")
 
-    def handle(self, msg: dict[str, object]) -> None:
+    def released(self) -> bool:
+        return self.release_fd < 0 or os.path.exists(os.path.join(self.folder, "released"))
+
+    def on_release(self) -> None:
+        os.close(self.release_fd)
+        self.release_fd = -1
+        self.note("release")
+        held, self.held = self.held, None
+        if held is not None:
+            self.handle(held, holding=False)
+        queue, self.queue = self.queue, []
+        for msg in queue:
+            self.handle(msg)
+
+    def handle(self, msg: dict[str, object], holding: bool = True) -> None:
         method, mid = msg.get("method"), msg.get("id")
+        if self.held is not None:
+            self.queue.append(msg)
+            return
+        if holding and self.hold and method == self.hold and mid is not None:
+            self.hold = ""  # the first one only
+            self.note("request", method=method)
+            self.note("hold", point=method)
+            if not self.released():
+                self.held = msg
+                return
+            self.note("release", how="already released")
+            holding = False
         if method == "notifications/initialized":
             self.note("initialized")
             return
         if mid is None:
             return  # another notification
-        self.note("request", method=method)
+        if holding:  # not recorded twice for a request that was held
+            self.note("request", method=method)
         info = {"name": "mcp-tether-recorder", "version": "1"}
         if method == "initialize":
             params = msg.get("params") or {}
@@ -168,8 +220,6 @@ class Recorder:
                 self.note("exit", status=0)
                 os._exit(0)
             return
-        if self.role != "server":
-            return  # the grandchild only watches its copy of stdin
         self.buf += chunk
         while b"\n" in self.buf:
             line, self.buf = self.buf.split(b"\n", 1)
@@ -181,14 +231,14 @@ class Recorder:
                 self.handle(msg)
 
     # -- lifecycle --------------------------------------------------------------------
-    def start_grandchild(self) -> None:
-        argv = [sys.executable, os.path.abspath(__file__), "--events", self.folder,
-                "--role", "grandchild"]
+    def start_child(self, argv: list[str], quiet: bool) -> None:
+        """Fork and exec `argv` (our own script) in our group and session; `quiet`: its
+        stdout is /dev/null (never a second writer of the protocol stream)."""
         pid = os.fork()
         if pid == 0:
             try:
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, 1)  # never a second writer of the protocol stream
+                if quiet:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
                 signal.set_wakeup_fd(-1)
                 for name in RECORDED:
                     if hasattr(signal, name):
@@ -208,7 +258,7 @@ class Recorder:
                 continue
             name = signal.Signals(num).name
             self.note("signal", signal=name)
-            if name in FATAL:
+            if name in FATAL and self.die:
                 signal.signal(num, signal.SIG_DFL)
                 os.kill(self.pid, num)
                 time.sleep(1)  # the default action ends us at the kill; never reached
@@ -226,6 +276,9 @@ class Recorder:
             status = os.waitstatus_to_exitcode(raw)
             self.note("child-exit", child=pid, status=128 - status if status < 0 else status)
             self.child = None
+            if self.role == "wrapper":  # `sh -c 'SERVER; true'`: done when the server is
+                self.note("exit", status=0)
+                os._exit(0)
 
     def check_parent(self) -> None:
         now = os.getppid()
@@ -249,23 +302,32 @@ class Recorder:
                 out.append(pid)
         return out
 
-    def run(self, grandchild: bool) -> None:
-        self.note("start", ppid=self.ppid, argv=sys.argv)
+    def run(self, child: list[str] | None) -> None:
+        """`child`: the command of the process this one starts (the grandchild behind
+        the server, the server behind the wrapper), or None."""
+        self.note("start", ppid=self.ppid, pgid=os.getpgrp(), sid=os.getsid(0), argv=sys.argv)
         others = self.others()
         if others:
             self.note("second-copy", others=others)
-        if grandchild:
+        if child is not None:
             signal.signal(signal.SIGCHLD, lambda *_: None)
-            self.start_grandchild()
-            self.note("grandchild", child=self.child)
-        os.set_blocking(0, False)
+            self.start_child(child, quiet=self.role == "server")
+            self.note("grandchild" if self.role == "server" else "server", child=self.child)
+        reads = self.role == "server"
+        if reads:
+            os.set_blocking(0, False)
         poll = select.poll()
         poll.register(self.sig_r, select.POLLIN)
         while True:
             fds = {self.sig_r}
             if self.stdin_open:
-                poll.register(0, select.POLLIN | getattr(select, "POLLRDHUP", 0))
+                # Only the server reads; the others see the end as POLLHUP (events 0).
+                poll.register(0, select.POLLIN | getattr(select, "POLLRDHUP", 0) if reads
+                              else 0)
                 fds.add(0)
+            if self.held is not None and self.release_fd >= 0:
+                poll.register(self.release_fd, select.POLLIN)
+                fds.add(self.release_fd)
             if self.stdout_open:
                 poll.register(1, 0)  # POLLERR/POLLHUP only: every reader is gone
                 fds.add(1)
@@ -277,7 +339,13 @@ class Recorder:
                 poll.unregister(fd)
             self.on_signals()
             if 0 in ready:
-                self.read_stdin()
+                if reads:
+                    self.read_stdin()
+                elif ready[0] & (select.POLLHUP | select.POLLERR):
+                    self.stdin_open = False
+                    self.note("stdin-hangup")
+            if self.held is not None and self.release_fd in ready:
+                self.on_release()
             if 1 in ready and ready[1] & (select.POLLERR | select.POLLHUP):
                 self.stdout_open = False
                 self.note("stdout-closed", how="no reader (POLLERR)")
@@ -296,27 +364,42 @@ def _alive(pid: int) -> bool:
         return False
 
 
+USAGE = ("usage: recorder.py --events DIR [--role wrapper] [--eof stay|exit] "
+         "[--signals die|stay] [--hold tools/list|initialize] [--no-grandchild]\n")
+
+
 def main(argv: list[str]) -> None:
-    folder, role, eof, grandchild = "", "server", "stay", True
+    opts = {"--events": "", "--role": "server", "--eof": "stay", "--signals": "die",
+            "--hold": "", "--generation": ""}
+    grandchild = True
+    rest: list[str] = []  # the arguments without --role: the wrapper's server gets them
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--events", "--role", "--eof", "--generation") and i + 1 < len(argv):
-            if a == "--events":
-                folder = argv[i + 1]
-            elif a == "--role":
-                role = argv[i + 1]
-            elif a == "--eof":
-                eof = argv[i + 1]
+        if a in opts and i + 1 < len(argv):
+            opts[a] = argv[i + 1]
+            if a != "--role":
+                rest += argv[i:i + 2]
             i += 2
             continue
         if a == "--no-grandchild":
             grandchild = False
+        rest.append(a)
         i += 1
-    if not folder or role not in ("server", "grandchild") or eof not in ("stay", "exit"):
-        sys.stderr.write("usage: recorder.py --events DIR [--eof stay|exit] [--no-grandchild]\n")
+    role, eof, sigs, hold = opts["--role"], opts["--eof"], opts["--signals"], opts["--hold"]
+    if (not opts["--events"] or role not in ("server", "grandchild", "wrapper")
+            or eof not in ("stay", "exit") or sigs not in ("die", "stay")
+            or hold not in ("", "none", "tools/list", "initialize")):
+        sys.stderr.write(USAGE)
         sys.exit(2)
-    Recorder(folder, role, eof).run(grandchild and role == "server")
+    me = [sys.executable, os.path.abspath(__file__)]
+    child: list[str] | None = None
+    if role == "wrapper":
+        child = [*me, *rest]
+    elif role == "server" and grandchild:
+        child = [*me, "--events", opts["--events"], "--role", "grandchild", "--signals", sigs]
+    rec = Recorder(opts["--events"], role, eof, sigs, "" if hold == "none" else hold)
+    rec.run(child)
 
 
 if __name__ == "__main__":

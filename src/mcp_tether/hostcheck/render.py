@@ -10,27 +10,24 @@ import json
 import sys
 from typing import IO, Any
 
-from mcp_tether.hostcheck.scenarios import VERDICT_WORDS
+from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
 from mcp_tether.probe.html import render_html as page
 
-__all__ = ["render_text", "render_json", "render_markdown", "render_html", "saw_line"]
+__all__ = ["render_text", "render_markdown", "render_html", "saw_line",
+           "hold_line", "process_cell"]
 
 _SAID = {"start": None, "grandchild": None, "request": None, "initialize": None,
          "initialized": "initialized", "stdin-eof": "EOF on stdin",
          "stdin-hangup": "stdin hung up", "stdin-error": "stdin read error",
          "stdout-closed": "stdout closed (EPIPE)", "parent-changed": "its parent changed",
          "second-copy": "a second copy started", "child-exit": "its child exited",
-         "discover": "server/discover asked"}
+         "discover": "server/discover asked", "hold": None, "release": None, "exit": None,
+         "server": None}
+_LABEL = {"wrapper": "wrapper", "server": "server (recorder)", "grandchild": "grandchild"}
 
 
 def _ms(v: Any) -> str:
     return "?" if v is None else f"{float(v):.0f} ms"
-
-
-def _copies(r: dict[str, Any], role: str) -> list[int]:
-    """The pids of one role's processes, in the order they started (a reconnect: two)."""
-    return list(dict.fromkeys(e["pid"] for e in r.get("recorded") or []
-                              if e.get("role") == role and e.get("what") == "start"))
 
 
 def saw_line(r: dict[str, Any], role: str, pid: int | None = None) -> str:
@@ -49,18 +46,42 @@ def saw_line(r: dict[str, Any], role: str, pid: int | None = None) -> str:
     return ", ".join(dict.fromkeys(items)) or "nothing"
 
 
-def _exit_of(r: dict[str, Any], role: str, pid: int | None = None) -> str:
-    pids = set(_copies(r, role)) if pid is None else {pid}
-    left = {x["pid"] for x in r.get("left") or []}
-    if pids & left:
-        return "LEFT RUNNING (ended by the check's clean-up)"
-    exits = [e for e in r.get("events") or [] if e.get("what") == "exit" and e.get("pid") in pids]
-    if not exits:
-        return "never started" if not pids else "gone"
-    e = exits[-1]
-    status = f" (status {e['status']})" if e.get("status") is not None else ""
-    by = " by the check's clean-up" if e.get("by") else ""
-    return f"gone at {_ms(e['t_ms'])}{status}{by}"
+def hold_line(r: dict[str, Any]) -> str:
+    """Which hold point was used, and when (or why none)."""
+    asked = r.get("hold") or "none"
+    if r.get("hold_point"):
+        return (f"held at {r['hold_point']} from {_ms(r.get('held_ms'))}, released at "
+                f"{_ms(r.get('released_ms'))} (after the trigger)")
+    if asked == "none":
+        return "no hold (--hold none)"
+    return f"no hold: the host never sent {asked} before the trigger"
+
+
+def _signals(p: dict[str, Any]) -> str:
+    return ", ".join(f"{s['signal']} at {_ms(s.get('t_ms'))}" for s in p["signals"]) \
+        or "no signal"
+
+
+def _stdin_first(p: dict[str, Any]) -> str:
+    first = p.get("stdin_closed_first")
+    if first is None:
+        return "stdin not closed"
+    if not p["signals"]:
+        return f"stdin closed at {_ms(p.get('stdin_closed_ms'))}"
+    return "stdin closed first" if first else "stdin not closed first"
+
+
+def _where(p: dict[str, Any]) -> str:
+    if p.get("direct_child"):
+        return "the host's direct child"
+    return f"child of {p.get('ppid')}"
+
+
+def process_cell(p: dict[str, Any]) -> str:
+    """One process in a few words (a Markdown cell)."""
+    sigs = "+".join(f"{s['signal']}@{_ms(s.get('t_ms'))}" for s in p["signals"]) or "no signal"
+    return (f"{sigs}; {_stdin_first(p)}; group {p['group']}, session {p['session']}; "
+            f"{p['ended']}")
 
 
 def _host_line(r: dict[str, Any]) -> str:
@@ -85,12 +106,14 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
             continue
         print(f"  {r.get('title', '')}: done at {_ms(r.get('action_ms'))}; recorder "
               f"initialized at {_ms(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
-        for role, name in (("server", "server (recorder)"), ("grandchild", "grandchild")):
-            pids: list[int | None] = [*_copies(r, role)] or [None]
-            for n, pid in enumerate(pids, 1):
-                label = name + (f" #{n} (pid {pid})" if len(pids) > 1 else "")
-                print(f"  {label + ':':<19} saw {saw_line(r, role, pid)}; "
-                      f"{_exit_of(r, role, pid)}", file=out)
+        print(f"  {hold_line(r)}", file=out)
+        for p in r.get("processes") or []:
+            ended = p["ended"] + (f" at {_ms(p['ended_ms'])}" if p.get("ended_ms") is not None
+                                  else "")
+            print(f"  {_LABEL.get(p['role'], p['role'])} (pid {p['pid']}, {_where(p)}; group "
+                  f"{p['group']}, session {p['session']}):\n"
+                  f"      signals: {_signals(p)}; {_stdin_first(p)}; {ended}\n"
+                  f"      saw {saw_line(r, p['role'], p['pid'])}", file=out)
         for o in r.get("others_left") or []:
             print(f"  also left: pid {o['pid']} {o['cmdline'][:80]}", file=out)
         for row in r.get("ps") or []:  # reconnect: what `ps` says of each running copy
@@ -99,31 +122,38 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
         if r["verdict"] not in ("clean", "host-stayed"):
             print(f"  the spec: {r.get('spec', '')}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
-    print("\n" + (f"not clean: {', '.join(bad)}" if bad else "every scenario clean"), file=out)
-
-
-def render_json(result: Any, out: IO[str] | None = None) -> None:
-    """One JSON object per scenario (`scenario`, `verdict`, ...), one per line."""
-    out = out or sys.stdout
-    for r in result.results:
-        out.write(json.dumps(r) + "\n")
+    unjudged = [r["scenario"] for r in result.results if r["verdict"] in UNJUDGED]
+    print("\n" + (f"not clean: {', '.join(bad)}" if bad else "every judged scenario clean"
+                  if unjudged else "every scenario clean"), file=out)
+    if unjudged:
+        print(f"not judged: {', '.join(unjudged)}", file=out)
 
 
 def render_markdown(result: Any, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     target = f"--host {result.host} -- " if result.host else "-- "
     print(f"`mcp-tether hostcheck {target}{' '.join(result.argv)}`\n", file=out)
-    print("| scenario | verdict | host exit | server saw | server | grandchild |", file=out)
-    print("|---|---|---|---|---|---|", file=out)
+    wrapped = any(r.get("wrapper") for r in result.results)
+    roles = ("wrapper", "server", "grandchild") if wrapped else ("server", "grandchild")
+    print("| scenario | verdict | hold | host exit | server saw | "
+          + " | ".join(_LABEL[x] for x in roles) + " |", file=out)
+    print("|---" * (5 + len(roles)) + "|", file=out)
     for r in result.results:
         if r["verdict"] in ("error", "skipped"):
-            print(f"| {r['scenario']} | {r['verdict']} | {r.get('detail', '')} | | | |",
-                  file=out)
+            print(f"| {r['scenario']} | {r['verdict']} | | {r.get('detail', '')} |"
+                  + " |" * (1 + len(roles)), file=out)
             continue
         host = ("running" if r.get("host_exit_ms") is None or r.get("host_ended_by_cleanup")
                 else _ms(r.get("host_exit_ms")))
-        print(f"| {r['scenario']} | **{r['verdict']}** | {host} | {saw_line(r, 'server')} | "
-              f"{_exit_of(r, 'server')} | {_exit_of(r, 'grandchild')} |", file=out)
+        hold = (f"{r['hold_point']} @{_ms(r.get('held_ms'))}" if r.get("hold_point")
+                else f"none ({r.get('hold') or 'none'} asked)")
+        verdict = r["verdict"] + (f" (after: {r['after']})" if r.get("after") else "")
+        cells = []
+        for role in roles:
+            procs = [p for p in r.get("processes") or [] if p["role"] == role]
+            cells.append(" / ".join(process_cell(p) for p in procs) or "never started")
+        print(f"| {r['scenario']} | **{verdict}** | {hold} | {host} | "
+              f"{saw_line(r, 'server')} | " + " | ".join(cells) + " |", file=out)
     words = {r["verdict"] for r in result.results}
     print("", file=out)
     for v in sorted(words):

@@ -8,7 +8,8 @@ Guarantees:
 - `decide()` turns what was observed (did the host exit, which recorder processes were
   still alive after it, which were alive while it lived on after a reconnect) into one
   verdict: `clean`, `server-left`, `wrapper-child-left`, `abandoned`, or
-  `host-stayed` / `skipped` / `error` when the scenario could not be judged.
+  `host-stayed` / `skipped` / `error` when the scenario could not be judged (the keeper
+  adds `preempted`: the host was already ending the server before the trigger).
 """
 
 from __future__ import annotations
@@ -61,10 +62,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
 )}
 
 VERDICTS = ("clean", "server-left", "wrapper-child-left", "abandoned", "host-stayed",
-            "skipped", "error")
+            "preempted", "skipped", "error")
 # Verdicts that do not fail the check: nothing was left (clean), the host rightly did not
-# quit on this (host-stayed: its servers are still its own), or it did not apply.
-PASSING = ("clean", "host-stayed", "skipped")
+# quit on this (host-stayed: its servers are still its own), or it did not apply
+# (skipped; preempted: what was left is the host's own shutdown's, not the scenario's).
+PASSING = ("clean", "host-stayed", "preempted", "skipped")
+# Verdicts that judge nothing: the report lists them apart from the clean ones.
+UNJUDGED = ("preempted", "skipped", "error")
 
 VERDICT_WORDS = {
     "clean": "nothing of the server was left after the host",
@@ -73,6 +77,9 @@ VERDICT_WORDS = {
                           "(a real server behind an npx or sh -c wrapper) was left",
     "abandoned": "the host dropped a server it no longer used and left it running",
     "host-stayed": "the host did not quit on this; its server is still its own",
+    "preempted": "no verdict: the host began ending the server (closed its stdin or "
+                 "signalled it) before the scenario's trigger, so what was left is the "
+                 "outcome of its own shutdown",
     "skipped": "the scenario does not apply to this host",
     "error": "the scenario could not be judged",
 }
@@ -83,6 +90,7 @@ def decide(
     host_exited: bool,
     left_roles: list[str],
     abandoned_roles: list[str] | None = None,
+    direct: str = "server",
 ) -> str:
     """The verdict of one scenario from what was observed.
 
@@ -91,17 +99,20 @@ def decide(
                      (or, for a host still running, at the end of the wait for it).
     abandoned_roles: roles of an earlier copy still alive while the host lived on with
                      a newer one (reconnect); None when the scenario does not look.
+    direct:          the role of the host's own child ("wrapper" when one stands before
+                     the server); every other role is behind it.
     """
     if abandoned_roles:
         return "abandoned"
+    behind = [r for r in left_roles if r != direct]
     if not host_exited:
         # Still running: its server is its own, unless it ended that server and left
-        # the server's child behind (a one-shot host done with it, then hanging).
-        if "grandchild" in left_roles and "server" not in left_roles:
+        # what was behind it (a one-shot host done with it, then hanging).
+        if behind and direct not in left_roles:
             return "wrapper-child-left"
         return "host-stayed"
-    if "server" in left_roles:
+    if direct in left_roles:
         return "server-left"
-    if "grandchild" in left_roles:
+    if behind:
         return "wrapper-child-left"
     return "clean"
