@@ -6,7 +6,6 @@ page is the probe's timeline renderer (`probe.html.render_html`), fed the same e
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import IO, Any
 
