@@ -1,0 +1,180 @@
+"""A channel is lost only when no live process outside the server's own tree holds any
+end of it, judged per direction (docs/leaked-servers.md, "The rules"); and `ps` shows
+the judgement `reap` acts on.
+
+Each shape is a live host whose server was started through a wrapper that exited
+(`sh -c '... & exit 0'`), so the server's parent is the init: its launcher is gone, yet
+the host still reads what it writes. The host has half-closed or closed the server's
+input, as the SDKs' close ladders do first (Node's `stdin.end()` is `shutdown(SHUT_WR)`
+on a socket; the Python SDK closes the pipe), and keeps reading. Nothing may end it:
+`ps` must not call it leaked, and `reap --yes`, `reap --include stdio --yes` and a
+`reap --watch --min-age 0` round must leave it running, its output still arriving.
+Under the portable backend (no far ends visible) it is `unknown`, never leaked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_tether import platform
+from mcp_tether.proc import SAME, ProcessId, compare, identify
+from mcp_tether.scan.watch import watch
+from scan_lab import Lab, entry, lab_fixture, poll, ps_json, run_cli
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+
+# A server that ignores its input and writes a line every 50 ms (identified as an MCP
+# server by the import its script shows, so plain `reap --yes` would end it if leaked).
+SERVER = """\
+import os, sys, threading, time
+if False:
+    import mcp
+def tick():
+    while True:
+        sys.stdout.write("tick\\n"); sys.stdout.flush()
+        time.sleep(0.05)
+sys.stdout.write(f"ready {os.getpid()}\\n"); sys.stdout.flush()
+threading.Thread(target=tick).start()
+"""
+
+# The host: starts the server through `sh -c '... & exit 0'` on the shape's channel,
+# closes or half-closes the server's input, prints the server's pid, then keeps reading
+# and writes how many bytes it has received to a file after every read.
+HOST = """\
+import os, socket, subprocess, sys
+shape, server, count = sys.argv[1], sys.argv[2], sys.argv[3]
+run = f"{sys.executable} {server}"
+if shape == "one-socketpair":  # one socketpair both ways
+    mine, theirs = socket.socketpair()
+    fd = theirs.fileno()
+    cmd, fds = f"{run} <&{fd} >&{fd} {fd}<&- & exit 0", [fd]
+elif shape == "two-socketpairs":  # one per stream, as Node's child_process gives
+    in_mine, in_theirs = socket.socketpair()
+    mine, out_theirs = socket.socketpair()
+    a, b = in_theirs.fileno(), out_theirs.fileno()
+    cmd, fds = f"{run} <&{a} >&{b} {a}<&- {b}<&- & exit 0", [a, b]
+else:  # a pipe pair
+    r_in, w_in = os.pipe()
+    r_out, w_out = os.pipe()
+    cmd, fds = f"{run} <&{r_in} >&{w_out} {r_in}<&- {w_out}<&- & exit 0", [r_in, w_out]
+wrapper = subprocess.Popen(["/bin/sh", "-c", cmd], pass_fds=fds, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL)
+for fd in fds:
+    os.close(fd)
+wrapper.wait()  # the wrapper is gone: the server is adopted by the init
+if shape == "one-socketpair":
+    mine.shutdown(socket.SHUT_WR)  # Node's stdin.end() on a socket: a half-close
+    recv = mine.recv
+elif shape == "two-socketpairs":
+    in_mine.shutdown(socket.SHUT_WR)  # the TS SDK's first rung; its 2 s grace follows
+    recv = mine.recv
+else:
+    os.close(w_in)  # EOF on the server's input
+    recv = lambda n: os.read(r_out, n)
+got = recv(4096)
+print(got.split(b"\\n")[0].split()[1].decode(), flush=True)
+total = len(got)
+while True:
+    data = recv(65536)
+    if not data:
+        break
+    total += len(data)
+    with open(count + ".tmp", "w") as fh:
+        fh.write(str(total))
+    os.replace(count + ".tmp", count)
+"""
+
+SHAPES = ["one-socketpair", "two-socketpairs", "pipe-pair"]
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
+    yield from lab_fixture(tmp_path, monkeypatch)
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _received(count: Path) -> int:
+    try:
+        return int(count.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def start_host(lab: Lab, shape: str) -> tuple[subprocess.Popen[bytes], ProcessId, Path]:
+    """The host, its adopted server (tracked for cleanup), and the host's byte count."""
+    server = lab.script("notes/mcp-server-notes.py", SERVER)
+    host_py = lab.script("reader_host.py", HOST)
+    count = lab.tmp / "received"
+    host = lab.popen([sys.executable, str(host_py), shape, str(server), str(count)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    assert host.stdout is not None
+    line = host.stdout.readline()
+    assert line, "the host did not start its server"
+    srv = identify(int(line))
+    assert srv is not None
+    lab.started.append(srv)
+    poll(lambda: _ppid(srv.pid) == 1, "the server to be adopted by the init")
+    poll(lambda: _received(count) > 0, "the host to read the server's output")
+    return host, srv, count
+
+
+def assert_ps_and_reap_agree(capsys: pytest.CaptureFixture[str], pid: int,
+                             *include: str) -> dict[str, Any]:
+    """`ps --json`'s state for `pid` is what `reap` does with it: leaked exactly when a
+    dry run with `--min-age 0` plans it; otherwise a dry run and `--yes` leave it."""
+    args = [a for inc in include for a in ("--include", inc)]
+    doc = ps_json(capsys)
+    e = entry(doc, pid)
+    rc, out, err = run_cli(capsys, "reap", "--dry-run", "--json", "--min-age", "0", *args)
+    assert rc == 0, err
+    planned = [s["pid"] for s in json.loads(out)["plan"]]
+    state = e["state"] if e is not None else None
+    assert (state == "leaked") == (pid in planned), (e, planned)
+    if state != "leaked":
+        rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--min-age", "0", *args)
+        assert rc == 0, err
+        assert pid not in [r["pid"] for r in json.loads(out).get("reaped", [])], out
+    return doc
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_server_whose_output_a_live_host_reads_is_never_leaked_nor_ended(
+    lab: Lab, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    """1. a live host's server behind a dead wrapper, its input (half-)closed, its
+    output read; 2. ps: not leaked (live with the reader named; unknown on the portable
+    backend), and reap agrees; 3. reap --yes, --include stdio --yes and two --watch
+    rounds at --min-age 0 end nothing; 4. the server runs and the host still reads it."""
+    host, srv, count = start_host(lab, shape)
+    doc = assert_ps_and_reap_agree(capsys, srv.pid)
+    e = entry(doc, srv.pid)
+    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e["parent"]["role"] == "adopter" and "parent-gone" in e["evidence"]
+    if platform.BACKEND == "linux":
+        assert e["state"] == "live", e
+        assert "stdin-no-writer" in e["evidence"] and "stdout-no-reader" not in e["evidence"]
+        assert "reader-held" in e["evidence"], e
+        assert host.pid in [r["pid"] for r in e["stdout_readers"]], e
+    else:
+        assert e["state"] == "unknown", e
+    assert_ps_and_reap_agree(capsys, srv.pid, "stdio")
+    done = watch(rounds=2, interval=0.05, min_age=0.0, include={"stdio", "guess"},
+                 emit=lambda line: None)
+    assert srv.pid not in [o.server.pid for o in done]
+    assert compare(srv) == SAME and host.poll() is None
+    before = _received(count)
+    poll(lambda: _received(count) > before, "the host to keep reading the server")
