@@ -26,6 +26,8 @@ import pytest
 
 from mcp_tether import platform
 from mcp_tether.proc import SAME, ProcessId, compare, identify
+from mcp_tether.scan import rules
+from mcp_tether.scan.model import Channel, Member, Server
 from mcp_tether.scan.watch import watch
 from scan_lab import Lab, entry, lab_fixture, poll, ps_json, run_cli
 
@@ -178,3 +180,64 @@ def test_a_server_whose_output_a_live_host_reads_is_never_leaked_nor_ended(
     assert compare(srv) == SAME and host.poll() is None
     before = _received(count)
     poll(lambda: _received(count) > before, "the host to keep reading the server")
+
+
+# ----- the rule itself, on made-up trees (which pid holds what is given) ---------------
+
+
+def _tree(pid: int, adopted: bool, channels: list[Channel]) -> Server:
+    ident = ProcessId(pid, 1.0)
+    return Server(ident=ident, uid=0, user="root", age_seconds=9.0, command=["x"],
+                  shown=["x"], found_by=["evidence"], config=[], host=None,
+                  parent={"pid": 1, "name": "init",
+                          "role": "adopter" if adopted else "launcher"},
+                  channels=channels, private_channels=False, stdin_kind="pipe",
+                  evidence=[], members=[Member(ident, 1, pid, "x", ["x"], 0, 0.0)])
+
+
+def _settle(trees: list[Server], holders: dict[int, list[int]]) -> dict[int, str]:
+    """`rules.settle` with `judge` over `holders` (channel inode -> who holds its far
+    end): each tree's state."""
+
+    def judge(s: Server, leaked: frozenset[int]) -> None:
+        skip = {m.ident.pid for m in s.members}
+        s.evidence = rules.judge(s.parent["role"] == "adopter", s.channels,
+                                 lambda c: [p for p in holders.get(c.inode, []) if p not in skip],
+                                 lambda pid: "x", leaked_elsewhere=leaked - skip).evidence
+
+    rules.settle(trees, judge)
+    return {s.pid: s.state for s in trees}
+
+
+def _chans(ino: int, writer: str, reader: str) -> list[Channel]:
+    return [Channel(0, "pipe", "in", ino, writer), Channel(1, "pipe", "out", ino + 1, reader)]
+
+
+def test_a_far_end_held_by_another_leaked_tree_keeps_nothing_and_one_held_live_keeps_its_chain(
+) -> None:
+    """A and B (one dead client's servers) hold each other's output: both leaked. C's
+    output is read by the live tree L; D's by C, E's by D: none of C, D, E is leaked,
+    whatever order they are judged in; F, with no far end left, is leaked."""
+    trees = [_tree(4, True, _chans(40, "no", "yes")),   # D: read by C
+             _tree(1, True, _chans(10, "no", "yes")),   # A: read by B
+             _tree(5, True, _chans(50, "no", "yes")),   # E: read by D
+             _tree(2, True, _chans(20, "no", "yes")),   # B: read by A
+             _tree(3, True, _chans(30, "no", "yes")),   # C: read by L
+             _tree(9, False, _chans(90, "yes", "yes")),  # L: a live server, its launcher alive
+             _tree(6, True, _chans(60, "no", "no"))]    # F
+    got = _settle(trees, {11: [2], 21: [1], 31: [9], 41: [3], 51: [4]})
+    assert got == {1: "leaked", 2: "leaked", 3: "live", 4: "live", 5: "live", 9: "live",
+                   6: "leaked"}
+    [c] = [s for s in trees if s.pid == 3]
+    assert "reader-held" in c.evidence and "stdin-no-writer" in c.evidence
+
+
+def test_a_socket_used_both_ways_is_judged_per_direction() -> None:
+    """One socket at fd 0 and fd 1 is two channels: a peer's SHUT_WR ends the input
+    only, and the live peer's holder keeps the tree; its SHUT_RDWR ends both."""
+    half = [Channel(0, "socket", "in", 7, "no"), Channel(1, "socket", "out", 7, "yes")]
+    assert _settle([_tree(1, True, half)], {7: [9]}) == {1: "live"}
+    both = [Channel(0, "socket", "in", 7, "no"), Channel(1, "socket", "out", 7, "no")]
+    assert _settle([_tree(1, True, both)], {7: [9]}) == {1: "leaked"}
+    unreadable = [Channel(0, "socket", "in", 7, "no"), Channel(1, "socket", "out", 7, "unknown")]
+    assert _settle([_tree(1, True, unreadable)], {7: [9]}) == {1: "unknown"}
