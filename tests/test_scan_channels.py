@@ -29,72 +29,20 @@ from mcp_tether.proc import SAME, ProcessId, compare, identify
 from mcp_tether.scan import rules
 from mcp_tether.scan.model import Channel, Member, Server
 from mcp_tether.scan.watch import watch
-from scan_lab import Lab, entry, lab_fixture, poll, ps_json, run_cli
+from scan_lab import (
+    READER_HOST,
+    READER_SERVER,
+    READER_SHAPES,
+    Lab,
+    entry,
+    lab_fixture,
+    poll,
+    ps_json,
+    run_cli,
+)
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 
-# A server that ignores its input and writes a line every 50 ms (identified as an MCP
-# server by the import its script shows, so plain `reap --yes` would end it if leaked).
-SERVER = """\
-import os, sys, threading, time
-if False:
-    import mcp
-def tick():
-    while True:
-        sys.stdout.write("tick\\n"); sys.stdout.flush()
-        time.sleep(0.05)
-sys.stdout.write(f"ready {os.getpid()}\\n"); sys.stdout.flush()
-threading.Thread(target=tick).start()
-"""
-
-# The host: starts the server through `sh -c '... & exit 0'` on the shape's channel,
-# closes or half-closes the server's input, prints the server's pid, then keeps reading
-# and writes how many bytes it has received to a file after every read.
-HOST = """\
-import os, socket, subprocess, sys
-shape, server, count = sys.argv[1], sys.argv[2], sys.argv[3]
-run = f"{sys.executable} {server}"
-if shape == "one-socketpair":  # one socketpair both ways
-    mine, theirs = socket.socketpair()
-    fd = theirs.fileno()
-    cmd, fds = f"{run} <&{fd} >&{fd} {fd}<&- & exit 0", [fd]
-elif shape == "two-socketpairs":  # one per stream, as Node's child_process gives
-    in_mine, in_theirs = socket.socketpair()
-    mine, out_theirs = socket.socketpair()
-    a, b = in_theirs.fileno(), out_theirs.fileno()
-    cmd, fds = f"{run} <&{a} >&{b} {a}<&- {b}<&- & exit 0", [a, b]
-else:  # a pipe pair
-    r_in, w_in = os.pipe()
-    r_out, w_out = os.pipe()
-    cmd, fds = f"{run} <&{r_in} >&{w_out} {r_in}<&- {w_out}<&- & exit 0", [r_in, w_out]
-wrapper = subprocess.Popen(["/bin/sh", "-c", cmd], pass_fds=fds, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL)
-for fd in fds:
-    os.close(fd)
-wrapper.wait()  # the wrapper is gone: the server is adopted by the init
-if shape == "one-socketpair":
-    mine.shutdown(socket.SHUT_WR)  # Node's stdin.end() on a socket: a half-close
-    recv = mine.recv
-elif shape == "two-socketpairs":
-    in_mine.shutdown(socket.SHUT_WR)  # the TS SDK's first rung; its 2 s grace follows
-    recv = mine.recv
-else:
-    os.close(w_in)  # EOF on the server's input
-    recv = lambda n: os.read(r_out, n)
-got = recv(4096)
-print(got.split(b"\\n")[0].split()[1].decode(), flush=True)
-total = len(got)
-while True:
-    data = recv(65536)
-    if not data:
-        break
-    total += len(data)
-    with open(count + ".tmp", "w") as fh:
-        fh.write(str(total))
-    os.replace(count + ".tmp", count)
-"""
-
-SHAPES = ["one-socketpair", "two-socketpairs", "pipe-pair"]
 
 
 @pytest.fixture
@@ -118,8 +66,8 @@ def _received(count: Path) -> int:
 
 def start_host(lab: Lab, shape: str) -> tuple[subprocess.Popen[bytes], ProcessId, Path]:
     """The host, its adopted server (tracked for cleanup), and the host's byte count."""
-    server = lab.script("notes/mcp-server-notes.py", SERVER)
-    host_py = lab.script("reader_host.py", HOST)
+    server = lab.script("notes/mcp-server-notes.py", READER_SERVER)
+    host_py = lab.script("reader_host.py", READER_HOST)
     count = lab.tmp / "received"
     host = lab.popen([sys.executable, str(host_py), shape, str(server), str(count)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
@@ -153,7 +101,7 @@ def assert_ps_and_reap_agree(capsys: pytest.CaptureFixture[str], pid: int,
     return doc
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", READER_SHAPES)
 def test_a_server_whose_output_a_live_host_reads_is_never_leaked_nor_ended(
     lab: Lab, capsys: pytest.CaptureFixture[str], shape: str
 ) -> None:

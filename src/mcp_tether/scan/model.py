@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "READER_HELD",
-    "HOST_GONE", "CHANNEL_GONE", "HELD", "FAR_END_UNSEEN", "Channel", "What", "Member", "Server", "ScanResult",
+    "HOST_GONE", "CHANNEL_GONE", "HELD", "FAR_END_UNSEEN", "Channel", "What", "Member",
+    "Server", "ScanResult",
 ]
 
 PARENT_GONE = "parent-gone"  # its launcher is gone: adopted by init or a subreaper
