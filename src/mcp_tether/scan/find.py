@@ -263,9 +263,12 @@ class _Scan:
                 or (b in SHELLS and "-c" in pargv[1:3]) or runner_of(pargv)):
             return False
         # A wrapper passes its own stdin through; a client (an inspector, a test
-        # harness) gives the server a fresh pipe. Same fd 0 = same conversation.
+        # harness) gives the server a fresh pipe. Same fd 0 = same conversation, when
+        # fd 0 is one: a host on /dev/null and its `mcp` SDK server (fd 0 diverted to
+        # /dev/null) share no conversation.
         la, lb = self.fds(parent.pid), self.fds(child.pid)
-        return bool(la and lb and 0 in la and la.get(0) == lb.get(0))
+        return bool(la and lb and la.get(0, "").startswith(("pipe:[", "socket:["))
+                    and la.get(0) == lb.get(0))
 
     def tree(self, root: int) -> list[int]:
         """root and its descendants, not descending into another server's root."""
