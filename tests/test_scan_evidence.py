@@ -189,6 +189,29 @@ def test_a_python_service_host_whose_server_crashed_is_no_server_and_survives_re
     _assert_host_kept(lab, capsys, host)
 
 
+SOCKETPAIR_HOST = """\
+import socket, subprocess, sys, time
+a, b = socket.socketpair()  # one socketpair both ways; the host keeps one end, at one fd
+p = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"], stdin=b, stdout=b)
+b.close()
+p.wait()  # its server crashed; the host goes on holding its end
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def test_a_python_service_host_holding_a_crashed_servers_socketpair_survives_reap(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A service-style Python host (pid 1 its parent, stdin /dev/null, output one log)
+    that gave its server one socketpair both ways holds one socket, at one fd, whose
+    peer is gone: not the `mcp` SDK's copies of a stdio channel (those are two fds of
+    it), so the host is no server and `reap --yes` (also `--include stdio`) leaves it."""
+    host_py = lab.script("svc_sock_host.py", SOCKETPAIR_HOST)
+    host, log = _start_service(lab, [sys.executable, str(host_py)])
+    poll(lambda: b"ready" in log.read_bytes(), "the host's server to crash", 60)
+    _assert_host_kept(lab, capsys, host)
+
 @needs_node
 def test_a_node_service_host_whose_server_crashed_is_no_server_and_survives_reap(
     lab: Lab, capsys: pytest.CaptureFixture[str]

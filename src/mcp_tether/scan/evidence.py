@@ -5,11 +5,13 @@ Guarantees:
   is the private copies the `mcp` SDK (>= 2, `server/stdio.py`) makes, and only when the
   process shows how that SDK makes them (`sdk_diverted`): fd 0 is `/dev/null` opened
   read-only and fd 1 the same open file as fd 2 (the diversions), and the copies are
-  close-on-exec (`F_DUPFD_CLOEXEC`) in a Python process: one or two sockets (a Node
-  host gives a socketpair per stream), or one pipe read end (the input) below
-  one pipe write end (the output: stdin is claimed first, each at the lowest free fd),
-  and nothing else whose other side is outside the process. A host's pipes to its
-  children have neither shape (its child's input is its write end, made first).
+  close-on-exec (`F_DUPFD_CLOEXEC`) in a Python process: one socket at two fds (one
+  socketpair both ways, copied twice) or two sockets (a Node host gives a socketpair
+  per stream), or one pipe read end (the input) below one pipe write end (the output:
+  stdin is claimed first, each at the lowest free fd), and nothing else whose other
+  side is outside the process. A host's pipes to its children have neither shape (its
+  child's input is its write end, made first), nor has the one socket, at one fd, a
+  host keeps of a socketpair it gave a child both ways.
 - Pipes: a fresh end opened through /proc and polled with no events (POLLHUP: no writer
   anywhere; POLLERR: no reader anywhere). UNIX sockets (Node hosts use socketpairs): the
   kernel's sock_diag peer (0 once the peer closed) and shutdown state, judged per
@@ -232,10 +234,12 @@ def _private(pid: int, links: dict[int, str], peers: Peers) -> list[Channel]:
             ext[ino] = fds  # (not a listener, nor an internal pair like asyncio's self-pipe)
     # The copies are made stdin first, each at the lowest free fd: one socket copied
     # twice is both directions (the input at the lower fd); two sockets are one per
-    # stream (Node hosts), the input below the output.
+    # stream (Node hosts), the input below the output. One socket at one fd is no
+    # copy of a stdio channel: it is what a host holds of one socketpair it gave a
+    # child both ways (a service-style host whose server crashed must not look leaked).
     if len(ext) == 1:
         [fds] = ext.values()
-        wanted = list(zip(fds[:2], ("in", "out"), strict=False))
+        wanted = list(zip(fds[:2], ("in", "out"), strict=True)) if len(fds) >= 2 else []
     elif len(ext) == 2:
         wanted = [(fds[0], side) for fds, side in
                   zip(sorted(ext.values()), ("in", "out"), strict=True)]
