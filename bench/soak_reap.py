@@ -22,6 +22,14 @@ an init), `mcp-tether reap --watch --yes` runs for N minutes beside a churn of:
                   start copy A then copy B of one config entry; most abandon A (keep its
                   handles, stop reading it: it must be ended), some keep listening to
                   both, a few wait in select() (unknown: never ended)
+  reader hosts    a live host whose server runs behind a wrapper that exited (`sh -c
+                  '... & exit 0'`: the server's parent is pid 1), with its input closed
+                  or half-closed and its output still read (tests/scan_lab.py
+                  READER_HOST): one socketpair both ways half-closed (Node's
+                  stdin.end()), two socketpairs with stdin half-closed (the TypeScript
+                  SDK's close ladder during its grace), a pipe pair with stdin closed.
+                  Its server must live as long as the host; when the host is stopped
+                  (SIGTERM) the server is a leak and must be ended
 Counted and printed:
   wrong kills     any process `reap` reported ending that was not a leaked server, and
                   any host, service, daemon or live server that died while not asked to
@@ -57,7 +65,14 @@ import _pidns  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from scan_lab import NODE_MODULES, NODE_SDK_SERVER, PY_SDK_SERVER  # noqa: E402
+from scan_lab import (  # noqa: E402
+    NODE_MODULES,
+    NODE_SDK_SERVER,
+    PY_SDK_SERVER,
+    READER_HOST,
+    READER_SERVER,
+    READER_SHAPES,
+)
 
 T = TypeVar("T")
 HOSTS = ROOT / "tests" / "hostcheck_hosts"
@@ -213,7 +228,8 @@ def children(pid: int) -> list[int]:
 class Proc:
     pid: int
     start: int
-    kind: str  # host | server | service | daemon | leak | crashed-host | client | abandoned
+    # host | server | service | daemon | leak | crashed-host | client | abandoned | reader-host
+    kind: str
     born: float
     stop_at: float = float("inf")  # when we retire it
     stopping: bool = False  # we asked it to go: its death is ours
@@ -252,7 +268,9 @@ class Soak:
                   PY_CRASH_HOST), "crashy": w("crashy.py", CRASHING_SERVER),
                   "py_live": w("weather/server.py", PY_LIVE_SERVER),
                   "py_leak": w("notes/server.py", PY_SDK_SERVER),
-                  "service": w("svc/worker.py", SERVICE), "launcher": w("launch.py", LAUNCHER)}
+                  "service": w("svc/worker.py", SERVICE), "launcher": w("launch.py", LAUNCHER),
+                  "reader_host": w("reader_host.py", READER_HOST),
+                  "reader_server": w("reader/mcp-server-reader.py", READER_SERVER)}
         if self.node:
             for name, text in (("node_live", NODE_LIVE_SERVER), ("node_leak", NODE_SDK_SERVER),
                                ("node_host", NODE_HOST), ("node_crash", NODE_CRASH_HOST)):
@@ -375,6 +393,27 @@ class Soak:
             os.close(w)
         self.track(pid, "daemon", stop_at=time.monotonic() + self.rng.uniform(60, 400))
 
+    def reader_host(self) -> None:
+        shape = self.rng.choice(READER_SHAPES)
+        n = len(self.procs)
+        pop = subprocess.Popen([sys.executable, self.f["reader_host"], shape,
+                                self.f["reader_server"], str(self.tmp / f"received-{n}")],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+        self.popens.append(pop)
+        h = self.track(pop.pid, "reader-host", stop_at=time.monotonic() + self.rng.uniform(30, 150))
+        assert pop.stdout is not None
+        line = pop.stdout.readline()  # the server's pid, once the wrapper has exited
+        if h is None or not line.strip().isdigit():
+            if h is not None:
+                h.stopping = True
+            print(f"soak: a reader host did not start ({shape})", file=sys.stderr)
+            return
+        s = self.track(int(line), "server")
+        if s is not None:
+            h.servers.append(s)
+        self.counts[f"reader-host {shape}"] = self.counts.get(f"reader-host {shape}", 0) + 1
+
     def leak(self) -> None:
         node = self.node and self.rng.random() < 0.5
         if node:
@@ -495,10 +534,19 @@ class Soak:
     def retire(self, p: Proc) -> None:
         p.stopping = True
         for s in p.servers:
-            s.stopping = True
+            s.stopping = p.kind != "reader-host"
         if alive(p.pid, p.start):  # identity checked: the process we started
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p.pid, signal.SIGTERM)
+        if p.kind == "reader-host":  # once its host is gone, its server is a leak
+            end = time.monotonic() + 10
+            while alive(p.pid, p.start) and time.monotonic() < end:
+                time.sleep(0.05)
+            for s in p.servers:
+                s.leaked_at = time.monotonic()
+                s.kind = "leak"
+                self.counts["leak (reader host stopped)"] = \
+                    self.counts.get("leak (reader host stopped)", 0) + 1
 
     # ----- the run -------------------------------------------------------------------
 
@@ -528,12 +576,17 @@ class Soak:
                      self.crashed_host):
             make()
         actions = [(self.live_host, 3.0), (self.leak, 3.0), (self.service, 1.0),
-                   (self.daemon, 1.0), (self.crashed_host, 1.0), (self.reconnect_host, 3.0)]
+                   (self.daemon, 1.0), (self.crashed_host, 1.0), (self.reconnect_host, 3.0),
+                   (self.reader_host, 3.0)]
         while time.monotonic() < end:
             self.check()
             live_hosts = sum(1 for p in self.procs if p.kind == "host" and not p.stopping)
             make = _weighted(self.rng, actions)
             if make in (self.live_host, self.reconnect_host) and live_hosts >= a.max_hosts:
+                make = self.leak
+            if make == self.reader_host and sum(
+                    1 for p in self.procs if p.kind == "reader-host" and not p.stopping) \
+                    >= a.max_hosts:
                 make = self.leak
             make()
             pause = end - time.monotonic()

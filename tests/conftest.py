@@ -142,6 +142,7 @@ LINUX_BACKEND_ONLY: dict[str, dict[str, str]] = {
         "test_fd_modes_tell_the_read_end_from_the_write_end": CHANNELS,
         "test_pipe_peer_sees_a_missing_writer_and_reader_without_touching_the_pipe": CHANNELS,
         "test_unix_diag_reports_a_closed_peer": CHANNELS,
+        "test_unix_diag_reports_each_direction_a_peer_shut_down": CHANNELS,
     },
     "test_scan_watch.py": {
         "test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_allowed_ones":

@@ -31,6 +31,7 @@ from scan_lab import (
     NODE_MODULES,
     PY_SDK_SERVER,
     Lab,
+    assert_consistent,
     entry,
     kids,
     lab_fixture,
@@ -188,6 +189,29 @@ def test_a_python_service_host_whose_server_crashed_is_no_server_and_survives_re
     _assert_host_kept(lab, capsys, host)
 
 
+SOCKETPAIR_HOST = """\
+import socket, subprocess, sys, time
+a, b = socket.socketpair()  # one socketpair both ways; the host keeps one end, at one fd
+p = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"], stdin=b, stdout=b)
+b.close()
+p.wait()  # its server crashed; the host goes on holding its end
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def test_a_python_service_host_holding_a_crashed_servers_socketpair_survives_reap(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A service-style Python host (pid 1 its parent, stdin /dev/null, output one log)
+    that gave its server one socketpair both ways holds one socket, at one fd, whose
+    peer is gone: not the `mcp` SDK's copies of a stdio channel (those are two fds of
+    it), so the host is no server and `reap --yes` (also `--include stdio`) leaves it."""
+    host_py = lab.script("svc_sock_host.py", SOCKETPAIR_HOST)
+    host, log = _start_service(lab, [sys.executable, str(host_py)])
+    poll(lambda: b"ready" in log.read_bytes(), "the host's server to crash", 60)
+    _assert_host_kept(lab, capsys, host)
+
 @needs_node
 def test_a_node_service_host_whose_server_crashed_is_no_server_and_survives_reap(
     lab: Lab, capsys: pytest.CaptureFixture[str]
@@ -242,6 +266,67 @@ def test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart(
         rc, out, _ = run_cli(capsys, "reap", "--dry-run", "--json", "--config", str(cfg),
                              *extra)
         assert rc == 0 and json.loads(out)["results"] == []
+
+
+
+# A host that gives its server one socketpair both ways and then runs `ps` itself (as
+# an agent host's shell tool would), run by a launcher that exits (parent pid 1), stdin
+# /dev/null, stdout and stderr two files.
+SOCKET_HOST = """\
+import json, os, socket, subprocess, sys
+a, b = socket.socketpair()
+p = subprocess.Popen([sys.executable, sys.argv[1]], stdin=b, stdout=b)
+b.close()
+a.sendall((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "0"}}}) + "\\n").encode())
+a.recv(65536)
+ps = subprocess.run([sys.executable, "-m", "mcp_tether", "ps", "--json"],
+                    stdout=subprocess.PIPE, stdin=subprocess.DEVNULL).stdout
+print(json.dumps({"server": p.pid, "ps": json.loads(ps)}), flush=True)
+import signal
+signal.pause()
+"""
+
+DETACH = """\
+import subprocess, sys
+h = subprocess.Popen(sys.argv[3:], stdin=subprocess.DEVNULL, stdout=open(sys.argv[1], "wb"),
+                     stderr=open(sys.argv[2], "wb"), start_new_session=True)
+print(h.pid, flush=True)
+"""
+
+
+def test_a_host_on_dev_null_is_no_wrapper_of_its_sdk_server(
+    lab: Lab, capsys: pytest.CaptureFixture[str], backend: str
+) -> None:
+    """1. a host named like nothing in particular, stdin /dev/null, parent pid 1, runs a
+    live `mcp` SDK server on one socketpair (the server diverts its own fd 0 to
+    /dev/null), then `ps --json`; 2. that ps (the host is its ancestor, so never a
+    server) lists the server as its own tree whose parent is the host, not folded into
+    the host's: the same /dev/null at fd 0 is no shared conversation."""
+    pytest.importorskip("mcp.server.mcpserver")  # 2.x: fd 0 diverted
+    server = lab.script("weather/mcp-server-weather.py", PY_SDK_SERVER)  # found by name
+    host_py = lab.script("plain_host.py", SOCKET_HOST)  # no MCP word: not a candidate
+    out, err = lab.tmp / "host.out", lab.tmp / "host.err"
+    launched = subprocess.run([sys.executable, str(lab.script("detach.py", DETACH)), str(out),
+                               str(err), sys.executable, str(host_py), str(server)],
+                              stdout=subprocess.PIPE, check=True).stdout
+    host = identify(int(launched))
+    assert host is not None
+    lab.started.append(host)
+    poll(lambda: out.read_bytes().endswith(b"\n"), "the host to start its server and ps", 60)
+    got = json.loads(out.read_bytes())
+    srv = identify(got["server"])
+    assert srv is not None
+    lab.started.append(srv)
+    doc = got["ps"]
+    assert_consistent(doc)
+    assert entry(doc, host.pid) is None, entry(doc, host.pid)
+    e = entry(doc, srv.pid)
+    assert e is not None, [x["command"] for x in doc["servers"]]
+    assert e["parent"]["pid"] == host.pid and [m["pid"] for m in e["members"]] == [srv.pid]
+    assert e["state"] == "live" and "parent-gone" not in e["evidence"]
+    assert e["stdin"]["private"] is (backend == "linux")  # the portable one sees no fds
 
 
 # pid 1 of a fresh pid namespace: a live program, or the project's own init.

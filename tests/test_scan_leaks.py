@@ -120,8 +120,9 @@ def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
 ) -> None:
     """mcp 2.x points fd 0 at /dev/null and serves from private copies; a helper of the
     dead client still holds its input open, so no EOF comes. ps looks past fd 0: the
-    private output has no reader; the writer is named; reap never ends a process whose
-    input still has a live writer, and says so."""
+    private output has no reader; the writer is named, and its hold makes the server
+    not leaked (a live process outside its tree holds an end of its channel); reap
+    leaves it, and says why."""
     pytest.importorskip("mcp.server.mcpserver")  # 2.x
     script = lab.script("z/server.py", PY_SDK_SERVER)
     pair = lab.pair([sys.executable, str(script)], hello=True, leak_writer=True)
@@ -131,7 +132,7 @@ def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["stdin"]["kind"] == "null" and e["stdin"]["private"] is True
-    assert e["state"] == "leaked"
+    assert e["state"] == "live"
     assert {"parent-gone", "stdout-no-reader", "writer-held"} <= set(e["evidence"])
     assert helper.pid in [w["pid"] for w in e["stdin_writers"]]
     rc, out, _ = run_cli(capsys, "reap", "--yes", "--json", "--include", "stdio")

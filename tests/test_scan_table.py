@@ -95,6 +95,26 @@ def test_unix_diag_reports_a_closed_peer() -> None:
         diag.close()
 
 
+def test_unix_diag_reports_each_direction_a_peer_shut_down() -> None:
+    """A stream peer's shutdown(2) shows in this socket's own mask, per direction: its
+    SHUT_WR (Node's stdin.end()) ends what this side reads, its SHUT_RD what it sends."""
+    from mcp_tether.scan.evidence import RCV_SHUTDOWN, SEND_SHUTDOWN
+
+    a, b = socket.socketpair()
+    diag = table.UnixDiag()
+    try:
+        ino = os.fstat(a.fileno()).st_ino
+        assert diag.peer(ino) == (os.fstat(b.fileno()).st_ino, 0)
+        b.shutdown(socket.SHUT_WR)
+        assert diag.peer(ino) == (os.fstat(b.fileno()).st_ino, RCV_SHUTDOWN)
+        b.shutdown(socket.SHUT_RD)
+        assert diag.peer(ino) == (os.fstat(b.fileno()).st_ino, RCV_SHUTDOWN | SEND_SHUTDOWN)
+    finally:
+        a.close()
+        b.close()
+        diag.close()
+
+
 def test_fd_modes_tell_the_read_end_from_the_write_end() -> None:
     r, w = os.pipe()
     try:

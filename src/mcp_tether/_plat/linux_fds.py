@@ -177,9 +177,16 @@ class UnixDiag:
         self._sock: Any = None  # opened on first use
         self._seq = 0
 
-    def peer(self, ino: int) -> tuple[int | None, int] | None:
-        """(peer inode, 0 if the peer closed, None if unconnected; the peer's shutdown
-        mask); None if not a UNIX socket or the kernel refused."""
+    def peer(self, ino: int) -> tuple[int | None, int | None] | None:
+        """(peer inode, 0 if the peer closed, None if unconnected; this socket's shutdown
+        mask, None if the kernel does not say); None if not a UNIX socket or the kernel
+        refused.
+
+        The mask is the socket's own `sk_shutdown` (UNIX_DIAG_SHUTDOWN, Linux >= 3.10),
+        which a stream peer's shutdown(2) also sets: RCV_SHUTDOWN (1) once nothing more
+        can arrive (the peer shut down writing, or this side reading), SEND_SHUTDOWN (2)
+        once nothing more can be sent (the peer shut down reading, or this side writing).
+        """
         import socket
         import struct
 
@@ -199,7 +206,7 @@ class UnixDiag:
         length, typ = struct.unpack_from("=IH", data)  # nlmsghdr: len, type
         if typ == NLMSG_ERROR or typ != SOCK_DIAG_BY_FAMILY or length > len(data):
             return None
-        off, peer, shut = 32, None, 0
+        off, peer, shut = 32, None, None
         while off + 4 <= length:
             alen, atype = struct.unpack_from("=HH", data, off)
             if alen < 4:

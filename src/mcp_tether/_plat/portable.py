@@ -252,7 +252,7 @@ def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
 
 
 class UnixDiag:
-    def peer(self, ino: int) -> tuple[int | None, int] | None:
+    def peer(self, ino: int) -> tuple[int | None, int | None] | None:
         return None
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from mcp_tether.scan.match import classify_host, looks_like_mcp
 from mcp_tether.scan.model import (
     HOST_GONE,
     PARENT_GONE,
+    READER_HELD,
     STDIN_NO_WRITER,
     STDOUT_NO_READER,
     WRITER_HELD,
@@ -28,5 +29,5 @@ from mcp_tether.scan.reap import Plan, ReapOutcome, plan, reap_servers
 __all__ = [
     "scan", "classify_host", "looks_like_mcp", "plan", "reap_servers", "Plan",
     "ReapOutcome", "ScanResult", "Server", "Member", "Channel", "What", "PARENT_GONE",
-    "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",
+    "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "READER_HELD", "HOST_GONE",
 ]

@@ -107,7 +107,7 @@ def _far_ends(s: Server, host: int, links: dict[int, str],
     """The host's fds on the far end of the server's output: fd -> (link, open file)."""
     want: set[str] = set()
     for c in s.channels:
-        if c.side not in ("out", "both") or c.peer != "yes":
+        if c.side != "out" or c.peer != "yes":
             continue
         if c.kind == "pipe":
             want.add(f"pipe:[{c.inode}]")

@@ -5,15 +5,21 @@ Guarantees:
   is the private copies the `mcp` SDK (>= 2, `server/stdio.py`) makes, and only when the
   process shows how that SDK makes them (`sdk_diverted`): fd 0 is `/dev/null` opened
   read-only and fd 1 the same open file as fd 2 (the diversions), and the copies are
-  close-on-exec (`F_DUPFD_CLOEXEC`) in a Python process: one or two sockets (a Node
-  host gives a socketpair per stream), or one pipe read end (the input) below
-  one pipe write end (the output: stdin is claimed first, each at the lowest free fd),
-  and nothing else whose other side is outside the process. A host's pipes to its
-  children have neither shape (its child's input is its write end, made first).
+  close-on-exec (`F_DUPFD_CLOEXEC`) in a Python process: one socket at two fds (one
+  socketpair both ways, copied twice) or two sockets (a Node host gives a socketpair
+  per stream), or one pipe read end (the input) below one pipe write end (the output:
+  stdin is claimed first, each at the lowest free fd), and nothing else whose other
+  side is outside the process. A host's pipes to its children have neither shape (its
+  child's input is its write end, made first), nor has the one socket, at one fd, a
+  host keeps of a socketpair it gave a child both ways.
 - Pipes: a fresh end opened through /proc and polled with no events (POLLHUP: no writer
   anywhere; POLLERR: no reader anywhere). UNIX sockets (Node hosts use socketpairs): the
-  kernel's sock_diag peer, 0 once the peer closed, or the peer's shutdown of writing.
-  Nothing is read, written or signalled.
+  kernel's sock_diag peer (0 once the peer closed) and shutdown state, judged per
+  direction: a socket is a channel of its own for each way it is used (fd 0: input, fd 1:
+  output; one socket at both is two channels), and a direction is gone only when the
+  peer closed or that direction is shut down (a peer's shutdown(SHUT_WR), Node's
+  `stdin.end()`, ends the input, not the output). Shutdown state the kernel does not
+  give is "unknown". Nothing is read, written or signalled.
 - "No writer" is claimed only when every input channel has none ("no reader" likewise
   for every output); otherwise the answer carries "yes" or "unknown", never a guess.
 - A pipe's or a socket's answer is a property of the pipe or socket, not of the process
@@ -30,9 +36,10 @@ from mcp_tether.proc import table
 from mcp_tether.scan.model import Channel
 
 __all__ = ["Peers", "read_channels", "stdin_kind", "holds_peer", "client_side_gone",
-           "sdk_diverted", "RCV_SHUTDOWN"]
+           "sdk_diverted", "RCV_SHUTDOWN", "SEND_SHUTDOWN"]
 
-RCV_SHUTDOWN = 1
+RCV_SHUTDOWN = 1  # a socket's sk_shutdown bits, as sock_diag reports them
+SEND_SHUTDOWN = 2
 # A would-be client with more open fds than this is not searched (a host that big is
 # recognised by name; reading thousands of links would dominate the scan).
 HOLDER_FD_LIMIT = 4096
@@ -48,12 +55,12 @@ class Peers:
 
     def __init__(self) -> None:
         self._kernel = table.UnixDiag()
-        self._sockets: dict[int, tuple[int | None, int] | None] = {}
+        self._sockets: dict[int, tuple[int | None, int | None] | None] = {}
         self._pipes: dict[tuple[int, str], str] = {}
         self._links: dict[tuple[str, str], list[int]] = {}
 
-    def socket(self, ino: int) -> tuple[int | None, int] | None:
-        """`UnixDiag.peer`: (peer inode or 0 or None, the peer's shutdown mask)."""
+    def socket(self, ino: int) -> tuple[int | None, int | None] | None:
+        """`UnixDiag.peer`: (peer inode or 0 or None, the socket's shutdown mask)."""
         if ino not in self._sockets:
             self._sockets[ino] = self._kernel.peer(ino)
         return self._sockets[ino]
@@ -109,20 +116,30 @@ def stdin_kind(link: str | None) -> str:
     return "file"
 
 
-def _socket(fd: int, ino: int, peers: Peers, own: set[int]) -> Channel | None:
+_SHUT = {"in": (RCV_SHUTDOWN, "shut down for reading (the peer shut down writing)"),
+         "out": (SEND_SHUTDOWN, "shut down for writing (the peer shut down reading)")}
+
+
+def _socket(fd: int, ino: int, side: str, peers: Peers, own: set[int]) -> Channel | None:
+    """One direction (`side` in: what the process reads; out: what it writes) of a
+    UNIX socket, or None when the socket is no channel."""
     got = peers.socket(ino)
     if got is None:
-        return Channel(fd, "socket", "both", ino, "unknown", "not a UNIX socket")
+        return Channel(fd, "socket", side, ino, "unknown", "not a UNIX socket")
     peer, shut = got
     if peer is None:
         return None  # unconnected (a listener, a datagram socket): not a channel
     if peer in own:
         return None  # an internal socketpair (asyncio's self-pipe): not a channel
     if peer == 0:
-        return Channel(fd, "socket", "both", ino, "no", "UNIX socket peer closed")
-    if shut & RCV_SHUTDOWN:
-        return Channel(fd, "socket", "both", ino, "no", "UNIX socket peer shut down writing")
-    return Channel(fd, "socket", "both", ino, "yes", f"UNIX socket peer socket:[{peer}]")
+        return Channel(fd, "socket", side, ino, "no", "UNIX socket peer closed")
+    bit, what = _SHUT[side]
+    if shut is None:
+        return Channel(fd, "socket", side, ino, "unknown",
+                       "UNIX socket shutdown state not readable")
+    if shut & bit:
+        return Channel(fd, "socket", side, ino, "no", "UNIX socket " + what)
+    return Channel(fd, "socket", side, ino, "yes", f"UNIX socket peer socket:[{peer}]")
 
 
 def _pipe(pid: int, fd: int, ino: int, side: str, peers: Peers) -> Channel:
@@ -144,16 +161,17 @@ def read_channels(pid: int, peers: Peers, links: dict[int, str] | None = None,
     kind0 = stdin_kind(links.get(0))
     if kind0 in ("pipe", "socket"):
         out: list[Channel] = []
-        seen: set[str] = set()
         for fd in (0, 1):
             link = links.get(fd)
-            if link is None or not link.startswith(_CHANNEL_PREFIXES) or link in seen:
+            if link is None or not link.startswith(_CHANNEL_PREFIXES):
                 continue
-            seen.add(link)
+            side = "in" if fd == 0 else "out"
             if link.startswith("pipe:["):
-                out.append(_pipe(pid, fd, _ino(link), "in" if fd == 0 else "out", peers))
-            else:
-                ch = _socket(fd, _ino(link), peers, set())
+                if fd == 1 and link == links.get(0):
+                    continue  # one pipe at both: what it reads, judged once
+                out.append(_pipe(pid, fd, _ino(link), side, peers))
+            else:  # one socket at both fds is two channels, one per direction
+                ch = _socket(fd, _ino(link), side, peers, set())
                 if ch is not None:
                     out.append(ch)
         return kind0, out, False
@@ -193,14 +211,14 @@ def sdk_diverted(pid: int, links: dict[int, str]) -> bool:
 def _private(pid: int, links: dict[int, str], peers: Peers) -> list[Channel]:
     """Pipes and connected UNIX sockets past fd 0 whose other side is not this process."""
     pipes: dict[int, list[tuple[int, str | None]]] = {}
-    socks: dict[int, int] = {}
-    for fd, link in links.items():
+    socks: dict[int, list[int]] = {}
+    for fd, link in sorted(links.items()):
         if fd <= 2 or not link.startswith(_CHANNEL_PREFIXES):
             continue
         if link.startswith("pipe:["):
             pipes.setdefault(_ino(link), []).append((fd, table.fd_mode(pid, fd)))
         else:
-            socks.setdefault(_ino(link), fd)
+            socks.setdefault(_ino(link), []).append(fd)
     pipe_chans: list[Channel] = []
     for ino, ends in pipes.items():
         modes = {m for _, m in ends}
@@ -209,17 +227,33 @@ def _private(pid: int, links: dict[int, str], peers: Peers) -> list[Channel]:
         fd = min(f for f, _ in ends)
         pipe_chans.append(_pipe(pid, fd, ino, "in" if "r" in modes else "out", peers))
     own = set(socks)
-    sock_chans: list[Channel] = []
-    for ino, fd in socks.items():
-        ch = _socket(fd, ino, peers, own)
-        if ch is not None and ch.peer != "unknown":
-            sock_chans.append(ch)
-    # The SDK's shape: one socket, or one input pipe below one output pipe; each copy
-    # close-on-exec. Anything else (a host's pipes to its children, a daemon's
+    ext: dict[int, list[int]] = {}  # connected UNIX sockets whose peer is not this process
+    for ino, fds in socks.items():
+        got = peers.socket(ino)
+        if got is not None and got[0] is not None and got[0] not in own:
+            ext[ino] = fds  # (not a listener, nor an internal pair like asyncio's self-pipe)
+    # The copies are made stdin first, each at the lowest free fd: one socket copied
+    # twice is both directions (the input at the lower fd); two sockets are one per
+    # stream (Node hosts), the input below the output. One socket at one fd is no
+    # copy of a stdio channel: it is what a host holds of one socketpair it gave a
+    # child both ways (a service-style host whose server crashed must not look leaked).
+    if len(ext) == 1:
+        [fds] = ext.values()
+        wanted = list(zip(fds[:2], ("in", "out"), strict=True)) if len(fds) >= 2 else []
+    elif len(ext) == 2:
+        wanted = [(fds[0], side) for fds, side in
+                  zip(sorted(ext.values()), ("in", "out"), strict=True)]
+    else:
+        wanted = []
+    by_fd = {fd: ino for ino, fds in ext.items() for fd in fds}
+    sock_chans = [ch for fd, side in wanted
+                  if (ch := _socket(fd, by_fd[fd], side, peers, own)) is not None]
+    # The SDK's shape: one or two sockets, or one input pipe below one output pipe; each
+    # copy close-on-exec. Anything else (a host's pipes to its children, a daemon's
     # connections) is not a stdio channel.
-    if sock_chans and not pipe_chans:
-        out = sock_chans if len(sock_chans) <= 2 else []  # Node hosts: one per stream
-    elif len(pipe_chans) == 2 and not sock_chans:
+    if ext and not pipe_chans:
+        out = sock_chans
+    elif len(pipe_chans) == 2 and not ext:
         a, b = sorted(pipe_chans, key=lambda c: c.fd)
         out = [a, b] if (a.side, b.side) == ("in", "out") else []
     else:
@@ -233,8 +267,8 @@ def _private(pid: int, links: dict[int, str], peers: Peers) -> list[Channel]:
 
 def client_side_gone(channels: list[Channel]) -> bool:
     """Every input has no writer left, or every output no reader left."""
-    ins = [c for c in channels if c.side in ("in", "both")]
-    outs = [c for c in channels if c.side in ("out", "both")]
+    ins = [c for c in channels if c.side == "in"]
+    outs = [c for c in channels if c.side == "out"]
     return (bool(ins) and all(c.peer == "no" for c in ins)) or (
         bool(outs) and all(c.peer == "no" for c in outs))
 

@@ -44,11 +44,7 @@ from mcp_tether.scan.match import (
     tokens,
 )
 from mcp_tether.scan.model import (
-    CHANNEL_GONE,
-    FAR_END_UNSEEN,
     HOST_GONE,
-    PARENT_GONE,
-    WRITER_HELD,
     Channel,
     Member,
     ScanResult,
@@ -146,6 +142,7 @@ class _Scan:
         self._links: dict[int, dict[int, str] | None] = {}
         self._full: dict[int, dict[int, str] | None] = {}
         self._chans: dict[int, tuple[str, list[Channel], bool]] = {}
+        self._details: dict[int, list[str]] = {}  # root -> its channels' own details
 
     # ----- one process, read once -----------------------------------------------------
 
@@ -307,9 +304,12 @@ class _Scan:
                 or (b in SHELLS and "-c" in pargv[1:3]) or runner_of(pargv)):
             return False
         # A wrapper passes its own stdin through; a client (an inspector, a test
-        # harness) gives the server a fresh pipe. Same fd 0 = same conversation.
+        # harness) gives the server a fresh pipe. Same fd 0 = same conversation, when
+        # fd 0 is one: a host on /dev/null and its `mcp` SDK server (fd 0 diverted to
+        # /dev/null) share no conversation.
         la, lb = self.fds(parent.pid), self.fds(child.pid)
-        return bool(la and lb and 0 in la and la.get(0) == lb.get(0))
+        return bool(la and lb and la.get(0, "").startswith(("pipe:[", "socket:["))
+                    and la.get(0) == lb.get(0))
 
     def tree(self, root: int) -> list[int]:
         """root and its descendants, not descending into another server's root."""
@@ -333,8 +333,34 @@ class _Scan:
             s = self.server(self.procs[r], self.tree(r))
             s.uid, s.user = uid, table.username(uid)
             out.append(s)
+        rules.settle(out, self.judge)
         out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
         return out
+
+    def comm_of(self, pid: int) -> str | None:
+        rec = self.procs.get(pid)
+        return rec.comm if rec is not None else None
+
+    def judge(self, s: Server, leaked: frozenset[int]) -> None:
+        """`rules.judge` for one tree, given the members of the trees judged leaked:
+        its evidence, the far ends' holders, and what they add to each channel."""
+        skip = {m.ident.pid for m in s.members}
+        base = self._details.setdefault(s.pid, [c.detail for c in s.channels])
+        v = rules.judge(s.parent.get("role") == "adopter", s.channels,
+                        lambda c: self.peers.far_holders(c, skip), self.comm_of,
+                        sees_far_ends=table.CHANNEL_DETAIL, leaked_elsewhere=leaked - skip)
+        s.writers, s.readers = [], []
+        for c, detail in zip(s.channels, base, strict=True):
+            note = v.notes.get(c.fd)
+            c.detail = f"{detail}; {note}" if detail and note else note or detail
+            for w in v.far.get(c.fd, ()):
+                (s.writers if c.side == "in" else s.readers).append(
+                    {"pid": w, "name": self.comm_of(w), "fd": c.fd})
+        s.evidence = list(v.evidence)
+        cfg_hosts = {c["host"] for c in s.config if c["host"]}
+        if s.leaked and s.host is None and cfg_hosts \
+                and not (cfg_hosts & set(self.running_hosts)):
+            s.evidence.append(HOST_GONE)
 
     def server(self, root: ProcRecord, member_pids: list[int]) -> Server:
         procs, hosts, peers = self.procs, self.hosts, self.peers
@@ -380,32 +406,6 @@ class _Scan:
                 role = "adopter"
         parent = {"pid": root.ppid, "name": par.comm if par else None, "role": role,
                   "host": hosts.get(root.ppid)}
-        skip = set(member_pids)
-
-        def comm_of(pid: int) -> str | None:
-            rec = procs.get(pid)
-            return rec.comm if rec is not None else None
-
-        ev, far = rules.judge(role == "adopter", chans,
-                              lambda c: peers.far_holders(c, skip), comm_of,
-                              sees_far_ends=table.CHANNEL_DETAIL)
-        leaked = (PARENT_GONE in ev and bool(set(ev) & set(CHANNEL_GONE))
-                  and FAR_END_UNSEEN not in ev)
-        writers: list[dict[str, Any]] = []
-        readers: list[dict[str, Any]] = []
-        for c in chans:
-            for w in far.get(c.fd, ()):
-                wp = procs.get(w)
-                (writers if c.side in ("in", "both") else readers).append(
-                    {"pid": w, "name": wp.comm if wp else None, "fd": c.fd})
-        if writers and leaked and PARENT_GONE in ev:
-            ev.append(WRITER_HELD)
-            c0 = next(c for c in chans if c.side in ("in", "both") and c.peer == "yes")
-            c0.detail = "write end held by " + ", ".join(
-                f"{w['pid']} ({w['name']})" for w in writers)
-        cfg_hosts = {c[0] for c in cfg if c[0]}
-        if leaked and host is None and cfg_hosts and not (cfg_hosts & set(self.running_hosts)):
-            ev.append(HOST_GONE)
         argv = root.argv
         shown = split_title(argv)  # `npm exec X` padded with spaces by a rewritten title
         for m in members:
@@ -419,8 +419,8 @@ class _Scan:
             command=argv, shown=shown, found_by=how,
             config=[{"host": h, "name": n, "path": pth} for (h, n, pth) in cfg],
             host=host, parent=parent, channels=chans, private_channels=private,
-            stdin_kind=stdin_kind, evidence=ev,
+            stdin_kind=stdin_kind, evidence=[],  # `judge` fills it in
             members=[Member(m.ident, m.ppid, m.pgid, m.comm, m.argv, m.rss_bytes,
                             m.cpu_ticks / ticks) for m in members],
-            what=what, writers=writers, readers=readers,
+            what=what,
         )

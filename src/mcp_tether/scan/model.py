@@ -7,6 +7,9 @@ Guarantees:
   `parent-gone` appears exactly when the role is "adopter"; `host-gone` never appears on
   a server whose state is "live"; a host is never a server; the state is "unknown"
   exactly when `far-end-unseen` is among the evidence, and "unknown" is never leaked.
+- One judgement: `state` is `rules.judge`'s verdict, read from the evidence, and it is
+  what `reap` acts on: a process whose channel still has a live holder outside its tree
+  (`writer-held`, `reader-held`) is not leaked, so `reap` never proposes it.
 - The state is "abandoned" exactly when `host-not-listening` is among the evidence
   (`scan.abandoned`): its launcher is alive and holds the far ends of its channel, but
   reads none of them. "abandoned" is never leaked and never unknown.
@@ -23,15 +26,20 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "HOST_GONE",
-    "CHANNEL_GONE", "FAR_END_UNSEEN", "HOST_NOT_LISTENING", "NEWER_COPY", "IO_IDLE",
-    "Channel", "What", "Member", "Server", "ScanResult",
+    "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "READER_HELD",
+    "HOST_GONE", "CHANNEL_GONE", "HELD", "FAR_END_UNSEEN", "HOST_NOT_LISTENING",
+    "NEWER_COPY", "IO_IDLE", "Channel", "What", "Member", "Server", "ScanResult",
 ]
 
 PARENT_GONE = "parent-gone"  # its launcher is gone: adopted by init or a subreaper
 STDIN_NO_WRITER = "stdin-no-writer"  # every read side of its protocol input: no writer
 STDOUT_NO_READER = "stdout-no-reader"  # every write side of its protocol output: no reader
-WRITER_HELD = "writer-held"  # leaked, yet another process still holds its input open
+# Its launcher is gone and a side of its channel lost its client, yet a live process
+# outside its tree (and not itself leaked) holds the other end of its input / of its
+# output: the channel is not lost, so it is not leaked (`rules.judge`).
+WRITER_HELD = "writer-held"
+READER_HELD = "reader-held"
+HELD = (WRITER_HELD, READER_HELD)
 HOST_GONE = "host-gone"  # leaked, and every config it matches belongs to a stopped host
 # A side of its channel still has a peer this scan cannot see (another pid namespace,
 # an unreadable process, a container engine's shim): the state is "unknown".
@@ -52,9 +60,9 @@ class Channel:
 
     fd: int
     kind: str  # pipe | socket
-    side: str  # in | out | both
+    side: str  # in (what the process reads) | out (what it writes)
     inode: int
-    peer: str  # yes | no | unknown: a writer (in) / a reader (out) / a peer (socket)
+    peer: str  # yes | no | unknown: a writer (in) / a reader (out) left
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,8 +140,9 @@ class Server:
 
     @property
     def leaked(self) -> bool:
-        return (PARENT_GONE in self.evidence and bool(set(self.evidence) & set(CHANNEL_GONE))
-                and FAR_END_UNSEEN not in self.evidence)
+        ev = set(self.evidence)
+        return (PARENT_GONE in ev and bool(ev & set(CHANNEL_GONE))
+                and FAR_END_UNSEEN not in ev and not ev & set(HELD))
 
     @property
     def unknown(self) -> bool:
@@ -159,14 +168,6 @@ class Server:
         return not self.identified and "guess" in self.found_by
 
     @property
-    def live_writer(self) -> bool:
-        return any(c.side in ("in", "both") and c.peer == "yes" for c in self.channels)
-
-    @property
-    def live_reader(self) -> bool:
-        return any(c.side == "out" and c.peer == "yes" for c in self.channels)
-
-    @property
     def rss_bytes(self) -> int:
         return sum(m.rss_bytes for m in self.members)
 
@@ -180,7 +181,7 @@ class Server:
         return 100.0 * self.cpu_seconds / self.age_seconds if self.age_seconds > 0 else 0.0
 
     def stdin_writer(self) -> str:
-        ins = [c for c in self.channels if c.side in ("in", "both")]
+        ins = [c for c in self.channels if c.side == "in"]
         if not ins:
             return "n/a"
         if any(c.peer == "yes" for c in ins):
@@ -188,7 +189,7 @@ class Server:
         return "no" if all(c.peer == "no" for c in ins) else "unknown"
 
     def to_dict(self) -> dict[str, Any]:
-        ins = [c for c in self.channels if c.side in ("in", "both")]
+        ins = [c for c in self.channels if c.side == "in"]
         return {
             "pid": self.pid,
             "start": self.ident.start,

@@ -1,13 +1,14 @@
 """Ending leaked servers: which to end (by strength of evidence) and ending them safely.
 
 Guarantees:
-- `plan()` proposes only leaked stdio processes (launcher gone AND the channel's client
-  side gone). By default only those identified as MCP servers (config, host, package
-  SDK); `include={"guess"}` adds MCP-looking names, `include={"stdio"}` every leaked stdio
-  process. Never proposed, whatever `include`: a host, an `unknown` (`rules.judge`: a far
-  end not visible), a process whose input still has a live writer or whose output a
-  live reader, one younger than `min_age`, one matching an `allow` pattern. Every leaked
-  process left out comes back with the reason.
+- `plan()` proposes only leaked stdio processes: `state` "leaked", the verdict of
+  `rules.judge` that `ps` shows (launcher gone AND the channel's client side gone, no
+  far end held by a live process). By default only those identified as MCP servers
+  (config, host, package SDK); `include={"guess"}` adds MCP-looking names,
+  `include={"stdio"}` every leaked stdio process. Never proposed, whatever `include`: a
+  host, an `unknown` (a far end not visible), a process whose input still has a live
+  writer or whose output a live reader (not leaked), one younger than `min_age`, one
+  matching an `allow` pattern. Every such process left out comes back with the reason.
 - Each chosen process is pinned (`proc.pin`: a pidfd held from identification to the
   last signal) and re-identified right after pinning: same start time, same parent, and
   the same channel descriptor still open. A pid reused within one clock tick therefore
@@ -38,7 +39,7 @@ from mcp_tether.proc.signals import DENIED, GONE, SENT
 from mcp_tether.proc.tree import children_map
 from mcp_tether.scan import abandoned
 from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE
-from mcp_tether.scan.model import ScanResult, Server
+from mcp_tether.scan.model import HELD, READER_HELD, WRITER_HELD, ScanResult, Server
 
 __all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "ABANDONED_MIN_AGE", "Skipped", "Plan", "plan",
            "ReapOutcome",
@@ -88,24 +89,25 @@ def _allowed(s: Server, allow: list[str]) -> str | None:
 def plan(result: ScanResult, include: set[str] | frozenset[str] = frozenset(),
          min_age: float = 0.0, allow: list[str] | None = None,
          abandoned_min_age: float = ABANDONED_MIN_AGE) -> Plan:
-    """Which leaked processes `reap` would end, and why each other leaked one is left;
-    abandoned ones too with `include={"abandoned"}` (after `abandoned_min_age` seconds
-    of observed abandonment)."""
+    """Which leaked processes `reap` would end, and why each other one whose launcher
+    is gone is left. Only `state` "leaked" (`rules.judge`'s verdict, what `ps` shows)
+    is chosen by default; "abandoned" ones too with `include={"abandoned"}`, after
+    `abandoned_min_age` seconds of observed abandonment. The rest of the choice is the
+    caller's policy."""
     chosen: list[Server] = []
     skipped: list[Skipped] = []
-
-    def sort(s: Server, why: str | None) -> None:
+    leaked = {m.ident.pid for s in result.leaked for m in s.members}
+    for s in result.servers:
+        if s.abandoned:
+            why = _why_not_abandoned(s, include, abandoned_min_age, allow or [])
+        elif s.leaked or s.unknown or set(s.evidence) & set(HELD):
+            why = _why_not(s, include, min_age, allow or [], leaked)
+        else:
+            continue  # live, launcher alive: nothing to explain
         if why is None:
             chosen.append(s)
         else:
             skipped.append(Skipped(s, why))
-
-    for s in result.leaked:
-        sort(s, _why_not(s, include, min_age, allow or []))
-    for s in result.unknown:
-        skipped.append(Skipped(s, _why_not(s, include, min_age, allow or []) or ""))
-    for s in result.abandoned:
-        sort(s, _why_not_abandoned(s, include, abandoned_min_age, allow or []))
     return Plan(chosen, skipped)
 
 
@@ -130,20 +132,18 @@ def _why_not_abandoned(s: Server, include: set[str] | frozenset[str], min_age: f
 
 
 def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
-             allow: list[str]) -> str | None:
+             allow: list[str], leaked: set[int]) -> str | None:
     if s.unknown:
         return "unknown: a far end of its channel is not visible from here " \
                "(another pid namespace, a container engine, an unreadable process)"
     if not s.leaked:
+        for e, holders, what in ((WRITER_HELD, s.writers, "input still has a live writer"),
+                                 (READER_HELD, s.readers, "output still has a live reader")):
+            if e in s.evidence:
+                held = ", ".join(f"{w['pid']} ({w['name']})" for w in holders
+                                 if w["pid"] not in leaked) or "a process"
+                return f"not leaked: its {what}: {held}"
         return "not leaked"
-    if s.parent.get("role") != "adopter":
-        return "its launcher is alive"
-    if s.live_writer:
-        held = ", ".join(f"{w['pid']} ({w['name']})" for w in s.writers) or "a process"
-        return f"its input still has a live writer: {held}"
-    if s.live_reader:
-        held = ", ".join(f"{w['pid']} ({w['name']})" for w in s.readers) or "a process"
-        return f"its output still has a live reader: {held}"
     pat = _allowed(s, allow)
     if pat is not None:
         return f"allowed by --allow {pat!r}"

@@ -3,7 +3,13 @@
 Guarantees:
 - A process is a leaked server only when BOTH its launcher is gone AND its own stdio
   channel lost its client side, with every far end of that channel accounted for:
-  `judge` is the only function that says "leaked", and `reap` ends only what it says.
+  `judge` is the only function that says "leaked" (`ps` shows its verdict as the
+  state), and `reap` ends only what it says.
+- A channel is lost only when no live process outside the candidate's own tree holds
+  an end of it that still carries data: each direction is judged by who holds its far
+  end and whether that end is shut down for it (a peer's half-close of a socket used
+  both ways ends the input, not the output). Any far end held by a live process that
+  is not itself leaked means not leaked (`writer-held`, `reader-held`).
 - Its own channel is fd 0/1 (what it was started with), or the private copies the `mcp`
   SDK (>= 2) makes of them, recognised by how that SDK makes them
   (`evidence.sdk_diverted` and `evidence.read_channels`). Pipes and sockets a process
@@ -24,7 +30,7 @@ Guarantees:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
@@ -32,16 +38,19 @@ from mcp_tether.scan.match import SUBREAPERS
 from mcp_tether.scan.model import (
     FAR_END_UNSEEN,
     PARENT_GONE,
+    READER_HELD,
     STDIN_NO_WRITER,
     STDOUT_NO_READER,
+    WRITER_HELD,
     Channel,
+    Server,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ["INIT_PROGRAMS", "ENGINE_SHIMS", "pid1_is_init", "adopter", "is_engine_shim",
-           "judge"]
+           "Verdict", "judge", "settle"]
 
 # Programs whose job is to be pid 1: start a service tree and reap what is orphaned in
 # it. `pidns_init` is this project's own (tests/pidns_init.py, `tests/run`).
@@ -87,42 +96,88 @@ def is_engine_shim(comm: str) -> bool:
     return comm.startswith(ENGINE_SHIMS)
 
 
+class Verdict(NamedTuple):
+    """`judge`'s answer for one process tree."""
+
+    evidence: list[str]  # the evidence constants; `Server.state` reads its state from them
+    far: dict[int, list[int]]  # channel fd -> the pids seen holding its far end
+    notes: dict[int, str]  # channel fd -> what to add to that channel's detail
+
+
 def judge(parent_gone: bool, channels: list[Channel],
           holders: Callable[[Channel], list[int] | None],
           comm_of: Callable[[int], str | None], *, sees_far_ends: bool = True,
-          ) -> tuple[list[str], dict[int, list[int]]]:
-    """The evidence for one process: (evidence constants, far-end holders per channel fd).
+          leaked_elsewhere: frozenset[int] | set[int] = frozenset()) -> Verdict:
+    """The evidence for one process tree, and so its state: the one verdict `ps` shows
+    and `reap` acts on.
 
-    `holders(c)`: the pids we can see holding the other side of a channel `c` whose
-    peer is "yes" (None: cannot tell). Asked only when a side is gone, so the common
-    case (a live server, every side held) costs nothing. `sees_far_ends` False (a
+    A channel is lost only when no live process outside the tree holds an end of it
+    that still carries data its way. Each channel is one direction (`evidence`: a socket
+    used both ways is two); a direction whose far end is closed or shut down for it has
+    no client. When a direction is gone but another still has a far end, that far end
+    must be accounted for: held by a live process outside the tree that is not itself
+    leaked (`leaked_elsewhere`: members of other trees judged leaked, whose hold is no
+    client's) means not leaked (`writer-held`, `reader-held`); held by no process the
+    scan can see, or by a container engine's shim, means `unknown`.
+
+    `holders(c)`: the pids outside the tree we can see holding the far end of a channel
+    `c` whose peer is "yes" (None: cannot tell). Asked only when a side is gone, so the
+    common case (a live server, every side held) costs nothing. `sees_far_ends` False (a
     backend that cannot look at other processes' fds): a server whose launcher is gone
     is `unknown`, whatever its own channels say.
     """
     ev: list[str] = []
+    far: dict[int, list[int]] = {}
+    notes: dict[int, str] = {}
     if parent_gone:
         ev.append(PARENT_GONE)
         if not sees_far_ends:
-            return [*ev, FAR_END_UNSEEN], {}
-    ins = [c for c in channels if c.side in ("in", "both")]
-    outs = [c for c in channels if c.side in ("out", "both")]
+            return Verdict([*ev, FAR_END_UNSEEN], far, notes)
+    ins = [c for c in channels if c.side == "in"]
+    outs = [c for c in channels if c.side == "out"]
     if ins and all(c.peer == "no" for c in ins):
         ev.append(STDIN_NO_WRITER)
     if outs and all(c.peer == "no" for c in outs):
         ev.append(STDOUT_NO_READER)
-    far: dict[int, list[int]] = {}
     if STDIN_NO_WRITER not in ev and STDOUT_NO_READER not in ev:
-        return ev, far
+        return Verdict(ev, far, notes)
     unseen = False
+    held: set[str] = set()
     for c in channels:
         if c.peer == "no":
             continue
         got = holders(c) if c.peer == "yes" else None
         if not got or any(is_engine_shim(comm_of(pid) or "") for pid in got):
             unseen = True
-            c.detail = (c.detail + "; " if c.detail else "") + "far end not visible here"
-        else:
-            far[c.fd] = got
+            notes[c.fd] = "far end not visible here"
+            continue
+        far[c.fd] = got
+        keepers = [pid for pid in got if pid not in leaked_elsewhere]
+        if keepers and parent_gone:
+            held.add(c.side)
+            notes[c.fd] = ("write end" if c.side == "in" else "read end") + " held by " + \
+                ", ".join(f"{pid} ({comm_of(pid) or '?'})" for pid in keepers)
     if unseen:
         ev.append(FAR_END_UNSEEN)
-    return ev, far
+    ev += [e for side, e in (("in", WRITER_HELD), ("out", READER_HELD)) if side in held]
+    return Verdict(ev, far, notes)
+
+
+def settle(trees: list[Server], judge_tree: Callable[[Server, frozenset[int]], None]) -> None:
+    """Judge every tree, with `leaked_elsewhere` the members of the trees that are leaked.
+
+    A far end held by another leaked tree keeps nothing (two servers of one dead client
+    that inherited each other's pipes are both leaked), one held by a live tree keeps
+    its holder's chain: starting from every tree whose launcher is gone, each round can
+    only drop trees from the leaked set, so it ends in at most one round per tree, with
+    the largest set whose every tree is leaked given the others.
+    """
+    leaked = frozenset(m.ident.pid for s in trees if s.parent.get("role") == "adopter"
+                       for m in s.members)
+    for _ in range(len(trees) + 1):
+        for s in trees:
+            judge_tree(s, leaked)
+        now = frozenset(m.ident.pid for s in trees if s.leaked for m in s.members)
+        if now == leaked:
+            return
+        leaked = now
