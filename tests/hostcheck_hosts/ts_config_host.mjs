@@ -29,9 +29,11 @@ async function connect(entry) {
 }
 
 let entries = load();
+// Before the servers start: an edit made while one is starting (a check may hold the
+// handshake until it has edited the file) is seen as an edit.
+let mtime = statSync(CONFIG).mtimeMs;
 const live = {};
 for (const [name, e] of Object.entries(entries)) live[name] = await connect(e);
-let mtime = statSync(CONFIG).mtimeMs;
 let busy = false;
 setInterval(async () => {
   if (busy) return;
