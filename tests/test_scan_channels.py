@@ -91,13 +91,15 @@ def assert_ps_and_reap_agree(capsys: pytest.CaptureFixture[str], pid: int,
     e = entry(doc, pid)
     rc, out, err = run_cli(capsys, "reap", "--dry-run", "--json", "--min-age", "0", *args)
     assert rc == 0, err
-    planned = [s["pid"] for s in json.loads(out)["plan"]]
+    planned = [s["pid"] for s in json.loads(out)["results"]]  # a reap-plan document
     state = e["state"] if e is not None else None
     assert (state == "leaked") == (pid in planned), (e, planned)
     if state != "leaked":
         rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--min-age", "0", *args)
         assert rc == 0, err
-        assert pid not in [r["pid"] for r in json.loads(out).get("reaped", [])], out
+        done = json.loads(out)
+        reaped = done["results"] if done["schema"] == "mcp-tether/reap" else []
+        assert pid not in [r["pid"] for r in reaped], out
     return doc
 
 
@@ -112,7 +114,7 @@ def test_a_server_whose_output_a_live_host_reads_is_never_leaked_nor_ended(
     host, srv, count = start_host(lab, shape)
     doc = assert_ps_and_reap_agree(capsys, srv.pid)
     e = entry(doc, srv.pid)
-    assert e is not None, [s["command"] for s in doc["servers"]]
+    assert e is not None, [s["command"] for s in doc["results"]]
     assert e["parent"]["role"] == "adopter" and "parent-gone" in e["evidence"]
     if platform.BACKEND == "linux":
         assert e["state"] == "live", e
