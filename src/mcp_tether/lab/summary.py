@@ -110,7 +110,7 @@ def render_summary(
         if skipped:
             w(f"  skipped: {skipped[0].detail.removeprefix('skipped: ')}\n")
     if fixes.steps or fixes.guarded:
-        w("\nfixes (each said once, the rows above point to them):\n")
+        w("\nfixes (the rows above point to them):\n")
         for n, step in enumerate(fixes.steps, 1):
             _wrapped(out, f"[{n}] {step}", hang="    ")
         if fixes.guarded:
@@ -138,10 +138,8 @@ def _legend(results: list[ScenarioResult], levels: dict[str, str]) -> str:
                   if r.level == ROBUST and r.verdict != "skipped"}
     at_spec = [name for name, word in levels.items() if word == SPEC]
     capped = [name for name in at_spec if name not in has_robust]
-    guarded = {server_name(r) for r in results if getattr(r, "block", "") == "guarded"}
-    capped.sort(key=lambda name: name not in guarded)  # the example: a guarded one
-    why = (f" ({len(capped)} of these {len(at_spec)}, e.g. {capped[0]}, had no robust row: "
-           "spec is their ceiling)") if capped else ""
+    why = (f" ({len(capped)} of these {len(at_spec)} had no robust row to pass: spec is "
+           "their ceiling)") if capped else ""
     return (f"legend: [tag] = host style of the rows: {tags}. robust = every row passed, "
             f"a robust one ({robust}) among them; spec = every spec row passed{why}; "
             "none = a spec row failed.")
