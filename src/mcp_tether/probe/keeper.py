@@ -266,18 +266,18 @@ class Keeper:
     def escalate(self, live: list[ProcessId], *, group: bool = False) -> list[ProcessId]:
         """After a signal's window: SIGKILL the still-connected server, as a host would
         (`group`: its process group, as the Python SDK's second killpg does)."""
-        if self.server is None or not live:
+        if self.server is None or not live or (not group and self.server not in live):
             return live
+        # Described before the SIGKILL: after it, a survivor's signal dispositions and
+        # state are those of a process being torn down (the diagnosis reads them).
+        described = [self._describe(p) for p in live]
+        killed = time.monotonic()
         if group:
-            killed = time.monotonic()
             if signal_group(self.server.pid, signal.SIGKILL, live) != "sent":
                 return live  # nobody left in the group: what is left escaped it
-        elif self.server in live:
-            killed = time.monotonic()
-            signal_process(self.server, signal.SIGKILL)
         else:
-            return live
-        self.at_window_end = [self._describe(p) for p in live]
+            signal_process(self.server, signal.SIGKILL)
+        self.at_window_end = described
         self.facts.killed_by_probe = killed
         self._ev(killed, "sigkill", self.server.pid, **({"group": True} if group else {}))
         return self._watch_until(lambda: killed + KILL_WAIT)
