@@ -76,7 +76,7 @@ function linuxStat(pid) {
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const state = rest[0]; // field 3
   if (state === 'Z' || state === 'X') return null; // dead, not yet reaped
-  return { pid, ppid: Number(rest[1]), start: rest[19] }; // fields 4 and 22
+  return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), start: rest[19] }; // fields 4, 5, 22
 }
 
 function linuxRead(pid) {
@@ -177,4 +177,4 @@ function watcher(host) {
   };
 }
 
-module.exports = { findHost, isLauncher, readProcess, watcher, PLATFORM };
+module.exports = { findHost, isLauncher, readProcess, watcher, linuxStat, PLATFORM };

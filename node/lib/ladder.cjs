@@ -1,0 +1,58 @@
+'use strict';
+// The shutdown ladder on a whole tree, as the spec and both SDKs define it for stdio:
+// close the server's stdin, wait, SIGTERM, wait, SIGKILL (MCP spec "Lifecycle:
+// Shutdown, stdio"; the TypeScript SDK's StdioClientTransport.close() and the Python
+// SDK's stdio_client both wait 2 s at each step). The same numbers as the Python side
+// (src/mcp_tether/ladder.py).
+//
+// Guarantees:
+// - Each rung signals the whole tree (lib/tree.cjs: the group, and each recorded member
+//   outside it, by identity), not one pid; the caller has already closed stdin.
+// - A rung ends early the moment the tree is empty; `endTree` resolves only when it is
+//   empty, or when even SIGKILL was not seen to work within `killWaitMs` (a process in
+//   D state): then `survivors` names them.
+// - Every rung is returned: action, ms since the start, outcome.
+
+const GRACE_MS = 2000; // to exit by itself once stdin is closed
+const TERM_GRACE_MS = 2000; // between SIGTERM and SIGKILL
+const KILL_WAIT_MS = 5000; // to *see* SIGKILLed processes go
+const POLL_MIN_MS = 5;
+const POLL_MAX_MS = 50;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Poll `tree.look()` until nothing lives or `ms` pass; true if the tree is empty. */
+async function waitEmpty(tree, ms, extra = () => false) {
+  const end = Date.now() + ms;
+  for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
+    if (tree.look().length === 0 && !extra()) return true;
+    const left = end - Date.now();
+    if (left <= 0) return false;
+    await sleep(Math.min(delay, left));
+  }
+}
+
+/**
+ * Climb the ladder on `tree` (stdin already closed). `busy()` answers whether something
+ * the tree does not cover is still running (the direct child not yet reaped).
+ */
+async function endTree(tree, {
+  graceMs = GRACE_MS, termGraceMs = TERM_GRACE_MS, killWaitMs = KILL_WAIT_MS,
+  fromSigterm = false, busy = () => false,
+} = {}) {
+  const t0 = Date.now();
+  const rungs = [];
+  const rung = async (action, wait, sig) => {
+    if (sig) tree.signal(sig);
+    const empty = await waitEmpty(tree, wait, busy);
+    rungs.push({ action, ms: Date.now() - t0, outcome: empty ? 'exited' : 'timeout' });
+    return empty;
+  };
+  tree.full(); // before any signal: the whole table once, for members whose parent left
+  if (!fromSigterm && await rung('close-stdin', graceMs)) return { rungs, survivors: [] };
+  if (await rung('sigterm', termGraceMs, 'SIGTERM')) return { rungs, survivors: [] };
+  if (await rung('sigkill', killWaitMs, 'SIGKILL')) return { rungs, survivors: [] };
+  return { rungs, survivors: tree.full().map(({ pid, start }) => ({ pid, start })) };
+}
+
+module.exports = { endTree, waitEmpty, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS };
