@@ -36,7 +36,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { PassThrough } = require('node:stream');
 const { Tree, identify } = require('./lib/tree.cjs');
-const { endTree, waitEmpty, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS } = require('./lib/ladder.cjs');
+const { endTree, waitEmpty, Nudge, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS } = require('./lib/ladder.cjs');
 const { say } = require('./lib/log.cjs');
 
 const WATCHDOG = path.join(__dirname, 'lib', 'watchdog.cjs');
@@ -339,8 +339,10 @@ class StdioClientTransport {
     const termMs = signalFirst ? DISPOSE_TERM_MS : this._termGraceMs;
     if (kind === 'none' || !this._ident) {
       const tree = new Tree(this._ident, { pgid: child.pid, includeRoot: true });
+      const nudge = new Nudge();
+      child.once('exit', () => nudge.poke());
       await endTree(tree, { graceMs: this._graceMs, termGraceMs: termMs,
-        fromSigterm: signalFirst, busy: () => !exited(child) });
+        fromSigterm: signalFirst, busy: () => !exited(child), nudge });
       if (!this._ident && !exited(child)) {
         try { child.kill('SIGKILL'); } catch { /* gone */ }
       }

@@ -19,16 +19,38 @@ const KILL_WAIT_MS = 5000; // to *see* SIGKILLed processes go
 const POLL_MIN_MS = 5;
 const POLL_MAX_MS = 50;
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A sleep that a known event (the direct child's exit) can cut short. */
+class Nudge {
+  constructor() {
+    this._wakers = new Set();
+  }
 
-/** Poll `tree.look()` until nothing lives or `ms` pass; true if the tree is empty. */
-async function waitEmpty(tree, ms, extra = () => false) {
+  sleep(ms) {
+    return new Promise((resolve) => {
+      const wake = () => { clearTimeout(timer); this._wakers.delete(wake); resolve(); };
+      const timer = setTimeout(wake, ms);
+      this._wakers.add(wake);
+    });
+  }
+
+  poke() {
+    for (const wake of [...this._wakers]) wake();
+  }
+}
+
+/**
+ * Poll `tree.look()` until nothing lives or `ms` pass; true if the tree is empty. An
+ * empty look is confirmed by one whole-table look (`full()`), which also finds group
+ * members whose parent left between two looks; `busy()` is what the tree cannot see (the
+ * direct child not yet reaped).
+ */
+async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge()) {
   const end = Date.now() + ms;
   for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
-    if (tree.look().length === 0 && !extra()) return true;
+    if (tree.look().length === 0 && !busy() && tree.full().length === 0) return true;
     const left = end - Date.now();
     if (left <= 0) return false;
-    await sleep(Math.min(delay, left));
+    await nudge.sleep(Math.min(delay, left));
   }
 }
 
@@ -38,21 +60,20 @@ async function waitEmpty(tree, ms, extra = () => false) {
  */
 async function endTree(tree, {
   graceMs = GRACE_MS, termGraceMs = TERM_GRACE_MS, killWaitMs = KILL_WAIT_MS,
-  fromSigterm = false, busy = () => false,
+  fromSigterm = false, busy = () => false, nudge = new Nudge(),
 } = {}) {
   const t0 = Date.now();
   const rungs = [];
   const rung = async (action, wait, sig) => {
     if (sig) tree.signal(sig);
-    const empty = await waitEmpty(tree, wait, busy);
+    const empty = await waitEmpty(tree, wait, busy, nudge);
     rungs.push({ action, ms: Date.now() - t0, outcome: empty ? 'exited' : 'timeout' });
     return empty;
   };
-  tree.full(); // before any signal: the whole table once, for members whose parent left
   if (!fromSigterm && await rung('close-stdin', graceMs)) return { rungs, survivors: [] };
   if (await rung('sigterm', termGraceMs, 'SIGTERM')) return { rungs, survivors: [] };
   if (await rung('sigkill', killWaitMs, 'SIGKILL')) return { rungs, survivors: [] };
   return { rungs, survivors: tree.full().map(({ pid, start }) => ({ pid, start })) };
 }
 
-module.exports = { endTree, waitEmpty, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS };
+module.exports = { endTree, waitEmpty, Nudge, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS };

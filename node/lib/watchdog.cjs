@@ -24,7 +24,7 @@ const { spawn } = require('node:child_process');
 const net = require('node:net');
 const os = require('node:os');
 const { Tree, identify } = require('./tree.cjs');
-const { endTree, waitEmpty } = require('./ladder.cjs');
+const { endTree, waitEmpty, Nudge } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
 
 // 250 ms: a setsid helper is recorded within a quarter second of its birth; each look
@@ -46,6 +46,7 @@ function main(argv) {
 
   let status = null; // the server's exit status, once reaped
   let ending = null;
+  const nudge = new Nudge(); // the server's exit cuts a ladder's poll short
   const child = spawn(command, args, { stdio: 'inherit', detached: true });
   child.on('error', (err) => {
     say('error', `cannot start ${command}: ${err.message}`, WHO);
@@ -65,7 +66,7 @@ function main(argv) {
     ending = (async () => {
       say('debug', `${reason}: ending the tree of ${child.pid}`, WHO);
       const { rungs, survivors } = await endTree(tree, {
-        graceMs, termGraceMs, fromSigterm, busy: () => status === null,
+        graceMs, termGraceMs, fromSigterm, busy: () => status === null, nudge,
       });
       const last = rungs[rungs.length - 1];
       say(survivors.length ? 'warning' : 'debug', `${reason}: ${last.action} ${last.outcome} ` +
@@ -76,9 +77,10 @@ function main(argv) {
 
   child.on('exit', (code, signal) => {
     status = code ?? 128 + (os.constants.signals[signal] || 0);
+    nudge.poke();
     if (ending) return;
     // Helpers of the tree may outlive the server: stay while they run.
-    waitEmpty(tree, Infinity).then(() => { if (!ending) finish(); });
+    waitEmpty(tree, Infinity, () => false, nudge).then(() => { if (!ending) finish(); });
   });
 
   const look = setInterval(() => tree.look(), LOOK_MS);
