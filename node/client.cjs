@@ -203,6 +203,7 @@ class StdioClientTransport {
     this._termGraceMs = nonNegative('termGraceMs', server.termGraceMs, TERM_GRACE_MS);
     this._plan = null;
     this._ident = null;
+    this._closing = null;
     if (server.stderr === 'pipe' || server.stderr === 'overlapped') {
       this._stderrStream = new PassThrough();
     }
@@ -309,13 +310,15 @@ class StdioClientTransport {
     }
   }
 
-  /** End stdin and let the ladder end the whole tree; resolves when it is gone. */
+  /** End stdin and let the ladder end the whole tree; resolves when it is gone (a second
+   * call during the first waits for the same end). */
   async close() {
     if (this._process) {
       const child = this._process;
       this._process = undefined;
-      await this._end(child, false);
+      this._closing = this._end(child, false);
     }
+    if (this._closing) await this._closing;
     this._readBuffer.clear();
   }
 
@@ -337,15 +340,14 @@ class StdioClientTransport {
     try { child.stdio[3]?.destroy(); } catch { /* the watchdog sees EOF either way */ }
     const kind = this._plan?.kind;
     const termMs = signalFirst ? DISPOSE_TERM_MS : this._termGraceMs;
-    if (kind === 'none' || !this._ident) {
+    if (kind === 'none') {
       const tree = new Tree(this._ident, { pgid: child.pid, includeRoot: true });
       const nudge = new Nudge();
       child.once('exit', () => nudge.poke());
       await endTree(tree, { graceMs: this._graceMs, termGraceMs: termMs,
-        fromSigterm: signalFirst, busy: () => !exited(child), nudge });
-      if (!this._ident && !exited(child)) {
-        try { child.kill('SIGKILL'); } catch { /* gone */ }
-      }
+        fromSigterm: signalFirst, busy: () => !exited(child), nudge,
+        // Our unreaped child: its pid is still its own (and the only handle off Linux).
+        direct: (sig) => { if (!exited(child)) child.kill(sig); } });
     } else {
       if (signalFirst && !exited(child)) child.kill('SIGTERM'); // our unreaped child
       const budget = (signalFirst ? 0 : this._graceMs) + termMs + KILL_WAIT_MS + SAFETY_MARGIN_MS;
@@ -355,6 +357,7 @@ class StdioClientTransport {
         tree.full();
         const stuck = [...tree.members.values()].map(({ pid, start }) => ({ pid, start }));
         tree.signal('SIGKILL');
+        if (!exited(child)) child.kill('SIGKILL');
         const gone = await waitEmpty(tree, KILL_WAIT_MS, () => !exited(child));
         say('warning', `the ${kind} supervisor ${child.pid} did not exit in time; SIGKILLed ` +
           `${JSON.stringify(stuck)}${gone ? '' : ' and some survived'}`);

@@ -56,16 +56,20 @@ async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge()) {
 
 /**
  * Climb the ladder on `tree` (stdin already closed). `busy()` answers whether something
- * the tree does not cover is still running (the direct child not yet reaped).
+ * the tree does not cover is still running (the direct child not yet reaped); `direct(sig)`
+ * signals that child by its handle at each rung (where the tree cannot see processes).
  */
 async function endTree(tree, {
   graceMs = GRACE_MS, termGraceMs = TERM_GRACE_MS, killWaitMs = KILL_WAIT_MS,
-  fromSigterm = false, busy = () => false, nudge = new Nudge(),
+  fromSigterm = false, busy = () => false, nudge = new Nudge(), direct = () => {},
 } = {}) {
   const t0 = Date.now();
   const rungs = [];
   const rung = async (action, wait, sig) => {
-    if (sig) tree.signal(sig);
+    if (sig) {
+      tree.signal(sig);
+      direct(sig);
+    }
     const empty = await waitEmpty(tree, wait, busy, nudge);
     rungs.push({ action, ms: Date.now() - t0, outcome: empty ? 'exited' : 'timeout' });
     return empty;

@@ -121,6 +121,18 @@ test("send() before start() rejects with Not connected", async () => {
   await assert.rejects(new StdioClientTransport({ command: "x" }).send({ jsonrpc: "2.0", method: "m" }), /Not connected/);
 });
 
+test("supervisor none: close() still ends the whole tree before it resolves, and a " +
+     "second close() waits for the same end", { skip: !LINUX }, async () => {
+  const pids = join(tmp(), "pids");
+  const t = new StdioClientTransport({ command: "sh", supervisor: "none", graceMs: 200, termGraceMs: 200,
+    args: ["-c", `${process.execPath} ${STUBBORN} --helper; true`], env: { STUBBORN_PIDS: pids } });
+  await t.start();
+  await until(() => recorded(pids).length === 2, "server and helper");
+  const tree = [...descendants(process.pid), ...recorded(pids)];
+  await Promise.all([t.close(), t.close().then(() => assert.deepEqual(alive(recorded(pids)), []))]);
+  assert.deepEqual(alive(tree), []);
+});
+
 // ---- real hosts ----------------------------------------------------------------------
 
 const WRAPPERS = {
