@@ -40,14 +40,17 @@ class Nudge {
 
 /**
  * Poll `tree.look()` until nothing lives or `ms` pass; true if the tree is empty. An
- * empty look is confirmed by one whole-table look (`full()`), which also finds group
- * members whose parent left between two looks; `busy()` is what the tree cannot see (the
- * direct child not yet reaped).
+ * empty look also needs an empty group (one syscall); a group still held by processes the
+ * looks did not see (orphaned between two looks) costs one whole-table look that records
+ * them. `busy()` is what the tree cannot see (the direct child not yet reaped).
  */
 async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge()) {
   const end = Date.now() + ms;
   for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
-    if (tree.look().length === 0 && !busy() && tree.full().length === 0) return true;
+    if (tree.look().length === 0 && !busy()) {
+      if (tree.groupEmpty()) return true;
+      tree.full();
+    }
     const left = end - Date.now();
     if (left <= 0) return false;
     await nudge.sleep(Math.min(delay, left));

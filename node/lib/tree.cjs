@@ -189,6 +189,18 @@ class Tree {
     return this._prune();
   }
 
+  /** True when no process holds the server's group (one kill(-pgid, 0)): what a look of
+   * the known members cannot see, a group member orphaned between two looks. */
+  groupEmpty() {
+    if (this.pgid === null) return true;
+    try {
+      process.kill(-this.pgid, 0);
+      return false;
+    } catch (err) {
+      return true; // ESRCH: nobody; EPERM: a stranger's group of that number now
+    }
+  }
+
   /** SIGTERM/SIGKILL the group (while a member holds it) and each member outside it.
    * Returns how many signals were sent. */
   signal(sig) {
