@@ -382,3 +382,4 @@ class StdioClientTransport {
 module.exports = {
   StdioClientTransport, getDefaultEnvironment, DEFAULT_INHERITED_ENV_VARS, ReadBuffer,
 };
+module.exports.default = StdioClientTransport;

@@ -3,7 +3,7 @@
 The package's own `node --test` suite for it (node/test/client.test.mjs: both SDK client
 lines, `sh -c` and an npx-style wrapper, close / process.exit / SIGKILL, nothing left by
 pid + start time) runs here with the fixture folder that holds both SDK lines. Then
-`hostcheck` judges a careful host (tests/hostcheck_hosts/node_client_host.mjs) on this
+`hostcheck` judges a careful host (tests/hostcheck_hosts/ts_host.mjs) on this
 transport behind each supervisor, in every scenario, and the same host on the SDK's own
 transport, whose verdicts follow from its close(): end stdin, 2 s, SIGTERM to the direct
 child only, and nothing at all after a crash.
@@ -29,7 +29,7 @@ pytestmark = [
     pytest.mark.linux,
 ]
 REPO = Path(__file__).resolve().parents[1]
-HOST = REPO / "tests" / "hostcheck_hosts" / "node_client_host.mjs"
+HOST = REPO / "tests" / "hostcheck_hosts" / "ts_host.mjs"
 EVERY = ["exit", "sigint", "sigterm", "sigkill", "sighup"]
 FAST = {"settle": 0.5, "ready_timeout": 60.0, "jobs": 2}
 
@@ -38,7 +38,7 @@ FAST = {"settle": 0.5, "ready_timeout": 60.0, "jobs": 2}
 def fx() -> Path:
     folder = node_tether_env.ensure()
     # From there `import "mcp-tether/client"` resolves to this checkout's node/ folder.
-    shutil.copy2(HOST, folder / "hostcheck_node_client_host.mjs")
+    shutil.copy2(HOST, folder / "hostcheck_ts_host.mjs")
     return folder
 
 
@@ -64,8 +64,9 @@ def test_the_client_transports_node_tests_pass(fx: Path) -> None:
 @pytest.mark.parametrize("supervisor", ["mcp-tether", "node"])
 def test_a_host_on_mcp_tether_client_is_clean_in_every_scenario(fx: Path, supervisor: str) -> None:
     """hostcheck: clean in exit, sigint, sigterm, sigkill and sighup behind either supervisor."""
-    result = check(["node", str(fx / "hostcheck_node_client_host.mjs"), "{server}"],
-                   scenarios=EVERY, env=_env(HOST_SUPERVISOR=supervisor), cwd=str(fx), **FAST)
+    result = check(["node", str(fx / "hostcheck_ts_host.mjs"), "{server}"],
+                   scenarios=EVERY, env=_env(HOST_TRANSPORT="tether", HOST_SUPERVISOR=supervisor),
+                   cwd=str(fx), **FAST)
     verdicts = {r["scenario"]: r["verdict"] for r in result.results}
     assert verdicts == dict.fromkeys(EVERY, "clean"), result.results
     assert result.exit_code == 0
@@ -76,7 +77,7 @@ def test_the_same_host_on_the_sdks_transport_leaves_the_wrapped_child_and_after_
         fx: Path, line: str) -> None:
     """hostcheck on the SDK's StdioClientTransport (1.32.2, 2.4.0): SIGTERM reaches only
     its direct child (the recorder's child is left); a SIGKILLed host leaves the server."""
-    result = check(["node", str(fx / "hostcheck_node_client_host.mjs"), "{server}"],
+    result = check(["node", str(fx / "hostcheck_ts_host.mjs"), "{server}"],
                    scenarios=["exit", "sigkill"],
                    env=_env(HOST_SDK=line, HOST_TRANSPORT="sdk"), cwd=str(fx), **FAST)
     verdicts = {r["scenario"]: r["verdict"] for r in result.results}
