@@ -55,7 +55,7 @@ def _env(**extra: str) -> dict[str, str]:
 def test_the_client_transports_node_tests_pass(fx: Path) -> None:
     """`node --test test/client.test.mjs` with both SDK client lines installed."""
     out = subprocess.run(["node", "--test", "test/client.test.mjs"], cwd=REPO / "node",
-                         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
                          env=_env(MCP_TETHER_NODE_FIXTURES=str(fx)))
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "# skipped 0" in out.stdout, out.stdout[-2000:]
