@@ -341,7 +341,7 @@ class StdioClientTransport {
     const kind = this._plan?.kind;
     const termMs = signalFirst ? DISPOSE_TERM_MS : this._termGraceMs;
     if (kind === 'none') {
-      const tree = new Tree(this._ident, { pgid: child.pid, includeRoot: true });
+      const tree = new Tree(this._ident, { pgid: child.pid, includeRoot: true, leader: this._ident });
       const nudge = new Nudge();
       child.once('exit', () => nudge.poke());
       await endTree(tree, { graceMs: this._graceMs, termGraceMs: termMs,

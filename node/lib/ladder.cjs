@@ -40,16 +40,16 @@ class Nudge {
 
 /**
  * Poll `tree.look()` until nothing lives or `ms` pass; true if the tree is empty. An
- * empty look also needs an empty group (one syscall); a group still held by processes the
- * looks did not see (orphaned between two looks) costs one whole-table look that records
- * them. `busy()` is what the tree cannot see (the direct child not yet reaped).
+ * empty look also needs an empty group (one syscall), or else a whole-table look that
+ * finds no live member in it (group members orphaned between two looks are recorded by it). `busy()` is what the tree cannot see (the direct child not yet reaped).
  */
 async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge()) {
   const end = Date.now() + ms;
   for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
-    if (tree.look().length === 0 && !busy()) {
-      if (tree.groupEmpty()) return true;
-      tree.full();
+    // kill(-pgid, 0) also counts zombies not yet reaped by init: a whole-table look
+    // decides then (it records live members the looks missed, and skips zombies).
+    if (tree.look().length === 0 && !busy() && (tree.groupEmpty() || tree.full().length === 0)) {
+      return true;
     }
     const left = end - Date.now();
     if (left <= 0) return false;

@@ -15,8 +15,9 @@
 //   `/proc/<pid>/stat` once. `full()` always reads every process, so group members whose
 //   parent is gone are found too.
 // - The group is signalled with kill(-pgid) only while a process of that group is a
-//   recorded member: a pgid no member holds any more is never signalled (the number could
-//   be a new group's). Each member outside the group is re-read right before its signal.
+//   recorded member, and its members are recorded only while that holds or its leader (the
+//   server, pid = pgid) is gone or still itself: a pgid whose leader pid is now another
+//   process is never taken (the number could be a new group's). Each member outside the group is re-read right before its signal.
 //   Node has no pidfd: a pid that dies and is reused between that read and the kill is the
 //   one race left, microseconds wide.
 // - Linux only. Elsewhere `supported` is false and only the group is signalled.
@@ -100,9 +101,10 @@ function signalIdent(ident, sig) {
 class Tree {
   /** `root`: `{pid, start}` of the process whose descendants are the tree (not itself a
    * member unless `includeRoot`); `pgid`: the server's group. */
-  constructor(root, { pgid = null, includeRoot = false } = {}) {
+  constructor(root, { pgid = null, includeRoot = false, leader = null } = {}) {
     this.root = root;
     this.pgid = pgid;
+    this.leader = leader; // {pid, start} of the group's leader (pid === pgid), if known
     this.members = new Map(); // pid -> {pid, start, pgid}
     if (includeRoot && root) this.members.set(root.pid, { ...root });
   }
@@ -168,7 +170,8 @@ class Tree {
   full() {
     if (!SUPPORTED) return [];
     const { live, starts } = this._starts();
-    const groupHeld = this.pgid !== null && live.some((m) => m.pgid === this.pgid);
+    const groupHeld = this.pgid !== null && (live.some((m) => m.pgid === this.pgid) ||
+      this._leaderKept());
     const kids = new Map();
     for (const st of table()) {
       if (!kids.has(st.ppid)) kids.set(st.ppid, []);
@@ -187,6 +190,14 @@ class Tree {
       }
     }
     return this._prune();
+  }
+
+  /** The group's number is still ours: its leader lives as itself or is gone, not
+   * replaced (a new group of that number needs a new process of that pid). */
+  _leaderKept() {
+    if (!this.leader) return false;
+    const st = linuxStat(this.leader.pid);
+    return st === null || (st !== undefined && st.start === this.leader.start);
   }
 
   /** True when no process holds the server's group (one kill(-pgid, 0)): what a look of

@@ -53,7 +53,8 @@ function main(argv) {
     process.exit(err.code === 'EACCES' ? 126 : 127);
   });
   if (child.pid === undefined) return; // the 'error' event follows
-  const tree = new Tree(identify(process.pid), { pgid: child.pid });
+  const leader = identify(child.pid); // our unreaped child: the pid is still its own
+  const tree = new Tree(identify(process.pid), { pgid: child.pid, leader: leader || null });
   tree.look();
 
   function finish() {
