@@ -121,8 +121,12 @@ function plan(params, graceMs, termGraceMs) {
       '--term-grace', String(termGraceMs / 1000), '--', command, ...args] };
   }
   if (kind === 'node') {
-    return { kind, file: process.execPath,
-      args: [WATCHDOG, String(graceMs), String(termGraceMs), '--', command, ...args] };
+    // Under Electron (VS Code, Cursor...) process.execPath is the app: the variable makes it
+    // a plain Node for the watchdog, which unsets it again before the server starts.
+    const electron = Boolean(process.versions.electron) && !('ELECTRON_RUN_AS_NODE' in (params.env || {}));
+    return { kind, file: process.execPath, addEnv: electron ? { ELECTRON_RUN_AS_NODE: '1' } : {},
+      args: [WATCHDOG, String(graceMs), String(termGraceMs),
+        ...(electron ? ['--unset', 'ELECTRON_RUN_AS_NODE'] : []), '--', command, ...args] };
   }
   return { kind: 'none', file: command, args };
 }
@@ -235,7 +239,7 @@ class StdioClientTransport {
       const stdio = ['pipe', 'pipe', params.stderr ?? 'inherit'];
       if (how.kind === 'node') stdio.push('pipe'); // fd 3: the watchdog's lifeline
       this._process = spawn(how.file, how.args, {
-        env,
+        env: { ...env, ...how.addEnv },
         stdio,
         shell: false,
         detached: process.platform !== 'win32',

@@ -2,7 +2,11 @@
 // The Node watchdog: what stands between a host and its server when `mcp-tether run` (the
 // Python guard) is not on PATH. Started by the transport (client.cjs), never by hand:
 //
-//   node watchdog.cjs GRACE_MS TERM_GRACE_MS -- COMMAND ARGS...     (fd 3: the lifeline)
+//   node watchdog.cjs GRACE_MS TERM_GRACE_MS [--unset NAME]... -- COMMAND ARGS...
+//                                                                    (fd 3: the lifeline)
+//
+// `--unset NAME` removes a variable the transport added for the watchdog alone (under
+// Electron, ELECTRON_RUN_AS_NODE=1 makes process.execPath a Node) before the server starts.
 //
 // Guarantees:
 // - The server inherits fds 0-2 (zero copy: the watchdog never reads or writes a protocol
@@ -33,16 +37,21 @@ const LOOK_MS = 250;
 const WHO = 'mcp-tether watchdog';
 
 function usage() {
-  say('error', 'usage: watchdog.cjs GRACE_MS TERM_GRACE_MS -- COMMAND ARGS...', WHO);
+  say('error', 'usage: watchdog.cjs GRACE_MS TERM_GRACE_MS [--unset NAME]... -- COMMAND ARGS...', WHO);
   process.exit(2);
 }
 
 function main(argv) {
   const sep = argv.indexOf('--');
-  if (sep !== 2 || argv.length < 4) usage();
+  if (sep < 2 || argv.length < sep + 2) usage();
   const [graceMs, termGraceMs] = argv.slice(0, 2).map(Number);
   if (![graceMs, termGraceMs].every((n) => Number.isFinite(n) && n >= 0)) usage();
-  const [command, ...args] = argv.slice(3);
+  const opts = argv.slice(2, sep);
+  for (let i = 0; i < opts.length; i += 2) {
+    if (opts[i] !== '--unset' || !opts[i + 1]) usage();
+    delete process.env[opts[i + 1]];
+  }
+  const [command, ...args] = argv.slice(sep + 1);
 
   let status = null; // the server's exit status, once reaped
   let ending = null;

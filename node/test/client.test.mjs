@@ -133,6 +133,23 @@ test("supervisor none: close() still ends the whole tree before it resolves, and
   assert.deepEqual(alive(tree), []);
 });
 
+test("the watchdog: --unset keeps its own variable from the server; bad usage exits 2, " +
+     "a missing command 127", async () => {
+  const WATCHDOG = join(PKG, "lib", "watchdog.cjs");
+  const run = (args, env = {}) => new Promise((resolve) => {
+    const p = spawn(process.execPath, [WATCHDOG, ...args], { stdio: ["ignore", "pipe", "ignore", "pipe"],
+      env: { ...process.env, ...env } });
+    let out = "";
+    p.stdout.on("data", (d) => { out += d; });
+    p.on("close", (code) => resolve({ code, out }));
+  });
+  const echo = ["--", "sh", "-c", 'echo "X=${X-unset}"'];
+  assert.deepEqual(await run(["0", "0", "--unset", "X", ...echo], { X: "1" }), { code: 0, out: "X=unset\n" });
+  assert.deepEqual(await run(["0", "0", ...echo], { X: "1" }), { code: 0, out: "X=1\n" });
+  assert.equal((await run(["0", "0", "--bogus", "--", "true"])).code, 2);
+  assert.equal((await run(["0", "0", "--", "no-such-server-xyz"])).code, 127);
+});
+
 // ---- real hosts ----------------------------------------------------------------------
 
 const WRAPPERS = {
