@@ -124,7 +124,8 @@ function plan(params, graceMs, termGraceMs) {
     // Under Electron (VS Code, Cursor...) process.execPath is the app: the variable makes it
     // a plain Node for the watchdog, which unsets it again before the server starts.
     const electron = Boolean(process.versions.electron) && !('ELECTRON_RUN_AS_NODE' in (params.env || {}));
-    return { kind, file: process.execPath, addEnv: electron ? { ELECTRON_RUN_AS_NODE: '1' } : {},
+    return { kind, file: process.execPath, forced: wanted === 'node',
+      addEnv: electron ? { ELECTRON_RUN_AS_NODE: '1' } : {},
       args: [WATCHDOG, String(graceMs), String(termGraceMs),
         ...(electron ? ['--unset', 'ELECTRON_RUN_AS_NODE'] : []), '--', command, ...args] };
   }
@@ -233,8 +234,10 @@ class StdioClientTransport {
         }
       }
       this._plan = how;
+      this._closing = null;
       say('debug', how.kind === 'mcp-tether' ? `starting ${params.command} behind mcp-tether run (${how.file})`
-        : how.kind === 'node' ? `starting ${params.command} behind the Node watchdog (no mcp-tether on PATH)`
+        : how.kind === 'node' ? `starting ${params.command} behind the Node watchdog` +
+          (how.forced ? '' : ' (no mcp-tether on PATH)')
           : `starting ${params.command} with no supervisor (the host's death is not covered)`);
       const stdio = ['pipe', 'pipe', params.stderr ?? 'inherit'];
       if (how.kind === 'node') stdio.push('pipe'); // fd 3: the watchdog's lifeline
