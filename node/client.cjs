@@ -254,6 +254,9 @@ class StdioClientTransport {
       const lifeline = child.stdio[3];
       if (lifeline) {
         lifeline.on('error', () => {}); // the watchdog is gone: its exit says the rest
+        // Read (nothing comes) so that its EOF closes it: the child's 'close', and with it
+        // onclose, waits for every stdio stream, this one included.
+        lifeline.resume();
         lifeline.unref?.(); // the stdio pipes keep the loop alive, as in the SDK
       }
       child.on('error', (error) => {

@@ -43,9 +43,9 @@ class Nudge {
  * empty look also needs an empty group (one syscall), or else a whole-table look that
  * finds no live member in it (group members orphaned between two looks are recorded by it). `busy()` is what the tree cannot see (the direct child not yet reaped).
  */
-async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge()) {
+async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxDelay = POLL_MAX_MS) {
   const end = Date.now() + ms;
-  for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
+  for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, maxDelay)) {
     // kill(-pgid, 0) also counts zombies not yet reaped by init: a whole-table look
     // decides then (it records live members the looks missed, and skips zombies).
     if (tree.look().length === 0 && !busy() && (tree.groupEmpty() || tree.full().length === 0)) {

@@ -233,4 +233,23 @@ class Tree {
   }
 }
 
-module.exports = { Tree, identify, same, signalIdent, table, SUPPORTED };
+/** What this process's fd `n` is (`socket:[123]`, `pipe:[456]`), or null. */
+function fdTarget(n, pid = 'self') {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/fd/${n}`);
+  } catch {
+    return null;
+  }
+}
+
+/** Live members of `tree` that hold this process's stdin or stdout (a server a launcher
+ * handed the stdio to before it exited). */
+function stdioHolders(tree) {
+  // Only a pipe or a socket is the host's: /dev/null or a file says nothing about who.
+  const ours = new Set([fdTarget(0), fdTarget(1)].filter((t) => /^(pipe|socket):/.test(t || '')));
+  // A whole-table look: a server the launcher started just before it left was likely
+  // never seen by a look while the launcher lived; it is still in the group.
+  return tree.full().filter((m) => [0, 1].some((n) => ours.has(fdTarget(n, m.pid))));
+}
+
+module.exports = { Tree, identify, same, signalIdent, table, stdioHolders, SUPPORTED };

@@ -20,14 +20,15 @@
 // - The tree is recorded by (pid, start time) from the start and every LOOK_MS
 //   (lib/tree.cjs), so a helper that called setsid and lost its parent is still known.
 // - The watchdog exits only when the tree is empty, with the server's status (128+N after
-//   signal N; 127 / 126 when the command cannot start). A server that exits by itself
-//   while helpers of its tree still run: the watchdog stays until they are gone or the
-//   lifeline ends.
+//   signal N; 127 / 126 when the command cannot start). When the server exits by itself,
+//   what is left of its tree gets the ladder from SIGTERM, unless a process of the tree
+//   holds the stdio (a launcher handed it over and left): that one is guarded instead
+//   until it goes or the lifeline ends.
 
 const { spawn } = require('node:child_process');
 const net = require('node:net');
 const os = require('node:os');
-const { Tree, identify } = require('./tree.cjs');
+const { Tree, identify, stdioHolders } = require('./tree.cjs');
 const { endTree, waitEmpty, Nudge } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
 
@@ -89,8 +90,17 @@ function main(argv) {
     status = code ?? 128 + (os.constants.signals[signal] || 0);
     nudge.poke();
     if (ending) return;
-    // Helpers of the tree may outlive the server: stay while they run.
-    waitEmpty(tree, Infinity, () => false, nudge).then(() => { if (!ending) finish(); });
+    // A launcher that handed the stdio to the real server and left: guard whoever holds
+    // it until it goes or the lifeline ends. Else the server is gone: end what is left
+    // of its tree from SIGTERM, as the guard does.
+    const holders = stdioHolders(tree);
+    if (holders.length === 0) {
+      end(`server exited (${status})`, true);
+      return;
+    }
+    say('debug', `server exited (${status}); guarding ${holders.length} process(es) on its stdio`, WHO);
+    // No hurry here (the lifeline still works): one look per LOOK_MS, not per 50 ms.
+    waitEmpty(tree, Infinity, () => false, nudge, LOOK_MS).then(() => { if (!ending) finish(); });
   });
 
   const look = setInterval(() => tree.look(), LOOK_MS);

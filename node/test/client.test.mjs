@@ -133,6 +133,40 @@ test("supervisor none: close() still ends the whole tree before it resolves, and
   assert.deepEqual(alive(tree), []);
 });
 
+test("a server that exits by itself: the watchdog ends what is left of its tree (a setsid " +
+     "helper) and the transport closes", { skip: !LINUX }, async () => {
+  const pids = join(tmp(), "pids");
+  const t = new StdioClientTransport({ command: "sh", supervisor: "node", env: { STUBBORN_PIDS: pids },
+    // The server's stdout goes to /dev/null: a background job that kept the stdio would
+    // be a launcher's hand-over, guarded until the lifeline ends (the next test).
+    args: ["-c", `${process.execPath} ${STUBBORN} --helper >/dev/null & while [ "$(wc -l < ${pids} 2>/dev/null)" != 2 ]; do sleep 0.05; done; exit 7`] });
+  const closed = new Promise((r) => { t.onclose = r; });
+  await t.start();
+  await closed; // without the end of the rest, the helper would keep the watchdog (and this) waiting
+  assert.equal(recorded(pids).length, 2);
+  assert.deepEqual(alive(recorded(pids)), []);
+  await t.close();
+});
+
+test("a launcher that hands the stdio over and exits: the holder is guarded, and ended " +
+     "by close()", { skip: !LINUX }, async () => {
+  const pids = join(tmp(), "pids");
+  const t = new StdioClientTransport({ command: "sh", supervisor: "node", graceMs: 200, termGraceMs: 200,
+    // sh gives a background job /dev/null for stdin unless told otherwise: fd 4 passes it on.
+    env: { STUBBORN_PIDS: pids }, args: ["-c", `exec 4<&0; ${process.execPath} ${STUBBORN} <&4 4<&- & exit 0`] });
+  let closedEarly = false;
+  t.onclose = () => { closedEarly = true; };
+  await t.start();
+  await until(() => recorded(pids).length === 1, "the server");
+  const reply = new Promise((r) => { t.onmessage = r; });
+  await t.send({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+  const answer = await Promise.race([reply, new Promise((r) => setTimeout(r, 20000, null))]);
+  assert.deepEqual(answer?.result, { tools: [] }, "the handed-over server still answers");
+  assert.equal(closedEarly, false);
+  await t.close();
+  assert.deepEqual(alive(recorded(pids)), []);
+});
+
 test("the watchdog: --unset keeps its own variable from the server; bad usage exits 2, " +
      "a missing command 127", async () => {
   const WATCHDOG = join(PKG, "lib", "watchdog.cjs");
