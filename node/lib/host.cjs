@@ -64,10 +64,23 @@ function isLauncher(argv) {
 
 // ---- Linux: /proc --------------------------------------------------------------------
 
+// One read into a reused buffer: readFileSync on a /proc file (size 0) costs several
+// times more (fstat, then a growing read loop), which a whole-table look pays per process.
+const STAT_BUF = Buffer.alloc(4096);
+
+function readStat(pid) {
+  const fd = fs.openSync(`/proc/${pid}/stat`, 'r');
+  try {
+    return STAT_BUF.latin1Slice(0, fs.readSync(fd, STAT_BUF, 0, STAT_BUF.length, 0));
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 function linuxStat(pid) {
   let text;
   try {
-    text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    text = readStat(pid);
   } catch (err) {
     if (err && (err.code === 'ENOENT' || err.code === 'ESRCH')) return null;
     return undefined;
@@ -76,7 +89,7 @@ function linuxStat(pid) {
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const state = rest[0]; // field 3
   if (state === 'Z' || state === 'X') return null; // dead, not yet reaped
-  return { pid, ppid: Number(rest[1]), start: rest[19] }; // fields 4 and 22
+  return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), start: rest[19] }; // fields 4, 5, 22
 }
 
 function linuxRead(pid) {
@@ -177,4 +190,4 @@ function watcher(host) {
   };
 }
 
-module.exports = { findHost, isLauncher, readProcess, watcher, PLATFORM };
+module.exports = { findHost, isLauncher, readProcess, watcher, linuxStat, PLATFORM };

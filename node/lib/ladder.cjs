@@ -1,0 +1,86 @@
+'use strict';
+// The shutdown ladder on a whole tree, as the spec and both SDKs define it for stdio:
+// close the server's stdin, wait, SIGTERM, wait, SIGKILL (MCP spec "Lifecycle:
+// Shutdown, stdio"; the TypeScript SDK's StdioClientTransport.close() and the Python
+// SDK's stdio_client both wait 2 s at each step). The same numbers as the Python side
+// (src/mcp_tether/ladder.py).
+//
+// Guarantees:
+// - Each rung signals the whole tree (lib/tree.cjs: the group, and each recorded member
+//   outside it, by identity), not one pid; the caller has already closed stdin.
+// - A rung ends early the moment the tree is empty; `endTree` resolves only when it is
+//   empty, or when even SIGKILL was not seen to work within `killWaitMs` (a process in
+//   D state): then `survivors` names them.
+// - Every rung is returned: action, ms since the start, outcome.
+
+const GRACE_MS = 2000; // to exit by itself once stdin is closed
+const TERM_GRACE_MS = 2000; // between SIGTERM and SIGKILL
+const KILL_WAIT_MS = 5000; // to *see* SIGKILLed processes go
+const POLL_MIN_MS = 5;
+const POLL_MAX_MS = 50;
+
+/** A sleep that a known event (the direct child's exit) can cut short. */
+class Nudge {
+  constructor() {
+    this._wakers = new Set();
+  }
+
+  sleep(ms) {
+    return new Promise((resolve) => {
+      const wake = () => { clearTimeout(timer); this._wakers.delete(wake); resolve(); };
+      const timer = setTimeout(wake, ms);
+      this._wakers.add(wake);
+    });
+  }
+
+  poke() {
+    for (const wake of [...this._wakers]) wake();
+  }
+}
+
+/**
+ * Poll `tree.look()` until nothing lives or `ms` pass; true if the tree is empty. An
+ * empty look also needs an empty group (one syscall), or else a whole-table look that
+ * finds no live member in it (group members orphaned between two looks are recorded by it). `busy()` is what the tree cannot see (the direct child not yet reaped).
+ */
+async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxDelay = POLL_MAX_MS) {
+  const end = Date.now() + ms;
+  for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, maxDelay)) {
+    // kill(-pgid, 0) also counts zombies not yet reaped by init: a whole-table look
+    // decides then (it records live members the looks missed, and skips zombies).
+    if (tree.look().length === 0 && !busy() && (tree.groupEmpty() || tree.full().length === 0)) {
+      return true;
+    }
+    const left = end - Date.now();
+    if (left <= 0) return false;
+    await nudge.sleep(Math.min(delay, left));
+  }
+}
+
+/**
+ * Climb the ladder on `tree` (stdin already closed). `busy()` answers whether something
+ * the tree does not cover is still running (the direct child not yet reaped); `direct(sig)`
+ * signals that child by its handle at each rung (where the tree cannot see processes).
+ */
+async function endTree(tree, {
+  graceMs = GRACE_MS, termGraceMs = TERM_GRACE_MS, killWaitMs = KILL_WAIT_MS,
+  fromSigterm = false, busy = () => false, nudge = new Nudge(), direct = () => {},
+} = {}) {
+  const t0 = Date.now();
+  const rungs = [];
+  const rung = async (action, wait, sig) => {
+    if (sig) {
+      tree.signal(sig);
+      direct(sig);
+    }
+    const empty = await waitEmpty(tree, wait, busy, nudge);
+    rungs.push({ action, ms: Date.now() - t0, outcome: empty ? 'exited' : 'timeout' });
+    return empty;
+  };
+  if (!fromSigterm && await rung('close-stdin', graceMs)) return { rungs, survivors: [] };
+  if (await rung('sigterm', termGraceMs, 'SIGTERM')) return { rungs, survivors: [] };
+  if (await rung('sigkill', killWaitMs, 'SIGKILL')) return { rungs, survivors: [] };
+  return { rungs, survivors: tree.full().map(({ pid, start }) => ({ pid, start })) };
+}
+
+module.exports = { endTree, waitEmpty, Nudge, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS };

@@ -1,0 +1,255 @@
+'use strict';
+// A server's process tree, recorded by identity, and the signals sent to it.
+//
+// Guarantees:
+// - A member is (pid, start time): `/proc/<pid>/stat` field 22 on Linux. A recorded
+//   member whose pid now has another start time is gone, never signalled; one that
+//   cannot be read is kept as `unknown` and never signalled either.
+// - The record only grows while the tree lives: a member seen once stays known after its
+//   parent exits, so a helper that left the group (setsid) and was reparented to init is
+//   still found, and its own children with it. A process that forks and loses its parent
+//   between two looks (a double-fork inside one poll) is not seen: without a subreaper
+//   (Node cannot be one) that gap is the limit of this walk.
+// - A look reads `/proc/<pid>/task/<tid>/children` of the known members (a few small
+//   reads, whatever else runs on the machine); where that file is missing it reads every
+//   `/proc/<pid>/stat` once. `full()` always reads every process, so group members whose
+//   parent is gone are found too.
+// - The group is signalled with kill(-pgid) only while a process of that group is a
+//   recorded member, and its members are recorded only while that holds or its leader (the
+//   server, pid = pgid) is gone or still itself: a pgid whose leader pid is now another
+//   process is never taken (the number could be a new group's). Each member outside the group is re-read right before its signal.
+//   Node has no pidfd: a pid that dies and is reused between that read and the kill is the
+//   one race left, microseconds wide.
+// - Linux only. Elsewhere `supported` is false and only the group is signalled.
+
+const fs = require('node:fs');
+const { linuxStat } = require('./host.cjs');
+
+const SUPPORTED = process.platform === 'linux';
+
+let childrenFiles = SUPPORTED ? undefined : false; // probed on first use
+
+function readChildren(pid) {
+  let tids;
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const out = [];
+  for (const tid of tids) {
+    let text;
+    try {
+      text = fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1');
+    } catch (err) {
+      if (err && err.code === 'ENOENT' && childrenFiles === undefined) {
+        // The task is there but not its children file: a kernel without
+        // CONFIG_PROC_CHILDREN. Whole-table reads from now on.
+        try { fs.statSync(`/proc/${pid}/task/${tid}`); childrenFiles = false; } catch { /* gone */ }
+      }
+      continue;
+    }
+    childrenFiles = true;
+    for (const word of text.split(' ')) if (word) out.push(Number(word));
+  }
+  return out;
+}
+
+/** Every process: [{pid, ppid, pgid, start}], read from /proc. */
+function table() {
+  const out = [];
+  let names;
+  try {
+    names = fs.readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
+    const st = linuxStat(Number(name));
+    if (st) out.push(st);
+  }
+  return out;
+}
+
+/** `{pid, start}` of a live process, `null` if gone, `undefined` if it cannot be told. */
+function identify(pid) {
+  if (!SUPPORTED) return undefined;
+  const st = linuxStat(pid);
+  return st && { pid, start: st.start, pgid: st.pgid };
+}
+
+/** true (the same process lives), false (gone or replaced), undefined (cannot tell). */
+function same(ident) {
+  if (!SUPPORTED) return undefined;
+  const st = linuxStat(ident.pid);
+  if (st === undefined) return undefined;
+  return st !== null && st.start === ident.start;
+}
+
+/** Signal `ident` if it is still itself; true if sent. */
+function signalIdent(ident, sig) {
+  if (same(ident) !== true) return false;
+  try {
+    process.kill(ident.pid, sig);
+    return true;
+  } catch {
+    return false; // ESRCH: gone in between; EPERM: not ours to signal
+  }
+}
+
+class Tree {
+  /** `root`: `{pid, start}` of the process whose descendants are the tree (not itself a
+   * member unless `includeRoot`); `pgid`: the server's group. */
+  constructor(root, { pgid = null, includeRoot = false, leader = null } = {}) {
+    this.root = root;
+    this.pgid = pgid;
+    this.leader = leader; // {pid, start} of the group's leader (pid === pgid), if known
+    this.members = new Map(); // pid -> {pid, start, pgid}
+    if (includeRoot && root) this.members.set(root.pid, { ...root });
+  }
+
+  _add(st) {
+    const known = this.members.get(st.pid);
+    if (known && known.start === st.start) {
+      known.pgid = st.pgid;
+      return false;
+    }
+    this.members.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid });
+    return true;
+  }
+
+  /** Drop members that are gone; return the live ones (unknowns count as live). */
+  _prune() {
+    const live = [];
+    for (const [pid, m] of this.members) {
+      const st = linuxStat(pid);
+      if (st === null || (st && st.start !== m.start)) {
+        this.members.delete(pid);
+      } else {
+        if (st) m.pgid = st.pgid;
+        live.push(m);
+      }
+    }
+    return live;
+  }
+
+  /** Where a walk starts: the root if it is still itself, and every live member (a pid
+   * reused by a stranger is pruned first, so a stranger's children are never taken). */
+  _starts() {
+    const live = this._prune();
+    const starts = live.map((m) => m.pid);
+    if (this.root && same(this.root)) starts.push(this.root.pid);
+    return { live, starts };
+  }
+
+  /** A cheap look: the children of the root and of every known member. */
+  look() {
+    if (!SUPPORTED) return [];
+    if (childrenFiles === false) return this.full();
+    const queue = this._starts().starts;
+    const seen = new Set();
+    while (queue.length) {
+      const pid = queue.shift();
+      if (seen.has(pid)) continue;
+      seen.add(pid);
+      for (const child of readChildren(pid)) {
+        const st = linuxStat(child);
+        if (st && st.ppid === pid) {
+          this._add(st);
+          queue.push(child);
+        }
+      }
+    }
+    if (childrenFiles === false) return this.full();
+    return this._prune();
+  }
+
+  /** A whole-table look: descendants by ppid from the root and the live members, and
+   * every process of the server's group while a member still holds that group. */
+  full() {
+    if (!SUPPORTED) return [];
+    const { live, starts } = this._starts();
+    const groupHeld = this.pgid !== null && (live.some((m) => m.pgid === this.pgid) ||
+      this._leaderKept());
+    const kids = new Map();
+    for (const st of table()) {
+      if (!kids.has(st.ppid)) kids.set(st.ppid, []);
+      kids.get(st.ppid).push(st);
+      if (groupHeld && st.pgid === this.pgid) this._add(st);
+    }
+    const queue = [...starts, ...[...this.members.keys()].filter((p) => !starts.includes(p))];
+    const seen = new Set();
+    while (queue.length) {
+      const pid = queue.shift();
+      if (seen.has(pid)) continue;
+      seen.add(pid);
+      for (const st of kids.get(pid) || []) {
+        this._add(st);
+        queue.push(st.pid);
+      }
+    }
+    return this._prune();
+  }
+
+  /** The group's number is still ours: its leader lives as itself or is gone, not
+   * replaced (a new group of that number needs a new process of that pid). */
+  _leaderKept() {
+    if (!this.leader) return false;
+    const st = linuxStat(this.leader.pid);
+    return st === null || (st !== undefined && st.start === this.leader.start);
+  }
+
+  /** True when no process holds the server's group (one kill(-pgid, 0)): what a look of
+   * the known members cannot see, a group member orphaned between two looks. */
+  groupEmpty() {
+    if (this.pgid === null) return true;
+    try {
+      process.kill(-this.pgid, 0);
+      return false;
+    } catch (err) {
+      return true; // ESRCH: nobody; EPERM: a stranger's group of that number now
+    }
+  }
+
+  /** SIGTERM/SIGKILL the group (while a member holds it) and each member outside it.
+   * Returns how many signals were sent. */
+  signal(sig) {
+    const live = SUPPORTED ? this.full() : [];
+    let sent = 0;
+    const groupHeld = !SUPPORTED || live.some((m) => m.pgid === this.pgid);
+    if (this.pgid !== null && groupHeld) {
+      try {
+        process.kill(-this.pgid, sig);
+        sent += 1;
+      } catch {
+        // ESRCH: the group is empty now; EPERM: nothing of ours to signal.
+      }
+    }
+    for (const m of live) {
+      if (m.pgid !== this.pgid && signalIdent(m, sig)) sent += 1;
+    }
+    return sent;
+  }
+}
+
+/** What this process's fd `n` is (`socket:[123]`, `pipe:[456]`), or null. */
+function fdTarget(n, pid = 'self') {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/fd/${n}`);
+  } catch {
+    return null;
+  }
+}
+
+/** Live members of `tree` that hold this process's stdin or stdout (a server a launcher
+ * handed the stdio to before it exited). */
+function stdioHolders(tree) {
+  // Only a pipe or a socket is the host's: /dev/null or a file says nothing about who.
+  const ours = new Set([fdTarget(0), fdTarget(1)].filter((t) => /^(pipe|socket):/.test(t || '')));
+  // A whole-table look: a server the launcher started just before it left was likely
+  // never seen by a look while the launcher lived; it is still in the group.
+  return tree.full().filter((m) => [0, 1].some((n) => ours.has(fdTarget(n, m.pid))));
+}
+
+module.exports = { Tree, identify, same, signalIdent, table, stdioHolders, SUPPORTED };
