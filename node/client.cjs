@@ -250,7 +250,7 @@ class StdioClientTransport {
         cwd: params.cwd,
       });
       const child = this._process;
-      if (child.pid !== undefined) this._ident = identify(child.pid) || null;
+      if (child.pid !== undefined) this._ident = identify(child.pid, { dead: true }) || null;
       const lifeline = child.stdio[3];
       if (lifeline) {
         lifeline.on('error', () => {}); // the watchdog is gone: its exit says the rest

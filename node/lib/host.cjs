@@ -77,7 +77,9 @@ function readStat(pid) {
   }
 }
 
-function linuxStat(pid) {
+// `dead`: a zombie (our own unreaped child) is still itself, its pid not yet free: its
+// start time identifies it. Anyone else's zombie is gone for our purposes.
+function linuxStat(pid, { dead = false } = {}) {
   let text;
   try {
     text = readStat(pid);
@@ -88,7 +90,7 @@ function linuxStat(pid) {
   // comm (field 2) may hold spaces and parentheses: the fields resume after the last ')'.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const state = rest[0]; // field 3
-  if (state === 'Z' || state === 'X') return null; // dead, not yet reaped
+  if (!dead && (state === 'Z' || state === 'X')) return null; // dead, not yet reaped
   return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), start: rest[19] }; // fields 4, 5, 22
 }
 

@@ -73,9 +73,9 @@ function table() {
 }
 
 /** `{pid, start}` of a live process, `null` if gone, `undefined` if it cannot be told. */
-function identify(pid) {
+function identify(pid, { dead = false } = {}) {
   if (!SUPPORTED) return undefined;
-  const st = linuxStat(pid);
+  const st = linuxStat(pid, { dead });
   return st && { pid, start: st.start, pgid: st.pgid };
 }
 

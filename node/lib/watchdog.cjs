@@ -63,7 +63,9 @@ function main(argv) {
     process.exit(err.code === 'EACCES' ? 126 : 127);
   });
   if (child.pid === undefined) return; // the 'error' event follows
-  const leader = identify(child.pid); // our unreaped child: the pid is still its own
+  // Our unreaped child: the pid is still its own, a zombie included (a launcher such as
+  // `sh -c 'server & exit 0'` may have exited before this line runs).
+  const leader = identify(child.pid, { dead: true });
   const tree = new Tree(identify(process.pid), { pgid: child.pid, leader: leader || null });
   tree.look();
 
