@@ -30,8 +30,8 @@
 //   died before it (the ancestor it then finds is whoever adopted the process). Hence
 //   the placement: before any other `await` at start-up.
 
-const fs = require('node:fs');
 const hostlib = require('./lib/host.cjs');
+const { say } = require('./lib/log.cjs'); // stderr only, MCP_TETHER_LOG's level
 
 const DEFAULT_TIMEOUT_MS = 1000;
 // 200 ms: a host's death is seen within a fifth of a second plus one /proc read, well
@@ -39,18 +39,6 @@ const DEFAULT_TIMEOUT_MS = 1000;
 const HOST_POLL_MS = 200;
 const SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
 const DEAD_PIPE = new Set(['EPIPE', 'EIO', 'ECONNRESET', 'ENOTCONN', 'ERR_STREAM_DESTROYED']);
-const LEVELS = { debug: 10, info: 20, warning: 30, error: 40, quiet: 100 };
-
-const threshold = LEVELS[String(process.env.MCP_TETHER_LOG || 'warning').trim().toLowerCase()] ?? 30;
-
-function say(level, text) {
-  if (LEVELS[level] < threshold) return;
-  try {
-    fs.writeSync(2, `mcp-tether[${process.pid}]: ${text}\n`);
-  } catch {
-    // stderr is gone: nobody is left to tell.
-  }
-}
 
 function oneLine(err) {
   const text = err && err.stack ? String(err.stack).split('\n')[0]

@@ -1,5 +1,5 @@
 'use strict';
-// Diagnostics of the client side (the transport and its watchdog): single synchronous
+// Diagnostics of the package (tether(), the transport and its watchdog): single synchronous
 // writes to fd 2, tagged with the pid, that ignore a dead stderr; never stdout. The level
 // comes from MCP_TETHER_LOG (debug, info, warning (default), quiet), as everywhere in
 // mcp-tether.
