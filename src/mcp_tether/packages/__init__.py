@@ -55,7 +55,7 @@ from mcp_tether.packages.spec import (
 
 __all__ = ["prepare", "Prepared", "PackageSpec", "PackageError", "InstallPolicy", "parse_spec",
            "is_package_spec", "cache_root", "LAUNCHES", "default_launch", "ensure_installed",
-           "policy_line"]
+           "policy_line", "policy_summary"]
 
 LAUNCHES = ("npx", "uvx", "direct")
 MARKER = ".mcp-tether-package.json"  # written last: its presence means "complete"
@@ -105,6 +105,17 @@ def policy_line(spec: PackageSpec, policy: InstallPolicy, have: Sequence[str]) -
         return "source builds allowed (--allow-build): pip may have run a build backend"
     return "wheels only (pip --only-binary :all:): no build ran; --allow-build allows " \
         "source builds"
+
+
+def policy_summary(policy: InstallPolicy) -> str:
+    """One line for a run that installs packages of both ecosystems (the survey): what
+    each install may run. `policy_line` then says it per package."""
+    return ("installing with "
+            + ("npm install scripts run (--allow-scripts)" if policy.scripts else
+               "npm --ignore-scripts (--allow-scripts runs install scripts)")
+            + " and " + ("source builds allowed (--allow-build)" if policy.build else
+                         "pip wheels only (--allow-build allows source builds)")
+            + "; each server then runs as you")
 
 
 def default_launch(ecosystem: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
+from mcp_tether.packages import policy_summary
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
@@ -95,12 +96,7 @@ def command(args: argparse.Namespace) -> int:
         progress.done(row.label, f"{row.status} in {row.seconds:.0f} s")
 
     policy = policy_from(args)
-    print("mcp-tether survey: installing with "
-          + ("npm install scripts run (--allow-scripts)" if policy.scripts else
-             "npm --ignore-scripts (--allow-scripts runs install scripts)")
-          + " and " + ("source builds allowed (--allow-build)" if policy.build else
-                       "pip wheels only (--allow-build allows source builds)")
-          + "; each server then runs as you", file=sys.stderr)
+    print(f"mcp-tether survey: {policy_summary(policy)}", file=sys.stderr)
     with StopSignals("survey") as stop, \
             Progress("survey", total=len(entries), quiet=args.quiet) as progress:
         result = run_survey(entries, jobs=args.jobs, timeout=args.timeout,
