@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_tether.guard.result import signame
+
 __all__ = ["SIGNS", "processes", "relation"]
 
 # Events that show the host ending a recorder process (or being gone): before the
@@ -51,9 +53,7 @@ def relation(value: int | None, own_pid: int, host_value: int | None,
 def _signal_name(status: int | None) -> str | None:
     if status is None or status <= 128:
         return None
-    names = {9: "SIGKILL", 15: "SIGTERM", 2: "SIGINT", 1: "SIGHUP", 3: "SIGQUIT",
-             6: "SIGABRT", 13: "SIGPIPE"}
-    return names.get(status - 128, f"signal {status - 128}")
+    return signame(status - 128)
 
 
 def _ended(row: dict[str, Any], pid: int, evs: list[dict[str, Any]],
