@@ -19,9 +19,10 @@ Guarantees:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcp_tether import platform
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.proc.end import Tree
 
