@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "READER_HELD",
     "HOST_GONE", "CHANNEL_GONE", "HELD", "FAR_END_UNSEEN", "HOST_NOT_LISTENING",
-    "NEWER_COPY", "IO_IDLE", "Channel", "What", "Member", "Server", "ScanResult",
+    "NEWER_COPY", "IO_IDLE", "STATES", "EVIDENCE", "Channel", "What", "Member", "Server",
+    "ScanResult",
 ]
 
 PARENT_GONE = "parent-gone"  # its launcher is gone: adopted by init or a subreaper
@@ -52,6 +53,12 @@ HOST_NOT_LISTENING = "host-not-listening"
 # host that the host does listen to; its read/write counters unchanged meanwhile.
 NEWER_COPY = "newer-copy-listened"
 IO_IDLE = "io-unchanged"
+
+# Every state a server can be in (`Server.state`) and every evidence line `find` and
+# `abandoned` write: what a consumer that must name them all (the metrics) reads.
+STATES = ("leaked", "abandoned", "live", "unknown")
+EVIDENCE = (PARENT_GONE, STDIN_NO_WRITER, STDOUT_NO_READER, WRITER_HELD, READER_HELD,
+            HOST_GONE, FAR_END_UNSEEN, HOST_NOT_LISTENING, NEWER_COPY, IO_IDLE)
 
 
 @dataclass

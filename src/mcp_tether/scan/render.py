@@ -14,16 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_tether.scan.match import guarded_argv
-from mcp_tether.scan.model import (
-    FAR_END_UNSEEN,
-    HOST_GONE,
-    PARENT_GONE,
-    STDIN_NO_WRITER,
-    STDOUT_NO_READER,
-    WRITER_HELD,
-    ScanResult,
-    Server,
-)
+from mcp_tether.scan.model import EVIDENCE, STATES, ScanResult, Server
 from mcp_tether.scan.reap import Plan
 from mcp_tether.scan.watch import _size
 
@@ -159,10 +150,7 @@ def _label(v: str) -> str:
 
 # The states and evidence always written, 0 when none: a series that is sometimes absent
 # breaks alerts (`absent()`, rate over gaps). Any other state or evidence a scan reports
-# is written as well, as it appears, with no change here.
-STATES = ("leaked", "live", "unknown")
-EVIDENCE = (PARENT_GONE, STDIN_NO_WRITER, STDOUT_NO_READER, WRITER_HELD, HOST_GONE,
-            FAR_END_UNSEEN)
+# is written as well, as it appears, with no change here (`model.STATES`, `model.EVIDENCE`).
 
 
 def render_openmetrics(result: ScanResult, *, per_process: bool = False,
