@@ -103,7 +103,8 @@ class Run:
 
     def __init__(self, tmp: Path, mode: str, code: int = 0, *, fd_value: str | None = None,
                  stdin: int | None = subprocess.PIPE, extra_fds: tuple[int, ...] = (),
-                 preexec: Callable[[], None] | None = None) -> None:
+                 preexec: Callable[[], None] | None = None,
+                 ladder: list[str] | None = None) -> None:
         script = tmp / "server.py"
         if not script.exists():
             script.write_text(SERVER)
@@ -113,7 +114,8 @@ class Run:
         env[REPORT_ENV] = str(self.pipe.write_fd) if fd_value is None else fd_value
         self.err = open(tmp / f"{Path(self.pidfile).name}.err", "w+b")  # noqa: SIM115
         self.out = open(tmp / f"{Path(self.pidfile).name}.out", "w+b")  # noqa: SIM115
-        argv = [sys.executable, "-m", "mcp_tether", "run", *FAST, "--",
+        ladder = FAST if ladder is None else ladder
+        argv = [sys.executable, "-m", "mcp_tether", "run", *ladder, "--",
                 sys.executable, str(script), mode, self.pidfile, str(code)]
         self.proc = subprocess.Popen(argv, stdin=stdin, stdout=self.out, stderr=self.err,
                                      env=env, pass_fds=(self.pipe.write_fd, *extra_fds),
@@ -302,12 +304,13 @@ def test_a_command_that_cannot_start_still_gets_its_line(tmp_path: Path) -> None
 def test_bad_report_fds_cost_one_warning_line_and_the_run_goes_on(tmp_path: Path) -> None:
     """0, 1, 2 (stdout is protocol-only), garbage, a negative number, a closed fd, a
     read-only fd: one warning line each, no byte on stdout, the server runs and exits as
-    usual and never sees the variable."""
+    usual and never sees the variable. Its stdin is at EOF from the start, so the grace is
+    long: a server still starting under load must get to its own exit, not a SIGTERM."""
     ro = os.open(os.devnull, os.O_RDONLY)
     try:
         for value in ("0", "1", "2", "five", "-4", "250", str(ro)):
             run = Run(tmp_path, "eof", 0, fd_value=value, stdin=subprocess.DEVNULL,
-                      extra_fds=(ro,))  # passed on, but open for reading only
+                      extra_fds=(ro,), ladder=["--grace", str(DEADLINE)])  # passed on, but open for reading only
             rc, report, err, out = run.end()
             warnings = [ln for ln in err.splitlines() if REPORT_ENV in ln]
             assert rc == 0 and out == b"" and report is None, (value, err)
