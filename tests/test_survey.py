@@ -175,3 +175,21 @@ def test_a_survey_json_renders_again_without_probing(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "new.json").read_text())
     assert data["results"][0]["status"] == "needs-service" and data["seconds"] == 12.0
     assert "needs a service: needs postgres" in (tmp_path / "new.md").read_text()
+
+
+def test_a_survey_says_its_load_and_its_run_time_against_the_floor() -> None:
+    """The table's header gives the load average at the start and end, and the run time
+    as a ratio of its floor (probed servers x 3 probes x 15 s / jobs); rows that never
+    got to a probe (install failed) do not count toward the floor."""
+    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey.render import to_json, to_markdown
+
+    rows = [Row("npm:a@1", "npm:a@1"), Row("npm:b@1", "npm:b@1"),
+            Row("npm:c@1", "npm:c@1", status="install-failed")]
+    result = SurveyResult(rows, 1.8e9, 60.0, 2, True, (0.41, 1.9))
+    assert result.probed == 2 and result.floor == 2 * 3 * 15.0 / 2
+    header = to_markdown(result).splitlines()[0]
+    assert "load average 0.41 at the start and 1.9 at the end" in header
+    assert "Floor (2 probed servers x 3 probes x 15 s / 2): 45 s; this run 1.33x." in header
+    again = SurveyResult.from_dict(json.loads(to_json(result)))
+    assert again.load == (0.41, 1.9) and again.seconds == 60.0

@@ -43,12 +43,15 @@ from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
 
 __all__ = ["run_survey", "rerun", "Row", "SurveyResult", "Entry", "parse_list",
-           "parse_line", "PROBE_TIMEOUT", "STYLES"]
+           "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
 
 PROBE_TIMEOUT = 240.0  # seconds for one probe run (every scenario of one host style)
 # npx/uvx start-ups on a loaded machine take far longer than one local server: a
 # scenario that cannot get its handshake is an error (unknown), never a verdict.
 READY_TIMEOUT = 30.0
+# One probe's shortest run: start-up, the 2 s window, the horizon and the 3 s idle
+# scenario, all scenarios of a host style at once (measured: 13-16 s on a quiet machine).
+PROBE_FLOOR = 15.0
 STOP_GRACE = 30.0  # after SIGTERM, a probe ends its keepers' trees within this
 STYLES = ("node", "python", "guarded")  # the guarded run uses the node host style
 _SERVICE = re.compile(
@@ -130,19 +133,44 @@ class SurveyResult:
     seconds: float
     jobs: int
     pid_namespace: bool
+    # The 1-minute load average when the survey started and when it ended: a survey made
+    # on a busy machine times out handshakes and runs long, and its table should say so.
+    load: tuple[float, float] | None = None
+
+    @property
+    def probed(self) -> int:
+        """Rows that got as far as probing (installed, a command found)."""
+        return sum(1 for r in self.rows if r.status not in ("install-failed", "no-command"))
+
+    @property
+    def floor(self) -> float:
+        """The run time it cannot beat: every probed server's three probes, each about
+        one scenario long (all scenarios of a probe run at once), `jobs` at a time."""
+        return self.probed * len(STYLES) * PROBE_FLOOR / max(self.jobs, 1)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SurveyResult:
         started = time.mktime(time.strptime(d["started"], "%Y-%m-%dT%H:%M:%SZ")) - \
             time.timezone
         rows = d["results"] if "results" in d else d["rows"]  # "rows": before the envelope
+        load = d.get("load_average")
         return cls([Row.from_dict(r) for r in rows], started, float(d["seconds"]),
-                   int(d["jobs"]), bool(d["pid_namespace"]))
+                   int(d["jobs"]), bool(d["pid_namespace"]),
+                   (float(load["start"]), float(load["end"])) if load else None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
-                "seconds": round(self.seconds, 1), "jobs": self.jobs,
-                "pid_namespace": self.pid_namespace, "rows": [r.to_dict() for r in self.rows]}
+        d: dict[str, Any] = {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
+            "seconds": round(self.seconds, 1), "jobs": self.jobs,
+            "pid_namespace": self.pid_namespace, "floor_seconds": round(self.floor, 1)}
+        if self.load is not None:
+            d["load_average"] = {"start": self.load[0], "end": self.load[1]}
+        d["rows"] = [r.to_dict() for r in self.rows]
+        return d
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 class _Children:
@@ -343,7 +371,7 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
     stopped (should_stop, Ctrl-C), with the rows done and the others `stopped`."""
     jobs = jobs or os.cpu_count() or 2
     kids = _Children()
-    started, t0 = time.time(), time.monotonic()
+    started, t0, load_start = time.time(), time.monotonic(), _load()
     rows: dict[int, Row] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         pending: dict[Future[Row], int] = {
@@ -375,7 +403,8 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
         if i not in rows:
             rows[i] = Row(e.label, e.spec.text, status="stopped", note="not run: stopped")
     return SurveyResult([rows[i] for i in range(len(entries))], started,
-                        time.monotonic() - t0, jobs, in_pid_namespace())
+                        time.monotonic() - t0, jobs, in_pid_namespace(),
+                        (load_start, _load()))
 
 
 def rerun(result: SurveyResult, entries: list[Entry], style: str,

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from mcp_tether.jsonout import envelope
-from mcp_tether.survey import Row, SurveyResult
+from mcp_tether.survey import PROBE_FLOOR, STYLES, Row, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells"]
 
@@ -66,8 +66,13 @@ def _details(row: Row) -> list[tuple[str, str, str]]:
 def _header(result: SurveyResult) -> str:
     d = result.to_dict()
     ns = "in a pid namespace" if result.pid_namespace else "in the host pid namespace"
+    load = "" if result.load is None else \
+        f", load average {result.load[0]:g} at the start and {result.load[1]:g} at the end"
+    floor = "" if not result.floor else \
+        f" Floor ({result.probed} probed servers x {len(STYLES)} probes x {PROBE_FLOOR:g} s" \
+        f" / {result.jobs}): {result.floor:.0f} s; this run {result.seconds / result.floor:.2f}x."
     return (f"Surveyed {d['started']}: {len(result.rows)} servers in {d['seconds']} s, "
-            f"{result.jobs} at once, {ns}.")
+            f"{result.jobs} at once, {ns}{load}.{floor}")
 
 
 def _md_cell(text: str) -> str:
