@@ -26,6 +26,11 @@ when the tree is gone before that SIGKILL. `--probe` runs our probe on the same 
 in the same run (`--host-style python -s MODE`) and compares with it, not with a survey
 made under another load.
 
+`--failing SURVEY_JSON` re-checks exactly the python host style's failures of a survey:
+each failing row's failed close/exit/crash/sigterm, and says of every failure whether the
+SDK host confirms it; failures of scenarios no SDK host performs (devnull, idle,
+half-close, sigint, inherited-writer) are listed as not re-checkable.
+
 `--host ts` drives the server with the TypeScript SDK's `Client` + `StdioClientTransport`
 (the lab's pinned Node fixtures): close is `client.close()` (end stdin, 2 s, SIGTERM to
 the child, 2 s, SIGKILL), exit is `process.exit(0)`, crash a SIGKILL. Every run also
@@ -198,6 +203,10 @@ def main() -> int:
     ap.add_argument("--join", metavar="JSON",
                     help="servers x hosts JSON (python -m mcp_tether.survey.hosts): "
                     "compare its derived LEFT/gone with what the real host left")
+    ap.add_argument("--failing", metavar="SURVEY_JSON",
+                    help="re-check only the python host style's failures of that survey "
+                    "(each failing row, its failed close/exit/crash/sigterm) and say of "
+                    "each failure whether the SDK host confirms it")
     ap.add_argument("--save", metavar="JSON", help="write the SDK host's verdicts here")
     ap.add_argument("--load", metavar="JSON", help="compare verdicts saved by --save")
     ap.add_argument("--python", default=sys.executable,
@@ -215,6 +224,8 @@ def main() -> int:
     if args.survey:
         doc = json.loads(Path(args.survey).read_text())
         _compare(sdk_verdicts, doc["results"] if "results" in doc else doc["rows"])
+    if args.failing:
+        _confirm(sdk_verdicts, _rows(args.failing))
     if args.probe:
         _compare(sdk_verdicts, [{"label": k, "verdicts": {"python": v.get("probe", {})}}
                                 for k, v in sdk_verdicts.items()])
@@ -230,10 +241,15 @@ def _run_sdk(args: argparse.Namespace) -> dict[str, dict]:
 
     node_dir = str(ensure(quiet=True)) if args.host == "ts" else ""
     modes = args.mode or ["close", "exit", "crash"]
+    failing = _python_failures(_rows(args.failing)) if args.failing else None
     out: dict[str, dict] = {}
     for e in parse_list(args.list):
         if args.only and not any(t in e.label for t in args.only):
             continue
+        if failing is not None:
+            modes = [m for m in RECHECKABLE if m in failing.get(e.label, ())]
+            if not modes:
+                continue
         try:
             got = prepare(e.spec, bin=e.bin, launch=e.launch, args=e.args)
         except PackageError as exc:
@@ -291,6 +307,44 @@ def _compare(sdk: dict[str, dict], rows: list[dict]) -> None:
                   f"({note}) {'agree' if same else 'DISAGREE'}")
     print(f"agreement: {agree}/{total} verdicts (pass = the whole tree gone within "
           f"{WINDOW:g} s of the trigger, by itself)")
+
+
+# The python host style's scenarios that a Python SDK host can do to a server itself.
+# The others (devnull, idle, half-close, sigint, inherited-writer, ...) are nothing
+# `stdio_client` does: their failures are the probe's alone, said so per failure.
+RECHECKABLE = ("close", "exit", "crash", "sigterm")
+
+
+def _rows(path: str) -> list[dict]:
+    doc = json.loads(Path(path).read_text())
+    return doc["results"] if "results" in doc else doc["rows"]
+
+
+def _python_failures(rows: list[dict]) -> dict[str, list[str]]:
+    return {r["label"]: [f["scenario"] for f in r.get("failures") or []
+                         if f["style"] == "python"] for r in rows}
+
+
+def _confirm(sdk: dict[str, dict], rows: list[dict]) -> None:
+    """Each failure of the python host style: confirmed by the SDK host (it too saw the
+    tree outlive the trigger's 2 s), not confirmed (the SDK host saw it gone), not
+    compared (the SDK host could not run it), or not re-checkable (no SDK host action)."""
+    counts: dict[str, int] = {}
+    for label, scenarios in _python_failures(rows).items():
+        for scenario in scenarios:
+            got = sdk.get(label, {}).get(scenario)
+            if scenario not in RECHECKABLE:
+                state = "not re-checkable (no Python SDK host does this)"
+            elif not got or got[0] == "error":
+                state = f"not compared ({got[1] if got else 'not run'})"
+            elif got[0] == "exited":
+                state = f"NOT CONFIRMED: the SDK host saw the tree gone ({got[1]})"
+            else:
+                state = f"confirmed ({got[1]})"
+            key = state.split(" (")[0].split(":")[0]
+            counts[key] = counts.get(key, 0) + 1
+            print(f"{label:<58} {scenario:<16} {state}")
+    print("python-style failures: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
 
 
 # sdk_recheck's modes as the hosts' events of the servers x hosts table.

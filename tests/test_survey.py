@@ -85,7 +85,7 @@ def test_a_survey_row_has_both_host_styles_the_guard_and_every_rendering(
     assert failed == {("node", "close"), ("python", "close")}
     assert all(f["diagnosis"] and f["remedy"] for f in stubborn["failures"])
     md = Path(f"{out}.md").read_text()
-    assert "| stubborn | 1.0.0 | python |" in md and "| passes |" in md
+    assert "| stubborn | — | 1.0.0 | python |" in md and "| passes |" in md
     assert "fix: " in md and "FAIL / FAIL" in md
     page = Path(f"{out}.html").read_text()
     assert "<td>stubborn</td>" in page and "behind the guard" in page
@@ -193,3 +193,21 @@ def test_a_survey_says_its_load_and_its_run_time_against_the_floor() -> None:
     assert "Floor (2 probed servers x 3 probes x 15 s / 2): 45 s; this run 1.33x." in header
     again = SurveyResult.from_dict(json.loads(to_json(result)))
     assert again.load == (0.41, 1.9) and again.seconds == 60.0
+
+
+def test_a_list_line_carries_how_much_the_server_is_used_into_its_row() -> None:
+    """`downloads=` (npm, a month) and `rank=` (PyPI) reach the row and the table's
+    "used" column; a figure that is not a whole number is the line's error."""
+    from mcp_tether.survey import Row
+    from mcp_tether.survey.listfile import parse_line
+    from mcp_tether.survey.render import cells
+
+    npm = parse_line("npm:a@1.0.0 downloads=1234567 needs=postgres -- x")
+    pypi = parse_line("pypi:b==2.0 rank=812")
+    assert npm is not None and npm.downloads == 1234567 and npm.args == ["x"]
+    assert pypi is not None and pypi.rank == 812 and pypi.downloads is None
+    row = Row("npm:a@1.0.0", "npm:a@1.0.0", downloads=npm.downloads, status="did-not-start")
+    assert cells(row)[1] == "1,234,567/month"
+    assert cells(Row("pypi:b==2.0", "pypi:b==2.0", rank=812, status="error"))[1] == "PyPI #812"
+    with pytest.raises(ValueError, match="whole number"):
+        parse_line("npm:a@1.0.0 downloads=lots")

@@ -45,5 +45,5 @@ def test_the_printed_list_keeps_a_known_lines_options_with_the_new_version(
     known.write_text("pypi:awslabs.docs-mcp-server==0.9 env=K=dummy -- --x\n")
     assert main(["--packages", str(_lists(tmp_path)), "--list", str(known)]) == 0
     out = capsys.readouterr().out
-    assert "pypi:awslabs.docs-mcp-server==1.0 env=K=dummy -- --x" in out
-    assert "npm:big-mcp@2.0.0\n" in out and "# 500 downloads a month" in out
+    assert "pypi:awslabs.docs-mcp-server==1.0 rank=" in out and "env=K=dummy -- --x" in out
+    assert "npm:big-mcp@2.0.0 downloads=500\n" in out and "# 500 downloads a month" in out

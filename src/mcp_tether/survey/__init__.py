@@ -84,6 +84,8 @@ class Row:
     launch: str = ""
     command: list[str] = field(default_factory=list)
     needs: str | None = None  # the list's needs=
+    downloads: int | None = None  # the list's downloads= (npm, a month)
+    rank: int | None = None  # the list's rank= (PyPI)
     status: str = "ok"  # ok | install-failed | no-command | did-not-start | needs-service
     #                     | timeout | stopped | error
     note: str = ""
@@ -290,7 +292,7 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
     t0 = time.monotonic()
     policy = policy or InstallPolicy()
     row = Row(entry.label, entry.spec.text, launch=entry.launch or "", needs=entry.needs,
-              scripts_ran=policy.scripts)
+              downloads=entry.downloads, rank=entry.rank, scripts_ran=policy.scripts)
     try:
         got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args,
                       policy=policy)

@@ -114,14 +114,19 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _rerender(args: argparse.Namespace) -> int:
-    """The table again from a survey's JSON; the list supplies each row's needs=."""
+    """The table again from a survey's JSON; the list supplies each row's needs=,
+    downloads= and rank= where the JSON has none."""
     try:
         result = SurveyResult.from_dict(json.loads(Path(args.from_json).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(args.from_json, f"not a survey's JSON: {exc}") from None
-    needs = {e.label: e.needs for e in parse_list(args.list)}
+    listed = {e.label: e for e in parse_list(args.list)}
     for row in result.rows:
-        row.needs = row.needs or needs.get(row.label)
+        entry = listed.get(row.label)
+        if entry is not None:  # what the list says of the server, for older JSON too
+            row.needs = row.needs or entry.needs
+            row.downloads = row.downloads if row.downloads is not None else entry.downloads
+            row.rank = row.rank if row.rank is not None else entry.rank
         row.reclassify()
     _write(args, result)
     return EXIT_OK

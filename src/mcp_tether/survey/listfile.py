@@ -2,7 +2,8 @@
 
     # comment
     SPEC [launch=npx|uvx|direct] [bin=NAME] [env=KEY=VALUE]... [call=TOOL:JSON]
-         [needs=SERVICE] [name=LABEL] [timeout=SECONDS] [-- SERVER ARGS...]
+         [needs=SERVICE] [name=LABEL] [timeout=SECONDS] [downloads=N] [rank=N]
+         [-- SERVER ARGS...]
 
     npm:@modelcontextprotocol/server-memory@2026.8.31
     npm:@modelcontextprotocol/server-filesystem@2026.8.31 -- /tmp
@@ -13,6 +14,8 @@
 Words are split like a shell's (quote JSON: `'call=echo:{"message": "hi"}'`). SPEC is
 any `packages` spec. `needs=` says the server wants a service that is not there, so a
 failure to start is reported as "needs SERVICE", not as a lifecycle failure.
+`downloads=` (npm: downloads a month) and `rank=` (PyPI: rank among the most downloaded)
+say how much the server is used, as `survey.select` read them; the table shows them.
 Guarantees: every malformed line is a `ConfigError` naming the file and line.
 """
 
@@ -30,7 +33,7 @@ from mcp_tether.packages import LAUNCHES, PackageSpec, parse_spec
 
 __all__ = ["Entry", "parse_list", "parse_line", "KEYS"]
 
-KEYS = ("launch", "bin", "env", "call", "needs", "name", "timeout")
+KEYS = ("launch", "bin", "env", "call", "needs", "name", "timeout", "downloads", "rank")
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Entry:
     needs: str | None = None
     name: str | None = None
     timeout: float | None = None
+    downloads: int | None = None  # npm: downloads a month
+    rank: int | None = None  # PyPI: rank among the most downloaded (1 = the most)
     args: list[str] = field(default_factory=list)
     line: int = 0
 
@@ -54,7 +59,8 @@ class Entry:
         return {"spec": self.spec.text, "launch": self.launch, "bin": self.bin,
                 "env": self.env, "call": list(self.call) if self.call else None,
                 "needs": self.needs, "name": self.name, "timeout": self.timeout,
-                "args": self.args, "line": self.line}
+                "downloads": self.downloads, "rank": self.rank, "args": self.args,
+                "line": self.line}
 
 
 def parse_line(text: str, line: int = 0) -> Entry | None:
@@ -95,6 +101,10 @@ def parse_line(text: str, line: int = 0) -> Entry | None:
             entry.launch = value
         elif key == "timeout":
             entry.timeout = parse_duration(value)
+        elif key in ("downloads", "rank"):
+            if not value.isdigit():
+                raise ValueError(f"{key}={value!r}: expected a whole number")
+            setattr(entry, key, int(value))
         else:
             setattr(entry, key, value)
     return entry

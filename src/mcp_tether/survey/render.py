@@ -16,8 +16,15 @@ from mcp_tether.survey import PROBE_FLOOR, STYLES, Row, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells"]
 
-COLUMNS = ("server", "version", "language", "SDK", "launch", "spec (node / python)",
+COLUMNS = ("server", "used", "version", "language", "SDK", "launch", "spec (node / python)",
            "robust (node / python)", "behind the guard", "failures")
+
+
+def used(row: Row) -> str:
+    """How much the server is used, as the list says: npm downloads a month, PyPI rank."""
+    if row.downloads is not None:
+        return f"{row.downloads:,}/month"
+    return f"PyPI #{row.rank:,}" if row.rank is not None else "—"
 
 
 def _mark(v: bool | None) -> str:
@@ -33,8 +40,8 @@ def cells(row: Row) -> list[str]:
         what = {"needs-service": "needs a service", "did-not-start": "did not start",
                 "install-failed": "cannot be installed here", "no-command": "no server command",
                 "stopped": "not run (stopped)", "error": "error"}.get(row.status, row.status)
-        return [row.label, row.version or "—", row.language or "—", row.sdk or "—",
-                row.launch or "—", "—", "—", "—", f"{what}: {row.note}"]
+        return [row.label, used(row), row.version or "—", row.language or "—",
+                row.sdk or "—", row.launch or "—", "—", "—", "—", f"{what}: {row.note}"]
     spec = " / ".join(_mark(row.spec_pass.get(s)) for s in ("node", "python"))
     robust = " / ".join(_mark(row.robust_pass.get(s)) for s in ("node", "python"))
     guard = row.robust_pass.get("guarded")
@@ -47,8 +54,8 @@ def cells(row: Row) -> list[str]:
             fails.append(f"{style}: {', '.join(names)}")
     if row.status == "timeout":
         fails.append(row.note)
-    return [row.label, row.version, row.language, row.sdk or "—", row.launch, spec, robust,
-            guard_text, "; ".join(fails) or "none"]
+    return [row.label, used(row), row.version, row.language, row.sdk or "—", row.launch, spec,
+            robust, guard_text, "; ".join(fails) or "none"]
 
 
 def _details(row: Row) -> list[tuple[str, str, str]]:

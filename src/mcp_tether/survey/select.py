@@ -260,7 +260,8 @@ def lines(picked: list[Candidate], known: dict[str, list[Entry]]) -> list[str]:
             if e is None:
                 need = next((v for k, v in SERVICE_WORDS.items() if k in c.summary.lower()), None)
                 opts = f"needs={need}" if need else ""
-            out.append(f"{base} {opts}".rstrip())
+            figure = f"downloads={c.figure}" if c.registry == "npm" else f"rank={c.figure}"
+            out.append(f"{base} {figure} {opts}".rstrip())
     return out
 
 
