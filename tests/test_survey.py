@@ -211,3 +211,30 @@ def test_a_list_line_carries_how_much_the_server_is_used_into_its_row() -> None:
     assert cells(Row("pypi:b==2.0", "pypi:b==2.0", rank=812, status="error"))[1] == "PyPI #812"
     with pytest.raises(ValueError, match="whole number"):
         parse_line("npm:a@1.0.0 downloads=lots")
+
+
+def test_surveys_of_one_list_put_together_keep_each_runs_facts(tmp_path: Path) -> None:
+    """`--from-json A --from-json B`: B's row replaces A's for the same server, rows follow
+    the list's order, and the header gives each survey's own time, load and floor."""
+    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey.render import to_json
+
+    listing = tmp_path / "servers.list"
+    listing.write_text("npm:a@1 downloads=9\nnpm:b@1\nnpm:c@1\n")
+    first = SurveyResult([Row("npm:c@1", "npm:c@1"), Row("npm:a@1", "npm:a@1",
+                                                          status="did-not-start")],
+                         1.8e9, 100.0, 2, True, (0.5, 9.0))
+    second = SurveyResult([Row("npm:a@1", "npm:a@1", version="1"), Row("npm:b@1", "npm:b@1")],
+                          1.8e9 + 500, 50.0, 2, True, (0.3, 4.0))
+    for name, part in (("one", first), ("two", second)):
+        (tmp_path / f"{name}.json").write_text(to_json(part))
+    assert main(["survey", str(listing), "--from-json", str(tmp_path / "one.json"),
+                 "--from-json", str(tmp_path / "two.json"), "--out", str(tmp_path / "t")]) == 0
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert [r["label"] for r in data["results"]] == ["npm:a@1", "npm:b@1", "npm:c@1"]
+    assert data["results"][0]["status"] == "ok" and data["results"][0]["downloads"] == 9
+    assert [r["seconds"] for r in data["runs"]] == [100.0, 50.0] and data["seconds"] == 150.0
+    header = (tmp_path / "t.md").read_text().splitlines()[0]
+    assert header.startswith("Put together from 2 surveys")
+    assert "load average 0.5 at the start and 9 at the end" in header
+    assert "load average 0.3 at the start and 4 at the end" in header

@@ -138,6 +138,8 @@ class SurveyResult:
     # The 1-minute load average when the survey started and when it ended: a survey made
     # on a busy machine times out handshakes and runs long, and its table should say so.
     load: tuple[float, float] | None = None
+    # A table put together from several surveys (`merge`): each one's own header facts.
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def probed(self) -> int:
@@ -158,7 +160,31 @@ class SurveyResult:
         load = d.get("load_average")
         return cls([Row.from_dict(r) for r in rows], started, float(d["seconds"]),
                    int(d["jobs"]), bool(d["pid_namespace"]),
-                   (float(load["start"]), float(load["end"])) if load else None)
+                   (float(load["start"]), float(load["end"])) if load else None,
+                   list(d.get("runs") or []))
+
+    def run_facts(self) -> dict[str, Any]:
+        """This survey's own header facts (no rows), as `runs` keeps them."""
+        d = self.to_dict()
+        d.pop("rows")
+        d.pop("runs", None)
+        d.update(servers=len(self.rows), probed=self.probed)
+        return d
+
+    @classmethod
+    def merge(cls, parts: list[SurveyResult], order: list[str]) -> SurveyResult:
+        """One table from several surveys of one list: a row of a later part replaces the
+        same server's row of an earlier one; rows in the list's order (`order`: labels).
+        Each part's own facts (start, run time, load, floor) are kept in `runs`."""
+        by_label: dict[str, Row] = {}
+        runs: list[dict[str, Any]] = []
+        for part in parts:
+            runs.extend(part.runs or [part.run_facts()])
+            by_label.update((r.label, r) for r in part.rows)
+        rank = {label: i for i, label in enumerate(order)}
+        rows = sorted(by_label.values(), key=lambda r: rank.get(r.label, len(rank)))
+        return cls(rows, parts[0].started, sum(float(r["seconds"]) for r in runs),
+                   parts[-1].jobs, all(p.pid_namespace for p in parts), None, runs)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -167,6 +193,8 @@ class SurveyResult:
             "pid_namespace": self.pid_namespace, "floor_seconds": round(self.floor, 1)}
         if self.load is not None:
             d["load_average"] = {"start": self.load[0], "end": self.load[1]}
+        if self.runs:
+            d["runs"] = self.runs
         d["rows"] = [r.to_dict() for r in self.rows]
         return d
 

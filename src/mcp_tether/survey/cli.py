@@ -64,8 +64,10 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="survey only the entries whose spec or name contains TEXT")
     parser.add_argument("--json", action="store_true",
                         help="one JSON document instead of Markdown (docs/json.md)")
-    parser.add_argument("--from-json", metavar="FILE",
-                        help="render a survey's JSON again (with --out), probing nothing")
+    parser.add_argument("--from-json", metavar="FILE", action="append",
+                        help="render a survey's JSON again (with --out), probing nothing; "
+                        "repeated: one table from several surveys of the list, a later "
+                        "file's row replacing an earlier one's")
     parser.add_argument("--host-namespace", action="store_true",
                         help="do not enter a pid namespace of its own")
     add_policy_options(parser)
@@ -116,11 +118,16 @@ def command(args: argparse.Namespace) -> int:
 def _rerender(args: argparse.Namespace) -> int:
     """The table again from a survey's JSON; the list supplies each row's needs=,
     downloads= and rank= where the JSON has none."""
-    try:
-        result = SurveyResult.from_dict(json.loads(Path(args.from_json).read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(args.from_json, f"not a survey's JSON: {exc}") from None
-    listed = {e.label: e for e in parse_list(args.list)}
+    parts = []
+    for path in args.from_json:
+        try:
+            parts.append(SurveyResult.from_dict(json.loads(Path(path).read_text())))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(path, f"not a survey's JSON: {exc}") from None
+    entries = parse_list(args.list)
+    result = parts[0] if len(parts) == 1 else \
+        SurveyResult.merge(parts, [e.label for e in entries])
+    listed = {e.label: e for e in entries}
     for row in result.rows:
         entry = listed.get(row.label)
         if entry is not None:  # what the list says of the server, for older JSON too

@@ -70,16 +70,26 @@ def _details(row: Row) -> list[tuple[str, str, str]]:
             for (scen, level, verdict, diag), styles in groups.items()]
 
 
+def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
+    ns = "in a pid namespace" if d["pid_namespace"] else "in the host pid namespace"
+    load = d.get("load_average")
+    load_text = "" if not load else \
+        f", load average {load['start']:g} at the start and {load['end']:g} at the end"
+    floor = float(d.get("floor_seconds") or 0)
+    floor_text = "" if not floor else \
+        f" Floor ({probed} probed servers x {len(STYLES)} probes x {PROBE_FLOOR:g} s" \
+        f" / {d['jobs']}): {floor:.0f} s; this run {float(d['seconds']) / floor:.2f}x."
+    return (f"Surveyed {d['started']}: {servers} servers in {d['seconds']} s, "
+            f"{d['jobs']} at once, {ns}{load_text}.{floor_text}")
+
+
 def _header(result: SurveyResult) -> str:
-    d = result.to_dict()
-    ns = "in a pid namespace" if result.pid_namespace else "in the host pid namespace"
-    load = "" if result.load is None else \
-        f", load average {result.load[0]:g} at the start and {result.load[1]:g} at the end"
-    floor = "" if not result.floor else \
-        f" Floor ({result.probed} probed servers x {len(STYLES)} probes x {PROBE_FLOOR:g} s" \
-        f" / {result.jobs}): {result.floor:.0f} s; this run {result.seconds / result.floor:.2f}x."
-    return (f"Surveyed {d['started']}: {len(result.rows)} servers in {d['seconds']} s, "
-            f"{result.jobs} at once, {ns}{load}.{floor}")
+    if result.runs:
+        return (f"Put together from {len(result.runs)} surveys of one list (a later one's "
+                "row replaces an earlier one's): " +
+                " ".join(_run_line(r, int(r["servers"]), int(r["probed"]))
+                         for r in result.runs))
+    return _run_line(result.to_dict(), len(result.rows), result.probed)
 
 
 def _md_cell(text: str) -> str:
