@@ -79,3 +79,26 @@ def test_a_hostcheck_json_host_joins_and_unprobed_rows_stay_empty() -> None:
     assert j.rows[0]["cells"]["Some Node host"]["exit"].state == "left"
     assert j.rows[1]["cells"]["Some Node host"]["exit"].state == "—"
     assert "<table>" in to_html(j) and "LEFT" in to_html(j)
+
+
+def test_the_join_reads_a_survey_document_and_skips_fixture_and_variant_hosts() -> None:
+    """The survey's `--json` document keeps its rows under `results`; a fixture host's row
+    and a paragraph about a variant of a host above are not hosts of their own."""
+    md = HOSTS_MD + """
+| host | exit | sigkill | why |
+|---|---|---|---|
+| one-shot host (`oneshot_host.py`) | `wrapper-child-left` | `server-left` | a fixture |
+| the same, `--early` | | | a variant |
+
+The same careful host on another transport, all five scenarios:
+
+| scenario | verdict | host exit | server saw |
+|---|---|---|---|
+| exit | **clean** | 1 ms | EOF |
+"""
+    names = {h.name.split()[0] for h in parse_hosts_md(md)}
+    assert names == {"Python", "TypeScript", "Claude"}
+    h = parse_hostcheck_json("Some Node host", json.dumps({"results": [
+        {"scenario": "exit", "verdict": "server-left", "recorded": []}]}), "x.json")
+    j = join({"results": [{"label": "a", "status": "ok", "verdicts": ESCAPES}]}, [h])
+    assert [r["label"] for r in j.rows] == ["a"]

@@ -52,8 +52,14 @@ EVENTS = {"exit": "exits", "sigkill": "crashes", "reconnect": "reconnects",
           "sigint": "gets Ctrl-C", "sigterm": "gets SIGTERM", "sighup": "loses its terminal"}
 MAIN_EVENTS = ("exit", "sigkill", "reconnect")
 # Hosts of hosts-check.md that are test fixtures, not hosts anyone runs.
-NOT_A_HOST = re.compile(r"^bad host\b", re.I)
-_PYTHON_HOST = re.compile(r"python|pypi|\.py\b|fastmcp|openai agents", re.I)
+# Hosts of hosts-check.md that are test fixtures, or variants of a fixture, not hosts
+# anyone runs.
+NOT_A_HOST = re.compile(r"^(bad host|one-shot host|the same, |(the )?same careful|behind )",
+                        re.I)
+# Hosts on the Python SDK's `stdio_client` (a new session, signals to the group): the
+# survey's python host style models them.
+_PYTHON_HOST = re.compile(r"python|pypi|\.py\b|fastmcp|openai agents|pydantic|langchain|"
+                          r"mcp-use|smolagents|llama-index", re.I)
 
 
 @dataclass
@@ -144,7 +150,9 @@ def parse_hosts_md(text: str, source: str = "docs/hosts-check.md") -> list[HostL
                             h.events[ev] = HostEvent(_verdict(row[col]), why)
             elif head[:2] == ["scenario", "verdict"]:
                 name = heading or re.split(r",| in all ", paragraph)[0]
-                if not name:
+                # A paragraph about a variant of a host above ("The same careful host
+                # on ...", "Behind the Node watchdog ...") names no host of its own.
+                if not name or NOT_A_HOST.search(name):
                     continue
                 h = get(name)
                 saw_col = head.index("server saw") if "server saw" in head else None
@@ -229,7 +237,7 @@ def derive(verdicts: dict[str, dict[str, str]], host: HostLadder, event: str) ->
 
 def join(survey: dict[str, Any], hosts: list[HostLadder]) -> Join:
     rows = []
-    for r in survey.get("rows", []):
+    for r in survey.get("results") or survey.get("rows") or []:  # "rows": before the envelope
         cells: dict[str, dict[str, Cell]] = {}
         for h in hosts:
             cells[h.name] = {}
