@@ -238,3 +238,19 @@ def test_surveys_of_one_list_put_together_keep_each_runs_facts(tmp_path: Path) -
     assert header.startswith("Put together from 2 surveys")
     assert "load average 0.5 at the start and 9 at the end" in header
     assert "load average 0.3 at the start and 4 at the end" in header
+
+
+def test_a_survey_with_a_bad_cache_stops_at_once_with_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cache path that is a file: `cache PATH: ...`, exit 2, before any row is tried
+    (not a table whose every row reads the same error, exit 1)."""
+    listing = tmp_path / "servers.list"
+    listing.write_text("npm:a@1.0.0\npypi:b==1.0\n")
+    bad = tmp_path / "afile"
+    bad.write_text("")
+    monkeypatch.setenv("MCP_TETHER_CACHE", str(bad))
+    code = main(["survey", str(listing), "--host-namespace", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", out
+    assert err.strip().splitlines() == [f"mcp-tether survey: cache {bad}: a file, not a directory"]

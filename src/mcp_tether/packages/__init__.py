@@ -55,7 +55,7 @@ from mcp_tether.packages.spec import (
 
 __all__ = ["prepare", "Prepared", "PackageSpec", "PackageError", "InstallPolicy", "parse_spec",
            "is_package_spec", "cache_root", "LAUNCHES", "default_launch", "ensure_installed",
-           "policy_line", "policy_summary"]
+           "policy_line", "policy_summary", "check_cache"]
 
 LAUNCHES = ("npx", "uvx", "direct")
 MARKER = ".mcp-tether-package.json"  # written last: its presence means "complete"
@@ -161,10 +161,23 @@ def _cached_versions(eco_dir: Path, spec: PackageSpec) -> list[tuple[float, Path
 
 def _eco_dir(cache: Path | None, spec: PackageSpec, policy: InstallPolicy) -> Path:
     """The checked folder for this ecosystem and policy (every level checked, then made)."""
+    return _checked(cache, spec.ecosystem, policy)
+
+
+def _checked(cache: Path | None, ecosystem: str, policy: InstallPolicy) -> Path:
     root = cache or cache_root()
     for d in (root.parent, root) if cache is None else (root,):
         ensure_dir(d)
-    return ensure_dir(root / policy.folder(spec.ecosystem))
+    return ensure_dir(root / policy.folder(ecosystem))
+
+
+def check_cache(ecosystems: Sequence[str], policy: InstallPolicy | None = None,
+                cache: Path | None = None) -> None:
+    """Check (and make) every cache folder an install of these ecosystems would use, before
+    any work starts: a command that installs many packages (`survey`) then stops at a bad
+    cache with one line and exit 2 (`CacheError`), instead of failing every row alike."""
+    for ecosystem in dict.fromkeys(ecosystems):
+        _checked(cache, ecosystem, policy or InstallPolicy())
 
 
 def ensure_installed(spec: PackageSpec, cache: Path | None = None,

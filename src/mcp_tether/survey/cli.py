@@ -11,7 +11,7 @@ from pathlib import Path
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
-from mcp_tether.packages import policy_summary
+from mcp_tether.packages import check_cache, policy_summary
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
@@ -86,6 +86,8 @@ def command(args: argparse.Namespace) -> int:
     for opt in ("jobs", "scenario_jobs"):
         if getattr(args, opt) is not None and getattr(args, opt) < 1:
             raise UsageError(f"--{opt.replace('_', '-')} must be at least 1")
+    policy = policy_from(args)
+    check_cache([e.spec.ecosystem for e in entries], policy)  # a bad cache: one line, exit 2
     if not args.host_namespace and not in_pid_namespace() and _is_entry():
         status = run_in_pid_namespace([sys.executable, "-m", "mcp_tether", "survey",
                                        *sys.argv[2:]])
@@ -97,7 +99,6 @@ def command(args: argparse.Namespace) -> int:
     def tell(row: Row) -> None:
         progress.done(row.label, f"{row.status} in {row.seconds:.0f} s")
 
-    policy = policy_from(args)
     print(f"mcp-tether survey: {policy_summary(policy)}", file=sys.stderr)
     with StopSignals("survey") as stop, \
             Progress("survey", total=len(entries), quiet=args.quiet) as progress:
