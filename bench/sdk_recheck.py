@@ -154,6 +154,10 @@ def run_one(argv: list[str], env: dict | None, cwd: str | None, mode: str,
     snap = snapshot()
     tree = {i.ident for i in descendants(host.pid, snap)}
     child = next((i for i in tree if snap[i.pid].ppid == host.pid), None)
+    if not _alive(tree):  # it ended after the handshake, before any trigger: no verdict
+        host.kill()
+        host.communicate()
+        return "error", "the server's tree was gone before the trigger", None
     if mode == "sigterm" and child is None:
         host.kill()
         host.communicate()
