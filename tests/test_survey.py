@@ -86,7 +86,7 @@ def test_a_survey_row_has_both_host_styles_the_guard_and_every_rendering(
     assert all(f["diagnosis"] and f["remedy"] for f in stubborn["failures"])
     md = Path(f"{out}.md").read_text()
     assert "| stubborn | — | 1.0.0 | python |" in md and "| passes |" in md
-    assert "fix: " in md and "FAIL / FAIL" in md
+    assert "Fix: [1]." in md and "### The fixes" in md and "FAIL / FAIL" in md
     page = Path(f"{out}.html").read_text()
     assert "<td>stubborn</td>" in page and "behind the guard" in page
     out, err = capsys.readouterr()
@@ -254,3 +254,19 @@ def test_a_survey_with_a_bad_cache_stops_at_once_with_one_line(
     out, err = capsys.readouterr()
     assert code == 2 and out == "", out
     assert err.strip().splitlines() == [f"mcp-tether survey: cache {bad}: a file, not a directory"]
+
+
+def test_a_fix_many_rows_share_is_said_once_and_the_rows_point_to_it() -> None:
+    """The survey's Markdown and HTML number each distinct remedy once; every failing row
+    names its fix by that number, however many rows share it."""
+    from mcp_tether.survey import Failure, Row, SurveyResult
+    from mcp_tether.survey.render import to_html, to_markdown
+
+    fix = "Add `tether(server)` right after `server.connect(...)`."
+    rows = [Row(f"npm:s{i}@1", f"npm:s{i}@1", version="1", spec_pass={"node": False},
+                failures=[Failure("node", "close", "spec", "orphaned", f"diag {i}", fix)])
+            for i in range(3)]
+    result = SurveyResult(rows, 1.8e9, 1.0, 2, True)
+    md, page = to_markdown(result), to_html(result)
+    assert md.count(fix.replace("|", "\\|")) == 1 and md.count("Fix: [1].") == 3
+    assert page.count("tether(server)") == 1 and page.count('href="#fix-1"') == 3

@@ -14,7 +14,7 @@ from typing import Any
 from mcp_tether.jsonout import envelope
 from mcp_tether.survey import PROBE_FLOOR, STYLES, Row, SurveyResult
 
-__all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells"]
+__all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers"]
 
 COLUMNS = ("server", "used", "version", "language", "SDK", "launch", "spec (node / python)",
            "robust (node / python)", "behind the guard", "failures")
@@ -70,6 +70,18 @@ def _details(row: Row) -> list[tuple[str, str, str]]:
             for (scen, level, verdict, diag), styles in groups.items()]
 
 
+def fix_numbers(result: SurveyResult) -> dict[str, int]:
+    """Each distinct remedy of the survey, numbered once in order of first use: a fix that
+    many rows share (the Node one-liner, the Python helper) is printed once and the rows
+    point to it by number."""
+    numbers: dict[str, int] = {}
+    for row in result.rows:
+        for _, _, remedy in _details(row):
+            if remedy and remedy not in numbers:
+                numbers[remedy] = len(numbers) + 1
+    return numbers
+
+
 def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
     ns = "in a pid namespace" if d["pid_namespace"] else "in the host pid namespace"
     load = d.get("load_average")
@@ -101,7 +113,10 @@ def to_markdown(result: SurveyResult) -> str:
              "|" + "---|" * len(COLUMNS)]
     for row in result.rows:
         lines.append("| " + " | ".join(_md_cell(c) for c in cells(row)) + " |")
-    lines += ["", "### Why each failing row fails, and what fixes it", ""]
+    fixes = fix_numbers(result)
+    lines += ["", "### Why each failing row fails, and what fixes it", "",
+              "Each fix is said once, under \"The fixes\" below; a row points to it by "
+              "number.", ""]
     for row in result.rows:
         details = _details(row)
         if not details:
@@ -110,9 +125,12 @@ def to_markdown(result: SurveyResult) -> str:
         lines.append(f"**{_md_cell(row.label)}** ({row.version}, `{cmd}`)")
         lines.append("")
         for what, diag, remedy in details:
-            lines.append(f"- {what}: {_md_cell(diag) or 'no diagnosis'}")
-            if remedy:
-                lines.append(f"  - fix: {_md_cell(remedy)}")
+            fix = f" Fix: [{fixes[remedy]}]." if remedy else ""
+            lines.append(f"- {what}: {_md_cell(diag) or 'no diagnosis'}{fix}")
+        lines.append("")
+    if fixes:
+        lines += ["### The fixes", ""]
+        lines += [f"{n}. {_md_cell(remedy)}" for remedy, n in fixes.items()]
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -135,14 +153,18 @@ def to_html(result: SurveyResult) -> str:
                                                        else "")
             tds.append(f"<td{cls}>{e(c)}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
+    fixes = fix_numbers(result)
     detail = []
     for row in result.rows:
         items = "".join(
             f"<li><b>{e(w)}</b>: {e(d) or 'no diagnosis'}"
-            + (f"<br><i>fix:</i> {e(r)}" if r else "") + "</li>"
-            for w, d, r in _details(row))
+            + (f' <i>Fix:</i> <a href="#fix-{fixes[r]}">[{fixes[r]}]</a>' if r else "")
+            + "</li>" for w, d, r in _details(row))
         if items:
             detail.append(f"<h3>{e(row.label)} {e(row.version)}</h3><ul>{items}</ul>")
+    if fixes:
+        detail.append("<h2>The fixes</h2><ol>" + "".join(
+            f'<li id="fix-{n}">{e(remedy)}</li>' for remedy, n in fixes.items()) + "</ol>")
     return ("<!doctype html><meta charset=utf-8><title>mcp-tether survey</title><style>"
             "body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}"
