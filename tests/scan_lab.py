@@ -358,10 +358,51 @@ def assert_consistent(doc: dict[str, Any]) -> None:
                                         if s["state"] == "leaked")
 
 
-def ps_json(capsys: Any) -> dict[str, Any]:
-    """`ps --json`, checked for consistency."""
-    rc, out, _ = run_cli(capsys, "ps", "--json")
+def ps_json(capsys: Any, *argv: str) -> dict[str, Any]:
+    """`ps --json` (and `argv`, e.g. `--config`), checked for consistency."""
+    rc, out, _ = run_cli(capsys, "ps", "--json", *argv)
     assert rc == 0
     doc: dict[str, Any] = json.loads(out)
     assert_consistent(doc)
+    return doc
+
+
+def assert_ps_and_reap_agree(capsys: Any, pid: int, *include: str,
+                             config: str | None = None) -> dict[str, Any]:
+    """`ps --json` shows the verdict `reap` acts on (docs/leaked-servers.md, "The rules").
+
+    A dry run with `--min-age 0` and these `--include`s plans only what ps lists as
+    leaked (or abandoned, with `--include abandoned`), and leaves a leaked one out only
+    for a reason its options give (`--include`, `--allow`), never as not leaked or
+    unknown. For `pid`, whose shape the caller's options admit: planned exactly when
+    ps says so; if not, a `--yes` run leaves it too. Returns the ps document."""
+    opts = [a for inc in include for a in ("--include", inc)]
+    if config is not None:
+        opts += ["--config", config]
+    doc = ps_json(capsys, *(["--config", config] if config is not None else []))
+    rc, out, err = run_cli(capsys, "reap", "--dry-run", "--json", "--min-age", "0", *opts)
+    assert rc == 0, err
+    dry = json.loads(out)  # a reap-plan document
+    planned = {s["pid"] for s in dry["results"]}
+    left = {s["pid"]: s["reason"] for s in dry["not_selected"]}
+    states = {s["pid"]: s["state"] for s in doc["results"]}
+
+    def plannable(state: str | None) -> bool:
+        return state == "leaked" or (state == "abandoned" and "abandoned" in include)
+
+    for p in planned:
+        assert plannable(states.get(p)), (p, states.get(p), doc["results"])
+    for p, state in states.items():
+        if state == "leaked" and p not in planned:
+            assert p in left and ("--include" in left[p] or "--allow" in left[p]), \
+                (p, left.get(p))
+    e = entry(doc, pid)
+    state = e["state"] if e is not None else None
+    assert plannable(state) == (pid in planned), (e, planned, left.get(pid))
+    if not plannable(state):
+        rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--min-age", "0", *opts)
+        assert rc == 0, err
+        done = json.loads(out)
+        reaped = done["results"] if done["schema"] == "mcp-tether/reap" else []
+        assert pid not in [r["pid"] for r in reaped], out
     return doc

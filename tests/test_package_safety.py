@@ -81,7 +81,8 @@ def test_a_pypi_package_installs_from_wheels_only_unless_allow_build(
 
 
 @pytest.mark.parametrize("bad", ["npm:", "pypi:", "npm:@", "npm: ", "pypi:a b", "npm:a b",
-                                 "npm:@scope/", "pypi:==1.0"])
+                                 "npm:@scope/", "pypi:==1.0", "npm:foo@", "npm:@scope/foo@",
+                                 "pypi:foo==", "pypi:--index-url=x"])
 def test_an_empty_or_malformed_spec_is_exit_2_with_the_accepted_forms(
         bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Not 127 "command not found": one usage line that lists the forms a spec takes."""

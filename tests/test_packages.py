@@ -52,6 +52,15 @@ def test_a_malformed_spec_is_one_usage_error(bad: str) -> None:
         parse_spec(bad)
 
 
+@pytest.mark.parametrize(("bad", "why"), [
+    ("npm:foo@", "names no version"), ("npm:@scope/foo@", "names no version"),
+    ("pypi:foo==", "names no version"), ("pypi:--index-url=x", "is not a package name")])
+def test_a_cut_off_version_or_an_option_for_a_name_says_so(bad: str, why: str) -> None:
+    """`foo@` is not taken for the newest, `--index-url=x` is not blamed on a range."""
+    with pytest.raises(UsageError, match=why):
+        parse_spec(bad)
+
+
 @needs_node
 def test_an_npm_package_installs_once_and_its_bin_is_the_server_command(
         tmp_path: Path, offline: Path) -> None:

@@ -21,7 +21,17 @@ import pytest
 from mcp_tether import scan
 from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
 from mcp_tether.scan import find, reap
-from scan_lab import DEADLINE, Lab, assert_consistent, entry, kids, lab_fixture, ps_json, run_cli
+from scan_lab import (
+    DEADLINE,
+    Lab,
+    assert_consistent,
+    assert_ps_and_reap_agree,
+    entry,
+    kids,
+    lab_fixture,
+    ps_json,
+    run_cli,
+)
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 
@@ -37,9 +47,10 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
 def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """1. a client starts the server; 2. the client is SIGKILLed; 3. ps --json shows both."""
+    """1. a client starts the server; 2. the client is SIGKILLed; 3. ps --json shows both,
+    and a dry run of reap plans it (a guess: with --include guess)."""
     orphan = lab.pair().orphan()
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, orphan.pid, "guess")
     e = entry(doc, orphan.pid)
     assert e is not None, doc
     assert e["state"] == "leaked"
@@ -57,7 +68,7 @@ def test_a_live_server_whose_client_is_alive_is_not_leaked(
 ) -> None:
     pair = lab.pair()
     twin = lab.pair()  # two live copies, as Claude Desktop runs them
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, pair.server.pid, "stdio", "guess")
     for p in (pair, twin):
         e = entry(doc, p.server.pid)
         assert e is not None

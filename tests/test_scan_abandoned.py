@@ -26,7 +26,7 @@ from scan_lab import (
     DEADLINE,
     NODE_MODULES,
     Lab,
-    assert_consistent,
+    assert_ps_and_reap_agree,
     entry,
     lab_fixture,
     poll,
@@ -75,14 +75,6 @@ def _config(lab: Lab) -> str:
     path.write_text(json.dumps({"mcpServers": {"mini": {"command": sys.executable,
                                                         "args": [str(MINI)]}}}))
     return str(path)
-
-
-def _ps(capsys: pytest.CaptureFixture[str], cfg: str) -> dict:  # type: ignore[type-arg]
-    rc, out, _ = run_cli(capsys, "ps", "--json", "--config", cfg)
-    assert rc == 0
-    doc = json.loads(out)
-    assert_consistent(doc)
-    return doc  # type: ignore[no-any-return]
 
 
 def _reap(capsys: pytest.CaptureFixture[str], cfg: str, *extra: str) -> dict:  # type: ignore[type-arg]
@@ -140,7 +132,7 @@ def test_a_threaded_host_that_stops_reading_its_old_copy_abandons_it(
     `reap --include abandoned` ends A, and only past --min-age."""
     cfg = _config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
-    _abandoned_by(_ps(capsys, cfg), h)
+    _abandoned_by(assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg), h)
     rc, out, _ = run_cli(capsys, "ps", "--config", cfg)
     assert rc == 0 and f"abandoned pid {h.a.pid} (confidence " in out, out
     _only_include_abandoned_ends_a(capsys, cfg, h)
@@ -153,7 +145,7 @@ def test_a_typescript_sdk_host_that_abandons_its_old_transport(
     """StdioClientTransport A kept (child and sockets) but no longer read; B connected."""
     cfg = _config(lab)
     h = _node_host(lab, "abandon")
-    _abandoned_by(_ps(capsys, cfg), h)
+    _abandoned_by(assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg), h)
     _only_include_abandoned_ends_a(capsys, cfg, h)
 
 
@@ -163,7 +155,7 @@ def test_a_python_sdk_host_that_abandons_its_old_stdio_client(
     """stdio_client block A never left (process, pipes held), its reading paused."""
     cfg = _config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py"), "abandon"])
-    _abandoned_by(_ps(capsys, cfg), h)
+    _abandoned_by(assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg), h)
     _only_include_abandoned_ends_a(capsys, cfg, h)
 
 
@@ -179,7 +171,7 @@ def test_idle_hosts_that_still_listen_keep_every_copy_live(
     if shutil.which("node") is not None and NODE_MODULES is not None:
         # forget: A's Client dropped without close(); its transport still reads A
         hosts += [_node_host(lab, "listen"), _node_host(lab, "forget")]
-    doc = _ps(capsys, cfg)
+    doc = assert_ps_and_reap_agree(capsys, hosts[0].a.pid, "abandoned", config=cfg)
     for h in hosts:
         for ident in (h.a, h.b):
             s = entry(doc, ident.pid)
@@ -196,7 +188,7 @@ def test_a_host_waiting_in_select_is_unknown_and_never_reaped(
     """select(): what it watches is in its memory, not in /proc: the answer is unknown."""
     cfg = _config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "select"])
-    doc = _ps(capsys, cfg)
+    doc = assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg)
     for ident in (h.a, h.b):
         s = entry(doc, ident.pid)
         assert s is not None and s["state"] == "live", s
@@ -231,7 +223,7 @@ def test_where_the_backend_cannot_see_how_a_host_waits_nothing_is_abandoned(
 
     cfg = _config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
-    doc = _ps(capsys, cfg)
+    doc = assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg)
     a = entry(doc, h.a.pid)
     if table.CHANNEL_DETAIL:  # the Linux backend: seen, and abandoned
         assert a is not None and a["state"] == "abandoned", a

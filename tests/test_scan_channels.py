@@ -14,13 +14,11 @@ Under the portable backend (no far ends visible) it is `unknown`, never leaked.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,11 +32,10 @@ from scan_lab import (
     READER_SERVER,
     READER_SHAPES,
     Lab,
+    assert_ps_and_reap_agree,
     entry,
     lab_fixture,
     poll,
-    ps_json,
-    run_cli,
 )
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
@@ -80,27 +77,6 @@ def start_host(lab: Lab, shape: str) -> tuple[subprocess.Popen[bytes], ProcessId
     poll(lambda: _ppid(srv.pid) == 1, "the server to be adopted by the init")
     poll(lambda: _received(count) > 0, "the host to read the server's output")
     return host, srv, count
-
-
-def assert_ps_and_reap_agree(capsys: pytest.CaptureFixture[str], pid: int,
-                             *include: str) -> dict[str, Any]:
-    """`ps --json`'s state for `pid` is what `reap` does with it: leaked exactly when a
-    dry run with `--min-age 0` plans it; otherwise a dry run and `--yes` leave it."""
-    args = [a for inc in include for a in ("--include", inc)]
-    doc = ps_json(capsys)
-    e = entry(doc, pid)
-    rc, out, err = run_cli(capsys, "reap", "--dry-run", "--json", "--min-age", "0", *args)
-    assert rc == 0, err
-    planned = [s["pid"] for s in json.loads(out)["results"]]  # a reap-plan document
-    state = e["state"] if e is not None else None
-    assert (state == "leaked") == (pid in planned), (e, planned)
-    if state != "leaked":
-        rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--min-age", "0", *args)
-        assert rc == 0, err
-        done = json.loads(out)
-        reaped = done["results"] if done["schema"] == "mcp-tether/reap" else []
-        assert pid not in [r["pid"] for r in reaped], out
-    return doc
 
 
 @pytest.mark.parametrize("shape", READER_SHAPES)

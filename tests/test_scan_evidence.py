@@ -32,11 +32,11 @@ from scan_lab import (
     PY_SDK_SERVER,
     Lab,
     assert_consistent,
+    assert_ps_and_reap_agree,
     entry,
     kids,
     lab_fixture,
     poll,
-    ps_json,
     run_cli,
 )
 
@@ -158,7 +158,7 @@ def _assert_host_kept(lab: Lab, capsys: pytest.CaptureFixture[str], host: int) -
     """ps never lists the host; reap --yes, also with --include stdio, leaves it."""
     host_id = identify(host)
     assert host_id is not None
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, host, "stdio", "guess")
     assert entry(doc, host) is None, entry(doc, host)
     assert not any(host in [m["pid"] for m in s["members"]] for s in doc["results"])
     for extra in ([], ["--include", "stdio"], ["--include", "stdio", "--include", "guess"]):
@@ -252,9 +252,7 @@ def test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart(
     lab.started += servers
     cfg = lab.script("mcp.json", json.dumps({"mcpServers": {"weather": {
         "command": sys.executable, "args": [str(server)]}}}))
-    rc, out, _ = run_cli(capsys, "ps", "--json", "--config", str(cfg))
-    assert rc == 0
-    doc = json.loads(out)
+    doc = assert_ps_and_reap_agree(capsys, servers[0].pid, "stdio", "guess", config=str(cfg))
     assert entry(doc, host) is None, entry(doc, host)
     for s in servers:
         e = entry(doc, s.pid)
@@ -330,6 +328,7 @@ def test_a_host_on_dev_null_is_no_wrapper_of_its_sdk_server(
     assert e["parent"]["pid"] == host.pid and [m["pid"] for m in e["members"]] == [srv.pid]
     assert e["state"] == "live" and "parent-gone" not in e["evidence"]
     assert e["stdin"]["private"] is (backend == "linux")  # the portable one sees no fds
+    assert_ps_and_reap_agree(capsys, srv.pid, "stdio", "guess")  # the same, seen from here
 
 
 # pid 1 of a fresh pid namespace: a live program, or the project's own init.
@@ -500,7 +499,7 @@ def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     lab.started += [shim, srv]
     assert Path(f"/proc/{shim.pid}/comm").read_text().strip() == "containerd-shim"
     poll(lambda: _ppid(srv.pid) == 1, "the server to be adopted by pid 1")
-    e = entry(ps_json(capsys), srv.pid)
+    e = entry(assert_ps_and_reap_agree(capsys, srv.pid, "stdio"), srv.pid)
     assert e is not None and e["state"] == "unknown", e
     assert "far-end-unseen" in e["evidence"]
     rc, out_s, _ = run_cli(capsys, "reap", "--yes", "--json", "--include", "stdio")

@@ -25,11 +25,11 @@ from scan_lab import (
     NPM_EXEC,
     PY_SDK_SERVER,
     Lab,
+    assert_ps_and_reap_agree,
     entry,
     kids,
     lab_fixture,
     poll,
-    ps_json,
     run_cli,
 )
 
@@ -79,7 +79,7 @@ def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     script = _node_package(lab.tmp / "x", "x-weather", "1.2.3")
     pair = lab.pair(["node", str(script)], socket=True, hello=True)
     leaked = pair.orphan()
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, leaked.pid)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["state"] == "leaked" and e["found_by"][0] == "evidence"
@@ -103,7 +103,7 @@ def test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_rea
     script = lab.script("y/server.py", PY_SDK_SERVER)
     pair = lab.pair([sys.executable, str(script)], hello=True)
     leaked = pair.orphan()
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, leaked.pid)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["state"] == "leaked" and "evidence" in e["found_by"]
@@ -128,7 +128,7 @@ def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     pair = lab.pair([sys.executable, str(script)], hello=True, leak_writer=True)
     [helper] = pair.helpers
     leaked = pair.orphan()
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, leaked.pid)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["stdin"]["kind"] == "null" and e["stdin"]["private"] is True
@@ -157,7 +157,7 @@ def test_an_npx_launched_server_is_matched_to_its_config_entry(
     pair = lab.pair(["node", str(wrapper)], hello=True)
     lab.started += kids(pair.server.pid)
     leaked = pair.orphan()
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, leaked.pid)
     e = entry(doc, leaked.pid)
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["members"][0]["command"][0].startswith("npm exec")
@@ -207,7 +207,7 @@ def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     lab.started += [host_id, server_id]
     poll(lambda: Path(f"/proc/{host_id.pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
          == "1", "the host to be adopted by pid 1")
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, server_id.pid, *include)
     assert entry(doc, host_id.pid) is None  # a host is never a server
     e = entry(doc, server_id.pid)
     assert e is not None and e["state"] == "live"
@@ -227,7 +227,7 @@ def test_a_leaked_non_mcp_stdio_process_is_listed_but_ended_only_with_include_st
                         "threading.Thread(target=lambda: time.sleep(3600)).start()\n"
                         "sys.stdout.write('ready\\n'); sys.stdout.flush()\n")
     leaked = lab.pair([sys.executable, str(worker)]).orphan()
-    doc = ps_json(capsys)
+    doc = assert_ps_and_reap_agree(capsys, leaked.pid, "stdio")
     e = entry(doc, leaked.pid)
     assert e is not None and e["state"] == "leaked" and e["found_by"] == ["evidence"]
     assert e["mcp"] is False and e["guess"] is False
@@ -274,9 +274,9 @@ def test_an_adopted_daemon_whose_connections_closed_is_not_a_stdio_server(
         dead_theirs.close()
         live_theirs.close()
         dead_mine.close()  # one peer gone, the other (live_mine) still here
-        assert entry(ps_json(capsys), daemon.pid) is None
+        assert entry(assert_ps_and_reap_agree(capsys, daemon.pid, "stdio"), daemon.pid) is None
         live_mine.close()  # every connection lost its other side: still no stdio server
-        assert entry(ps_json(capsys), daemon.pid) is None
+        assert entry(assert_ps_and_reap_agree(capsys, daemon.pid, "stdio"), daemon.pid) is None
         assert compare(daemon) == SAME
     finally:
         for s in (dead_mine, dead_theirs, live_mine, live_theirs):

@@ -26,13 +26,17 @@ STDIO_SUBPATHS = ("./server/stdio.js", "./server/stdio", "./stdio.js", "./stdio"
 # The fix for any Node server, whatever its SDK version: the package in this repository's
 # node/ folder. One text, shown by `inspect`, the probe's remedy, --markdown and --html.
 NODE_INSTALL = "npm install /path/to/mcp-tether/node"
-# Where the line goes, for a server that has it too late: a signal before tether() gets
-# Node's default (death, no hooks) and a host that died before it is not seen.
+# Where the line goes, for a server that has it too late, and what the gap before it
+# costs (node/README.md "Where to call it", docs/node-servers.md: the same behaviour).
 NODE_PLACEMENT = (
     "call it before any other `await` at start-up and on every start-up path: "
     "`tether(server);` right after `await server.connect(transport)`, or, when the "
     "server awaits things (a dynamic import, a database, a config) before connecting, "
-    "`tether(null, { onShutdown })` first thing and `tether(server)` once connected"
+    "`tether(null, { onShutdown })` first thing and `tether(server)` once connected. "
+    "Before the call, SIGTERM/SIGINT/SIGHUP get Node's default (the process dies of the "
+    "signal at once, without `server.close()` or the hooks) and a host that dies is not "
+    "seen (`host-gone` never comes; EOF still ends the server when the last writer of "
+    "stdin goes)"
 )
 NODE_REMEDY = (
     "install the Node package mcp-tether (from a clone of mcp-tether: "

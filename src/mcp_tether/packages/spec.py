@@ -113,6 +113,10 @@ def parse_spec(text: str) -> PackageSpec:
         if not os.path.exists(path):
             raise UsageError(f"{text}: {path}: no such file or directory")
         return PackageSpec(eco, os.path.basename(path.rstrip("/")), None, path)
+    if rest.startswith("-"):
+        # Checked before any `=` is read as a range: `pypi:--index-url=x` is an installer
+        # option smuggled in as a name, not a package with a loose version.
+        raise _bad(text, f"{rest!r} is not a package name (a name never starts with `-`)")
     if eco == NPM:
         at = rest.rfind("@")
         name, version = (rest[:at], rest[at + 1:]) if at > 0 else (rest, None)
@@ -133,7 +137,11 @@ def parse_spec(text: str) -> PackageSpec:
             raise _bad(text, f"{name!r} is not a PyPI project name")
     if version is not None:
         version = version.strip()
-        if version in ("", "latest"):
+        if not version:
+            # `npm:foo@` / `pypi:foo==` may be a version cut off in a script; the newest
+            # would be a guess, so only the bare name or `latest` asks for it.
+            raise _bad(text, "names no version after the separator (drop it for the newest)")
+        if version == "latest":
             version = None
         elif not _VERSION.match(version):
             raise _bad(text, f"{version!r} is not an exact version (ranges and tags other "
