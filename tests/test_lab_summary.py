@@ -56,6 +56,21 @@ def test_a_fix_shared_by_many_rows_is_printed_once_and_the_rows_point_to_it() ->
     assert "devnull" in text  # the takeaway says the guard covers a stdin already at EOF
 
 
+def test_lab_json_rows_carry_the_remedy_as_data_as_probe_json_does() -> None:
+    """A failed row of `lab --json` has `remedy_steps` and `remedy_guard` from `annotate`;
+    a row `annotate` left alone has neither, as in `probe --json`."""
+    from mcp_tether.lab.cli import _json_row
+
+    row = _json_row(_row("E node timer", "exit", "orphaned", [LONG_FIX],
+                         "mcp-tether run -- node t.mjs", "reference"))
+    assert row["remedy_steps"] == [LONG_FIX]
+    assert row["remedy_guard"] == "mcp-tether run -- node t.mjs"
+    assert row["block"] == "reference"
+    passed = _leveled("X3 node plain", "exit", "spec", True)
+    passed.raw = dict(passed.to_dict())  # type: ignore[attr-defined]  # as _annotated
+    assert "remedy_steps" not in _json_row(passed) and "remedy_guard" not in _json_row(passed)
+
+
 def _leveled(label: str, scenario: str, level: str, passed: bool) -> ScenarioResult:
     return ScenarioResult(scenario=scenario, host_style="node",
                           verdict="exited" if passed else "orphaned", passed=passed,
