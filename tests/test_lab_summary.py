@@ -6,9 +6,11 @@ Rendering only (no process involved), so the rows are made by hand."""
 from __future__ import annotations
 
 import io
+from html import escape
 
 from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe import ScenarioResult
+from mcp_tether.probe.legend import legend
 
 LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"
 
@@ -127,3 +129,7 @@ def test_markdown_and_html_say_each_fix_once_and_each_row_points_to_it() -> None
     assert page.count(LONG_FIX) == 1
     assert page.count('<li id="fix-1">') == 1 and page.count('href="#fix-1"') == 3
     assert page.count('href="#fix-G"') == 3 and page.count('<li id="fix-G">') == 1
+    # The legend of the lab's summary, in the same words: the tags and the levels.
+    assert legend(["node"]) in md and "[node] socketpair stdio" in md
+    assert "robust = every row passed" in md and "spec = every spec row passed" in md
+    assert escape(legend(["node"])) in page and "parent-death watch" in page
