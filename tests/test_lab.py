@@ -1,6 +1,6 @@
 """The lab reproduces the reference experiment (issue: "It must reproduce this truth").
 
-One run of every block (about a minute), then one assertion per row. The expected
+One run of every block (the README has its measured time), then one assertion per row. The expected
 verdicts live here, in the test, never in the lab: the lab only measures.
 """
 

@@ -6,9 +6,11 @@ Rendering only (no process involved), so the rows are made by hand."""
 from __future__ import annotations
 
 import io
+from html import escape
 
 from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe import ScenarioResult
+from mcp_tether.probe.legend import legend
 
 LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"
 
@@ -54,6 +56,21 @@ def test_a_fix_shared_by_many_rows_is_printed_once_and_the_rows_point_to_it() ->
     assert "[1] " + LONG_FIX in text and "[3] " + SHELL_FIX in text
     assert "G5" not in text  # not a leak: no line of its own
     assert "devnull" in text  # the takeaway says the guard covers a stdin already at EOF
+
+
+def test_lab_json_rows_carry_the_remedy_as_data_as_probe_json_does() -> None:
+    """A failed row of `lab --json` has `remedy_steps` and `remedy_guard` from `annotate`;
+    a row `annotate` left alone has neither, as in `probe --json`."""
+    from mcp_tether.lab.cli import _json_row
+
+    row = _json_row(_row("E node timer", "exit", "orphaned", [LONG_FIX],
+                         "mcp-tether run -- node t.mjs", "reference"))
+    assert row["remedy_steps"] == [LONG_FIX]
+    assert row["remedy_guard"] == "mcp-tether run -- node t.mjs"
+    assert row["block"] == "reference"
+    passed = _leveled("X3 node plain", "exit", "spec", True)
+    passed.raw = dict(passed.to_dict())  # type: ignore[attr-defined]  # as _annotated
+    assert "remedy_steps" not in _json_row(passed) and "remedy_guard" not in _json_row(passed)
 
 
 def _leveled(label: str, scenario: str, level: str, passed: bool) -> ScenarioResult:
@@ -112,3 +129,7 @@ def test_markdown_and_html_say_each_fix_once_and_each_row_points_to_it() -> None
     assert page.count(LONG_FIX) == 1
     assert page.count('<li id="fix-1">') == 1 and page.count('href="#fix-1"') == 3
     assert page.count('href="#fix-G"') == 3 and page.count('<li id="fix-G">') == 1
+    # The legend of the lab's summary, in the same words: the tags and the levels.
+    assert legend(["node"]) in md and "[node] socketpair stdio" in md
+    assert "robust = every row passed" in md and "spec = every spec row passed" in md
+    assert escape(legend(["node"])) in page and "parent-death watch" in page

@@ -93,6 +93,23 @@ def test_a_state_and_an_evidence_new_to_the_renderer_get_their_series_unchanged(
     assert _value(fam["mcp_tether_package_rss_bytes"], state="abandoned", package="pkg") == 1000
 
 
+def test_units_are_declared_and_help_text_has_no_quote() -> None:
+    """Families named in a base unit carry a `# UNIT` line the parser reads back (after
+    TYPE, before HELP); no HELP holds a double quote, which OpenMetrics forbids there."""
+    result = ScanResult([_server("leaked", ["parent-gone"], 1000)], scanned=1, unreadable=0,
+                        hosts_running=[], config_errors=[], elapsed=0.01)
+    text = render_openmetrics(result, per_process=True)
+    units = {f.name: f.unit for f in text_string_to_metric_families(text)}  # type: ignore[no-untyped-call]  # its parser is untyped
+    assert units["mcp_tether_server_rss_bytes"] == "bytes"
+    assert units["mcp_tether_process_rss_bytes"] == "bytes"
+    assert units["mcp_tether_scan_duration_seconds"] == "seconds"
+    assert units["mcp_tether_servers"] == ""
+    lines = text.splitlines()
+    i = lines.index("# UNIT mcp_tether_server_rss_bytes bytes")
+    assert lines[i - 1].startswith("# TYPE ") and lines[i + 1].startswith("# HELP ")
+    assert not [line for line in lines if line.startswith("# HELP ") and '"' in line]
+
+
 def test_textfile_is_replaced_atomically_and_a_bad_folder_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

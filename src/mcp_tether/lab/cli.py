@@ -132,11 +132,14 @@ def _annotated(results: list[Any], blocks: tuple[str, ...]) -> list[tuple[str, d
 
 def _json_row(r: Any) -> dict[str, Any]:
     """A row of `lab --json`: the typed result, its block, and (failed rows) the
-    diagnosis and remedy `_annotated` derived, as `probe --json` has them."""
+    diagnosis and remedy `_annotated` derived, with the remedy as data (`remedy_steps`,
+    `remedy_guard`), as `probe --json` has them: on the rows `annotate` gave them to."""
     raw = getattr(r, "raw", None) or {}
-    return dict(r.to_dict(), block=getattr(r, "block", ""),
-                diagnosis=raw.get("diagnosis") or r.diagnosis,
-                remedy=raw.get("remedy") or r.remedy)
+    row = dict(r.to_dict(), block=getattr(r, "block", ""),
+               diagnosis=raw.get("diagnosis") or r.diagnosis,
+               remedy=raw.get("remedy") or r.remedy)
+    row.update({k: raw[k] for k in ("remedy_steps", "remedy_guard") if k in raw})
+    return row
 
 
 def _pictures(args: argparse.Namespace, sections: list[tuple[str, dict[str, Any]]]) -> None:

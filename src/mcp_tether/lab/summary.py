@@ -15,7 +15,7 @@ from typing import IO, Any
 from mcp_tether.lab import server_name
 from mcp_tether.probe import ScenarioResult
 from mcp_tether.probe.fixes import GUARD_LEGEND, number_fixes
-from mcp_tether.probe.scenarios import all_scenarios
+from mcp_tether.probe.legend import legend
 from mcp_tether.probe.spec import ROBUST, SPEC
 
 __all__ = ["BLOCK_STORY", "render_summary"]
@@ -54,12 +54,6 @@ BLOCK_STORY: dict[str, tuple[str, str]] = {
         "the orphaning Python servers with `mcp_tether.run(mcp)` added",
         "two lines inside a Python server make it end on every trigger",
     ),
-}
-
-
-HOST_STYLE_WORDS = {
-    "node": "socketpair stdio, SIGTERM to the direct child (like Node hosts)",
-    "python": "pipes, new session, signals to the group (like the Python SDK)",
 }
 
 
@@ -130,16 +124,11 @@ def render_summary(
 
 
 def _legend(results: list[ScenarioResult], levels: dict[str, str]) -> str:
-    """What the tags and the level words mean, from the scenarios' own levels."""
-    styles = sorted({r.host_style for r in results if r.host_style in HOST_STYLE_WORDS})
-    tags = "; ".join(f"[{s}] {HOST_STYLE_WORDS[s]}" for s in styles)
-    robust = ", ".join(s.name for s in all_scenarios() if s.level == ROBUST)
+    """What the tags and the level words mean, with the servers spec is the ceiling of."""
     has_robust = {server_name(r) for r in results
                   if r.level == ROBUST and r.verdict != "skipped"}
     at_spec = [name for name, word in levels.items() if word == SPEC]
     capped = [name for name in at_spec if name not in has_robust]
     why = (f" ({len(capped)} of these {len(at_spec)} had no robust row to pass: spec is "
            "their ceiling)") if capped else ""
-    return (f"legend: [tag] = host style of the rows: {tags}. robust = every row passed, "
-            f"a robust one ({robust}) among them; spec = every spec row passed{why}; "
-            "none = a spec row failed.")
+    return legend((r.host_style for r in results), why)

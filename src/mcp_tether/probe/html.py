@@ -18,6 +18,7 @@ from typing import Any
 from mcp_tether.errors import UsageError
 from mcp_tether.probe.diagnose import explain_line, summary
 from mcp_tether.probe.fixes import GUARD_LEGEND, Fixes, number_fixes
+from mcp_tether.probe.legend import legend
 
 __all__ = ["render_html", "write_html", "VERDICT_COLOUR"]
 
@@ -299,7 +300,10 @@ def _needs(r: dict[str, Any]) -> float:
 
 
 def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> str:
+    styles = [str(r.get("host_style", "")) for _, p in sections for r in p.get("results", [])]
     body = [f"<h1>{escape(title or 'mcp-tether probe')}</h1>", _legend()]
+    if said := legend(styles):
+        body.append(f'<p class="sum">{escape(said)}</p>')
     fixes = number_fixes(r for _, p in sections for r in p.get("results", []))
     for heading, payload in sections:
         results = payload.get("results", [])

@@ -14,6 +14,7 @@ from typing import Any
 from mcp_tether.errors import UsageError
 from mcp_tether.probe.diagnose import explain_line, summary
 from mcp_tether.probe.fixes import GUARD_LEGEND, Fixes, number_fixes
+from mcp_tether.probe.legend import legend
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -81,6 +82,9 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
                     out.append("")
                 out.append("</details>")
                 out.append("")
+    styles = [str(r.get("host_style", "")) for _, p in sections for r in p.get("results", [])]
+    if said := legend(styles):
+        out += [_cell(said), ""]
     if fixes.steps or fixes.guarded:
         out += ["### Fixes", "", "Each said once; the rows above point to them.", ""]
         out += [f"- **[{n}]** {step}" for n, step in enumerate(fixes.steps, 1)]

@@ -148,6 +148,9 @@ def _label(v: str) -> str:
     return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+# Base units a family name may end in; each gets a `# UNIT` line (OpenMetrics).
+_UNITS = ("bytes", "seconds")
+
 # The states and evidence always written, 0 when none: a series that is sometimes absent
 # breaks alerts (`absent()`, rate over gaps). Any other state or evidence a scan reports
 # is written as well, as it appears, with no change here (`model.STATES`, `model.EVIDENCE`).
@@ -156,8 +159,10 @@ def _label(v: str) -> str:
 def render_openmetrics(result: ScanResult, *, per_process: bool = False,
                        version: str = "") -> str:
     """Gauges for a node exporter's textfile collector, by the Prometheus conventions:
-    base units in the name (`_bytes`, `_seconds`), one family per fact with its
-    dimensions as labels (sum over a label for the totals), `_info` series of value 1
+    base units in the name (`_bytes`, `_seconds`) and in a `# UNIT` line, one family per
+    fact with its dimensions as labels (sum over a label for the totals, except in the
+    `evidence_*` families: a tree counts once per evidence line it has, so their sum can
+    exceed the trees), `_info` series of value 1
     with low-cardinality labels, and no series per process unless `per_process` (a pid
     label makes a new series for every process, which churns a time-series database).
     OpenMetrics text, ending `# EOF`; typed `gauge` throughout, which the textfile
@@ -165,8 +170,14 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
     lines: list[str] = []
 
     def family(name: str, help_: str, samples: Iterable[tuple[dict[str, str], float]]) -> None:
-        lines.append(f"# HELP {name} {help_}")
+        # TYPE, UNIT, HELP: the order the OpenMetrics spec recommends. A UNIT must be
+        # the name's suffix; Prometheus' text parser (the textfile collector) skips it
+        # as a comment.
         lines.append(f"# TYPE {name} gauge")
+        unit = next((u for u in _UNITS if name.endswith(f"_{u}")), None)
+        if unit:
+            lines.append(f"# UNIT {name} {unit}")
+        lines.append(f"# HELP {name} {help_}")
         for labels, value in samples:
             inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
             text = str(value) if isinstance(value, int) else repr(float(value))  # exact
@@ -196,14 +207,16 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
     count, held = tally(lambda s: [(s.state, e) for e in s.evidence],
                         [(st, e) for st in states for e in evidence])
     family("mcp_tether_evidence_servers",
-           "Server trees with each evidence, by state (a tree counts once per evidence).",
+           "Server trees with each evidence, by state; a tree counts once per evidence "
+           "it has, so a sum over evidence can exceed the trees.",
            [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(count.items())])
     family("mcp_tether_evidence_rss_bytes",
-           "Resident memory of the server trees with each evidence, by state.",
+           "Resident memory of the server trees with each evidence, by state; a tree "
+           "counts once per evidence it has, so a sum over evidence can exceed the total.",
            [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(held.items())])
     count, held = tally(lambda s: [(s.state, s.what.package or "")], [])
     family("mcp_tether_package_servers",
-           'Server trees by package (package="": not identified) and state.',
+           "Server trees by package and state; an empty package label: not identified.",
            [({"state": k[0], "package": k[1]}, v) for k, v in sorted(count.items())])
     family("mcp_tether_package_rss_bytes", "Resident memory of server trees by package and state.",
            [({"state": k[0], "package": k[1]}, v) for k, v in sorted(held.items())])
