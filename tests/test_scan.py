@@ -160,6 +160,9 @@ def test_openmetrics_output_is_well_formed_and_ends_with_eof(
             typed.add(name)
         elif ln.startswith("# HELP "):
             assert len(ln.split(None, 3)) == 4
+        elif ln.startswith("# UNIT "):
+            name, unit = ln.split()[2:4]
+            assert name in typed and name.endswith("_" + unit), ln
         else:
             assert sample.match(ln), ln
             assert ln.split("{")[0].split()[0] in typed, ln
