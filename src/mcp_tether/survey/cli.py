@@ -21,10 +21,12 @@ from mcp_tether.survey.render import to_html, to_json, to_markdown
 EPILOG = """\
 LIST: one server a line (# comments; words split like a shell's):
   SPEC [launch=npx|uvx|direct] [bin=NAME] [env=KEY=VALUE]... [call=TOOL:JSON]
-       [needs=SERVICE] [name=LABEL] [timeout=SECONDS] [-- SERVER ARGS...]
+       [needs=SERVICE] [name=LABEL] [timeout=SECONDS] [downloads=N] [rank=N]
+       [-- SERVER ARGS...]
   SPEC is npm:NAME[@VERSION] or pypi:NAME[==VERSION] (as for `probe`); env= gives dummy
   keys; call= adds the busy-state scenario; needs= names a service the server wants, so
-  that not starting without it reads "needs SERVICE", not a failure.
+  that not starting without it reads "needs SERVICE", not a failure; downloads= (npm, a
+  month) and rank= (PyPI) say how much it is used (the table's "used" column).
 each server: installed into the package cache (npm --ignore-scripts unless
   --allow-scripts, pip wheels only unless --allow-build), launched as the host would
   (npx/uvx by default), as you, its SDK read (`inspect`), then probed with every
