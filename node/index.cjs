@@ -26,9 +26,11 @@
 //   destroyed, ended or errored; stderr dead) and shuts down at once with the reason the
 //   listener would have given. What tether() cannot see after the fact: a signal that
 //   came before it (Node's default: SIGTERM, SIGINT and SIGHUP end the process at once,
-//   no close, no hooks; a handler of the server's own got it instead) and a host that
-//   died before it (the ancestor it then finds is whoever adopted the process). Hence
-//   the placement: before any other `await` at start-up.
+//   no close, no hooks; a handler of the server's own got it instead). A host that died
+//   before it is seen where the evidence allows (Linux: this process left in the host's
+//   process group, whose leader is gone, and adopted by a parent outside it); a server
+//   in a group of its own cannot tell, and watches whoever adopted it. Hence the
+//   placement: before any other `await` at start-up.
 
 const hostlib = require('./lib/host.cjs');
 const { say } = require('./lib/log.cjs'); // stderr only, MCP_TETHER_LOG's level
@@ -158,7 +160,9 @@ function tether(server, options) {
 
   let host = null;
   let hostWhy = 'off (watchHost: false)';
+  let adopted = false;
   if (options.watchHost !== false) {
+    adopted = hostlib.adoptedEarly() === true;
     const found = hostlib.findHost();
     host = found.host;
     hostWhy = found.why || '';
@@ -194,9 +198,11 @@ function tether(server, options) {
   // and gone. The streams keep their state, so it is read once, here. The shutdown
   // starts on the next tick, before any I/O: a tether(server) on the line after this
   // call still joins in time to be closed first.
-  const past = pastTrigger(stdin);
+  const past = pastTrigger(stdin) || (adopted ? 'host-gone' : null);
   if (past) {
-    say('info', `${past} came before tether() was called`);
+    say('info', `${past} came before tether() was called` + (adopted && past === 'host-gone'
+      ? ' (the group the host left this process in has lost its leader, and the parent ' +
+        'now is outside it: adopted)' : ''));
     process.nextTick(() => shutdown(past, 0));
   }
   return state.handle;

@@ -192,4 +192,27 @@ function watcher(host) {
   };
 }
 
-module.exports = { findHost, isLauncher, readProcess, watcher, linuxStat, PLATFORM };
+/**
+ * Whether the host that started this process died before anyone watched it, so that
+ * this process was adopted (by init or a subreaper) and `findHost()` now names the
+ * adopter. A host that spawns its server without a group of its own (the TypeScript
+ * SDK's transport, Node's `child_process` by default) leaves it in the host's process
+ * group; a shell's job control makes that host the group's leader. The evidence, all of
+ * it required (Linux): this process is in a group it does not lead; that group's leader
+ * is positively gone (no such pid, or a zombie); and the parent it has now is outside
+ * that group (a launcher or a live host in between would share it). true only then;
+ * false or undefined (cannot tell) otherwise, which never ends anything. A server in a
+ * group or session of its own (the Python SDK's hosts) gets undefined: no evidence.
+ */
+function adoptedEarly() {
+  if (PLATFORM !== 'linux') return undefined;
+  const me = linuxStat(process.pid);
+  if (!me || !(me.pgid > 1) || me.pgid === process.pid) return undefined;
+  const leader = linuxStat(me.pgid);
+  if (leader !== null) return leader === undefined ? undefined : false;
+  const parent = linuxStat(process.ppid, { dead: true });
+  if (!parent) return undefined;
+  return parent.pgid !== me.pgid;
+}
+
+module.exports = { findHost, isLauncher, readProcess, watcher, linuxStat, adoptedEarly, PLATFORM };

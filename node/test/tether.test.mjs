@@ -209,6 +209,47 @@ note("attached");`, undefined, { late: true });
   assert.deepEqual(lines(s.out), ["attached", "server.close", "hook stdin-end"]);
 });
 
+test("tether() after its host died, a held stdin and no EOF: adopted, shuts down at once", async () => {
+  // 1. A host leads a process group of its own and starts the server in it (as Node's
+  //    child_process and the TypeScript SDK's transport do); a FIFO opened read-write
+  //    stands for a writer that outlives the host, so EOF never comes.
+  // 2. The host is SIGKILLed while the server is still before its import; then the
+  //    server loads the package and calls tether(): the ancestor it finds is whoever
+  //    adopted it, but its group's leader is gone and its parent is outside the group.
+  const s = script(`${LATE}
+note("ready " + process.pid);
+const { existsSync } = await import("node:fs");
+while (!existsSync(${JSON.stringify("GO")})) await new Promise((r) => setTimeout(r, 10));
+const { tether } = await import(PACKAGE);
+tether(server, { onShutdown: (r) => note("hook " + r) });
+note("attached");`, undefined, { late: true });
+  const fifo = join(s.dir, "stdin.fifo");
+  execFileSync("mkfifo", [fifo]);
+  const { openSync, closeSync, writeFileSync } = await import("node:fs");
+  const fd = openSync(fifo, "r+");
+  const hostJs = `require("node:child_process").spawn(process.execPath, [${JSON.stringify(s.file)}],
+    { stdio: ["inherit", "ignore", "inherit"], cwd: ${JSON.stringify(s.dir)} });
+    setInterval(() => {}, 1000);`;
+  const host = spawn(process.execPath, ["-e", hostJs],
+    { detached: true, stdio: [fd, "ignore", "pipe"] });
+  const hostGone = new Promise((r) => host.on("exit", r));
+  let pid = 0;
+  try {
+    const ready = await until(() => lines(s.out).find((l) => l.startsWith("ready ")), "ready");
+    pid = Number(ready.split(" ")[1]);
+    host.kill("SIGKILL");
+    await hostGone; // reaped: the group's leader is gone
+    writeFileSync(join(s.dir, "GO"), "");
+    await until(() => { try { process.kill(pid, 0); return false; } catch { return true; } },
+      "the server's exit");
+    assert.deepEqual(lines(s.out).slice(1), ["attached", "server.close", "hook host-gone"]);
+  } finally {
+    closeSync(fd);
+    if (host.exitCode === null && host.signalCode === null) host.kill("SIGKILL");
+    if (pid) try { process.kill(pid, "SIGKILL"); } catch { /* gone, as it should be */ }
+  }
+});
+
 test("tether() after the client already closed stdin: shuts down at once", async () => {
   const s = script(`${LATE}
 process.stdin.on("data", () => {});
