@@ -34,9 +34,10 @@ NODE_PLACEMENT = (
     "server awaits things (a dynamic import, a database, a config) before connecting, "
     "`tether(null, { onShutdown })` first thing and `tether(server)` once connected. "
     "Before the call, SIGTERM/SIGINT/SIGHUP get Node's default (the process dies of the "
-    "signal at once, without `server.close()` or the hooks) and a host that dies is not "
-    "seen (`host-gone` never comes; EOF still ends the server when the last writer of "
-    "stdin goes)"
+    "signal at once, without `server.close()` or the hooks) and a host that dies is "
+    "seen only when the server is still in the host's process group (Linux); in a group "
+    "of its own it is not (`host-gone` never comes; EOF still ends the server when the "
+    "last writer of stdin goes)"
 )
 NODE_REMEDY = (
     "install the Node package mcp-tether (from a clone of mcp-tether: "
