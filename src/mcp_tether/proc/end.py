@@ -117,7 +117,11 @@ class Tree:
         self.reap()
         if self.exact:
             return not has_children()
-        return not self.scan(signal_new=False)
+        members = self.scan(signal_new=False)
+        # A child that became a zombie between the reap above and the scan is not a
+        # member any more, yet still ours to reap: reap again, or it is left a zombie.
+        self.reap()
+        return not members
 
     # -- finding members ---------------------------------------------------------------
     def note(self, info: ProcRecord) -> None:
