@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mcp_tether.errors import TetherError
+from mcp_tether.lab import node_env
 from mcp_tether.proc import ProcessId, descendants, identify, signal_process, wait_gone
 
 DEADLINE = 15.0
@@ -188,10 +190,15 @@ def kids(pid: int) -> list[ProcessId]:
 
 
 def _node_sdk_modules() -> Path | None:
-    for d in sorted(Path.home().glob(".cache/mcp-tether/node-fixtures-*/node_modules")):
-        if (d / "@modelcontextprotocol" / "sdk" / "package.json").exists():
-            return d
-    return None
+    """The lab's pinned Node SDK, installed on first use as `mcp-tether lab` does (so a
+    fresh clone runs the Node hosts too); None without node and npm, or offline."""
+    if node_env.missing_tools() is not None:
+        return None
+    try:
+        d = node_env.ensure(quiet=True) / "node_modules"
+    except TetherError:
+        return None
+    return d if (d / "@modelcontextprotocol" / "sdk" / "package.json").exists() else None
 
 
 # Found at import, before a test points HOME at an empty directory.

@@ -7,6 +7,7 @@ from venvs made once under /tmp (unless MCP_TETHER_NO_INSTALL is set).
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import subprocess
@@ -27,15 +28,27 @@ def _side_python(name: str) -> str | None:
         return os.environ[var]
     venv = Path(os.environ.get("MCP_TETHER_VENVS", "/tmp")) / f"mcp-tether-test-{name}"
     py = venv / "bin" / "python"
-    ok = [str(py), "-c", f"import {module}, anyio"]
+    # psutil as `pip install mcp-tether` brings it: the portable pass runs the helper
+    # inside these servers on psutil (a venv without it fails that pass, not skips it).
+    ok = [str(py), "-c", f"import {module}, anyio, psutil"]
     if py.exists() and subprocess.run(ok, capture_output=True).returncode == 0:
         return str(py)
     if os.environ.get("MCP_TETHER_NO_INSTALL"):
         return None
+    # tests/run's three passes start at once: one builds, the others wait and reuse it.
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"mcp-tether-test-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if py.exists() and subprocess.run(ok, capture_output=True).returncode == 0:
+            return str(py)
+        return _build(venv, py, requirement, ok)
+
+
+def _build(venv: Path, py: Path, requirement: str, ok: list[str]) -> str | None:
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
         subprocess.run(
-            [str(py), "-m", "pip", "install", "-q", requirement],
+            [str(py), "-m", "pip", "install", "-q", requirement, "psutil>=5.9"],
             check=True,
             capture_output=True,
             timeout=300,

@@ -8,6 +8,7 @@ an upgrade of mcp-tether never runs stale fixtures.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -50,16 +51,28 @@ def ensure(*, quiet: bool = False, src: Path = SRC, name: str = "node-fixtures")
         if f.suffix in (".mjs", ".cjs", ".json") and f.is_file():
             shutil.copy2(f, dest / f.name)
     marker = dest / "node_modules" / ".mcp-tether-installed"
-    if not marker.exists():
-        if not quiet:
-            log.say(f"mcp-tether lab: installing the Node fixtures' pinned SDK: "
-                    f"{' '.join(INSTALL_CMD)} in {dest}")
-        proc = subprocess.run(
-            INSTALL_CMD, cwd=dest, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True,
-        )
-        if proc.returncode != 0:
-            tail = proc.stdout.strip().splitlines()[-3:]
-            raise TetherError(f"npm ci failed in {dest}: {' / '.join(tail)}")
-        marker.touch()
+    if marker.exists():
+        return dest
+    # One installer at a time: two first uses at once (two test passes, two labs) would
+    # run `npm ci` into the same folder, each deleting what the other wrote. The lock
+    # goes with the file's close.
+    with open(dest / ".install-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            _install(dest, quiet)
+            marker.touch()
     return dest
+
+
+def _install(dest: Path, quiet: bool) -> None:
+    """`npm ci` in `dest`; a failure is one TetherError with npm's last lines."""
+    if not quiet:
+        log.say(f"mcp-tether lab: installing the Node fixtures' pinned SDK: "
+                f"{' '.join(INSTALL_CMD)} in {dest}")
+    proc = subprocess.run(
+        INSTALL_CMD, cwd=dest, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    if proc.returncode != 0:
+        tail = proc.stdout.strip().splitlines()[-3:]
+        raise TetherError(f"npm ci failed in {dest}: {' / '.join(tail)}")
