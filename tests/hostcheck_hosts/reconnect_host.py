@@ -7,7 +7,11 @@ then watches the file. When an entry changes it starts the new command and, unle
 observed to leak on a config edit do: it keeps the old copy's pipes but no longer reads
 them. It reads every server it uses through an epoll selector, so `ps` can tell the
 dropped copy (`abandoned`) from the one in use. On stdin EOF or SIGTERM/SIGINT/SIGHUP it
-ends all servers the same way and exits. Usage: reconnect_host.py [--abandon]
+ends all servers the same way and exits. With `--on-key` (under a terminal) it reloads
+the file only when a line with `reload` is typed, as hosts that reconnect on a command do
+(Claude Code's /mcp Reconnect), after printing `ready>`; `--config FILE` reads FILE
+(relative to the working folder) instead of Cursor's.
+Usage: reconnect_host.py [--abandon] [--on-key] [--config FILE]
 """
 
 import json
@@ -17,8 +21,10 @@ import signal
 import subprocess
 import sys
 
-CONFIG = os.path.expanduser("~/.cursor/mcp.json")
+CONFIG = (sys.argv[sys.argv.index("--config") + 1] if "--config" in sys.argv
+          else os.path.expanduser("~/.cursor/mcp.json"))
 ABANDON = "--abandon" in sys.argv
+ON_KEY = "--on-key" in sys.argv
 
 
 def start(entry: dict) -> subprocess.Popen:
@@ -68,16 +74,22 @@ for p in servers.values():
     sel.register(p.stdout, selectors.EVENT_READ)
 dropped = []  # copies dropped on a config edit: their pipes kept, never read again
 stop = False
+if ON_KEY:
+    sys.stdout.write("ready>")
+    sys.stdout.flush()
 while not stop:
+    typed = b""
     for key, _ in sel.select(0.05):  # the file is looked at every 50 ms
-        if key.fd == r or (key.fd == 0 and not os.read(0, 4096)):
+        if key.fd == 0:
+            typed = os.read(0, 4096)
+        if key.fd == r or (key.fd == 0 and not typed):
             stop = True
         elif key.fd != 0 and not os.read(key.fd, 65536):
             sel.unregister(key.fd)  # that server is gone
     if stop:
         break
     now = os.stat(CONFIG).st_mtime_ns
-    if now == mtime:
+    if (b"reload" not in typed) if ON_KEY else now == mtime:
         continue
     mtime = now
     fresh = load()
@@ -93,5 +105,8 @@ while not stop:
             servers[name] = start(e)
             sel.register(servers[name].stdout, selectors.EVENT_READ)
     entries = fresh
+    if ON_KEY:
+        sys.stdout.write("reloaded\n")
+        sys.stdout.flush()
 for p in servers.values():
     end(p)

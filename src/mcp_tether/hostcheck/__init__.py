@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
-from mcp_tether.hostcheck.config import host_names
+from mcp_tether.hostcheck import keys
+from mcp_tether.hostcheck.config import SCOPES, host_names
 from mcp_tether.hostcheck.keeper import HOLDS, PLACEHOLDER, Spec, run_keeper, spec_json
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, Scenario, decide
 from mcp_tether.proc import ProcessId, identify
@@ -104,6 +105,8 @@ def check(
     hold_wait: float = 5.0,
     wrapper: bool = False,
     signals: str = "die",
+    scope: str | None = None,
+    after_edit: Sequence[str] = (),
 ) -> HostCheck:
     """Run each scenario against the host; one result dict per scenario, in order.
 
@@ -114,7 +117,10 @@ def check(
     lists tools. `wrapper`: a wrapper that forwards no signal (as `sh -c 'SERVER; true'`
     and npm) stands between the host and the recorder. `signals`: `die` (the recorder
     dies of SIGTERM/SIGINT/SIGHUP/SIGQUIT, as servers do) or `stay` (it records them and
-    goes on, so the host's whole ladder shows)."""
+    goes on, so the host's whole ladder shows). `scope`: with `host`, the recorder goes
+    into that host's `user` or `project` config file (None: the first of either).
+    `after_edit`: for a host under a pty that reloads an edited server only on a
+    command, what the reconnect types after its edit (`keys.parse` steps)."""
     argv = list(argv)
     if not argv:
         raise UsageError("no host command given (hostcheck -- HOST-ARGV...)")
@@ -135,6 +141,11 @@ def check(
         raise UsageError(f"--hold is one of {', '.join(HOLDS)}")
     if signals not in ("die", "stay"):
         raise UsageError("--recorder-signals is die or stay")
+    if scope is not None and (host is None or scope not in SCOPES):
+        raise UsageError(f"--host-scope is one of {', '.join(SCOPES)}, with --host NAME")
+    keys.parse(list(after_edit))  # refused here, before anything starts
+    if after_edit and not pty:
+        raise UsageError("--after-edit types into the host's terminal: it needs --pty")
     if host is not None and cwd is None:
         # The host runs in the throwaway project folder: arguments naming files here
         # (a script, a config) keep pointing at them.
@@ -151,7 +162,8 @@ def check(
                               env=env, cwd=cwd, ready_timeout=ready_timeout,
                               host_timeout=host_timeout, settle=settle, eof=eof,
                               grandchild=grandchild, hold=hold, hold_wait=hold_wait,
-                              wrapper=wrapper, signals=signals))
+                              wrapper=wrapper, signals=signals, scope=scope,
+                              after_edit=list(after_edit)))
         out.results = run_scenarios(specs, jobs=jobs, on_result=on_result)
     return out
 

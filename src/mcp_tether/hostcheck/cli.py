@@ -8,6 +8,8 @@ from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.errors import UsageError
 from mcp_tether.hostcheck import HOLDS, check, default_scenarios, render
+from mcp_tether.hostcheck.config import SCOPES
+from mcp_tether.hostcheck.keys import KEYS
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
 from mcp_tether.jsonout import print_json
 
@@ -22,6 +24,18 @@ examples:
 {server} is replaced by the recorder's command line (separate arguments). With
 --host NAME the recorder is written into that host's config in a throwaway HOME and
 project instead (the host runs there, npm's cache stays where it was).
+
+A host that reloads an edited server only on a command (Claude Code: /mcp, the
+server, Reconnect) gets it typed by --after-edit steps, run in order after the
+reconnect's edit, each wait bounded by --host-timeout: wait=TEXT waits until TEXT is on
+the terminal's output since the last keys (escape sequences removed, white space runs
+count as one space); keys=TEXT types TEXT, where {keys} are keys and <lt> is a "<":
+  mcp-tether hostcheck --host claude-code --host-scope project --pty -s reconnect \
+    --ready-timeout 120 --after-edit "wait=? for shortcuts" --after-edit keys=/mcp \
+    --after-edit "wait=Manage MCP servers" --after-edit "keys=<Enter>" \
+    --after-edit "wait=mcp-tether-recorder" --after-edit "keys=<Enter>" \
+    --after-edit "wait=Reconnect" --after-edit "keys=<Down>" \
+    --after-edit "wait=❯ Reconnect" --after-edit "keys=<Enter>" -- claude
 
 The recorder holds the host at --hold (its answer to tools/list, by default) until the
 scenario's trigger is sent, so that a one-shot host is ended by the scenario and not by
@@ -43,7 +57,9 @@ exit 0: every scenario clean (host-stayed and skipped count as clean); 1: otherw
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     rows = "\n".join(f"  {s.name:<10} {s.title}" for s in SCENARIOS.values())
     verdicts = "\n".join(f"  {v:<19} {w}" for v, w in VERDICT_WORDS.items())
+    names = ", ".join(f"<{k}>" for k in KEYS if k != "lt")
     parser.epilog = EXAMPLES.replace("{scenarios}", rows).replace("{verdicts}", verdicts) \
+        .replace("{keys}", names) \
         + "\n" + (parser.epilog or "")
     parser.add_argument("--host", metavar="NAME",
                         help="write the recorder into this host's config (see `mcp-tether "
@@ -52,6 +68,14 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
     parser.add_argument("--pty", action="store_true",
                         help="run the host under a pseudo-terminal (hosts that need one)")
+    parser.add_argument("--host-scope", choices=SCOPES, metavar="SCOPE",
+                        help="with --host: write the recorder into the host's user or project "
+                        "config file (default: its first file of either; Claude Code's "
+                        "project file is .mcp.json)")
+    parser.add_argument("--after-edit", action="append", default=[], metavar="STEP",
+                        help="reconnect under --pty: after the edit, wait=TEXT (until the "
+                        "host's terminal shows TEXT) or keys=TEXT (type TEXT; <Enter>, "
+                        "<Esc>, <Up>, <Down>, ... are keys); repeatable, in order")
     parser.add_argument("--quit", metavar="TEXT",
                         help="what the exit scenario types before stdin EOF (e.g. /quit)")
     parser.add_argument("--ready-timeout", type=positive_duration, default=30.0, metavar="S",
@@ -106,6 +130,7 @@ def command(args: argparse.Namespace) -> int:
                        eof=args.recorder_eof, grandchild=not args.no_grandchild,
                        jobs=args.jobs, hold=args.hold, hold_wait=args.hold_wait,
                        wrapper=args.wrapper, signals=args.recorder_signals,
+                       scope=args.host_scope, after_edit=args.after_edit,
                        on_result=lambda r: progress.done(str(r["scenario"]), str(r["verdict"])))
     if args.json:
         print_json("hostcheck", result.results, argv=result.argv, host=result.host,

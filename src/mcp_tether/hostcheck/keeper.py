@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether import platform
-from mcp_tether.hostcheck import ps_view
+from mcp_tether.hostcheck import keys, ps_view
 from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
 from mcp_tether.hostcheck.timeline import build
@@ -63,6 +63,7 @@ __all__ = ["Spec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
 RECORDER = str(Path(__file__).resolve().parent / "recorder.py")
 PLACEHOLDER = "{server}"
 TAIL = 2000
+SCREEN = 65536  # what an --after-edit wait looks at: the terminal's last output, this long
 # How long a host's helper that outlives it (a guard, a wrapper) may go on ending the
 # server after the host is gone: the SDK ladders' 2 s + 2 s, and a margin.
 HELPER_GRACE = 5.0
@@ -91,6 +92,8 @@ class Spec:
     hold_wait: float = 5.0  # after `initialized`, how long a tools/list hold waits for one
     wrapper: bool = False  # a wrapper that forwards no signal stands before the recorder
     signals: str = "die"  # the recorder at a fatal signal: die (as servers do) or stay
+    scope: str | None = None  # --host-scope: the host's config file of this scope
+    after_edit: list[str] = field(default_factory=list)  # reconnect, pty: keys.parse steps
 
 
 def recorder_argv(events: str, eof: str = "stay", grandchild: bool = True, *,
@@ -164,6 +167,7 @@ class Keeper:
         self.placement: Placement | None = None
         self.shell: ProcessId | None = None  # the tty shell, under a pty
         self.release_fd: int | None = None  # the hold's FIFO; closing it releases the hold
+        self.screen = b""  # the terminal's output since the last keys typed (--after-edit)
         self.stop = False
 
     # -- plumbing -----------------------------------------------------------------------
@@ -242,6 +246,7 @@ class Keeper:
                 self.master = None
                 return
             self.s.tail = (self.s.tail + chunk)[-TAIL:]
+            self.screen = (self.screen + chunk)[-SCREEN:]
 
     def _drain_life(self) -> None:
         if self.life_fd is None:
@@ -297,7 +302,8 @@ class Keeper:
             project = Path(spec.work) / "project"
             home.mkdir(parents=True, exist_ok=True)
             project.mkdir(parents=True, exist_ok=True)
-            self.placement = write_recorder(spec.host, home, project, rec)
+            self.placement = write_recorder(spec.host, home, project, rec, scope=spec.scope,
+                                            env=env)
             env = host_env(home, project, env)
             cwd = cwd or str(project)
         argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
@@ -412,6 +418,29 @@ class Keeper:
             self.mark(now, sc.action.lower(), host.pid)
         return now
 
+    def after_edit(self, edited: float) -> float:
+        """Type the --after-edit steps into the host's terminal, each `wait=` step bounded
+        by `host_timeout` after the edit; the instant the last keys went (or the edit's)."""
+        host = self.s.host
+        deadline = edited + self.spec.host_timeout
+        last = edited
+        for step in keys.parse(self.spec.after_edit):
+            if step.kind == "keys":
+                self.screen = b""  # a later wait looks at what these keys brought
+                self._write_stdin(step.text.encode())
+                last = time.monotonic()
+                self.mark(last, "keys", host.pid if host else None, keys=step.text)
+                continue
+            text = step.text
+            seen = self.wait_until(
+                lambda: self.host_gone() or keys.shown(self.screen, text), deadline)
+            if not seen or self.host_gone():
+                self.s.action_note = (f"after the edit the host's terminal did not show "
+                                      f"{text!r} within {self.spec.host_timeout:g} s; the "
+                                      "steps after it were not typed")
+                break
+        return last
+
     def _write_stdin(self, data: bytes) -> None:
         fd = self.master if self.master is not None else self.stdin_w
         if fd is None:
@@ -473,6 +502,8 @@ class Keeper:
         before = set(s.roles)
         acted = self.act()
         self.release()
+        if self.sc.action == "config-edit" and spec.after_edit:
+            acted = self.after_edit(acted)
         if s.action_note.startswith("the host had already exited") and self.sc.name != "exit":
             return {"verdict": "skipped", "detail": s.action_note + " (a one-shot host: its "
                     "own exit is the exit scenario)"}
@@ -531,7 +562,8 @@ class Keeper:
             or self.host_gone(), acted + spec.host_timeout)
         if not got or self.host_gone():
             return {"verdict": "skipped", "detail": "the host did not start the server "
-                    "again after its config entry changed (no reconnect)"}
+                    "again after its config entry changed (no reconnect)"
+                    + (" and the --after-edit keys" if spec.after_edit else "")}
         started = time.monotonic()
         self.mark(started, "window-start", None)
         self.mark(started + spec.settle, "window-end", None)
@@ -678,6 +710,7 @@ class Keeper:
             "spec": sc.spec,
             "host_argv": self.spec.argv,
             "host_config": str(self.placement.path) if self.placement is not None else None,
+            "after_edit": self.spec.after_edit,  # reconnect: the steps typed after the edit
             "host_pid": s.host.pid if s.host else None,
             "host_exit_ms": ms(host_exit),
             "host_status": s.host_status,
