@@ -28,6 +28,7 @@ import pytest
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from scan_lab import (
     DEADLINE,
+    FAR_ENDS,
     NODE_MODULES,
     PY_SDK_SERVER,
     Lab,
@@ -234,6 +235,7 @@ def test_a_node_service_host_whose_server_crashed_is_no_server_and_survives_reap
     _assert_host_kept(lab, capsys, host)
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -353,6 +355,7 @@ print(child.pid, flush=True)
 """  # ...and exits: the child is adopted by the namespace's init
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 @needs_ns
 @pytest.mark.parametrize("pid1", ["live-program", "init"])
 def test_a_child_in_a_pid_namespace_whose_output_is_read_from_outside_is_unknown(
@@ -423,6 +426,7 @@ def _read_until(fd: int, want: bytes, deadline: float) -> bytes:
     return got
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_bare_reap_on_a_terminal_lists_the_leak_and_asks_stating_the_minimum_age(
     lab: Lab
 ) -> None:
@@ -482,6 +486,7 @@ print(shim.pid, srv.pid, flush=True)
 """  # ...and exits: both are adopted by pid 1
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:

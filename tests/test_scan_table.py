@@ -16,6 +16,7 @@ from mcp_tether.proc import table
 from scan_lab import poll
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+CHANNELS = "fd modes, pipe peers and sock_diag are unknown without /proc"
 
 
 def test_linux_and_psutil_backends_agree_on_a_live_child() -> None:
@@ -59,6 +60,7 @@ def test_the_name_filter_matches_names_prefixes_and_substrings_case_blind() -> N
     assert not want("bash") and not want("pypy")
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_pipe_peer_sees_a_missing_writer_and_reader_without_touching_the_pipe() -> None:
     r, w = os.pipe()
     me = os.getpid()
@@ -80,6 +82,7 @@ def test_pipe_peer_sees_a_missing_writer_and_reader_without_touching_the_pipe() 
         os.close(w2)
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_unix_diag_reports_a_closed_peer() -> None:
     a, b = socket.socketpair()
     diag = table.UnixDiag()
@@ -95,6 +98,7 @@ def test_unix_diag_reports_a_closed_peer() -> None:
         diag.close()
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_unix_diag_reports_each_direction_a_peer_shut_down() -> None:
     """A stream peer's shutdown(2) shows in this socket's own mask, per direction: its
     SHUT_WR (Node's stdin.end()) ends what this side reads, its SHUT_RD what it sends."""
@@ -115,6 +119,7 @@ def test_unix_diag_reports_each_direction_a_peer_shut_down() -> None:
         diag.close()
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_fd_modes_tell_the_read_end_from_the_write_end() -> None:
     r, w = os.pipe()
     try:
@@ -126,6 +131,7 @@ def test_fd_modes_tell_the_read_end_from_the_write_end() -> None:
         os.close(w)
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_fd_mode_reads_a_read_write_descriptor_and_says_none_for_a_closed_one() -> None:
     a, b = socket.socketpair()
     try:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.proc import SAME, compare, table, wait_gone
-from scan_lab import DEADLINE, Lab, lab_fixture, poll, run_cli
+from scan_lab import DEADLINE, FAR_ENDS, Lab, lab_fixture, poll, run_cli
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
@@ -45,6 +45,7 @@ class Lines:
         return next((ln for ln in list(self.lines) if all(w in ln for w in words)), None)
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_allowed_ones(
     lab: Lab,
 ) -> None:
