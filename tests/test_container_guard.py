@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from containers import dockertest
-from containers.dockertest import DEADLINE, box_cmd, session_containers, until
+from containers.dockertest import DEADLINE, box_cmd, session_containers
 from mcp_tether.container.engine import Engine
+from polling import until
 
 # The shared fixtures, bound here so pytest finds them (tests/conftest.py is not ours).
 docker_engine = dockertest.docker_engine
@@ -53,7 +54,7 @@ class Client:
         assert self.proc.stdin is not None
         self.proc.stdin.write(INIT)
         self.proc.stdin.flush()
-        until(lambda: b'"id":1' in self.out_path.read_bytes(), "the initialize answer")
+        until(lambda: b'"id":1' in self.out_path.read_bytes(), "the initialize answer", DEADLINE)
 
     def close(self) -> float:
         assert self.proc.stdin is not None
@@ -159,7 +160,8 @@ def test_a_guard_whose_client_is_sigkilled_ends_its_container(
     )
     client = subprocess.Popen([sys.executable, "-c", client_src])
     try:
-        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard"))
+        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard",
+                              DEADLINE))
         from mcp_tether.proc import identify
 
         guard_ident = identify(guard_pid)
@@ -170,7 +172,7 @@ def test_a_guard_whose_client_is_sigkilled_ends_its_container(
         client.wait()
     from mcp_tether.proc import SAME, compare
 
-    until(lambda: compare(guard_ident) != SAME, "the guard to exit")
+    until(lambda: compare(guard_ident) != SAME, "the guard to exit", DEADLINE)
     assert not session_containers(docker_engine, running_only=True)
 
 
@@ -215,7 +217,8 @@ def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
     )
     client = subprocess.Popen([sys.executable, "-c", client_src])
     try:
-        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard"))
+        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard",
+                              DEADLINE))
         from mcp_tether.proc import identify
 
         guard_ident = identify(guard_pid)
@@ -225,7 +228,7 @@ def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
         client.wait()
     from mcp_tether.proc import SAME, compare
 
-    until(lambda: compare(guard_ident) != SAME, "the guard to exit")
+    until(lambda: compare(guard_ident) != SAME, "the guard to exit", DEADLINE)
 
 
 def _cat_then_sleep(docker_image: str) -> list[str]:

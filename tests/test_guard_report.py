@@ -38,6 +38,7 @@ from mcp_tether.probe import ProbeOptions, probe
 from mcp_tether.probe.outcome import guard_rung
 from mcp_tether.proc import SAME, ProcessId, compare, identify, wait_gone
 from mcp_tether.proc.signals import signal_process
+from polling import until
 
 pytestmark = pytest.mark.linux
 
@@ -146,16 +147,8 @@ class Run:
         return rc, report, err, out
 
 
-def _until(pred: Callable[[], object], what: str) -> None:
-    """Poll pred() with a deadline (never a fixed sleep for a state)."""
-    deadline = time.monotonic() + DEADLINE
-    while not pred():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-
-
 def _until_file(path: str) -> str:
-    _until(lambda: os.path.exists(path) and Path(path).read_text(), path)
+    until(lambda: os.path.exists(path) and Path(path).read_text(), path, DEADLINE)
     return Path(path).read_text()
 
 
@@ -276,7 +269,7 @@ def test_survivors_are_reported_by_identity(tmp_path: Path) -> None:
     run = Run(tmp_path, "setuid", preexec=_drop_cap_kill)
     server = run.ident()
     try:
-        _until(lambda: _uid(server.pid) in ("65534", None), "the server's setresuid")
+        until(lambda: _uid(server.pid) in ("65534", None), "the server's setresuid", DEADLINE)
         rc, report, err, _out = run.end()
         assert rc != 99, "could not drop CAP_KILL here"
         assert report is not None, err

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.proc import SAME, compare, identify, wait_gone
+from polling import until
 from scan_lab import (
     DEADLINE,
     FAR_ENDS,
@@ -30,7 +31,6 @@ from scan_lab import (
     entry,
     kids,
     lab_fixture,
-    poll,
     run_cli,
 )
 
@@ -211,8 +211,8 @@ def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     host_id, server_id = identify(int(out[0])), identify(int(out[1]))
     assert host_id is not None and server_id is not None
     lab.started += [host_id, server_id]
-    poll(lambda: Path(f"/proc/{host_id.pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-         == "1", "the host to be adopted by pid 1")
+    until(lambda: Path(f"/proc/{host_id.pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+         == "1", "the host to be adopted by pid 1", DEADLINE)
     doc = assert_ps_and_reap_agree(capsys, server_id.pid, *include)
     assert entry(doc, host_id.pid) is None  # a host is never a server
     e = entry(doc, server_id.pid)

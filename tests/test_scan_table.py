@@ -13,7 +13,8 @@ import pytest
 from mcp_tether._plat import linux as _linux_table
 from mcp_tether._plat import portable as _psutil_table
 from mcp_tether.proc import table
-from scan_lab import poll
+from polling import until
+from scan_lab import DEADLINE
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 CHANNELS = "fd modes, pipe peers and sock_diag are unknown without /proc"
@@ -33,7 +34,7 @@ def test_linux_and_psutil_backends_agree_on_a_live_child() -> None:
         return a, b
 
     try:
-        a, b = poll(both, "the child to be readable by both backends")  # type: ignore[misc]
+        a, b = until(both, "the child to be readable by both backends", DEADLINE)  # type: ignore[misc]
         assert isinstance(a, table.ProcRecord) and isinstance(b, table.ProcRecord)
         assert (a.pid, a.ppid, a.pgid, a.sid) == (b.pid, b.ppid, b.pgid, b.sid), (a, b)
         assert a.argv == b.argv == want

@@ -165,7 +165,7 @@ def test_a_running_python_server_is_read_in_the_environment_it_has_mapped(
         pytest.skip("MCP_TETHER_FASTMCP_PYTHON is not set")
     import subprocess
 
-    from scan_lab import poll
+    from polling import until
 
     script = str(FIX / "py-fastmcp" / "server.py")
     env = {**os.environ, "PATH": f"{Path(FASTMCP).parent}:{os.environ['PATH']}",
@@ -181,7 +181,7 @@ def test_a_running_python_server_is_read_in_the_environment_it_has_mapped(
             except OSError:
                 return False
 
-        poll(mapped, "the server to load its extension modules", 60)
+        until(mapped, "the server to load its extension modules", 60)
         blind = uses_for_command(["python", script], str(FIX))
         assert blind.state == "unknown" and blind.package == "fastmcp", blind
         seen = uses_for_command(["python", script], str(FIX), p.pid)
