@@ -46,7 +46,7 @@ MAX_LOAD_FACTOR = 10.0
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     """pytest-timeout's limit (pyproject `timeout`, set-up and tear-down included) is a
     hang guard, not a timing target: it scales with the machine's load when each test
-    starts (issue 22 item 5: at load 9-30 on 2 cores, 120 s fixture set-ups timed out).
+    starts (at load 9-30 on 2 cores, a 120 s limit times out fixture set-ups).
     A test's own `@pytest.mark.timeout` or `--timeout` on the command line is kept."""
     base = item.config.getini("timeout")
     explicit = item.config.getoption("timeout", None) is not None

@@ -332,7 +332,7 @@ def entry(doc: dict[str, Any], pid: int) -> dict[str, Any] | None:
 
 
 def assert_consistent(doc: dict[str, Any]) -> None:
-    """The JSON never contradicts itself (issue 10): checked on every document."""
+    """The JSON never contradicts itself: checked on every document."""
     for s in doc["results"]:
         ev = set(s["evidence"])
         assert ("parent-gone" in ev) == (s["parent"]["role"] == "adopter"), s

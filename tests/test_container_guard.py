@@ -202,7 +202,7 @@ def test_without_an_engine_on_path_the_guard_says_so_and_exits_127(tmp_path: Pat
     assert "Traceback" not in err
 
 
-# -- shapes the follow once missed (issue 22) ------------------------------------------
+# -- shapes the follow must see through: `sh -c` around `docker run`, `docker exec` ------
 def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
     """A client process starts the guard, gets the initialize answer, and is SIGKILLed
     while the guard runs; returns once the guard has exited."""
@@ -245,7 +245,7 @@ def test_a_container_run_behind_sh_c_with_a_quoted_semicolon_is_followed(
 ) -> None:
     """1. `sh -c` around one `docker run` whose inner command quotes a `;`; 2. the
     client closes stdin, or is SIGKILLed; 3. no container of ours runs after the guard.
-    Before, the quoted `;` read as a list: the command was not followed, silently."""
+    A quoted `;` read as a list separator would leave the command unfollowed, silently."""
     server = _cat_then_sleep(docker_image)
     if end == "close":
         c = Client(guard(server), tmp_path)
@@ -285,8 +285,8 @@ def test_a_process_started_by_docker_exec_ends_with_its_client(
 ) -> None:
     """1. guard `docker exec -i BOX sh -c 'cat; sleep 62'`; 2. the client closes stdin
     (cat ends, sleep goes on) or is SIGKILLed; 3. nothing the exec started runs in the
-    container after the guard, which is left running. Before, one was left per session:
-    the engine does not end an exec'd process when its client goes."""
+    container after the guard, which is left running: the engine does not end an exec'd
+    process when its client goes, so each session would leave one."""
     server = ["docker", "exec", "-i", running_box, "sh", "-c", "cat; sleep 62"]
     if end == "close":
         c = Client(guard(server), tmp_path)

@@ -228,9 +228,9 @@ def test_a_signal_to_the_guard_is_the_reason_and_a_forwarded_sigterm_the_rung(
 
 def test_stop_signals_at_the_end_of_a_run_cannot_cut_off_the_report(tmp_path: Path) -> None:
     """The host's SIGTERMs keep coming while the guard finishes (the front forwards each
-    to the supervisor): the report and the summary line are still written. Before, a
-    SIGTERM after the run's signal handlers were gone killed the supervisor first
-    (39 of 40 rounds lost the report, 12 of 40 the summary line before there was one)."""
+    to the supervisor): the report and the summary line are still written. A SIGTERM
+    that arrives once the run's signal handlers are gone would otherwise kill the
+    supervisor first (unprotected, 39 of 40 rounds lost the report)."""
     for _round in range(5):
         run = Run(tmp_path, "eof")
         run.ident()

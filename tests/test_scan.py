@@ -266,7 +266,8 @@ def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None
 @pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_pid_reused_within_the_same_clock_tick_is_not_signalled(lab: Lab) -> None:
     """Same pid, same start tick, another process: told apart by its parent and its
-    channel, checked after the pidfd pins it (issue 9, item 13)."""
+    channel, checked after the pidfd pins it (a start time counted in clock ticks
+    cannot tell two processes of one tick apart)."""
     orphan = lab.pair().orphan()
     [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
     other = replace(s.members[0], ppid=s.members[0].ppid + 4242)
@@ -313,7 +314,8 @@ def test_all_users_needs_root(capsys: pytest.CaptureFixture[str],
 def test_non_finite_or_negative_durations_are_usage_errors(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    """`reap --grace inf` used to raise after sending SIGTERM: now exit 2, one line."""
+    """A duration that is not a finite, non-negative number of seconds is a usage error:
+    exit 2 and one line at parse time, never an exception after SIGTERM was sent."""
     rc, out, err = run_cli(capsys, "reap", "--dry-run", *argv)
     assert rc == 2 and out == ""
     assert "seconds" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 5

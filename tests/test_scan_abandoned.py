@@ -1,4 +1,4 @@
-"""Servers a live host abandoned (issue 32): real hosts that reconnect and either keep
+"""Servers a live host abandoned: real hosts that reconnect and either keep
 reading the old copy or keep its handles and stop reading it.
 
 Hosts (tests/hostcheck_hosts): the TypeScript SDK 1.x's StdioClientTransport, the

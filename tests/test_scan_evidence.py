@@ -1,4 +1,4 @@
-"""Issue 22: the machine view never ends a live process.
+"""The machine view never ends a live process.
 
 A host is never a server; pid 1 is "launcher gone" only when it is an init; a far end
 the scan cannot see makes the answer `unknown`, and `unknown` never reaps; bare `reap`

@@ -1,4 +1,4 @@
-"""Issue 10, done-when: leaked stdio servers found by evidence whatever their name,
+"""Leaked stdio servers found by evidence whatever their name,
 identified (package, SDK and version, config entry), and reaped by strength of evidence.
 
 Every server here is a real process leaked by a real client SIGKILLed mid-session; the
@@ -263,8 +263,8 @@ def test_an_adopted_daemon_whose_connections_closed_is_not_a_stdio_server(
 ) -> None:
     """A daemon (stdio at /dev/null) adopted by init holding sockets its launcher passed
     it is not a leaked stdio process, whichever of them lost their peer: those sockets
-    are not its stdio channel, nor the `mcp` SDK's private copies of it (issue 22;
-    before, every channel gone made it a leak)."""
+    are not its stdio channel, nor the `mcp` SDK's private copies of it (counting every
+    lost peer as a leak would propose to end a healthy daemon)."""
     import socket
 
     dead_mine, dead_theirs = socket.socketpair()
