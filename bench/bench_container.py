@@ -69,7 +69,7 @@ def trial(argv: list[str], label: str, env: dict[str, str], deadline: float,
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--baseline-src", help="a src/ tree holding the guard before this work")
+    ap.add_argument("--baseline-src", help="another version's src/ tree, run as the baseline")
     ap.add_argument("--deadline", type=float, default=20.0)
     ap.add_argument("--kill-command", action="store_true",
                     help="SIGKILL the command itself (the guard, when guarded)")

@@ -9,7 +9,7 @@ Each run: spawn with pipes, MCP handshake (initialize, initialized), then close 
 t0; t1 is the instant a pidfd on the server turns readable (the exit, not the reap).
 Runs alternate in pairs (the order flips each pair) and the median of the pairs'
 differences is the figure judged, since a loaded machine drifts between runs.
-Target (issue 24): tether within +5 ms of own-end.
+Target: tether within +5 ms of own-end.
 
     python bench/bench_node_tether.py [--runs 30] [--line v1|v2]
 """

@@ -1,4 +1,4 @@
-"""Benchmark: a whole `probe` run against its longest inherent wait (issue 11 item 5).
+"""Benchmark: a whole `probe` run against its longest inherent wait.
 
 Run by hand:  python bench/bench_probe.py [--repeat N]
 For a compliant server (tests/servers/mini.py) and one that orphans (mini.py --thread),

@@ -1,7 +1,7 @@
 """Benchmark: `mcp-tether ps --json` against `ps -e -o pid,ppid,args`, with 0 and N extra processes.
 
 Run by hand:  .venv/bin/python bench/bench_ps.py [--extra 3000] [--runs 7] [--orphans KIND]
-Target (issue 23): at N = 3000 extra processes, `ps --json` within 1.6x of `ps(1)` in the
+Target: at N = 3000 extra processes, `ps --json` within 1.6x of `ps(1)` in the
 same run, and its cost per process (the slope between 0 and N extra) below `ps(1)`'s.
 The fixed start-up of an ordinary Python program is accepted; what grows with the
 machine must not cost more than the C program's. Prints both ratios, wall and CPU.
@@ -41,7 +41,7 @@ import _pidns  # bench/, beside this script
 
 from mcp_tether.proc import ExitWaiter, ProcessId, identify, signal_process
 
-TARGET = 1.6  # issue 23: within 1.6x of `ps -e -o pid,ppid,args` at 3000 extra processes
+TARGET = 1.6  # the target: within 1.6x of `ps -e -o pid,ppid,args` at 3000 extra processes
 
 
 def _idle(comm: str | None) -> None:

@@ -46,7 +46,7 @@ MAX_LOAD_FACTOR = 10.0
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     """pytest-timeout's limit (pyproject `timeout`, set-up and tear-down included) is a
     hang guard, not a timing target: it scales with the machine's load when each test
-    starts (issue 22 item 5: at load 9-30 on 2 cores, 120 s fixture set-ups timed out).
+    starts (at load 9-30 on 2 cores, a 120 s limit times out fixture set-ups).
     A test's own `@pytest.mark.timeout` or `--timeout` on the command line is kept."""
     base = item.config.getini("timeout")
     explicit = item.config.getoption("timeout", None) is not None
@@ -93,62 +93,13 @@ def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     items[:] = keep
 
 
-# -- the portable backend (issue 23): `MCP_TETHER_BACKEND=portable tests/run -m portable`
+# -- the portable backend: `MCP_TETHER_BACKEND=portable tests/run -m portable`
 # runs these files on psutil + POSIX only. A test whose promise is the Linux backend's
 # alone says so with `@pytest.mark.requires_linux_backend("why")`: skipped, with that
 # reason, under the portable backend only; a test beside it asserts the weaker promise.
 PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_client.py",
                   "test_probe.py", "test_probe_levels.py", "test_portable.py")
 PORTABLE_PREFIXES = ("test_tether", "test_scan")
-
-# The machine view's promises that rest on other processes' fds (pipe far ends, sock_diag):
-# the portable backend answers "unknown" there, so `ps` calls nothing leaked and `reap`
-# ends nothing (what test_portable.py asserts instead).
-FAR_ENDS = "far ends unknown: nothing is called leaked, reap ends nothing"
-CHANNELS = "fd modes, pipe peers and sock_diag are unknown without /proc"
-PATCHES_LINUX_PARSER = "patches the Linux backend's /proc parser"
-LINUX_BACKEND_ONLY: dict[str, dict[str, str]] = {
-    "test_scan.py": {
-        "test_a_live_server_whose_client_is_alive_is_not_leaked": FAR_ENDS,
-        "test_a_pid_reused_between_scan_and_signal_is_not_signalled": FAR_ENDS,
-        "test_a_pid_reused_within_the_same_clock_tick_is_not_signalled": FAR_ENDS,
-        "test_a_socket_stdin_whose_peer_died_has_no_writer": FAR_ENDS,
-        "test_a_wrapper_and_the_server_it_runs_are_one_entry": FAR_ENDS,
-        "test_openmetrics_output_is_well_formed_and_ends_with_eof": FAR_ENDS,
-        "test_permission_denied_processes_are_skipped_quietly": PATCHES_LINUX_PARSER,
-        "test_plain_ps_lists_leaks_first_with_totals": FAR_ENDS,
-        "test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer": FAR_ENDS,
-        "test_ps_shows_the_inner_command_of_a_guarded_server": FAR_ENDS,
-        "test_reap_dry_run_shows_the_plan_and_ends_nothing": FAR_ENDS,
-        "test_reap_ends_a_config_matched_leaked_tree_by_default": FAR_ENDS,
-        "test_reap_yes_ends_the_leak_and_touches_nothing_else": FAR_ENDS,
-    },
-    "test_scan_evidence.py": {
-        "test_a_child_in_a_pid_namespace_whose_output_is_read_from_outside_is_unknown": FAR_ENDS,
-        "test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart": FAR_ENDS,
-        "test_a_server_whose_output_a_container_engine_shim_reads_is_unknown": FAR_ENDS,
-        "test_bare_reap_on_a_terminal_lists_the_leak_and_asks_stating_the_minimum_age": FAR_ENDS,
-    },
-    "test_scan_leaks.py": {
-        "test_a_leaked_non_mcp_stdio_process_is_listed_but_ended_only_with_include_stdio": FAR_ENDS,
-        "test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed": FAR_ENDS,
-        "test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap": FAR_ENDS,
-        "test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_reap": FAR_ENDS,
-        "test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended": FAR_ENDS,
-        "test_an_npx_launched_server_is_matched_to_its_config_entry": FAR_ENDS,
-    },
-    "test_scan_table.py": {
-        "test_fd_mode_reads_a_read_write_descriptor_and_says_none_for_a_closed_one": CHANNELS,
-        "test_fd_modes_tell_the_read_end_from_the_write_end": CHANNELS,
-        "test_pipe_peer_sees_a_missing_writer_and_reader_without_touching_the_pipe": CHANNELS,
-        "test_unix_diag_reports_a_closed_peer": CHANNELS,
-        "test_unix_diag_reports_each_direction_a_peer_shut_down": CHANNELS,
-    },
-    "test_scan_watch.py": {
-        "test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_allowed_ones":
-            FAR_ENDS,
-    },
-}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -166,10 +117,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if name in PORTABLE_FILES or name.startswith(PORTABLE_PREFIXES):
             item.add_marker(pytest.mark.portable)
         mark = item.get_closest_marker("requires_linux_backend")
-        why = LINUX_BACKEND_ONLY.get(name, {}).get(getattr(item, "originalname", ""))
-        if mark is not None:
+        if mark is not None and platform.BACKEND != "linux":
             why = mark.args[0] if mark.args else "a Linux backend promise"
-        if why is not None and platform.BACKEND != "linux":
             item.add_marker(pytest.mark.skip(reason=f"portable backend: {why}"))
     _shard(config, items)
 

@@ -75,7 +75,7 @@ def test_a_simple_sh_c_wrapper_is_followed_by_editing_its_string_in_place() -> N
 @pytest.mark.parametrize(
     "text",
     [
-        "docker run -i --rm img sh -c 'cat; sleep 9'",  # the shape
+        "docker run -i --rm img sh -c 'cat; sleep 9'",  # a shell in the container
         'docker run -i img sh -c "a | b && c > /dev/null"',
         r"docker run -i img echo \; \| \&",
         "docker run -i img sh -c 'x' # 'quoted' then not",

@@ -11,10 +11,11 @@ import sys
 import pytest
 
 from containers import dockertest
-from containers.dockertest import box_cmd, session_containers, until
+from containers.dockertest import DEADLINE, ENGINE_STEP, box_cmd, session_containers
 from mcp_tether.container.engine import Engine
 from mcp_tether.container.follow import ContainerFollow, follow_for, owner_label
 from mcp_tether.container.leaked import LEAKED, LIVE, end_container, stdio_containers
+from polling import until
 
 docker_engine = dockertest.docker_engine
 docker_image = dockertest.docker_image
@@ -121,7 +122,7 @@ def test_ps_finds_a_container_whose_owner_died_and_reap_ends_it_leaving_a_live_o
         assert bad.image == docker_image and bad.age is not None and bad.ours
         assert end_container(bad, grace=10) == "sigterm"
         until(lambda: leaked.container_id not in session_containers(docker_engine),
-              "the reaped container to be removed")
+              "the reaped container to be removed", DEADLINE, max_step=ENGINE_STEP)
         assert live.state() == "running"
     finally:
         stop_client(live_client)
@@ -145,7 +146,7 @@ def test_end_container_leaves_alone_a_container_that_is_not_the_one_listed(
         # container that already answered as `created` for a moment (leaked._STATUSES).
         # Polled all the same: a listing is a snapshot.
         listed = until(lambda: [c for c in stdio_containers() if c.id == follow.container_id],
-                       "the container in the listing")
+                       "the container in the listing", DEADLINE, max_step=ENGINE_STEP)
         assert len(listed) == 1
         follow.signal(signal.SIGKILL)
         follow.wait_gone(30)

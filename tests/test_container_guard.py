@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from containers import dockertest
-from containers.dockertest import DEADLINE, box_cmd, session_containers, until
+from containers.dockertest import DEADLINE, box_cmd, session_containers
 from mcp_tether.container.engine import Engine
+from polling import until
 
 # The shared fixtures, bound here so pytest finds them (tests/conftest.py is not ours).
 docker_engine = dockertest.docker_engine
@@ -53,7 +54,7 @@ class Client:
         assert self.proc.stdin is not None
         self.proc.stdin.write(INIT)
         self.proc.stdin.flush()
-        until(lambda: b'"id":1' in self.out_path.read_bytes(), "the initialize answer")
+        until(lambda: b'"id":1' in self.out_path.read_bytes(), "the initialize answer", DEADLINE)
 
     def close(self) -> float:
         assert self.proc.stdin is not None
@@ -159,7 +160,8 @@ def test_a_guard_whose_client_is_sigkilled_ends_its_container(
     )
     client = subprocess.Popen([sys.executable, "-c", client_src])
     try:
-        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard"))
+        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard",
+                              DEADLINE))
         from mcp_tether.proc import identify
 
         guard_ident = identify(guard_pid)
@@ -170,7 +172,7 @@ def test_a_guard_whose_client_is_sigkilled_ends_its_container(
         client.wait()
     from mcp_tether.proc import SAME, compare
 
-    until(lambda: compare(guard_ident) != SAME, "the guard to exit")
+    until(lambda: compare(guard_ident) != SAME, "the guard to exit", DEADLINE)
     assert not session_containers(docker_engine, running_only=True)
 
 
@@ -200,7 +202,7 @@ def test_without_an_engine_on_path_the_guard_says_so_and_exits_127(tmp_path: Pat
     assert "Traceback" not in err
 
 
-# -- shapes the follow once missed (issue 22) ------------------------------------------
+# -- shapes the follow must see through: `sh -c` around `docker run`, `docker exec` ------
 def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
     """A client process starts the guard, gets the initialize answer, and is SIGKILLed
     while the guard runs; returns once the guard has exited."""
@@ -215,7 +217,8 @@ def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
     )
     client = subprocess.Popen([sys.executable, "-c", client_src])
     try:
-        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard"))
+        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard",
+                              DEADLINE))
         from mcp_tether.proc import identify
 
         guard_ident = identify(guard_pid)
@@ -225,7 +228,7 @@ def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
         client.wait()
     from mcp_tether.proc import SAME, compare
 
-    until(lambda: compare(guard_ident) != SAME, "the guard to exit")
+    until(lambda: compare(guard_ident) != SAME, "the guard to exit", DEADLINE)
 
 
 def _cat_then_sleep(docker_image: str) -> list[str]:
@@ -242,7 +245,7 @@ def test_a_container_run_behind_sh_c_with_a_quoted_semicolon_is_followed(
 ) -> None:
     """1. `sh -c` around one `docker run` whose inner command quotes a `;`; 2. the
     client closes stdin, or is SIGKILLed; 3. no container of ours runs after the guard.
-    Before, the quoted `;` read as a list: the command was not followed, silently."""
+    A quoted `;` read as a list separator would leave the command unfollowed, silently."""
     server = _cat_then_sleep(docker_image)
     if end == "close":
         c = Client(guard(server), tmp_path)
@@ -282,8 +285,8 @@ def test_a_process_started_by_docker_exec_ends_with_its_client(
 ) -> None:
     """1. guard `docker exec -i BOX sh -c 'cat; sleep 62'`; 2. the client closes stdin
     (cat ends, sleep goes on) or is SIGKILLed; 3. nothing the exec started runs in the
-    container after the guard, which is left running. Before, one was left per session:
-    the engine does not end an exec'd process when its client goes."""
+    container after the guard, which is left running: the engine does not end an exec'd
+    process when its client goes, so each session would leave one."""
     server = ["docker", "exec", "-i", running_box, "sh", "-c", "cat; sleep 62"]
     if end == "close":
         c = Client(guard(server), tmp_path)

@@ -16,12 +16,13 @@ import pytest
 from containers import dockertest
 from containers.dockertest import (
     DEADLINE,
+    ENGINE_STEP,
     SESSION_LABEL,
     box_cmd,
     session_containers,
-    until,
 )
 from mcp_tether.container.engine import Engine
+from polling import until
 
 docker_engine = dockertest.docker_engine
 docker_image = dockertest.docker_image
@@ -108,13 +109,13 @@ def test_a_sigkilled_probe_leaves_no_container_running(
         proc = subprocess.Popen(exe, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     try:
         until(lambda: session_containers(docker_engine, running_only=True),
-              "the probe's container to run")
+              "the probe's container to run", DEADLINE, max_step=ENGINE_STEP)
         ident = identify(proc.pid)
         assert ident is not None
         signal_process(ident, signal.SIGKILL)
         proc.wait(timeout=DEADLINE)
         until(lambda: not session_containers(docker_engine, running_only=True),
-              "no container of ours left running")
+              "no container of ours left running", DEADLINE, max_step=ENGINE_STEP)
     finally:
         if proc.poll() is None:
             proc.kill()

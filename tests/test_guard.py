@@ -44,6 +44,7 @@ from mcp_tether.proc import (
     wait_gone,
 )
 from mcp_tether.proc.signals import signal_process
+from polling import until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux guard")
 
@@ -212,20 +213,6 @@ class Lab:
 @pytest.fixture
 def lab(tmp_path: Path) -> Lab:
     return Lab(tmp_path)
-
-
-def until(pred, what: str, timeout: float = DEADLINE):  # type: ignore[no-untyped-def]
-    """Poll pred() with a deadline (never a fixed sleep for a state); its value."""
-    deadline = time.monotonic() + timeout
-    delay = 0.002
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
 
 
 def ident_from(path: str, timeout: float = DEADLINE) -> ProcessId:
@@ -451,7 +438,7 @@ def test_parent_death_ends_the_server_even_when_another_process_holds_stdin(
     holder = None
     try:
         info = json.loads(until(lambda: os.path.exists(report) and Path(report).read_text(),
-                                "client report"))
+                                "client report", DEADLINE))
         guard = identify(info["guard"])
         holder = identify(info["holder"])
         assert guard is not None and holder is not None
@@ -491,13 +478,13 @@ def test_parent_death_ends_a_helper_whose_parent_was_exiting_when_the_tree_was_r
     holder = helper = None
     try:
         info = json.loads(until(lambda: os.path.exists(report) and Path(report).read_text(),
-                                "client report"))
+                                "client report", DEADLINE))
         guard, holder = identify(info["guard"]), identify(info["holder"])
         assert guard is not None and holder is not None
         helper = ident_from(pf + ".daemon")
-        pid = int(until(lambda: os.path.exists(pf) and Path(pf).read_text(), pf))
+        pid = int(until(lambda: os.path.exists(pf) and Path(pf).read_text(), pf, DEADLINE))
         leader = until(lambda: (i := read_info(pid)) is not None and i.state == "Z" and i,
-                       "the server's leader thread gone, the process alive")
+                       "the server's leader thread gone, the process alive", DEADLINE)
         server = leader.ident
         client.kill()
         client.wait()
@@ -519,7 +506,7 @@ def _supervisor(front: int) -> ProcessId:
         kids = [p.ident for p in snapshot().values() if p.ppid == front and not p.exited]
         return kids[0] if kids else None
 
-    return until(find, "the guard's supervisor")  # type: ignore[no-any-return]
+    return until(find, "the guard's supervisor", DEADLINE)  # type: ignore[no-any-return]
 
 
 @pytest.mark.requires_linux_backend(
@@ -623,7 +610,7 @@ def test_a_second_sigint_kills_at_once(lab: Lab, guards: list[Guarded]) -> None:
     server = ident_from(pf)
     assert g.ident is not None
     signal_process(g.ident, signal.SIGINT)
-    until(lambda: os.path.exists(pf + ".signals"), "the forwarded SIGINT")
+    until(lambda: os.path.exists(pf + ".signals"), "the forwarded SIGINT", DEADLINE)
     second = time.monotonic()
     signal_process(g.ident, signal.SIGINT)
     rc, _, err = g.finish()
@@ -645,8 +632,8 @@ def carrying(text: str) -> list[ProcessId]:
 
 def launcher_gone(pf: str) -> None:
     """Wait until the launcher that wrote `pf` has exited and been reaped."""
-    pid = int(until(lambda: os.path.exists(pf) and Path(pf).read_text(), pf))
-    until(lambda: identify(pid) is None, "the launcher's exit")
+    pid = int(until(lambda: os.path.exists(pf) and Path(pf).read_text(), pf, DEADLINE))
+    until(lambda: identify(pid) is None, "the launcher's exit", DEADLINE)
 
 
 @pytest.mark.requires_linux_backend(
@@ -689,7 +676,7 @@ def test_a_daemonizing_launcher_hands_over_and_the_guard_keeps_guarding(
     assert g.proc.stdin is not None
     g.proc.stdin.write(b"ping\n")
     g.proc.stdin.flush()
-    until(lambda: Path(g.out.name).read_bytes() == b"ping\n", "the real server's answer")
+    until(lambda: Path(g.out.name).read_bytes() == b"ping\n", "the real server's answer", DEADLINE)
     assert g.proc.poll() is None and compare(daemon) == SAME
     g.close_stdin()
     rc, out, err = g.finish()
@@ -884,7 +871,7 @@ def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
             )
         try:
             info = json.loads(until(lambda r=report: os.path.exists(r) and Path(r).read_text(),
-                                    f"{where}: client report"))
+                                    f"{where}: client report", DEADLINE))
             guard = identify(info["guard"])
             client.wait(DEADLINE)
             if guard is not None:
@@ -894,7 +881,8 @@ def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
                     server = ident_if_any(pf)
                     return not carrying(pf) and (server is None or compare(server) != SAME)
 
-                until(ended, f"{where}: the tree ended after the guard's pid was SIGKILLed")
+                until(ended, f"{where}: the tree ended after the guard's pid was SIGKILLed",
+                      DEADLINE)
             left = [ident_if_any(pf), ident_if_any(pf + ".daemon")]
             alive = [i for i in left if i is not None and compare(i) == SAME]
             alive += [i for i in carrying(pf) if i not in alive]  # hops, helpers

@@ -38,6 +38,7 @@ from mcp_tether.probe import ProbeOptions, probe
 from mcp_tether.probe.outcome import guard_rung
 from mcp_tether.proc import SAME, ProcessId, compare, identify, wait_gone
 from mcp_tether.proc.signals import signal_process
+from polling import until
 
 pytestmark = pytest.mark.linux
 
@@ -146,16 +147,8 @@ class Run:
         return rc, report, err, out
 
 
-def _until(pred: Callable[[], object], what: str) -> None:
-    """Poll pred() with a deadline (never a fixed sleep for a state)."""
-    deadline = time.monotonic() + DEADLINE
-    while not pred():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-
-
 def _until_file(path: str) -> str:
-    _until(lambda: os.path.exists(path) and Path(path).read_text(), path)
+    until(lambda: os.path.exists(path) and Path(path).read_text(), path, DEADLINE)
     return Path(path).read_text()
 
 
@@ -235,9 +228,9 @@ def test_a_signal_to_the_guard_is_the_reason_and_a_forwarded_sigterm_the_rung(
 
 def test_stop_signals_at_the_end_of_a_run_cannot_cut_off_the_report(tmp_path: Path) -> None:
     """The host's SIGTERMs keep coming while the guard finishes (the front forwards each
-    to the supervisor): the report and the summary line are still written. Before, a
-    SIGTERM after the run's signal handlers were gone killed the supervisor first
-    (39 of 40 rounds lost the report, 12 of 40 the summary line before there was one)."""
+    to the supervisor): the report and the summary line are still written. A SIGTERM
+    that arrives once the run's signal handlers are gone would otherwise kill the
+    supervisor first (unprotected, 39 of 40 rounds lost the report)."""
     for _round in range(5):
         run = Run(tmp_path, "eof")
         run.ident()
@@ -276,7 +269,7 @@ def test_survivors_are_reported_by_identity(tmp_path: Path) -> None:
     run = Run(tmp_path, "setuid", preexec=_drop_cap_kill)
     server = run.ident()
     try:
-        _until(lambda: _uid(server.pid) in ("65534", None), "the server's setresuid")
+        until(lambda: _uid(server.pid) in ("65534", None), "the server's setresuid", DEADLINE)
         rc, report, err, _out = run.end()
         assert rc != 99, "could not drop CAP_KILL here"
         assert report is not None, err

@@ -1,6 +1,6 @@
-"""Smaller things a newcomer or an attacker saw in wrap, hosts, ps and inspect (issue 22
-items 11 and 10): each file once, a host name for a --config file, a missing --tether,
-an empty command, a package.json that is not JSON."""
+"""Smaller things a newcomer or an attacker would meet in wrap, hosts, ps and inspect:
+each file once, a host name for a --config file, a missing --tether, an empty command,
+a package.json that is not JSON."""
 
 from __future__ import annotations
 

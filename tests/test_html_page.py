@@ -1,4 +1,4 @@
-"""The probe's page as a reader sees it (issue 22 item 11): the title once, the span
+"""The probe's page as a reader sees it: the title once, the span
 labels clear of the handshake's, a passing guarded close in the pass colour. Pure
 rendering: results are written by hand."""
 

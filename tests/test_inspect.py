@@ -94,7 +94,8 @@ def test_a_node_script_command_locates_its_nearest_sdk(node_dir: Path) -> None:
 
 
 def test_a_python_module_that_cannot_be_found_is_unknown_not_the_installed_sdk() -> None:
-    """Issue 27: `mcp` installed beside it says nothing about what the server loads."""
+    """`mcp` installed beside a module that cannot be found says nothing about what the
+    server loads."""
     (sdk,) = sdks_for_command([sys.executable, "-m", "some_server"])
     assert sdk.state == "unknown" and sdk.package is None
     assert "some_server not found" in sdk.how

@@ -1,4 +1,4 @@
-"""The lab reproduces the reference experiment (issue: "It must reproduce this truth").
+"""The lab reproduces the reference experiment: every row as measured there.
 
 One run of every block (the README has its measured time), then one assertion per row. The expected
 verdicts live here, in the test, never in the lab: the lab only measures.

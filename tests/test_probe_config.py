@@ -161,7 +161,8 @@ def test_an_entry_behind_the_guard_is_probed_with_the_guard_in_front(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`python -m mcp_tether run --grace 1 -- python mini.py` runs as the host runs it,
-    guard included, and the result says it is guarded (issue 14)."""
+    guard included (what the host runs is what is judged), and the result says it is
+    guarded."""
     cfg = tmp_path / "m.json"
     cfg.write_text(json.dumps({"mcpServers": {"g": {"command": sys.executable, "args": [
         "-m", "mcp_tether", "run", "--grace", "1", "--", sys.executable, "-S", MINI]}}}))

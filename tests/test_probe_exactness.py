@@ -1,4 +1,4 @@
-"""The probe's exactness (issue 9): host styles as their hosts behave, its own death,
+"""The probe's exactness: host styles as their hosts behave, its own death,
 races, bad input, huge lines, large environments."""
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def _alive_with(marker: str) -> list[int]:
 
 
 def test_a_large_environment_reaches_the_server_through_the_keepers_stdin() -> None:
-    """140 KB of environment: the spec used to ride in the keeper's argv (E2BIG)."""
+    """140 KB of environment: the spec goes through the keeper's stdin, as in its argv
+    it would exceed the kernel's argument limit (E2BIG)."""
     env = {f"MCP_TETHER_BIG_{i}": "v" * 14_000 for i in range(10)}
     report = probe([*PY, MINI], ProbeOptions(scenarios=("close",), env=env, **FAST))
     (r,) = report.results

@@ -32,7 +32,7 @@ def test_scenarios_sharing_a_remedy_are_listed_together_and_the_remedy_printed_o
 
 
 def test_a_scenario_that_failed_otherwise_is_never_shown_closes_needed_sigterm() -> None:
-    """Issue 27: close (terminated) and exit (orphaned) share a remedy; each keeps its own
+    """Close (terminated) and exit (orphaned) share a remedy; each keeps its own
     diagnosis, the remedy is printed once."""
     fix = "In the Python server call `mcp_tether.run(mcp)` instead of `mcp.run()`"
     rows = [
@@ -50,7 +50,7 @@ def test_a_scenario_that_failed_otherwise_is_never_shown_closes_needed_sigterm()
 
 
 def test_one_process_keeps_one_name_in_every_sentence_of_a_diagnosis() -> None:
-    """Issue 27: a wrapper's child first seen before its exec (`sh -c ...`) and alive after
+    """A wrapper's child first seen before its exec (`sh -c ...`) and alive after
     it (`node srv.js`) is named by the command it runs, in the wrapper sentence as in its
     own."""
     from mcp_tether.probe.diagnose import diagnose

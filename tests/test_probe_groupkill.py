@@ -1,4 +1,4 @@
-"""SIGKILL to the probe's process group leaves nothing (issue 22, items 6 and 7).
+"""SIGKILL to the probe's process group leaves nothing.
 
 A CI system cancelling a job kills the job's whole process group at once. The probe's
 keepers live in groups of their own and end every server's tree when the probe is gone.

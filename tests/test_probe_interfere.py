@@ -1,4 +1,4 @@
-"""Issue 27: scenarios that cannot share a machine are re-run one at a time, and said so.
+"""Scenarios that cannot share a machine are re-run one at a time, and said so.
 
 A server that binds a fixed port breaks its sibling scenarios when they run in parallel
 (the default): one copy finds the address in use, or kills the copy holding it. The

@@ -1,4 +1,5 @@
-"""The probe judges a launcher's tree, not its direct child (issue 22, items 3 and 8).
+"""The probe judges a launcher's tree, not its direct child: the child may only start
+the process that answers.
 
 The direct child's exit is an early exit only when nothing of its tree still holds the
 client's stdio; otherwise the handshake is awaited from whoever answers and the verdict

@@ -1,4 +1,4 @@
-"""Pass levels (issue 14), guarded servers, lingered vs orphaned, a call in flight."""
+"""Pass levels, guarded servers, lingered vs orphaned, a call in flight."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The probe waits what the run taught it, not its fixed allowances (issue 11 item 5).
+"""The probe waits what the run taught it, not its fixed allowances.
 
 Not a timing target (those live in bench/): which allowance a scenario used, read from
 its own timeline.

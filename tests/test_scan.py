@@ -23,6 +23,7 @@ from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
 from mcp_tether.scan import find, reap
 from scan_lab import (
     DEADLINE,
+    FAR_ENDS,
     Lab,
     assert_consistent,
     assert_ps_and_reap_agree,
@@ -44,6 +45,7 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
 # ----- ps ----------------------------------------------------------------------------
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -63,6 +65,7 @@ def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
     assert doc["results"][0]["state"] == "leaked"  # leaked first
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_live_server_whose_client_is_alive_is_not_leaked(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -77,6 +80,7 @@ def test_a_live_server_whose_client_is_alive_is_not_leaked(
         assert e["parent"]["role"] == "launcher"
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_socket_stdin_whose_peer_died_has_no_writer(lab: Lab) -> None:
     """Node hosts give servers a UNIX socketpair: the peer is read via sock_diag."""
     pair = lab.pair(socket=True)
@@ -88,6 +92,7 @@ def test_a_socket_stdin_whose_peer_died_has_no_writer(lab: Lab) -> None:
     assert {"parent-gone", "stdin-no-writer"} <= set(e.evidence)
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_wrapper_and_the_server_it_runs_are_one_entry(lab: Lab) -> None:
     pair = lab.pair(wrapper=True)
     result = scan.scan()
@@ -97,6 +102,7 @@ def test_a_wrapper_and_the_server_it_runs_are_one_entry(lab: Lab) -> None:
     assert not any(s.pid == e.members[1].ident.pid for s in result.servers)
 
 
+@pytest.mark.requires_linux_backend("patches the Linux backend's /proc parser")
 def test_permission_denied_processes_are_skipped_quietly(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -143,6 +149,7 @@ def test_a_malformed_host_config_gives_a_message_and_the_scan_still_works(
     assert e["config"][0]["host"] == "claude-code" and e["config"][0]["name"] == "fake"
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_openmetrics_output_is_well_formed_and_ends_with_eof(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -174,6 +181,7 @@ def test_openmetrics_output_is_well_formed_and_ends_with_eof(
     assert lines.count("# EOF") == 1
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_plain_ps_lists_leaks_first_with_totals(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -191,6 +199,7 @@ def test_plain_ps_lists_leaks_first_with_totals(
 # ----- reap --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 @pytest.mark.parametrize("new_session", [True, False], ids=["own-session", "client-group"])
 def test_reap_yes_ends_the_leak_and_touches_nothing_else(
     lab: Lab, capsys: pytest.CaptureFixture[str], new_session: bool
@@ -216,6 +225,7 @@ def test_reap_yes_ends_the_leak_and_touches_nothing_else(
     assert bystander.poll() is None
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_reap_ends_a_config_matched_leaked_tree_by_default(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -235,6 +245,7 @@ def test_reap_ends_a_config_matched_leaked_tree_by_default(
         assert wait_gone(m, DEADLINE) is not None
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None:
     """The plan's start times are faked ("the pid now belongs to someone else")."""
     orphan = lab.pair().orphan()
@@ -252,9 +263,11 @@ def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None
     assert compare(orphan) == SAME  # untouched
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_pid_reused_within_the_same_clock_tick_is_not_signalled(lab: Lab) -> None:
     """Same pid, same start tick, another process: told apart by its parent and its
-    channel, checked after the pidfd pins it (issue 9, item 13)."""
+    channel, checked after the pidfd pins it (a start time counted in clock ticks
+    cannot tell two processes of one tick apart)."""
     orphan = lab.pair().orphan()
     [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
     other = replace(s.members[0], ppid=s.members[0].ppid + 4242)
@@ -274,6 +287,7 @@ def test_reap_without_a_terminal_or_yes_refuses(
     assert compare(orphan) == SAME
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_reap_dry_run_shows_the_plan_and_ends_nothing(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -300,7 +314,8 @@ def test_all_users_needs_root(capsys: pytest.CaptureFixture[str],
 def test_non_finite_or_negative_durations_are_usage_errors(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    """`reap --grace inf` used to raise after sending SIGTERM: now exit 2, one line."""
+    """A duration that is not a finite, non-negative number of seconds is a usage error:
+    exit 2 and one line at parse time, never an exception after SIGTERM was sent."""
     rc, out, err = run_cli(capsys, "reap", "--dry-run", *argv)
     assert rc == 2 and out == ""
     assert "seconds" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 5
@@ -340,6 +355,7 @@ def test_only_reap_may_signal_and_only_through_the_core() -> None:
             assert not re.search(r"\b(signal_process|signal_group|\.signal\()", src), f
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 @pytest.mark.parametrize("launcher", ["module", "script"])
 def test_ps_shows_the_inner_command_of_a_guarded_server(
     lab: Lab, capsys: pytest.CaptureFixture[str], launcher: str

@@ -1,4 +1,4 @@
-"""Servers a live host abandoned (issue 32): real hosts that reconnect and either keep
+"""Servers a live host abandoned: real hosts that reconnect and either keep
 reading the old copy or keep its handles and stop reading it.
 
 Hosts (tests/hostcheck_hosts): the TypeScript SDK 1.x's StdioClientTransport, the
@@ -22,6 +22,7 @@ import pytest
 from mcp_tether.proc import ProcessId, identify, is_running
 from mcp_tether.scan import abandoned
 from mcp_tether.scan.abandoned import Waits, listens
+from polling import until
 from scan_lab import (
     DEADLINE,
     NODE_MODULES,
@@ -29,7 +30,6 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     lab_fixture,
-    poll,
     run_cli,
 )
 
@@ -61,7 +61,7 @@ class Host:
     def _ready(self) -> tuple[ProcessId, ProcessId]:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        poll(lambda: select.select([fd], [], [], 0)[0], "the host to start both copies",
+        until(lambda: select.select([fd], [], [], 0)[0], "the host to start both copies",
              DEADLINE * 2)
         words = self.proc.stdout.readline().split()
         assert words and words[0] == b"ready", words
@@ -120,7 +120,7 @@ def _only_include_abandoned_ends_a(capsys: pytest.CaptureFixture[str], cfg: str,
     got = _reap(capsys, cfg, "--include", "abandoned", "--min-age", "0")
     ended = [r for r in got["reaped"] if r["pid"] in (h.a.pid, h.b.pid)]
     assert [(r["pid"], r["outcome"]) for r in ended] == [(h.a.pid, "ended")], got
-    poll(lambda: not is_running(h.a), "copy A to be gone")
+    until(lambda: not is_running(h.a), "copy A to be gone", DEADLINE)
     assert is_running(h.b) and h.proc.poll() is None
 
 

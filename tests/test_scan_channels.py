@@ -27,7 +27,9 @@ from mcp_tether.proc import SAME, ProcessId, compare, identify
 from mcp_tether.scan import rules
 from mcp_tether.scan.model import Channel, Member, Server
 from mcp_tether.scan.watch import watch
+from polling import until
 from scan_lab import (
+    DEADLINE,
     READER_HOST,
     READER_SERVER,
     READER_SHAPES,
@@ -35,7 +37,6 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     lab_fixture,
-    poll,
 )
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
@@ -74,8 +75,8 @@ def start_host(lab: Lab, shape: str) -> tuple[subprocess.Popen[bytes], ProcessId
     srv = identify(int(line))
     assert srv is not None
     lab.started.append(srv)
-    poll(lambda: _ppid(srv.pid) == 1, "the server to be adopted by the init")
-    poll(lambda: _received(count) > 0, "the host to read the server's output")
+    until(lambda: _ppid(srv.pid) == 1, "the server to be adopted by the init", DEADLINE)
+    until(lambda: _received(count) > 0, "the host to read the server's output", DEADLINE)
     return host, srv, count
 
 
@@ -105,7 +106,7 @@ def test_a_server_whose_output_a_live_host_reads_is_never_leaked_nor_ended(
     assert srv.pid not in [o.server.pid for o in done]
     assert compare(srv) == SAME and host.poll() is None
     before = _received(count)
-    poll(lambda: _received(count) > before, "the host to keep reading the server")
+    until(lambda: _received(count) > before, "the host to keep reading the server", DEADLINE)
 
 
 # ----- the rule itself, on made-up trees (which pid holds what is given) ---------------

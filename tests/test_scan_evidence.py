@@ -1,4 +1,4 @@
-"""Issue 22: the machine view never ends a live process.
+"""The machine view never ends a live process.
 
 A host is never a server; pid 1 is "launcher gone" only when it is an init; a far end
 the scan cannot see makes the answer `unknown`, and `unknown` never reaps; bare `reap`
@@ -26,8 +26,10 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.proc import SAME, compare, identify, wait_gone
+from polling import until
 from scan_lab import (
     DEADLINE,
+    FAR_ENDS,
     NODE_MODULES,
     PY_SDK_SERVER,
     Lab,
@@ -36,7 +38,6 @@ from scan_lab import (
     entry,
     kids,
     lab_fixture,
-    poll,
     run_cli,
 )
 
@@ -150,7 +151,7 @@ def _start_service(lab: Lab, argv: list[str]) -> tuple[int, Path]:
     host = identify(int(out))
     assert host is not None
     lab.started.append(host)
-    poll(lambda: _ppid(host.pid) == 1, "the host to be adopted by pid 1")
+    until(lambda: _ppid(host.pid) == 1, "the host to be adopted by pid 1", DEADLINE)
     return host.pid, log
 
 
@@ -183,9 +184,9 @@ def test_a_python_service_host_whose_server_crashed_is_no_server_and_survives_re
     host_py = lab.script("svc_host.py", PY_HOST)
     host, log = _start_service(lab, [sys.executable, str(host_py), "crash",
                                      f"{server}|{pidfile}"])
-    poll(lambda: b"ready" in log.read_bytes(), "the host to start its server", 60)
+    until(lambda: b"ready" in log.read_bytes(), "the host to start its server", 60)
     srv = int(pidfile.read_text())
-    poll(lambda: _dead(srv), "the server to crash")
+    until(lambda: _dead(srv), "the server to crash", DEADLINE)
     _assert_host_kept(lab, capsys, host)
 
 
@@ -209,7 +210,7 @@ def test_a_python_service_host_holding_a_crashed_servers_socketpair_survives_rea
     it), so the host is no server and `reap --yes` (also `--include stdio`) leaves it."""
     host_py = lab.script("svc_sock_host.py", SOCKETPAIR_HOST)
     host, log = _start_service(lab, [sys.executable, str(host_py)])
-    poll(lambda: b"ready" in log.read_bytes(), "the host's server to crash", 60)
+    until(lambda: b"ready" in log.read_bytes(), "the host's server to crash", 60)
     _assert_host_kept(lab, capsys, host)
 
 @needs_node
@@ -228,12 +229,13 @@ def test_a_node_service_host_whose_server_crashed_is_no_server_and_survives_reap
     host_js.write_text(NODE_HOST)
     host, log = _start_service(lab, ["node", str(host_js), sys.executable, str(server),
                                      str(pidfile)])
-    poll(lambda: b"ready" in log.read_bytes(), "the host to start its server", 60)
+    until(lambda: b"ready" in log.read_bytes(), "the host to start its server", 60)
     srv = int(pidfile.read_text())
-    poll(lambda: _dead(srv), "the server to crash")
+    until(lambda: _dead(srv), "the server to crash", DEADLINE)
     _assert_host_kept(lab, capsys, host)
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -246,7 +248,7 @@ def test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart(
     host_py = lab.script("mcp-host-svc.py", PY_HOST)
     host, log = _start_service(lab, [sys.executable, str(host_py), "live", str(server),
                                      str(server)])
-    poll(lambda: b"ready" in log.read_bytes(), "the host to start its servers", 60)
+    until(lambda: b"ready" in log.read_bytes(), "the host to start its servers", 60)
     servers = kids(host)
     assert len(servers) == 2
     lab.started += servers
@@ -315,7 +317,7 @@ def test_a_host_on_dev_null_is_no_wrapper_of_its_sdk_server(
     host = identify(int(launched))
     assert host is not None
     lab.started.append(host)
-    poll(lambda: out.read_bytes().endswith(b"\n"), "the host to start its server and ps", 60)
+    until(lambda: out.read_bytes().endswith(b"\n"), "the host to start its server and ps", 60)
     got = json.loads(out.read_bytes())
     srv = identify(got["server"])
     assert srv is not None
@@ -353,6 +355,7 @@ print(child.pid, flush=True)
 """  # ...and exits: the child is adopted by the namespace's init
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 @needs_ns
 @pytest.mark.parametrize("pid1", ["live-program", "init"])
 def test_a_child_in_a_pid_namespace_whose_output_is_read_from_outside_is_unknown(
@@ -384,7 +387,7 @@ def test_a_child_in_a_pid_namespace_whose_output_is_read_from_outside_is_unknown
         child = next(k for k in kids(outer_pid1.pid)
                      if b"mcp-server-ns" in Path(f"/proc/{k.pid}/cmdline").read_bytes())
         lab.started.append(child)
-        poll(lambda: _ppid(child.pid) == outer_pid1.pid, "the child to be pid 1's")
+        until(lambda: _ppid(child.pid) == outer_pid1.pid, "the child to be pid 1's", DEADLINE)
         enter = ["nsenter", "-t", str(outer_pid1.pid), "-p", "-m", sys.executable, "-m",
                  "mcp_tether"]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -423,6 +426,7 @@ def _read_until(fd: int, want: bytes, deadline: float) -> bytes:
     return got
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_bare_reap_on_a_terminal_lists_the_leak_and_asks_stating_the_minimum_age(
     lab: Lab
 ) -> None:
@@ -482,6 +486,7 @@ print(shim.pid, srv.pid, flush=True)
 """  # ...and exits: both are adopted by pid 1
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -498,7 +503,7 @@ def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     assert shim is not None and srv is not None
     lab.started += [shim, srv]
     assert Path(f"/proc/{shim.pid}/comm").read_text().strip() == "containerd-shim"
-    poll(lambda: _ppid(srv.pid) == 1, "the server to be adopted by pid 1")
+    until(lambda: _ppid(srv.pid) == 1, "the server to be adopted by pid 1", DEADLINE)
     e = entry(assert_ps_and_reap_agree(capsys, srv.pid, "stdio"), srv.pid)
     assert e is not None and e["state"] == "unknown", e
     assert "far-end-unseen" in e["evidence"]

@@ -1,4 +1,4 @@
-"""Issue 10, done-when: leaked stdio servers found by evidence whatever their name,
+"""Leaked stdio servers found by evidence whatever their name,
 identified (package, SDK and version, config entry), and reaped by strength of evidence.
 
 Every server here is a real process leaked by a real client SIGKILLed mid-session; the
@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.proc import SAME, compare, identify, wait_gone
+from polling import until
 from scan_lab import (
     DEADLINE,
+    FAR_ENDS,
     NODE_MODULES,
     NODE_SDK_SERVER,
     NPM_EXEC,
@@ -29,7 +31,6 @@ from scan_lab import (
     entry,
     kids,
     lab_fixture,
-    poll,
     run_cli,
 )
 
@@ -69,6 +70,7 @@ def _reap_json(capsys: pytest.CaptureFixture[str], *extra: str) -> dict:  # type
     return json.loads(out)  # type: ignore[no-any-return]
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 @needs_node
 def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     lab: Lab, capsys: pytest.CaptureFixture[str]
@@ -93,6 +95,7 @@ def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     assert wait_gone(leaked, DEADLINE) is not None
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_reap(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,6 +118,7 @@ def test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_rea
     assert wait_gone(leaked, DEADLINE) is not None
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -143,6 +147,7 @@ def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     assert compare(leaked) == SAME
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 @needs_node
 def test_an_npx_launched_server_is_matched_to_its_config_entry(
     lab: Lab, capsys: pytest.CaptureFixture[str]
@@ -190,6 +195,7 @@ print(h.stdout.readline().decode().strip(), flush=True)
 """  # ...and exits: the host is adopted by pid 1, its own stdout left with no reader
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 @pytest.mark.parametrize("include", [[], ["guess"], ["stdio"], ["guess", "stdio"]])
 def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     lab: Lab, capsys: pytest.CaptureFixture[str], include: list[str]
@@ -205,8 +211,8 @@ def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     host_id, server_id = identify(int(out[0])), identify(int(out[1]))
     assert host_id is not None and server_id is not None
     lab.started += [host_id, server_id]
-    poll(lambda: Path(f"/proc/{host_id.pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-         == "1", "the host to be adopted by pid 1")
+    until(lambda: Path(f"/proc/{host_id.pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+         == "1", "the host to be adopted by pid 1", DEADLINE)
     doc = assert_ps_and_reap_agree(capsys, server_id.pid, *include)
     assert entry(doc, host_id.pid) is None  # a host is never a server
     e = entry(doc, server_id.pid)
@@ -220,6 +226,7 @@ def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     assert compare(host_id) == SAME and compare(server_id) == SAME
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_a_leaked_non_mcp_stdio_process_is_listed_but_ended_only_with_include_stdio(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -256,8 +263,8 @@ def test_an_adopted_daemon_whose_connections_closed_is_not_a_stdio_server(
 ) -> None:
     """A daemon (stdio at /dev/null) adopted by init holding sockets its launcher passed
     it is not a leaked stdio process, whichever of them lost their peer: those sockets
-    are not its stdio channel, nor the `mcp` SDK's private copies of it (issue 22;
-    before, every channel gone made it a leak)."""
+    are not its stdio channel, nor the `mcp` SDK's private copies of it (counting every
+    lost peer as a leak would propose to end a healthy daemon)."""
     import socket
 
     dead_mine, dead_theirs = socket.socketpair()

@@ -13,9 +13,11 @@ import pytest
 from mcp_tether._plat import linux as _linux_table
 from mcp_tether._plat import portable as _psutil_table
 from mcp_tether.proc import table
-from scan_lab import poll
+from polling import until
+from scan_lab import DEADLINE
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+CHANNELS = "fd modes, pipe peers and sock_diag are unknown without /proc"
 
 
 def test_linux_and_psutil_backends_agree_on_a_live_child() -> None:
@@ -32,7 +34,7 @@ def test_linux_and_psutil_backends_agree_on_a_live_child() -> None:
         return a, b
 
     try:
-        a, b = poll(both, "the child to be readable by both backends")  # type: ignore[misc]
+        a, b = until(both, "the child to be readable by both backends", DEADLINE)  # type: ignore[misc]
         assert isinstance(a, table.ProcRecord) and isinstance(b, table.ProcRecord)
         assert (a.pid, a.ppid, a.pgid, a.sid) == (b.pid, b.ppid, b.pgid, b.sid), (a, b)
         assert a.argv == b.argv == want
@@ -59,6 +61,7 @@ def test_the_name_filter_matches_names_prefixes_and_substrings_case_blind() -> N
     assert not want("bash") and not want("pypy")
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_pipe_peer_sees_a_missing_writer_and_reader_without_touching_the_pipe() -> None:
     r, w = os.pipe()
     me = os.getpid()
@@ -80,6 +83,7 @@ def test_pipe_peer_sees_a_missing_writer_and_reader_without_touching_the_pipe() 
         os.close(w2)
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_unix_diag_reports_a_closed_peer() -> None:
     a, b = socket.socketpair()
     diag = table.UnixDiag()
@@ -95,6 +99,7 @@ def test_unix_diag_reports_a_closed_peer() -> None:
         diag.close()
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_unix_diag_reports_each_direction_a_peer_shut_down() -> None:
     """A stream peer's shutdown(2) shows in this socket's own mask, per direction: its
     SHUT_WR (Node's stdin.end()) ends what this side reads, its SHUT_RD what it sends."""
@@ -115,6 +120,7 @@ def test_unix_diag_reports_each_direction_a_peer_shut_down() -> None:
         diag.close()
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_fd_modes_tell_the_read_end_from_the_write_end() -> None:
     r, w = os.pipe()
     try:
@@ -126,6 +132,7 @@ def test_fd_modes_tell_the_read_end_from_the_write_end() -> None:
         os.close(w)
 
 
+@pytest.mark.requires_linux_backend(CHANNELS)
 def test_fd_mode_reads_a_read_write_descriptor_and_says_none_for_a_closed_one() -> None:
     a, b = socket.socketpair()
     try:

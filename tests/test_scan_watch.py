@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.proc import SAME, compare, table, wait_gone
-from scan_lab import DEADLINE, Lab, lab_fixture, poll, run_cli
+from polling import until
+from scan_lab import DEADLINE, FAR_ENDS, Lab, lab_fixture, run_cli
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
@@ -45,6 +46,7 @@ class Lines:
         return next((ln for ln in list(self.lines) if all(w in ln for w in words)), None)
 
 
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_allowed_ones(
     lab: Lab,
 ) -> None:
@@ -61,16 +63,19 @@ def test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_al
     out = Lines(watcher.stdout)
     rec = table.record(a.server.pid)
     assert rec is not None
-    poll(lambda: table.age_seconds(rec) >= MIN_AGE, "A to be older than --min-age")
+    until(lambda: table.age_seconds(rec) >= MIN_AGE, "A to be older than --min-age", DEADLINE)
     b = lab.pair([sys.executable, str(lab.fake_server("b/server.py", sdk_import=True))])
     c = lab.pair([sys.executable, str(lab.fake_server("keep-me/server.py", sdk_import=True))])
     for p in (a, b, c):
         p.orphan()
-    ended = poll(lambda: out.has("ended", f"pid {a.server.pid} "), "the watcher to end A")
+    ended = until(lambda: out.has("ended", f"pid {a.server.pid} "), "the watcher to end A",
+                  DEADLINE)
     assert "parent-gone" in ended and "reclaimed" in ended and "sdk mcp" in ended
     assert wait_gone(a.server, DEADLINE) is not None
-    young = poll(lambda: out.has(f"left: pid {b.server.pid} ", "younger"), "B left alone")
-    allowed = poll(lambda: out.has(f"left: pid {c.server.pid} ", "allowed"), "C left alone")
+    young = until(lambda: out.has(f"left: pid {b.server.pid} ", "younger"), "B left alone",
+                  DEADLINE)
+    allowed = until(lambda: out.has(f"left: pid {c.server.pid} ", "allowed"), "C left alone",
+                    DEADLINE)
     assert young and allowed
     watcher.send_signal(signal.SIGTERM)
     assert watcher.wait(DEADLINE) == 0

@@ -1,4 +1,4 @@
-"""Issue 27: the SDK a server loads, one answer shared by `inspect`, `probe` and `ps`.
+"""The SDK a server loads, one answer shared by `inspect`, `probe` and `ps`.
 
 Fixture packages under tests/fixtures/sdk (tiny npm packages with fake node_modules
 trees; no network): a server depending on both SDK lines that loads 2.x, a server whose
@@ -83,7 +83,7 @@ def test_an_sdk_bundled_into_a_library_of_the_server_is_found_by_its_transport()
     assert "bundled into fx-bundle-core 1.2.0" in what.source[-1]
     assert "bundled into fx-bundle-core 1.2.0 via @modelcontextprotocol/sdk, whose stdio " \
            "transport does not react to EOF" in diagnosis
-    [found] = inspect_path(BUNDLED)  # `inspect PACKAGE` no longer says "no MCP SDK found"
+    [found] = inspect_path(BUNDLED)  # a bundled SDK is found, not "no MCP SDK found"
     assert found.transport_file.endswith("mcpBundleImpl.js")
     assert found.exits_on_eof is False
 
@@ -165,7 +165,7 @@ def test_a_running_python_server_is_read_in_the_environment_it_has_mapped(
         pytest.skip("MCP_TETHER_FASTMCP_PYTHON is not set")
     import subprocess
 
-    from scan_lab import poll
+    from polling import until
 
     script = str(FIX / "py-fastmcp" / "server.py")
     env = {**os.environ, "PATH": f"{Path(FASTMCP).parent}:{os.environ['PATH']}",
@@ -181,7 +181,7 @@ def test_a_running_python_server_is_read_in_the_environment_it_has_mapped(
             except OSError:
                 return False
 
-        poll(mapped, "the server to load its extension modules", 60)
+        until(mapped, "the server to load its extension modules", 60)
         blind = uses_for_command(["python", script], str(FIX))
         assert blind.state == "unknown" and blind.package == "fastmcp", blind
         seen = uses_for_command(["python", script], str(FIX), p.pid)

@@ -31,6 +31,7 @@ import tether_venvs
 from mcp_tether import platform
 from mcp_tether import tether as helper
 from mcp_tether.tether import hooks as hook_registry
+from polling import until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX process semantics")
 
@@ -351,14 +352,8 @@ def server_script(tmp_path: Path) -> Path:
 
 def _wait_for_file_line(path: Path, line: str, timeout: float = 60.0) -> None:
     """Poll a file for a line with a deadline (the server's own 'ready' note)."""
-    deadline = time.monotonic() + timeout
-    delay = 0.005
-    while time.monotonic() < deadline:
-        if path.exists() and line in path.read_text().split():
-            return
-        time.sleep(delay)  # polling for a state with a deadline
-        delay = min(delay * 2, 0.05)
-    raise AssertionError(f"{path.name} never got {line!r}")
+    until(lambda: path.exists() and line in path.read_text().split(),
+          f"{line!r} in {path.name}", timeout)
 
 
 # -- the transport ending ----------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""The drain's last answer reaches stdout before the transport is broken (issue 22 item 5).
+"""The drain's last answer reaches stdout before the transport is broken.
 
 In-process, with anyio streams shaped like the SDKs' stdio transport: a zero-buffer
 write stream whose writer takes a message, writes it (a worker thread: not cancellable)
 and then flushes; a stdin reader that fails once woken on a closed stream, which cancels
-the writer. The binding used to break the reader as soon as the answer was *taken*, so
-a writer still between write and flush lost it (seen as "server closed stdout" in
-`test_drain_lets_a_call_in_flight_answer[sigterm-fastmcp]` on a loaded machine).
+the writer. Breaking the reader as soon as the answer is *taken* would lose it while
+the writer is still between write and flush (on a loaded machine, "server closed
+stdout" in `test_drain_lets_a_call_in_flight_answer[sigterm-fastmcp]`).
 """
 
 from __future__ import annotations

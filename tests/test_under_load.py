@@ -1,4 +1,4 @@
-"""Slower, not broken, under load (issue 22 item 5): the handshake wait follows the
+"""Slower, not broken, under load: the handshake wait follows the
 server's own progress, the lab retries a row that could not run, and no summary states
 a result for rows that did not run."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +20,13 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.container.engine import Engine, clear_cache, engine_for
+from polling import until
 
 HERE = Path(__file__).resolve().parent
 SESSION = uuid.uuid4().hex[:12]
 SESSION_LABEL = f"io.mcp-tether.test-session={SESSION}"
 DEADLINE = 60.0  # docker start-up on a loaded 2-core machine takes seconds
+ENGINE_STEP = 0.2  # the longest poll step when each try runs the engine's CLI
 
 
 @pytest.fixture(scope="session")
@@ -62,20 +63,6 @@ def session_containers(engine: Engine, *, running_only: bool = False) -> list[st
     return out.split() if code == 0 else []
 
 
-def until(pred, what: str, timeout: float = DEADLINE):  # type: ignore[no-untyped-def]
-    """Poll pred() with a deadline (never a fixed sleep for a state); its value."""
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-
-
 @pytest.fixture(autouse=True)
 def no_container_left(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
@@ -88,7 +75,7 @@ def no_container_left(request: pytest.FixtureRequest) -> Iterator[None]:
         # a moment before calling it a leftover (polled, not slept).
         with contextlib.suppress(AssertionError):
             until(lambda: not session_containers(engine, running_only=True),
-                  "containers to stop", 10)
+                  "containers to stop", 10, max_step=ENGINE_STEP)
     running = session_containers(engine, running_only=True)
     for cid in session_containers(engine):
         engine.call(["rm", "-f", cid])

@@ -1,4 +1,4 @@
-"""Stdlib server shapes whose direct child is not the process that answers (issue 22).
+"""Stdlib server shapes whose direct child is not the process that answers.
 
     launcher.py double-fork [--ignore-eof]   a launcher that double-forks the real
                  server into a new session (setsid) and exits at once; the server keeps

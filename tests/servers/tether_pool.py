@@ -1,4 +1,4 @@
-"""A Python MCP server whose cleanup is bound to its own event loop (issue 16's shape).
+"""A Python MCP server whose cleanup is bound to its own event loop.
 
     python tether_pool.py SDK LOGDIR [hang-hook] [fork-hook]     SDK: mcp2 | mcp1 | fastmcp
 
