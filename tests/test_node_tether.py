@@ -259,7 +259,7 @@ def test_the_packages_own_node_tests_pass() -> None:
 
 
 def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
-    """The tarball holds the entry points, the types, lib/ and the README; no tests."""
+    """The tarball holds the entry points, the types, lib/, the README and the LICENSE; no tests."""
     out = subprocess.run(["npm", "pack", "--dry-run", "--json"], cwd=REPO / "node",
                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
                          env={**os.environ, "npm_config_cache": str(tmp_path)})
@@ -268,7 +268,7 @@ def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
 
     files = {f["path"] for f in json.loads(out.stdout)[0]["files"]}
     assert {"index.cjs", "index.mjs", "index.d.ts", "index.d.mts", "lib/host.cjs",
-            "package.json", "README.md"} <= files
+            "package.json", "README.md", "LICENSE"} <= files
     assert not any(f.startswith("test/") for f in files), files
 
 

@@ -1,7 +1,9 @@
-"""The README's recipes run: each is an example file, included verbatim, and tested here.
+"""The README and its recipes: each recipe is an example file, included verbatim in the
+page the README links to, and tested here; every command is in the README's table and
+every link of the README and docs/ leads somewhere.
 
-A recipe cannot rot: if the README and its example file differ, or the example stops
-doing what the README promises, a test here fails.
+A recipe cannot rot: if a page and its example file differ, or the example stops doing
+what the page promises, a test here fails.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.probe import ProbeOptions, probe
-from readme_examples import README, ROOT, blocks
+from readme_examples import PAGES, README, ROOT, shown
 
 EXAMPLES = ROOT / "examples"
 PY_SERVER = EXAMPLES / "python-server" / "server.py"
@@ -29,15 +31,20 @@ def _example_files() -> list[Path]:
     return sorted(p for p in EXAMPLES.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
-def test_every_example_file_is_in_the_readme_verbatim() -> None:
-    """1. Each example has a marked block. 2. The block is the file's text, byte for byte."""
-    shown = blocks(README.read_text())
+def test_every_example_file_is_on_a_page_verbatim() -> None:
+    """1. Each example has one marked block, on the README or a docs/ page the README
+    links to. 2. The block is the file's text, byte for byte."""
+    on_pages = shown()
+    linked = set(re.findall(r"\]\((docs/[^)#]+\.md)", README.read_text())) | {"README.md"}
     for path in _example_files():
         rel = str(path.relative_to(ROOT))
-        assert rel in shown, f"README has no block for {rel} (add `<!-- example: {rel} -->`)"
-        assert shown[rel] == path.read_text(), (
-            f"README block for {rel} differs from the file: run `python tests/readme_examples.py`"
-        )
+        assert rel in on_pages, f"no page has a block for {rel} (add `<!-- example: {rel} -->`)"
+        assert len(on_pages[rel]) == 1, f"{rel} is shown on several pages: {on_pages[rel]}"
+        page, body = on_pages[rel][0]
+        assert str(page.relative_to(ROOT)) in linked, f"the README does not link to {page}"
+        assert body == path.read_text(), (
+            f"{page.name}'s block for {rel} differs from the file: "
+            "run `python tests/readme_examples.py`")
 
 
 def test_the_python_recipe_passes_its_own_pytest_check() -> None:
@@ -120,9 +127,15 @@ def test_the_configured_servers_recipe_reports_each_server_and_fails_on_a_leak(
     assert "will start" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+def _section(page: str, title: str) -> str:
+    """The text under a `## title` heading of a page, up to the next `## ` heading."""
+    text = (ROOT / page).read_text()
+    assert f"\n## {title}\n" in text, f"{page} has no section `## {title}`"
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
 def _leaked_servers_commands() -> list[list[str]]:
-    text = README.read_text()
-    section = text.split("### Leaked servers on my machine", 1)[1].split("\n### ", 1)[0]
+    section = _section("docs/leaked-servers.md", "Leaked servers on my machine: the first commands")
     block = re.search(r"^```\n(.*?)^```$", section, re.M | re.S)
     assert block, "the leaked-servers recipe has no command block"
     out = []
@@ -152,13 +165,12 @@ def test_the_leaked_servers_recipe_commands_run_without_a_terminal(tmp_path: Pat
         assert proc.returncode in (0, 2), (argv, proc.returncode, proc.stderr)
 
 
-def test_the_readme_documents_every_fixture_option_with_its_default() -> None:
+def test_the_python_recipe_documents_every_fixture_option_with_its_default() -> None:
     """Each `mcp_lifecycle` option (the ProbeOptions fields) is named in the Python
     recipe, and the numeric defaults it states are the probe's own."""
     import dataclasses
 
-    text = README.read_text()
-    recipe = text.split("### My Python server", 1)[1].split("\n### ", 1)[0]
+    recipe = _section("docs/python-servers.md", "The recipe: a server, and its check in CI")
     defaults = ProbeOptions()
     for field in dataclasses.fields(ProbeOptions):
         assert f"`{field.name}" in recipe or f'"{field.name}' in recipe or (
@@ -167,3 +179,45 @@ def test_the_readme_documents_every_fixture_option_with_its_default() -> None:
         assert f"`{name}` ({getattr(defaults, name):g})" in recipe, name
     assert defaults.grace == defaults.term_grace
     assert f"`grace`, `term_grace` ({defaults.grace:g} each)" in recipe
+
+
+def test_the_readme_commands_table_names_every_command_and_links_its_page() -> None:
+    """Each `mcp-tether` command is in the README's commands table, on a row with a link."""
+    from mcp_tether.cli import COMMANDS
+
+    table = README.read_text().split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    named: set[str] = set()
+    for row in table.splitlines()[3:]:
+        if not row.startswith("| "):
+            continue
+        first = row.split(" | ", 1)[0]
+        names = set(re.findall(r"`(?:mcp-tether )?([a-z]+)", first))
+        assert re.search(r"\]\(docs/[^)]+\)", row), f"no link into docs/ on: {row}"
+        named |= names
+    assert not sorted(COMMANDS.keys() - named), sorted(COMMANDS.keys() - named)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_relative_link_of_the_readme_and_docs_leads_somewhere() -> None:
+    """A link to a file names one that exists; a link to `page.md#anchor`, a heading of it."""
+    broken = []
+    for page in [*PAGES, ROOT / "node" / "README.md"]:
+        text = re.sub(r"^```.*?^```$", "", page.read_text(), flags=re.M | re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and dest.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", re.sub(r"^```.*?^```$", "", dest.read_text(),
+                                                          flags=re.M | re.S), flags=re.M)
+                if anchor not in {_slug(h) for h in headings}:
+                    broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, broken
