@@ -31,7 +31,7 @@ from mcp_tether.hosts import (
 )
 from mcp_tether.hosts.base import Host
 from mcp_tether.hosts.model import ConfigFile, Machine, Shape
-from mcp_tether.platform import os_name
+from mcp_tether.platform import os_name  # the OS as data: the hosts' tables' key
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
