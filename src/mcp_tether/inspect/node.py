@@ -21,7 +21,7 @@ from mcp_tether.inspect.model import NodeTransport, Transport
 
 __all__ = ["NODE_PACKAGES", "CLASS_NAME", "CLASS_DEFINITION", "find_node_modules",
            "inspect_node_package", "scan_node_modules", "resolve_export", "analyse_transport",
-           "read_source"]
+           "read_source", "node_package"]
 
 NODE_PACKAGES = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server", "fastmcp")
 STDIO_SUBPATHS = ("./server/stdio.js", "./server/stdio", "./stdio.js", "./stdio")
@@ -211,14 +211,14 @@ def analyse_transport(source: str) -> dict[str, Any]:
     }
 
 
-def _nearest_package(name: str, start: Path) -> Path | None:
-    """Node's lookup: `node_modules/<name>` in start and each parent."""
+def node_package(name: str, start: Path) -> Path | None:
+    """Node's lookup: `<d>/node_modules/<name>` for `start` and each of its parents."""
     for d in (start, *start.parents):
+        if d.name == "node_modules":
+            continue
         cand = d / "node_modules" / name
         if (cand / "package.json").is_file():
             return cand
-        if d.name == "node_modules" and (d / name / "package.json").is_file():
-            return d / name
     return None
 
 
@@ -246,7 +246,7 @@ def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> NodeTransport | None
     elif delegate and _depth < 2:
         out.delegates_to = delegate
         base = delegate.split("/")[:2] if delegate.startswith("@") else delegate.split("/")[:1]
-        found = _nearest_package("/".join(base), pkg_dir)
+        found = node_package("/".join(base), pkg_dir)
         sub = inspect_node_package(found, _depth + 1) if found else None
         if sub:
             out = replace(out, delegates_to=f"{sub.package}@{sub.version}",

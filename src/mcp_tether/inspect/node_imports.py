@@ -29,12 +29,13 @@ from mcp_tether.inspect.node import (
     CLASS_NAME,
     analyse_transport,
     inspect_node_package,
+    node_package,
     read_source,
     resolve_export,
 )
 
 __all__ = ["NODE_SDKS", "TETHER_PACKAGE", "node_uses", "bin_of", "load_json", "package_root",
-           "package_entry", "node_package"]
+           "package_entry"]
 
 NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server",
              "@modelcontextprotocol/node", "@modelcontextprotocol/core", "fastmcp")
@@ -90,17 +91,6 @@ def package_entry(pkg_dir: Path, subpath: str) -> Path | None:
         return entry_file(pkg_dir / subpath[2:])
     path = pkg_dir / target
     return path if path.is_file() else None
-
-
-def node_package(name: str, start: Path) -> Path | None:
-    """Node's lookup: `<d>/node_modules/<name>` for `start` and each of its parents."""
-    for d in (start, *start.parents):
-        if d.name == "node_modules":
-            continue
-        cand = d / "node_modules" / name
-        if (cand / "package.json").is_file():
-            return cand
-    return None
 
 
 def _split_spec(spec: str) -> tuple[str, str]:
