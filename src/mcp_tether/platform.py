@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 
+from mcp_tether._plat import has_procfs
 from mcp_tether._plat.record import ProcRecord
 from mcp_tether.errors import UsageError
 
@@ -32,7 +33,10 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKEND",
     "backend",
+    "POSIX",
     "os_name",
+    "state_home",
+    "posix_shell",
     "has_pidfd",
     "pidfd_open",
     "prctl",
@@ -55,7 +59,7 @@ def _choose() -> str:
                          f"{', '.join(BACKENDS)}, or leave it unset)")
     if wanted:
         return wanted
-    linux = sys.platform.startswith("linux") and os.path.exists("/proc/self/stat")
+    linux = sys.platform.startswith("linux") and has_procfs()
     return "linux" if linux else "portable"
 
 
@@ -67,11 +71,31 @@ else:
 ProcRecord._backend = backend  # records read argv, cwd and exe through it, lazily
 
 
+# Sessions, process groups and POSIX signals: what the guard stands on (all but Windows).
+POSIX = sys.platform != "win32"
+
+
 def os_name() -> str:
-    """The operating system, as a `sys.platform` value ("linux", "darwin", "win32"):
-    for what depends on the OS itself (where hosts keep their config), not on the
-    process primitives a backend offers."""
+    """This machine's OS as a `sys.platform` value ("linux", "darwin", "win32"): data for
+    tables keyed by OS (where each host keeps its config, on any machine), never a
+    branch on what this machine can do (ask the backend or a capability here)."""
     return sys.platform
+
+
+def state_home() -> str:
+    """Where this OS keeps per-user application state: %LOCALAPPDATA% (Windows),
+    ~/Library/Application Support (macOS), else $XDG_STATE_HOME or ~/.local/state."""
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        return os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support")
+    return os.environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+
+
+def posix_shell() -> str | None:
+    """A POSIX sh for short helper scripts, or None where the OS has none."""
+    return "/bin/sh" if POSIX and os.path.exists("/bin/sh") else None
 
 
 def signals(*names: str, realtime: bool = False) -> tuple[int, ...]:

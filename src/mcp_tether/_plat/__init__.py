@@ -22,4 +22,16 @@ The contract every backend module keeps (same names, same meanings):
   to load this backend's dependencies.
 - `channels()`: the module answering fd links, fd modes, pipe peers, fd info, holders
   and sock_diag (`CHANNEL_DETAIL` False: every answer is "unknown").
+- `reopen(fd, write)`: a fresh end of the pipe behind our own `fd`, or None.
+- `signal_masks(pid)`, `wait_channel(pid, tid)`, `threads(pid, limit)`,
+  `pid_namespace(pid)`, `cgroup(pid)`, `cgroup_memory(pid)`, `mapped_files(pid)`: what a
+  process is doing and where it lives, for evidence and `inspect`; None where the
+  backend cannot know (callers then say nothing, never "none").
 """
+
+import os
+
+
+def has_procfs() -> bool:
+    """Linux's /proc is mounted here: what the `linux` backend reads."""
+    return os.path.exists("/proc/self/stat")

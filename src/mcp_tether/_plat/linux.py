@@ -356,6 +356,120 @@ def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
     return False
 
 
+def reopen(fd: int, write: bool) -> int | None:
+    """A fresh open file of the pipe our `fd` refers to, for writing or reading (a pipe
+    reopened through /proc gives a new end of the same pipe); None where it cannot be."""
+    flags = (os.O_WRONLY if write else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(f"/proc/self/fd/{fd}", flags)
+    except OSError:
+        return None
+
+
+# ----- what a process is doing: the probe's evidence, `inspect`, containers ----------------
+
+_MASKS = {"SigBlk": "blocked", "SigIgn": "ignored", "SigCgt": "caught"}
+
+
+def _text(path: str) -> str | None:
+    try:
+        return _read_all(path).decode(errors="replace")
+    except OSError:
+        return None
+
+
+def signal_masks(pid: int) -> dict[str, int] | None:
+    """`pid`'s "blocked", "ignored" and "caught" signal sets (bit N-1 for signal N);
+    None where unreadable."""
+    text = _text(f"/proc/{pid}/status")
+    if text is None:
+        return None
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in _MASKS:
+            try:
+                out[_MASKS[key]] = int(value.strip() or "0", 16)
+            except ValueError:
+                return None
+    return out
+
+
+def wait_channel(pid: int, tid: int | None = None) -> str | None:
+    """The kernel function `pid` (or its thread `tid`) sleeps in; None when running or
+    unreadable."""
+    path = f"/proc/{pid}/wchan" if tid is None else f"/proc/{pid}/task/{tid}/wchan"
+    text = (_text(path) or "").strip()
+    return text if text and text != "0" else None
+
+
+def threads(pid: int, limit: int | None = None) -> list[tuple[int, str, str | None]] | None:
+    """`pid`'s threads, the main one first, then by id, at most `limit`: (tid, name, its
+    `wait_channel`). None where the list is unreadable."""
+    try:
+        tids = sorted((int(t) for t in os.listdir(f"/proc/{pid}/task")),
+                      key=lambda t: (t != pid, t))
+    except (OSError, ValueError):
+        return None
+    out = []
+    for tid in tids[:limit]:
+        name = _text(f"/proc/{pid}/task/{tid}/comm")
+        if name is not None:
+            out.append((tid, name.strip(), wait_channel(pid, tid)))
+    return out
+
+
+def pid_namespace(pid: int) -> int | None:
+    """An id of `pid`'s pid namespace (the inode of its ns/pid link); None: unknown."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def cgroup(pid: int) -> str | None:
+    """`pid`'s cgroup membership, as the kernel lists it (a container's names its id)."""
+    return _text(f"/proc/{pid}/cgroup")
+
+
+def cgroup_memory(pid: int) -> int | None:
+    """Bytes used by `pid`'s memory cgroup (v1 or v2); None where unreadable."""
+    for line in (cgroup(pid) or "").splitlines():
+        _h, ctrl, path = line.split(":", 2)
+        candidates = []
+        if "memory" in ctrl.split(","):
+            candidates.append(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
+        if ctrl == "":
+            candidates.append(f"/sys/fs/cgroup{path}/memory.current")
+            candidates.append(f"/sys/fs/cgroup/unified{path}/memory.current")
+        for c in candidates:
+            try:
+                return int(_read_all(c, 256).strip())
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+_MAPS_READ = 4 << 20  # bytes of a maps file read: a process's own libraries come first
+
+
+def mapped_files(pid: int) -> tuple[list[str], str] | None:
+    """The files `pid` has mapped (its libraries and extension modules), in the order
+    mapped, and where that was read; None where unreadable."""
+    where = f"/proc/{pid}/maps"
+    try:
+        with open(where) as fh:
+            text = fh.read(_MAPS_READ)
+    except OSError:
+        return None
+    out = []
+    for line in text.splitlines():
+        f = line.split(None, 5)
+        if len(f) == 6:
+            out.append(f[5])
+    return out, where
+
+
 def boot_paths() -> list[str]:
     """Folders a fresh `python -S` needs on sys.path to use this backend: none."""
     return []

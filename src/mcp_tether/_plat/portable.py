@@ -219,6 +219,45 @@ def channels() -> ModuleType:
     return sys.modules[__name__]
 
 
+def reopen(fd: int, write: bool) -> int | None:
+    return None  # no POSIX way to open a pipe's other end from one of its fds
+
+
+# ----- what a process is doing: what psutil shows, None for the rest -----------------------
+
+
+def signal_masks(pid: int) -> dict[str, int] | None:
+    return None
+
+
+def wait_channel(pid: int, tid: int | None = None) -> str | None:
+    return None
+
+
+def threads(pid: int, limit: int | None = None) -> list[tuple[int, str, str | None]] | None:
+    return None  # psutil has thread ids, not names
+
+
+def pid_namespace(pid: int) -> int | None:
+    return None
+
+
+def cgroup(pid: int) -> str | None:
+    return None
+
+
+def cgroup_memory(pid: int) -> int | None:
+    return None
+
+
+def mapped_files(pid: int) -> tuple[list[str], str] | None:
+    try:
+        maps = _psutil().Process(pid).memory_maps()
+    except (_psutil().Error, AttributeError, NotImplementedError):
+        return None  # AttributeError: psutil has no memory maps on this OS (macOS)
+    return [m.path for m in maps if m.path], "psutil memory_maps"
+
+
 # ----- channels: nothing is known ---------------------------------------------------------
 
 

@@ -42,10 +42,10 @@ from anyio.streams.text import TextReceiveStream
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
+from mcp_tether import platform
 from mcp_tether.client.launch import check_command, guard_command
 from mcp_tether.client.stop import settle, settle_budget
 from mcp_tether.ladder import GRACE_AFTER_EOF, TERM_GRACE
-from mcp_tether.platform import os_name
 from mcp_tether.proc import ProcessId, identify
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
@@ -117,7 +117,7 @@ async def stdio_client(
     `term_grace`: seconds between SIGTERM and SIGKILL (both 2 s by default, as in the
     SDKs). Raises FileNotFoundError / PermissionError when the command cannot start.
     """
-    if os_name() == "win32":  # pragma: no cover - the guard is POSIX; the SDK has Jobs
+    if not platform.POSIX:  # pragma: no cover - the guard is POSIX; the SDK has Jobs
         from mcp.client.stdio import stdio_client as sdk_stdio_client
 
         async with sdk_stdio_client(server, errlog) as streams:

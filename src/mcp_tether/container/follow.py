@@ -29,7 +29,7 @@ import signal as _signal
 import tempfile
 import time
 
-from mcp_tether import log
+from mcp_tether import log, platform
 from mcp_tether.container.command import RunCommand, parse_run, why_not_followed
 from mcp_tether.container.engine import (
     DENIED,
@@ -56,11 +56,8 @@ def owner_label(pid: int | None = None) -> str:
     pid = os.getpid() if pid is None else pid
     info = read_info(pid)
     start = "?" if info is None else repr(info.start)
-    try:
-        ns = str(os.stat(f"/proc/{pid}/ns/pid").st_ino)
-    except OSError:
-        ns = "?"
-    return f"{pid}:{start}:{ns}"
+    ns = platform.backend.pid_namespace(pid)
+    return f"{pid}:{start}:{'?' if ns is None else ns}"
 
 
 class Box:

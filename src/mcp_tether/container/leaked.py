@@ -29,18 +29,18 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mcp_tether import platform
 from mcp_tether.container import api
 from mcp_tether.container.engine import Engine, EngineError, engine_for
 from mcp_tether.container.follow import Box
 from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
-from mcp_tether.proc import read_info
+from mcp_tether.proc import read_info, table
 
 __all__ = ["LeakedContainer", "leaked_containers", "end_container", "remove_owned",
            "container_support",
            "LEAKED", "LIVE", "UNKNOWN"]
 
 LEAKED, LIVE, UNKNOWN = "leaked", "live", "unknown"
-_O_ACCMODE = 0o3
 
 
 @dataclass(repr=False)
@@ -91,10 +91,8 @@ def _age(started: str) -> float | None:
 
 
 def _pidns() -> str:
-    try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        return "?"
+    ns = platform.backend.pid_namespace(os.getpid())
+    return "?" if ns is None else str(ns)
 
 
 def _owner_evidence(label: str) -> tuple[str, str] | None:
@@ -111,64 +109,21 @@ def _owner_evidence(label: str) -> tuple[str, str] | None:
 
 
 def _visible(pid: int, cid: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/cgroup") as fh:
-            return cid in fh.read()
-    except OSError:
-        return False
+    return cid in (platform.backend.cgroup(pid) or "")
 
 
 def _stdin_evidence(pid: int) -> tuple[str, str] | None:
-    try:
-        target = os.readlink(f"/proc/{pid}/fd/0")
-    except OSError:
-        return None
+    target = (table.fd_links(pid, (0,)) or {}).get(0, "")
     if not target.startswith("pipe:"):
         return None
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        fd_dir = f"/proc/{name}/fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"{fd_dir}/{fd}") != target:
-                    continue
-                with open(f"/proc/{name}/fdinfo/{fd}") as fh:
-                    flags = next((ln.split()[1] for ln in fh if ln.startswith("flags:")), "0")
-            except (OSError, IndexError):
-                continue
-            if int(flags, 8) & _O_ACCMODE:  # O_WRONLY or O_RDWR: a writer
-                return LIVE, f"its stdin has a writer (pid {name})"
+    writers = table.pipe_holders(int(target[6:-1]), set(), "w")
+    if writers:
+        return LIVE, f"its stdin has a writer (pid {writers[0]})"
     return LEAKED, "its stdin has no writer (client gone)"
 
 
 def _memory(pid: int | None) -> int | None:
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/cgroup") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _h, ctrl, path = line.split(":", 2)
-        candidates = []
-        if "memory" in ctrl.split(","):
-            candidates.append(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
-        if ctrl == "":
-            candidates.append(f"/sys/fs/cgroup{path}/memory.current")
-            candidates.append(f"/sys/fs/cgroup/unified{path}/memory.current")
-        for c in candidates:
-            try:
-                with open(c) as fh:
-                    return int(fh.read().strip())
-            except (OSError, ValueError):
-                continue
-    return None
+    return None if pid is None else platform.backend.cgroup_memory(pid)
 
 
 _UNITS = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "kb": 1000, "mb": 1000**2,

@@ -34,7 +34,6 @@ from urllib.parse import quote
 
 from mcp_tether import platform
 from mcp_tether.errors import ConfigError
-from mcp_tether.platform import os_name
 
 __all__ = ["state_dir", "backup_dir", "write_config", "backups_of", "TEMP_MARK"]
 
@@ -56,13 +55,7 @@ def state_dir() -> Path:
     explicit = os.environ.get("MCP_TETHER_STATE_DIR")
     if explicit:
         return Path(explicit)
-    home = Path.home()
-    system = os_name()
-    if system == "win32":
-        return Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local") / "mcp-tether"
-    if system == "darwin":
-        return home / "Library" / "Application Support" / "mcp-tether"
-    return Path(os.environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "mcp-tether"
+    return Path(platform.state_home()) / "mcp-tether"
 
 
 def backup_dir(real: Path) -> Path:
@@ -92,8 +85,9 @@ class _Janitor:
         self.proc: subprocess.Popen[bytes] | None = None
         try:
             # POSIX sh starts in about a millisecond; Python only where there is no sh.
-            if os_name() != "win32" and os.path.exists("/bin/sh"):
-                argv = ["/bin/sh", "-c", _SH_JANITOR, "mcp-tether-janitor"]
+            sh = platform.posix_shell()
+            if sh is not None:
+                argv = [sh, "-c", _SH_JANITOR, "mcp-tether-janitor"]
             else:
                 argv = [sys.executable, "-S", "-c", _JANITOR]
             self.proc = subprocess.Popen(

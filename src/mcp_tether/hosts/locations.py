@@ -31,7 +31,7 @@ from mcp_tether.hosts import (
 )
 from mcp_tether.hosts.base import Host
 from mcp_tether.hosts.model import ConfigFile, Machine, Shape
-from mcp_tether.platform import os_name
+from mcp_tether.platform import os_name  # the OS as data: the hosts' tables' key
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -101,10 +101,6 @@ def guess_host(path: Path) -> str | None:
     return None
 
 
-def _machine(platform: str, home: Path, env: Mapping[str, str], cwd: Path | None) -> Machine:
-    return Machine(platform, Path(home), env, Path(cwd) if cwd is not None else None)
-
-
 def config_locations(
     platform: str, home: Path, env: Mapping[str, str], cwd: Path | None = None,
     *, root: Path | None = None,
@@ -114,17 +110,9 @@ def config_locations(
     `platform` is a `sys.platform` value; `home` and `env` stand for `Path.home()` and
     `os.environ`; project files are looked up in `cwd`; system files under `root`.
     """
-    m = _machine(platform, home, env, cwd)
-    if root is not None:
-        m = Machine(m.platform, m.home, m.env, m.cwd, root)
-    seen: set[Path] = set()
-    out: list[ConfigFile] = []
-    for host in REGISTRY.values():
-        for cf in host.files(m):
-            if cf.path not in seen:  # with cwd == home, files can coincide
-                seen.add(cf.path)
-                out.append(cf)
-    return out
+    m = Machine(platform, Path(home), env, Path(cwd) if cwd is not None else None,
+                Path("/") if root is None else root)
+    return searched(None, m)
 
 
 def searched(host: str | None, machine: Machine) -> list[ConfigFile]:
@@ -134,7 +122,7 @@ def searched(host: str | None, machine: Machine) -> list[ConfigFile]:
     seen: set[Path] = set()
     for h in hosts:
         for cf in h.files(machine):
-            if cf.path not in seen:
+            if cf.path not in seen:  # with cwd == home, files can coincide
                 seen.add(cf.path)
                 out.append(cf)
     return out

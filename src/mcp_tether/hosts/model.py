@@ -45,7 +45,7 @@ class Machine:
 
     @classmethod
     def here(cls, cwd: Path | None = None) -> Machine:
-        from mcp_tether.platform import os_name
+        from mcp_tether.platform import os_name  # the OS as data: the hosts' tables' key
 
         return cls(os_name(), Path.home(), os.environ, Path.cwd() if cwd is None else cwd)
 

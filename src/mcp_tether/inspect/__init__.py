@@ -26,11 +26,10 @@ from mcp_tether.inspect.node import (
     scan_node_modules,
 )
 from mcp_tether.inspect.python import find_site_packages, scan_site_packages
+from mcp_tether.inspect.node_imports import bin_of, node_uses
 from mcp_tether.inspect.uses import (
     Uses,
-    _bin_of,
     guarded_command,
-    node_uses,
     npx_package_dirs,
     uses_for_command,
     uvx_site_packages,
@@ -84,7 +83,7 @@ def _check_package_json(path: Path) -> None:
 
 def _package_uses(root: Path) -> list[Transport]:
     """The SDK a server package's own entry point loads (a bundled one included)."""
-    entry = _bin_of(root)
+    entry = bin_of(root)
     if entry is None:
         return []
     u = node_uses(entry)

@@ -19,7 +19,9 @@ from typing import Any
 
 from mcp_tether.inspect.model import NodeTransport, Transport
 
-__all__ = ["NODE_PACKAGES", "find_node_modules", "inspect_node_package", "scan_node_modules"]
+__all__ = ["NODE_PACKAGES", "CLASS_NAME", "CLASS_DEFINITION", "find_node_modules",
+           "inspect_node_package", "scan_node_modules", "resolve_export", "analyse_transport",
+           "read_source", "node_package"]
 
 NODE_PACKAGES = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server", "fastmcp")
 STDIO_SUBPATHS = ("./server/stdio.js", "./server/stdio", "./stdio.js", "./stdio")
@@ -57,7 +59,8 @@ _LISTEN = re.compile(
     r"\s*\(\s*['\"`]([\w:-]+)['\"`]"
 )
 # `class StdioServerTransport {` as written, `StdioServerTransport = class {` as bundled.
-_CLASS = re.compile(r"\bclass\s+" + CLASS_NAME + r"\b|\b" + CLASS_NAME + r"\s*=\s*class\b")
+CLASS_DEFINITION = re.compile(
+    r"\bclass\s+" + CLASS_NAME + r"\b|\b" + CLASS_NAME + r"\s*=\s*class\b")
 _IMPORT_FROM = re.compile(
     CLASS_NAME + r"[^;]{0,200}?(?:from\s*|require\s*\(\s*)['\"]([^'\"]+)['\"]", re.S
 )
@@ -112,7 +115,8 @@ def _js_files(root: Path) -> list[Path]:
     return sorted(out, key=lambda p: ("cjs" in p.parts or p.suffix == ".cjs", len(p.parts)))
 
 
-def _read(path: Path) -> str | None:
+def read_source(path: Path) -> str | None:
+    """A source file's text; None if unreadable or bigger than `MAX_FILE`."""
     try:
         if path.stat().st_size > MAX_FILE:
             return None
@@ -158,15 +162,15 @@ def locate_transport(pkg_dir: Path, pkg: dict[str, Any]) -> tuple[Path | None, s
         target = resolve_export(pkg, sub)
         if target:
             path = (pkg_dir / target).resolve()
-            text = _read(path) if path.is_file() else None
-            if text and _CLASS.search(text):
+            text = read_source(path) if path.is_file() else None
+            if text and CLASS_DEFINITION.search(text):
                 return path, None
     delegate = None
     for path in _js_files(pkg_dir):
-        text = _read(path)
+        text = read_source(path)
         if not text or CLASS_NAME not in text:
             continue
-        if _CLASS.search(text):
+        if CLASS_DEFINITION.search(text):
             return path, None
         m = _IMPORT_FROM.search(text)
         if m and delegate is None and not m.group(1).startswith("."):
@@ -177,7 +181,7 @@ def locate_transport(pkg_dir: Path, pkg: dict[str, Any]) -> tuple[Path | None, s
 def analyse_transport(source: str) -> dict[str, Any]:
     """Listener registrations in the transport class: stdin events, signals, parent watch
     (the `Transport` fields they fill, by name)."""
-    m = _CLASS.search(source)
+    m = CLASS_DEFINITION.search(source)
     body = class_body(source, m.start()) if m else source
     stdin: list[str] = []
     stdout: list[str] = []
@@ -207,14 +211,14 @@ def analyse_transport(source: str) -> dict[str, Any]:
     }
 
 
-def _nearest_package(name: str, start: Path) -> Path | None:
-    """Node's lookup: `node_modules/<name>` in start and each parent."""
+def node_package(name: str, start: Path) -> Path | None:
+    """Node's lookup: `<d>/node_modules/<name>` for `start` and each of its parents."""
     for d in (start, *start.parents):
+        if d.name == "node_modules":
+            continue
         cand = d / "node_modules" / name
         if (cand / "package.json").is_file():
             return cand
-        if d.name == "node_modules" and (d / name / "package.json").is_file():
-            return d / name
     return None
 
 
@@ -227,7 +231,8 @@ def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> NodeTransport | None
                         version=pkg.get("version"), path=str(pkg_dir))
     path, delegate = locate_transport(pkg_dir, pkg)
     if path is not None:
-        out = replace(out, transport_file=str(path), **analyse_transport(_read(path) or ""))
+        out = replace(out, transport_file=str(path),
+                      **analyse_transport(read_source(path) or ""))
         if out.exits_on_eof is True and not out.calls_process_exit:
             out.notes.append(
                 "stdin 'end'/'close' close the transport; the process then exits only if "
@@ -241,7 +246,7 @@ def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> NodeTransport | None
     elif delegate and _depth < 2:
         out.delegates_to = delegate
         base = delegate.split("/")[:2] if delegate.startswith("@") else delegate.split("/")[:1]
-        found = _nearest_package("/".join(base), pkg_dir)
+        found = node_package("/".join(base), pkg_dir)
         sub = inspect_node_package(found, _depth + 1) if found else None
         if sub:
             out = replace(out, delegates_to=f"{sub.package}@{sub.version}",

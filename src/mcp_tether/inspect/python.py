@@ -22,7 +22,8 @@ from typing import Any
 
 from mcp_tether.inspect.model import Transport
 
-__all__ = ["PYTHON_PACKAGES", "find_site_packages", "scan_site_packages", "inspect_python_dist"]
+__all__ = ["PYTHON_PACKAGES", "find_site_packages", "scan_site_packages", "inspect_python_dist",
+           "norm_name", "dist_metadata", "top_levels"]
 
 PYTHON_PACKAGES = ("mcp", "fastmcp", "fastmcp-slim")  # fastmcp 4 ships its code in -slim
 FUNC = "stdio_server"
@@ -34,11 +35,13 @@ _DELEGATED = ("transport_file", "stdin_events", "signals", "parent_watch", "exit
               "notes")
 
 
-def _norm(name: str) -> str:
+def norm_name(name: str) -> str:
+    """A distribution name as PEP 503 compares it."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _metadata(dist_info: Path) -> tuple[str, str | None]:
+def dist_metadata(dist_info: Path) -> tuple[str, str | None]:
+    """(name, version) from a dist-info's METADATA (its folder name when unreadable)."""
     name, version = dist_info.name.split("-", 1)[0], None
     try:
         with open(dist_info / "METADATA", errors="replace") as f:
@@ -65,7 +68,8 @@ def _first_requirement(dist_info: Path) -> str | None:
     return None
 
 
-def _top_levels(dist_info: Path, name: str) -> list[str]:
+def top_levels(dist_info: Path, name: str) -> list[str]:
+    """The import names a distribution installs (top_level.txt, else its RECORD)."""
     try:
         return [t for t in (dist_info / "top_level.txt").read_text().split() if t]
     except OSError:
@@ -167,8 +171,8 @@ def analyse_module(tree: ast.Module, source: str) -> dict[str, Any]:
 
 
 def inspect_python_dist(site: Path, dist_info: Path, _depth: int = 0) -> Transport:
-    name, version = _metadata(dist_info)
-    tops = _top_levels(dist_info, name)
+    name, version = dist_metadata(dist_info)
+    tops = top_levels(dist_info, name)
     out = Transport(language="python", package=name, version=version,
                     path=str(site / tops[0]) if tops else str(site))
     present = [t for t in tops if (site / t).is_dir() or (site / f"{t}.py").is_file()]
@@ -204,7 +208,7 @@ def inspect_python_dist(site: Path, dist_info: Path, _depth: int = 0) -> Transpo
     if delegate and _depth < 2:
         top = delegate.split(".")[0]
         for di in sorted(site.glob("*.dist-info")):
-            if top in _top_levels(di, _metadata(di)[0]):
+            if top in top_levels(di, dist_metadata(di)[0]):
                 sub = inspect_python_dist(site, di, _depth + 1)
                 return replace(out, delegates_to=f"{sub.package}@{sub.version}",
                                **{key: getattr(sub, key) for key in _DELEGATED})
@@ -221,9 +225,9 @@ def scan_site_packages(site: Path, seen: set[Path]) -> list[Transport]:
         infos = sorted(site.glob("*.dist-info"))
     except OSError:
         return out
-    wanted = {_norm(p) for p in PYTHON_PACKAGES}
+    wanted = {norm_name(p) for p in PYTHON_PACKAGES}
     for di in infos:
-        name = _norm(di.name.split("-", 1)[0])
+        name = norm_name(di.name.split("-", 1)[0])
         if name in wanted and di.resolve() not in seen:
             seen.add(di.resolve())
             out.append(inspect_python_dist(site, di))

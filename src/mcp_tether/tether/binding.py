@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from mcp_tether import platform
+
 __all__ = ["Binding", "find_lowlevel"]
 
 
@@ -313,8 +315,9 @@ def wake_stdin_reader(fd: int | None) -> None:
     The SDKs read stdin in a worker thread that no cancellation reaches; until that
     read returns, their stdio transport (and fastmcp's lifespan, which wraps it) cannot
     finish. A socket (Node hosts) is shut down for reading: the read returns EOF. A pipe
-    gets one newline through a write end opened on /proc/self/fd (Linux): the reader
-    takes it, finds the SDK's stream closed, and its task ends. Nothing is ever read.
+    gets one newline through a write end the backend reopens on it (Linux; elsewhere
+    none can be had and the reader stays blocked): the reader takes it, finds the SDK's
+    stream closed, and its task ends. Nothing is ever read.
     """
     if fd is None:
         return
@@ -330,8 +333,10 @@ def wake_stdin_reader(fd: int | None) -> None:
                 sock.shutdown(socket.SHUT_RD)
             finally:
                 sock.close()
-        elif stat.S_ISFIFO(mode) and os.path.isdir("/proc/self/fd"):
-            w = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        elif stat.S_ISFIFO(mode):
+            w = platform.backend.reopen(fd, write=True)
+            if w is None:
+                return
             try:
                 os.write(w, b"\n")
             finally:
