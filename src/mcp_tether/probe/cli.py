@@ -98,10 +98,6 @@ exit 1 here means: some scenario of the level failed (2 also when the --junit fi
 """
 
 
-# Every command's seconds are checked alike (NaN used to hang the probe): the shared type.
-duration = positive_duration
-
-
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = _examples() + "\n" + (parser.epilog or "")
     parser.add_argument(
@@ -116,20 +112,20 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     )
     parser.add_argument("--level", choices=LEVELS, default=SPEC,
                         help="which scenarios decide the exit code: spec (default) or robust")
-    parser.add_argument("--window", type=duration, default=WINDOW,
+    parser.add_argument("--window", type=positive_duration, default=WINDOW,
                         help=f"seconds the tree may take after its client is gone ({WINDOW:g})")
-    parser.add_argument("--horizon", type=duration, default=None,
+    parser.add_argument("--horizon", type=positive_duration, default=None,
                         help="seconds survivors are still watched after the window, to tell "
                         "lingered from orphaned (default: --grace + --term-grace)")
-    parser.add_argument("--idle", type=duration, default=IDLE,
+    parser.add_argument("--idle", type=positive_duration, default=IDLE,
                         help=f"seconds of silence in the idle scenario ({IDLE:g})")
-    parser.add_argument("--ready-timeout", type=duration, default=READY_TIMEOUT,
+    parser.add_argument("--ready-timeout", type=positive_duration, default=READY_TIMEOUT,
                         help="seconds a server may stay idle and silent before a handshake answer "
                         f"is given up ({READY_TIMEOUT:g}); while its processes use CPU or "
                         f"start, the wait goes on, up to {READY_CEILING}x this")
-    parser.add_argument("--grace", type=duration, default=None,
+    parser.add_argument("--grace", type=positive_duration, default=None,
                         help="client ladder: seconds after closing stdin before SIGTERM (2)")
-    parser.add_argument("--term-grace", type=duration, default=None,
+    parser.add_argument("--term-grace", type=positive_duration, default=None,
                         help="client ladder: seconds after SIGTERM before SIGKILL (2)")
     parser.add_argument("--call", nargs=2, metavar=("TOOL", "JSON"),
                         help="call a tool after the handshake, to probe the busy state; "

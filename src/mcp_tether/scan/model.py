@@ -241,7 +241,6 @@ class ScanResult:
     def leaked(self) -> list[Server]:
         return [s for s in self.servers if s.leaked]
 
-    orphans = leaked  # the name before issue 10
 
     @property
     def live(self) -> list[Server]:
