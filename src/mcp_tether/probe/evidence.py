@@ -18,7 +18,10 @@ It only reads; it never signals anything.
 from __future__ import annotations
 
 import os
+import signal
 from typing import TYPE_CHECKING
+
+from mcp_tether.guard.result import signame
 
 if TYPE_CHECKING:
     from typing import Any
@@ -28,7 +31,8 @@ __all__ = ["collect", "stdio_links"]
 PROC = "/proc"
 MAX_THREADS = 64  # a runaway pool says enough with its first 64 names
 # The signals whose disposition says something about a server's shutdown.
-WATCHED_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 13: "SIGPIPE", 15: "SIGTERM"}
+WATCHED_SIGNALS = {s: signame(s) for s in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE,
+                                            signal.SIGTERM)}
 _MASKS = {"SigBlk": "sig_blocked", "SigIgn": "sig_ignored", "SigCgt": "sig_caught"}
 
 
