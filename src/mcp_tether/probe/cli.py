@@ -6,7 +6,6 @@ import argparse
 import json
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 from mcp_tether import hosts
@@ -19,7 +18,6 @@ from mcp_tether.errors import (
     EXIT_USAGE,
     CommandNotExecutable,
     CommandNotFound,
-    ConfigError,
     TetherError,
     UsageError,
 )
@@ -407,18 +405,7 @@ def _entries(args: argparse.Namespace) -> list[ServerEntry]:
     --server ones only. Unreadable files are said on stderr; nothing left is an error."""
     if args.host and args.host not in hosts.HOSTS:
         raise UsageError(f"unknown host {args.host!r} (known: {', '.join(hosts.HOSTS)})")
-    if args.config:
-        path = Path(args.config)
-        files = [hosts.ConfigFile(args.host or hosts.guess_host(path) or "", "config", path)]
-    else:
-        files = hosts.discover(args.host)
-    named: list[ServerEntry] = []
-    errors: list[ConfigError] = []
-    for cf in files:
-        try:
-            named += hosts.read_servers(cf.path, cf.host or None, scope=cf.scope)
-        except ConfigError as exc:
-            errors.append(exc)
+    named, errors = hosts.configured_servers(args.host, args.config or None, guess=True)
     for err in errors:
         print(f"mcp-tether probe: {err.msg}", file=sys.stderr)
     entries = named
