@@ -16,8 +16,10 @@ scan) load on first use of their own modules.
 
 from __future__ import annotations
 
-from mcp_tether import _launch  # noqa: F401  # (pid, ppid) at first import, taken now
-from mcp_tether import _lazy
+from mcp_tether import (
+    _launch,  # noqa: F401  # (pid, ppid) at first import, taken now
+    _lazy,
+)
 
 # Not `from typing import ...`: typing costs ~15 ms to import, on every server launch.
 TYPE_CHECKING = False

@@ -50,8 +50,8 @@ class Step:
 
 
 class Rung(Step):
-    """One step taken, as its climber saw it; the probe's client sends these (the instants
-    in the keeper's clock) to the keeper, whose verdict reads them."""
+    """One step taken, its instants on the monotonic clock, which is one per machine: the
+    probe's client sends its rungs as they are to the keeper, whose verdict reads them."""
 
     __slots__ = ("sent_at", "exited_at")
 
