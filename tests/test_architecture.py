@@ -174,7 +174,7 @@ def test_no_import_cycle() -> None:
 
 
 # -- 4. the two hot paths ----------------------------------------------------------------
-HOT_IMPORT = {"mcp_tether", "mcp_tether._launch"}
+HOT_IMPORT = {"mcp_tether", "mcp_tether._launch", "mcp_tether._lazy"}
 HOT_HELPER = HOT_IMPORT | {
     "mcp_tether._plat", "mcp_tether._plat.linux", "mcp_tether._plat.record",
     "mcp_tether.errors", "mcp_tether.ladder", "mcp_tether.log", "mcp_tether.platform",

@@ -181,7 +181,8 @@ def test_an_interrupted_probe_leaves_nothing_running(sig: int) -> None:
 
 
 def test_verdicts_follow_the_rungs() -> None:
-    rungs = [Rung("close-stdin", 10.0), Rung("sigterm", 12.0), Rung("sigkill", 14.0)]
+    rungs = [Rung("close-stdin", 10.0, "timeout"), Rung("sigterm", 12.0, "timeout"),
+             Rung("sigkill", 14.0, "exited")]
     f = Facts("close", judge="ladder", trigger=10.0, gone_at=10.01, rungs=rungs)
     assert decide(f) == ("exited", "eof", 10.0)
     f.gone_at = 12.002

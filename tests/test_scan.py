@@ -21,6 +21,7 @@ import pytest
 from mcp_tether import scan
 from mcp_tether.proc import SAME, ProcessId, compare, table, wait_gone
 from mcp_tether.scan import find, reap
+from mcp_tether.scan.model import Member
 from scan_lab import (
     DEADLINE,
     FAR_ENDS,
@@ -254,9 +255,10 @@ def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None
     assert chosen
     s = chosen[0]
     fake = ProcessId(s.pid, s.ident.start + 7)
-    s = replace(s, ident=fake, members=[
-        replace(m, ident=ProcessId(m.ident.pid, m.ident.start + 7))
-        for m in s.members])
+    members = [Member(m, m.cpu_seconds) for m in s.members]
+    for m in members:
+        m.start += 7
+    s = replace(s, ident=fake, members=members)
     [outcome] = reap.reap_servers([s], grace=0.5)
     assert outcome.outcome == "gone" and outcome.reclaimed_bytes == 0
     assert not any(x["result"] == "sent" for x in outcome.signals)
@@ -270,7 +272,8 @@ def test_a_pid_reused_within_the_same_clock_tick_is_not_signalled(lab: Lab) -> N
     cannot tell two processes of one tick apart)."""
     orphan = lab.pair().orphan()
     [s] = [s for s in reap.plan(find.scan(), {"guess"}).chosen if s.pid == orphan.pid]
-    other = replace(s.members[0], ppid=s.members[0].ppid + 4242)
+    other = Member(s.members[0], s.members[0].cpu_seconds)
+    other.ppid += 4242
     s = replace(s, members=[other])
     [outcome] = reap.reap_servers([s], grace=0.5)
     assert outcome.outcome == "gone" and not outcome.signals

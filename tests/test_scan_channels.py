@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from mcp_tether import platform
-from mcp_tether.proc import SAME, ProcessId, compare, identify
+from mcp_tether.proc import SAME, ProcessId, ProcRecord, compare, identify
 from mcp_tether.scan import rules
 from mcp_tether.scan.model import Channel, Member, Server
 from mcp_tether.scan.watch import watch
@@ -119,7 +119,8 @@ def _tree(pid: int, adopted: bool, channels: list[Channel]) -> Server:
                   parent={"pid": 1, "name": "init",
                           "role": "adopter" if adopted else "launcher"},
                   channels=channels, private_channels=False, stdin_kind="pipe",
-                  evidence=[], members=[Member(ident, 1, pid, "x", ["x"], 0, 0.0)])
+                  evidence=[],
+                  members=[Member(ProcRecord(pid, 1, pid, pid, "S", 1.0, "x", argv=["x"]), 0.0)])
 
 
 def _settle(trees: list[Server], holders: dict[int, list[int]]) -> dict[int, str]:

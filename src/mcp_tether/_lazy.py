@@ -1,8 +1,9 @@
 """Lazy public names for a package (PEP 562): each loads its module on first use.
 
-Only for the packages on the two start-up paths (`import mcp_tether`, `mcp-tether run`):
-there a package's `__init__` that imported all its modules would make every guarded
-server's launch pay for the ones it does not use. Today that is `proc/`.
+The one way a package here exports names it does not import up front: the top package
+and `proc/`, `guard/`, `container/` (on the two start-up paths, `import mcp_tether` and
+`mcp-tether run`, which must not pay for modules they do not use), `probe/` (each keeper
+imports it and needs none of its API) and `client/` (`stdio_client` needs the MCP SDK).
 `attach(package, names)` returns the package's `__getattr__` and `__dir__`; a name is
 cached in the package once loaded. Stdlib only, and importlib only on first use.
 """

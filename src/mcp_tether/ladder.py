@@ -26,6 +26,7 @@ __all__ = [
     "GRACE_AFTER_EOF",
     "TERM_GRACE",
     "KILL_WAIT",
+    "Step",
     "Rung",
     "LadderResult",
     "LadderTarget",
@@ -37,17 +38,28 @@ TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 KILL_WAIT = 5.0  # how long we wait to *see* a SIGKILLed process go (D state, NFS ...)
 
 
-class Rung:
-    """One step taken. (Plain classes: dataclasses cost ~8 ms to import.)"""
+class Step:
+    """What one rung did and how it went, whoever tells it. Two kinds say when: a `Rung`
+    in monotonic instants, which its climber compares with the rest of its own clock, and
+    the guard report's `RungTaken` in ms after the trigger, the only time a reader in
+    another process can use. (Plain classes: dataclasses cost ~8 ms to import.)"""
 
-    __slots__ = ("action", "sent_at", "outcome", "exited_at")
+    __slots__ = ("action", "outcome")
+    action: str  # "close-stdin" | "sigterm" | "sigkill"
+    outcome: str  # "exited" (target gone before the next rung), "timeout", "gone", "denied"
+
+
+class Rung(Step):
+    """One step taken, its instants on the monotonic clock, which is one per machine: the
+    probe's client sends its rungs as they are to the keeper, whose verdict reads them."""
+
+    __slots__ = ("sent_at", "exited_at")
 
     def __init__(
         self, action: str, sent_at: float, outcome: str, exited_at: float | None = None
     ) -> None:
-        self.action = action  # "close-stdin" | "sigterm" | "sigkill"
+        self.action = action
         self.sent_at = sent_at  # monotonic instant the action was taken
-        # "exited" (target gone before the next rung), "timeout", "gone", "denied"
         self.outcome = outcome
         self.exited_at = exited_at
 

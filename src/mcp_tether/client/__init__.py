@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mcp_tether import _lazy
 from mcp_tether.client.launch import guard_command
 from mcp_tether.client.process import ServerProcess, spawn
 
@@ -28,10 +29,5 @@ if TYPE_CHECKING:
 
 __all__ = ["stdio_client", "spawn", "ServerProcess", "guard_command"]
 
-
-def __getattr__(name: str) -> object:
-    if name == "stdio_client":  # the SDK's client: needs `mcp` and `anyio` (see above)
-        from mcp_tether.client.stdio import stdio_client
-
-        return stdio_client
-    raise AttributeError(f"module 'mcp_tether.client' has no attribute {name!r}")
+# The SDK's client needs `mcp` and `anyio` (see above): loaded when first asked for.
+__getattr__, __dir__ = _lazy.attach(__name__, {"stdio_client": ".stdio"})

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import os
 
+from mcp_tether import _lazy
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -43,14 +45,11 @@ __all__ = [
 ]
 
 _ENGINES = ("docker", "podman")
-_LAZY = {
-    "follow_for": "follow",
-    "ContainerFollow": "follow",
-    "WithContainer": "target",
-    "leaked_containers": "leaked",
-    "end_container": "leaked",
-    "LeakedContainer": "leaked",
-}
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    **dict.fromkeys(("follow_for", "ContainerFollow"), ".follow"),
+    "WithContainer": ".target",
+    **dict.fromkeys(("leaked_containers", "end_container", "LeakedContainer"), ".leaked"),
+})
 
 
 def maybe_container_run(argv: list[str]) -> bool:
@@ -76,12 +75,3 @@ def end_owned_by(argv: list[str], tree: Iterable[tuple[int, float]]) -> list[str
     from mcp_tether.container.leaked import remove_owned
 
     return remove_owned(name, tree)
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    import importlib
-
-    return getattr(importlib.import_module(f"mcp_tether.container.{module}"), name)

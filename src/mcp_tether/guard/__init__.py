@@ -76,22 +76,16 @@ fork, while the server starts. Not thread-safe: call `run_guarded` from the main
 
 from __future__ import annotations
 
+from mcp_tether import _lazy
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp_tether.guard.result import GuardResult
     from mcp_tether.guard.session import run_guarded
 
-_LAZY = {"GuardResult": "result", "run_guarded": "session"}
-
-
-def __getattr__(name: str) -> object:
-    """`run_guarded` and `GuardResult` load on first use: `guard.argv` alone (what `hosts`
-    and `ps` read) does not pull in the guard's loop."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    import importlib
-
-    return getattr(importlib.import_module(f"mcp_tether.guard.{module}"), name)
-
 __all__ = ["GuardResult", "run_guarded"]
+
+# Loaded on first use: `guard.argv` alone (what `hosts` and `ps` read) does not pull in
+# the guard's loop.
+__getattr__, __dir__ = _lazy.attach(__name__, {"GuardResult": ".result",
+                                               "run_guarded": ".session"})

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_tether import log
 from mcp_tether.guard.result import FORWARDED, REPORT_ENV, signame
+from mcp_tether.ladder import Step
 from mcp_tether.proc.identity import ProcessId
 
 if TYPE_CHECKING:
@@ -70,12 +71,13 @@ class ReportError(ValueError):
 
 
 @dataclass
-class RungTaken:
-    """One rung of the guard's ladder: what, when (ms after the trigger), and how it went."""
+class RungTaken(Step):
+    """One rung of the guard's ladder as the report carries it: when is ms after the
+    trigger (`ladder.Step` says why this is not a `ladder.Rung`)."""
 
-    action: str  # "close-stdin" | "sigterm" | "sigkill"
+    action: str
     ms: float
-    outcome: str  # "exited" | "timeout" | "gone" | "denied"
+    outcome: str
 
 
 @dataclass(eq=True)

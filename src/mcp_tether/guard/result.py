@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from mcp_tether.ladder import Rung
     from mcp_tether.proc import ProcessId
 
-__all__ = ["GuardResult", "SERVER_EXIT", "STDIN_HANGUP", "PARENT_DEATH", "SIGNALLED"]
+__all__ = ["GuardResult", "SERVER_EXIT", "STDIN_HANGUP", "PARENT_DEATH", "SIGNALLED",
+           "signame"]
 
 # Why the guard started to stop.
 SERVER_EXIT = "server-exit"
@@ -192,7 +193,8 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def signame(sig: int) -> str:
-    """SIGUSR1; `signal 40` for a real-time signal the enum has no name for."""
+    """SIGUSR1; `signal 40` for a real-time signal the enum has no name for. Every signal
+    name the package prints comes from here (stdlib only: the guard's start-up path)."""
     try:
         return signal.Signals(sig).name
     except ValueError:

@@ -99,13 +99,18 @@ def configured_servers(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
+    guess: bool = False,
 ) -> tuple[list[ServerEntry], list[ConfigError]]:
     """All entries of `config` (if given) or of the discovered files of `host` (or all).
 
     A malformed file does not hide the others: its error comes back in the second list.
+    `guess`: a `config` without a `host` is read as the host its path suggests
+    (`guess_host`), if any.
     """
     if config is not None:
-        files = [ConfigFile(host or "", "config", Path(config))]
+        path = Path(config)
+        host = host or (guess_host(path) if guess else None)
+        files = [ConfigFile(host or "", "config", path)]
     else:
         files = discover(host, home=home, cwd=cwd, env=env, platform=platform)
     entries: list[ServerEntry] = []

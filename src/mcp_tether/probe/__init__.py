@@ -40,6 +40,8 @@ __all__ = [
 
 from typing import TYPE_CHECKING
 
+from mcp_tether import _lazy
+
 if TYPE_CHECKING:
     from mcp_tether.probe.api import (
         HOST_STYLES,
@@ -64,14 +66,10 @@ if TYPE_CHECKING:
         probe_planned,
     )
 
-_CONFIGURED = {"probe_configured", "plan_configured", "probe_planned", "ConfiguredOptions",
-               "ConfiguredReport", "PlannedServer", "ServerResult"}
+_CONFIGURED = ("probe_configured", "plan_configured", "probe_planned", "ConfiguredOptions",
+               "ConfiguredReport", "PlannedServer", "ServerResult")
 
-
-def __getattr__(name: str) -> object:
-    if name in __all__:
-        import importlib
-
-        module = "configured" if name in _CONFIGURED else "api"
-        return getattr(importlib.import_module(f"mcp_tether.probe.{module}"), name)
-    raise AttributeError(f"module 'mcp_tether.probe' has no attribute {name!r}")
+__getattr__, __dir__ = _lazy.attach(__name__, {
+    **dict.fromkeys((n for n in __all__ if n not in _CONFIGURED), ".api"),
+    **dict.fromkeys(_CONFIGURED, ".configured"),
+})

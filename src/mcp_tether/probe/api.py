@@ -24,6 +24,7 @@ from mcp_tether.probe.diagnose import annotate
 from mcp_tether.probe.runner import run_specs
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, get
 from mcp_tether.probe.spec import IDLE, LEVELS, READY_TIMEOUT, ROBUST, SPEC, WINDOW, Spec
+from mcp_tether.probe.verdict import Survivor
 
 if TYPE_CHECKING:
     from mcp_tether.cliprogress import Progress
@@ -59,13 +60,8 @@ class ProbeOptions:
     jobs: int | None = None
 
 
-@dataclass
-class Survivor:
-    pid: int
-    ppid: int | None
-    cmdline: str
-    lingered_ms: float | None = None  # gone this long after the trigger (within the horizon)
-    cause: str | None = None  # what ended it, when it lingered
+# A survivor in a result's JSON: what the keeper saw besides stays in its own line.
+SURVIVOR_FIELDS = ("pid", "ppid", "cmdline", "lingered_ms", "cause")
 
 
 @dataclass
@@ -104,8 +100,8 @@ class ScenarioResult:
             rung=d.get("rung"),
             exit_status=d.get("exit_status"),
             survivors=[
-                Survivor(s["pid"], s.get("ppid"), s.get("cmdline", ""),
-                         s.get("lingered_ms"), s.get("cause"))
+                Survivor(s["pid"], s.get("cmdline", ""), s.get("ppid"),
+                         lingered_ms=s.get("lingered_ms"), cause=s.get("cause"))
                 for s in d.get("survivors", [])
             ],
             warnings=list(d.get("warnings", [])),
@@ -123,7 +119,9 @@ class ScenarioResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["survivors"] = [{k: s[k] for k in SURVIVOR_FIELDS} for s in d["survivors"]]
+        return d
 
     def counts_at(self, level: str) -> bool:
         """Does this scenario decide a pass at `level`? (robust counts spec ones too.)"""

@@ -6,7 +6,6 @@ import argparse
 import json
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 from mcp_tether import hosts
@@ -19,7 +18,6 @@ from mcp_tether.errors import (
     EXIT_USAGE,
     CommandNotExecutable,
     CommandNotFound,
-    ConfigError,
     TetherError,
     UsageError,
 )
@@ -98,10 +96,6 @@ exit 1 here means: some scenario of the level failed (2 also when the --junit fi
 """
 
 
-# Every command's seconds are checked alike (NaN used to hang the probe): the shared type.
-duration = positive_duration
-
-
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = _examples() + "\n" + (parser.epilog or "")
     parser.add_argument(
@@ -116,20 +110,20 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     )
     parser.add_argument("--level", choices=LEVELS, default=SPEC,
                         help="which scenarios decide the exit code: spec (default) or robust")
-    parser.add_argument("--window", type=duration, default=WINDOW,
+    parser.add_argument("--window", type=positive_duration, default=WINDOW,
                         help=f"seconds the tree may take after its client is gone ({WINDOW:g})")
-    parser.add_argument("--horizon", type=duration, default=None,
+    parser.add_argument("--horizon", type=positive_duration, default=None,
                         help="seconds survivors are still watched after the window, to tell "
                         "lingered from orphaned (default: --grace + --term-grace)")
-    parser.add_argument("--idle", type=duration, default=IDLE,
+    parser.add_argument("--idle", type=positive_duration, default=IDLE,
                         help=f"seconds of silence in the idle scenario ({IDLE:g})")
-    parser.add_argument("--ready-timeout", type=duration, default=READY_TIMEOUT,
+    parser.add_argument("--ready-timeout", type=positive_duration, default=READY_TIMEOUT,
                         help="seconds a server may stay idle and silent before a handshake answer "
                         f"is given up ({READY_TIMEOUT:g}); while its processes use CPU or "
                         f"start, the wait goes on, up to {READY_CEILING}x this")
-    parser.add_argument("--grace", type=duration, default=None,
+    parser.add_argument("--grace", type=positive_duration, default=None,
                         help="client ladder: seconds after closing stdin before SIGTERM (2)")
-    parser.add_argument("--term-grace", type=duration, default=None,
+    parser.add_argument("--term-grace", type=positive_duration, default=None,
                         help="client ladder: seconds after SIGTERM before SIGKILL (2)")
     parser.add_argument("--call", nargs=2, metavar=("TOOL", "JSON"),
                         help="call a tool after the handshake, to probe the busy state; "
@@ -411,18 +405,7 @@ def _entries(args: argparse.Namespace) -> list[ServerEntry]:
     --server ones only. Unreadable files are said on stderr; nothing left is an error."""
     if args.host and args.host not in hosts.HOSTS:
         raise UsageError(f"unknown host {args.host!r} (known: {', '.join(hosts.HOSTS)})")
-    if args.config:
-        path = Path(args.config)
-        files = [hosts.ConfigFile(args.host or hosts.guess_host(path) or "", "config", path)]
-    else:
-        files = hosts.discover(args.host)
-    named: list[ServerEntry] = []
-    errors: list[ConfigError] = []
-    for cf in files:
-        try:
-            named += hosts.read_servers(cf.path, cf.host or None, scope=cf.scope)
-        except ConfigError as exc:
-            errors.append(exc)
+    named, errors = hosts.configured_servers(args.host, args.config or None, guess=True)
     for err in errors:
         print(f"mcp-tether probe: {err.msg}", file=sys.stderr)
     entries = named

@@ -18,9 +18,11 @@ It only reads; it never signals anything.
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING
 
 from mcp_tether import platform
+from mcp_tether.guard.result import signame
 
 if TYPE_CHECKING:
     from typing import Any
@@ -29,7 +31,8 @@ __all__ = ["collect", "stdio_links"]
 
 MAX_THREADS = 64  # a runaway pool says enough with its first 64 names
 # The signals whose disposition says something about a server's shutdown.
-WATCHED_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 13: "SIGPIPE", 15: "SIGTERM"}
+WATCHED_SIGNALS = {s: signame(s) for s in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE,
+                                            signal.SIGTERM)}
 _MASKS = {"blocked": "sig_blocked", "ignored": "sig_ignored", "caught": "sig_caught"}
 _IPC = ("pipe:", "socket:")
 

@@ -24,6 +24,8 @@ import re
 import signal
 from typing import Any
 
+from mcp_tether.guard.result import signame
+
 __all__ = ["interference", "mark_rerun", "suggest_jobs_1", "rerun_note"]
 
 _ADDRESS_IN_USE = re.compile(
@@ -49,11 +51,7 @@ def interference(r: dict[str, Any]) -> str | None:
         sig = status - 128
         sent = {_SENT[e["what"]] for e in r.get("events") or [] if e.get("what") in _SENT}
         if r.get("verdict") == "early-exit" or sig not in sent:
-            try:
-                name = signal.Signals(sig).name
-            except ValueError:
-                name = f"signal {sig}"
-            return f"the server died of {name}, which the probe did not send"
+            return f"the server died of {signame(sig)}, which the probe did not send"
     return None
 
 

@@ -11,10 +11,12 @@ events become dicts here, at the JSON edge, and nowhere else.
 from __future__ import annotations
 
 import resource
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tether.guard.report import ReportPipe
+from mcp_tether.guard.result import signame
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.spec import Spec
 from mcp_tether.probe.verdict import Facts, Survivor, decide
@@ -63,16 +65,17 @@ class Observation:
     client_cpu: float = 0.0  # seconds of CPU the probe's client used
     report: ReportPipe | None = None  # a guarded server: the guard's report (guard.report)
 
-SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV",
-                13: "SIGPIPE", 15: "SIGTERM"}
+# A status of 128+N read as a death by signal N; any other status is an exit code.
+_DEATHS = (signal.SIGHUP, signal.SIGINT, signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV,
+           signal.SIGPIPE, signal.SIGTERM)
 
 
 def cause(status: int | None, stderr: str) -> str:
     """What ended a process that lingered, as far as it can be seen from outside."""
     if status is None:
         return "exited (status not seen: not our child)"
-    if status > 128 and status - 128 in SIGNAL_NAMES:
-        name = SIGNAL_NAMES[status - 128]
+    if status > 128 and status - 128 in _DEATHS:
+        name = signame(status - 128)
         if name == "SIGPIPE":
             return "SIGPIPE (EPIPE: it wrote to a closed stdout)"
         return f"killed by {name}"

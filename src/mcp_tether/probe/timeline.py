@@ -13,15 +13,18 @@ same numbers as `--json` and `--html`, nothing recomputed.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import IO, Any
 
+from mcp_tether.guard.result import signame
 from mcp_tether.probe.diagnose import explain_line
 
 __all__ = ["timeline_lines", "print_timelines"]
 
-_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 13: "SIGPIPE",
-            15: "SIGTERM"}
+# A status of 128+N shown with the name of signal N; any other status as a number.
+_DEATHS = (signal.SIGHUP, signal.SIGINT, signal.SIGABRT, signal.SIGKILL, signal.SIGPIPE,
+           signal.SIGTERM)
 
 # what -> the words after the process name ({} = nothing more to say)
 # how EOF came, per scenario
@@ -51,8 +54,8 @@ def _short(cmd: str, limit: int = 60) -> str:
 def _status(status: int | None) -> str:
     if status is None:
         return ""
-    if status > 128 and status - 128 in _SIGNALS:
-        return f" (status {status}: {_SIGNALS[status - 128]})"
+    if status > 128 and status - 128 in _DEATHS:
+        return f" (status {status}: {signame(status - 128)})"
     return f" (status {status})"
 
 

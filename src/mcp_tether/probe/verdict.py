@@ -8,21 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_tether.ladder import Rung
+
 __all__ = ["Facts", "Rung", "Survivor", "decide"]
 
 
 @dataclass
-class Rung:
-    """One rung of the client's ladder, as the client climbed it."""
-
-    action: str  # close-stdin | sigterm | sigkill
-    sent_at: float
-    outcome: str | None = None
-
-
-@dataclass
 class Survivor:
-    """A process of the tree alive at a deadline, with what keeps it alive."""
+    """A process of the tree alive at a deadline, with what keeps it alive.
+
+    The keeper fills in what it saw (up to `status`); the result line words `gone_at` and
+    `status` as `lingered_ms` and `cause`, and a `ScenarioResult` read back from that line
+    carries pid, ppid, cmdline and those two (`api.SURVIVOR_FIELDS`, its JSON)."""
 
     pid: int
     cmdline: str = ""
@@ -32,6 +29,8 @@ class Survivor:
     container: str | None = None  # the short id, when the member is a container
     gone_at: float | None = None  # it exited later, within the horizon
     status: int | None = None  # its exit status, when we reaped it
+    lingered_ms: float | None = None  # gone this long after the trigger (within the horizon)
+    cause: str | None = None  # what ended it, when it lingered
 
 
 @dataclass

@@ -420,7 +420,6 @@ class _Scan:
             config=[{"host": h, "name": n, "path": pth} for (h, n, pth) in cfg],
             host=host, parent=parent, channels=chans, private_channels=private,
             stdin_kind=stdin_kind, evidence=[],  # `judge` fills it in
-            members=[Member(m.ident, m.ppid, m.pgid, m.comm, m.argv, m.rss_bytes,
-                            m.cpu_ticks / ticks) for m in members],
+            members=[Member(m, m.cpu_ticks / ticks) for m in members],
             what=what,
         )

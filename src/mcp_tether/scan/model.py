@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mcp_tether.proc.identity import ProcessId
+from mcp_tether.proc.identity import ProcessId, ProcRecord
 
 if TYPE_CHECKING:
     from typing import Any
@@ -99,15 +99,16 @@ class What:
                 "source": list(self.source)}
 
 
-@dataclass
-class Member:
-    ident: ProcessId
-    ppid: int
-    pgid: int
-    comm: str
-    argv: list[str]
-    rss_bytes: int
-    cpu_seconds: float
+class Member(ProcRecord):
+    """A process of a server's tree: the record the scan read, and its CPU time in seconds
+    (the record counts clock ticks, whose length the scan reads once)."""
+
+    __slots__ = ("cpu_seconds",)
+
+    def __init__(self, record: ProcRecord, cpu_seconds: float) -> None:
+        for name in ProcRecord.__slots__:  # the reading as it was, lazy fields included
+            setattr(self, name, getattr(record, name))
+        self.cpu_seconds = cpu_seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {"pid": self.ident.pid, "start": self.ident.start, "ppid": self.ppid,
@@ -241,7 +242,6 @@ class ScanResult:
     def leaked(self) -> list[Server]:
         return [s for s in self.servers if s.leaked]
 
-    orphans = leaked  # the name before issue 10
 
     @property
     def live(self) -> list[Server]:

@@ -20,7 +20,7 @@ from mcp_tether.probe.scenarios import (
 )
 from mcp_tether.probe.scenarios.base import Scenario
 
-__all__ = ["ORDER", "SCENARIOS", "HOST_STYLES", "VERDICTS", "Scenario", "get", "all_scenarios"]
+__all__ = ["SCENARIOS", "HOST_STYLES", "VERDICTS", "Scenario", "get", "all_scenarios"]
 
 HOST_STYLES = ("node", "python")
 
@@ -31,8 +31,7 @@ _ALL: tuple[Scenario, ...] = (
 )
 _BY_NAME = {s.name: s for s in _ALL}
 
-ORDER = tuple(_BY_NAME)
-SCENARIOS = ORDER
+SCENARIOS = tuple(_BY_NAME)
 
 VERDICTS = (
     "exited", "terminated", "killed", "lingered", "orphaned", "alive", "early-exit", "error",

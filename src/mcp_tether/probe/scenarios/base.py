@@ -5,7 +5,7 @@ run in the forked client), what the keeper triggers itself (`keeper_trigger`), w
 window ends (`window`), how its verdict is judged and which verdict passes, and its
 LEVEL: `spec` (what the MCP specification asks of a stdio server) or `robust` (what real
 hosts need beyond it). A new scenario is one new module in this package, named in
-`ORDER` in `__init__.py`.
+`_ALL` in `__init__.py`.
 
 Guarantees:
 - A scenario sees the keeper and the client only through the two ports below
