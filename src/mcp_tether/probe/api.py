@@ -181,7 +181,7 @@ class ProbeReport:
 
 
 def check_duration(name: str, value: float | None) -> None:
-    """Finite and not negative, or a usage error (issue 9 item 8: nan used to hang)."""
+    """Finite and not negative, or a usage error (a nan window would never end)."""
     if value is None:
         return
     if not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value) or value < 0:
@@ -240,7 +240,7 @@ def build_specs(argv: list[str], opts: ProbeOptions) -> list[Spec]:
     if opts.env is not None:
         env = dict(os.environ)
         env.update(opts.env)
-    # Behind our guard, a server is judged by the guard's promise (issue 14): its tree is
+    # Behind our guard, a server is judged by the guard's promise: its tree is
     # gone within grace + term-grace of the client, so the window covers that ladder.
     found = parse_guard_argv(list(argv))
     guard = None if found is None else [float(found.grace), float(found.term_grace)]

@@ -6,16 +6,17 @@ step as a JSON line on the control fd, stamped with CLOCK_MONOTONIC (system-wide
 the keeper can compare instants). The scenario (`scenarios/`) drives it through
 `scenarios.base.ClientPort`: the handshake, then its ending.
 
-Host styles (SPEC-NOTES, "Client ladders as implemented"; docs/probe.md):
+Host styles (the SDKs' clients as they are written; docs/probe.md):
 - node: stdin and stdout are UNIX socketpairs (libuv), the server stays in the client's
   process group; close = `stdin.end()` (shutdown(SHUT_WR)) -> 2 s -> SIGTERM to the
   direct child only -> 2 s -> SIGKILL to the direct child. When the direct child exits,
   its stdin and stdout are destroyed at once, as Node's child_process does: a server
-  behind a wrapper that died sees EOF (issue 9 item 3).
+  behind a wrapper that died sees EOF.
 - python: pipes, server in a new session; close stdin -> 2 s -> killpg(SIGTERM) -> 2 s
   -> killpg(SIGKILL); the pipes stay open until the ladder has ended (the SDK's
   `stdio_client` closes them when its context exits).
-Its output is read in linear time whatever a line's length (issue 9 item 10).
+Its output is read in linear time whatever a line's length (a server may print one
+huge line).
 The client signals only its own direct child, which it has not reaped yet: the pid
 (and so the group id it leads) cannot have been reused.
 """
@@ -124,7 +125,7 @@ class Client:
             self.emit("spawn-error", code=exc.exit_code, reason=str(exc))
             os._exit(0)
         # The server's own ends, named for the keeper: whoever of its tree holds one of
-        # them still holds this client's stdio (the keeper's tree rule, issue 22).
+        # them still holds this client's stdio (the keeper's tree rule).
         wire = [list(k) for k in (stdio_key(child_in), stdio_key(child_out)) if k]
         for fd in keep:
             os.close(fd)
@@ -213,7 +214,8 @@ class Client:
         """Read one chunk; handle each complete line. False once nothing more is there.
 
         Linear in the output: only the new chunk is searched for a newline, and the
-        buffer is trimmed once per chunk (a 40 MB line used to cost 9 s of CPU).
+        buffer is trimmed once per chunk (searching the whole buffer each time made a
+        40 MB line cost 9 s of CPU).
         """
         assert self.stdout_fd is not None
         try:
@@ -413,7 +415,7 @@ class Client:
         A rung of the ladder (2 s) on a loaded machine: what the tree waited for a CPU
         meanwhile (`proc.progress.Starvation`) is added, at most STARVED_CAP times the
         wait, so that an SDK server that needs half a second of CPU to exit after EOF is
-        not SIGTERMed because the machine did not give it one (issue 22 item 5). Where
+        not SIGTERMed because the machine did not give it one. Where
         that wait cannot be read, the rung is the wall-clock `timeout`.
         """
         start = time.monotonic()

@@ -147,7 +147,7 @@ def _timeline(r: dict[str, Any], span: float) -> str:
     marks = {e["what"]: e["t_ms"] for e in events if e.get("pid") is None}
     # The span labels ("window", "horizon") get a row of their own under the lanes: in
     # the last lane the handshake's "init" is written below its mark, and on exit/crash
-    # cards the window opens right after the handshake, so the two used to overlap.
+    # cards the window opens right after the handshake: on one row the two overlap.
     spans = any(f"{n}-start" in marks for n in ("window", "horizon"))
     height = TOP + LANE_H * max(1, len(lanes)) + 4 + (SPAN_LABEL_H if spans else 0)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{PLOT_X + PLOT_W + 20}" '

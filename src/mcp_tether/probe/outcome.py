@@ -3,7 +3,7 @@
 From what the keeper observed (an `Observation`: typed facts, no keeper) to the JSON
 object the runner parses into a `ScenarioResult`. Verdicts come from `verdict.decide`;
 here only the detail is worded: who was alive at the window's end, what the probe then
-did, what outlived that (issue 9 item 4), how long a `lingered` process took and what
+did, what outlived that, how long a `lingered` process took and what
 ended it, and, for a guarded server, which rung of the guard ended it. Survivors and
 events become dicts here, at the JSON edge, and nowhere else.
 """

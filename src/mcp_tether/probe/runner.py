@@ -47,8 +47,8 @@ _BOOT = (
 
 
 # A process group of its own for each keeper: a CI system cancelling a job SIGKILLs the
-# job's whole group, and keepers killed with the runner could not end their trees
-# (issue 22). Outside the group, a keeper sees the runner die (PDEATHSIG, EOF on its
+# job's whole group, and keepers killed with the runner could not end their trees.
+# Outside the group, a keeper sees the runner die (PDEATHSIG, EOF on its
 # stdin) and ends its tree, as the guard's supervisor (a group of its own) does. Not a
 # session: with CONFIG_SCHED_AUTOGROUP that is also a scheduling group of its own.
 # Python 3.10 has no `process_group`: a new session there (setsid makes a group too).

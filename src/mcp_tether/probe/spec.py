@@ -1,8 +1,8 @@
 """What one scenario run needs to know, typed, and how it crosses into the keeper.
 
 A `Spec` is built by the API (`api.build_specs`), written by the runner to the keeper's
-stdin as one JSON document (never argv: a 140 KB environment would not fit, issue 9
-item 7), and read back by the keeper. Its defaults are the ladder's (`ladder.py`): the
+stdin as one JSON document (never argv: a 140 KB environment would not fit), and read
+back by the keeper. Its defaults are the ladder's (`ladder.py`): the
 client's ladder is the SDKs' 2 s + 2 s, and the window a tree gets after its client
 went is one such rung.
 """
@@ -26,8 +26,8 @@ WINDOW = GRACE_AFTER_EOF
 IDLE = 3.0  # seconds of silence in the idle scenario
 # Each handshake answer: the wait gives up once the server's tree has been idle (no CPU
 # used, no process started or ended, none runnable) for READY_TIMEOUT seconds in a row,
-# or, however busy it stays, after READY_CEILING times that (issue 22 item 5: a server
-# importing on a loaded machine is slow, not broken).
+# or, however busy it stays, after READY_CEILING times that (a server importing on a
+# loaded machine is slow, not broken).
 READY_TIMEOUT = 10.0
 READY_CEILING = 6
 # The window is extended by the time the tree waited for a CPU (a loaded machine), by

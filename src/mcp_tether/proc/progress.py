@@ -3,7 +3,8 @@
 A server that is slow to answer because it is busy (importing, installing, starved of
 CPU on a loaded machine) is making progress; one that is idle and silent is not. The
 probe's client waits for a handshake answer for as long as the server's tree keeps
-moving (up to a ceiling), instead of a fixed number of seconds (issue 22 item 5).
+moving (up to a ceiling), instead of a fixed number of seconds: on a loaded machine a
+slow import is not a dead server.
 
 Guarantees:
 - A `Look` is taken in one pass over the process table: for every live process of the tree, its

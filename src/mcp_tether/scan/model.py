@@ -269,7 +269,8 @@ class ScanResult:
             "abandoned_rss_bytes": sum(s.rss_bytes for s in self.abandoned),
             "leaked_rss_bytes": held,
             "live_rss_bytes": sum(s.rss_bytes for s in self.live),
-            "orphans": len(leaked),  # same numbers under the names before issue 10
+            "orphans": len(leaked),  # the same numbers under their earlier names, kept
+            # for readers written before `leaked` (docs/leaked-servers.md)
             "orphan_rss_bytes": held,
         }
 

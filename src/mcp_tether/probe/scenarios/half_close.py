@@ -4,7 +4,7 @@ This is what Node hosts send (`stdin.end()` on a socketpair is shutdown(SHUT_WR)
 server reads EOF while its stdout is still connected. Level spec: EOF on stdin is the
 spec's shutdown signal. A pipe has no half-close, so the python host style skips it.
 The trigger is announced before it is pulled: a correct server that exits at once must
-never look like an early exit (issue 9 item 5).
+never look like an early exit.
 
 Hosts modelled: TypeScript SDK 1.32.2 `StdioClientTransport.close()` calls
 `processToClose.stdin?.end()` and then waits 2 s with the process's stdout still read.

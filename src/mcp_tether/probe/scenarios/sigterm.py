@@ -48,7 +48,7 @@ class Sigterm(Scenario):
         if k.signal_server(self.signum, group=self.signals_group(k.spec.host_style)):
             return Trigger(t, self.trigger_what)
         if k.tree_still_serving():
-            # A launcher gone, its tree still serving (issue 22): the host's signal to
+            # A launcher gone, its tree still serving: the host's signal to
             # its child finds no one, as it would under a real host; judge the tree.
             return Trigger(t, self.trigger_what, missed=True)
         return None
