@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing on the start-up path
+if TYPE_CHECKING:
+    import logging
+
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "quiet": 100}
 LOGGER_NAME = "mcp_tether"
 _raw = os.environ.get("MCP_TETHER_LOG", "warning")
@@ -62,12 +66,31 @@ def use_logging() -> None:
         logger = logging.getLogger(LOGGER_NAME)
         logger.setLevel(_threshold if _threshold < 100 else logging.CRITICAL + 1)
         if not logger.handlers:
-            handler = logging.StreamHandler()  # sys.stderr at emit time
+            handler = _StderrHandler()
             handler.setFormatter(logging.Formatter("%(message)s"))
             logger.addHandler(handler)
             logger.propagate = False
         _logger = logger
     _report_unknown()
+
+
+def _StderrHandler() -> logging.Handler:  # noqa: N802  # a class, made once logging is loaded
+    """A StreamHandler writing to whatever `sys.stderr` is at each line (a plain one
+    keeps the stream it was made with: a program that swaps stderr later, as pytest's
+    capture does per test, would send our lines to a stream no one reads)."""
+    import logging  # noqa: F811  # deferred: only the helper pays for it
+    import sys
+
+    class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+        @property  # type: ignore[override]
+        def stream(self) -> object:
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, _value: object) -> None:
+            pass
+
+    return StderrHandler()
 
 
 def log(level: str, msg: str) -> None:
