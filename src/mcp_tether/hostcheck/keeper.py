@@ -3,18 +3,15 @@
     hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> [wrapper ->]
         recorder -> grandchild
 
-The keeper is a child subreaper (PR_SET_CHILD_SUBREAPER): the recorder and its
-grandchild reparent to it when the host (or the recorder) goes, never to init, so after
-the host is gone "what is left" is exactly the keeper's live descendants, and the keeper
-may end all of it: it started every one of them (`proc.end.Tree`).
+The loop, the subreaper and the end are the core's (`proc.keeper.Keeper`): the recorder
+and its grandchild reparent to the keeper when the host (or the recorder) goes, so after
+the host is gone "what is left" is exactly the keeper's live descendants.
 
 Guarantees:
 - Every wait is event-timed: the recorder's events arrive through a FIFO, exits through
-  pidfds (`proc.ExitWaiter`), signals through the core's `SignalInbox`; deadlines only
-  bound them.
-- The keeper never returns before every descendant is killed and reaped. SIGTERM/SIGINT
-  stop it early, and so does the driver's death (PR_SET_PDEATHSIG SIGTERM, and EOF on a
-  pipe whose write end only the driver holds): a SIGKILLed check leaves nothing.
+  pidfds, signals through the core's inbox; deadlines only bound them.
+- Besides SIGTERM/SIGINT, the driver's death stops it (PR_SET_PDEATHSIG SIGTERM, and EOF
+  on a pipe whose write end only the driver holds): a SIGKILLed check leaves nothing.
 - Signals to the host go through `proc.signals.signal_process` (identity re-checked).
 - With a hold point (`Spec.hold`), the trigger is sent while the recorder still holds
   its answer (to `tools/list` or `initialize`), and the hold is released right after
@@ -36,25 +33,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_tether import platform
 from mcp_tether.hostcheck import keys, ps_view
 from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
 from mcp_tether.hostcheck.timeline import build
 from mcp_tether.hostcheck.who import SIGNS, processes
-from mcp_tether.ladder import KILL_WAIT
-from mcp_tether.proc import (
-    ExitWaiter,
-    ProcessId,
-    cmdline,
-    descendants,
-    identify,
-    read_info,
-    snapshot,
-)
-from mcp_tether.proc.end import Tree
-from mcp_tether.proc.inbox import SignalInbox
-from mcp_tether.proc.reap import exit_status, reap_children
+from mcp_tether.proc import ProcessId, cmdline, descendants, identify, read_info, snapshot
+from mcp_tether.proc.keeper import Interrupted
+from mcp_tether.proc.keeper import Keeper as CoreKeeper
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import spawn
 
@@ -126,10 +112,6 @@ def role_of(argv: list[str]) -> str:
     return "server"
 
 
-class Interrupted(Exception):
-    pass
-
-
 @dataclass
 class State:
     t0: float = 0.0
@@ -153,70 +135,37 @@ class State:
     tail: bytes = b""
 
 
-class Keeper:
+class Keeper(CoreKeeper):
     def __init__(self, spec: Spec, life_fd: int) -> None:
+        super().__init__()
         self.spec = spec
         self.sc = SCENARIOS[spec.scenario]
-        self.life_fd: int | None = life_fd
+        # Nothing is written to the driver's pipe; its EOF is its death: stop, leave nothing.
+        self.watch(life_fd, lambda _chunk: None, on_eof=lambda: self.halt("driver died"))
         self.s = State()
-        self.waiter = ExitWaiter()
         self.events_dir = os.path.join(spec.work, "events")
-        self.fifo_buf = b""
         self.stdin_w: int | None = None
         self.master: int | None = None
         self.placement: Placement | None = None
         self.shell: ProcessId | None = None  # the tty shell, under a pty
         self.release_fd: int | None = None  # the hold's FIFO; closing it releases the hold
         self.screen = b""  # the terminal's output since the last keys typed (--after-edit)
-        self.stop = False
+        self.others: list[dict[str, Any]] = []  # others_left(), before the clean-up
+        self.killed: list[int] = []  # the recorder pids the clean-up had to kill
 
     # -- plumbing -----------------------------------------------------------------------
     def mark(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
         self.s.marks.append({"t": t, "what": what, "pid": pid, **extra})
 
-    def step(self, timeout: float) -> None:
-        fds = [self.inbox.fileno(), self.fifo]
-        fds += [fd for fd in (self.life_fd, self.master) if fd is not None]
-        self.waiter.wait(max(0.0, timeout), extra_fds=fds)
-        if any(sig != signal.SIGCHLD for sig in self.inbox.drain()):
-            self.stop = True
-        self._drain_fifo()
-        self._drain_master()
-        self._drain_life()
-        self._reap()
-        if self.stop:
-            raise Interrupted
-
-    def _reap(self) -> None:
-        for pid, raw in reap_children():
-            self._on_reap(pid, raw)
-
-    def _on_reap(self, pid: int, raw: int) -> None:
-        self.s.statuses[pid] = exit_status(raw)
+    def on_exit(self, pid: int, status: int) -> None:
+        self.s.statuses[pid] = status
         # The host's status: its own when it is our child, else its tty shell's (the
         # shell exits with its job's status).
         ours = [p.pid for p in (self.s.host, self.shell) if p is not None]
         if pid in ours and self.s.host_status is None:
-            self.s.host_status = self.s.statuses[pid]
+            self.s.host_status = status
 
-    def _drain_fifo(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.fifo, 65536)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            self.fifo_buf += chunk
-        while b"\n" in self.fifo_buf:
-            line, self.fifo_buf = self.fifo_buf.split(b"\n", 1)
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            self._on_recorder(ev)
-
-    def _on_recorder(self, ev: dict[str, Any]) -> None:
+    def _on_recorder(self, ev: Any) -> None:
         pid = int(ev.get("pid", 0))
         if ev.get("what") == "start" and pid not in self.s.recorders:
             ident = identify(pid)
@@ -233,32 +182,12 @@ class Keeper:
         if what in SIGNS and self.s.first_sign is None:
             self.s.first_sign = ev
 
-    def _drain_master(self) -> None:
-        while self.master is not None:
-            try:
-                chunk = os.read(self.master, 65536)
-            except BlockingIOError:
-                return
-            except OSError:  # EIO: every slave end is closed
-                chunk = b""
-            if not chunk:
-                os.close(self.master)
-                self.master = None
-                return
-            self.s.tail = (self.s.tail + chunk)[-TAIL:]
-            self.screen = (self.screen + chunk)[-SCREEN:]
+    def _on_screen(self, chunk: bytes) -> None:
+        self.s.tail = (self.s.tail + chunk)[-TAIL:]
+        self.screen = (self.screen + chunk)[-SCREEN:]
 
-    def _drain_life(self) -> None:
-        if self.life_fd is None:
-            return
-        try:
-            chunk = os.read(self.life_fd, 4096)
-        except BlockingIOError:
-            return
-        if not chunk:  # the driver died: stop, clean up, leave nothing
-            os.close(self.life_fd)
-            self.life_fd = None
-            self.stop = True
+    def _master_closed(self) -> None:
+        self.master = None
 
     def host_gone(self) -> bool:
         h = self.s.host
@@ -268,14 +197,6 @@ class Keeper:
             self.s.host_exit = self.s.host_exit or self.waiter.exited[h]
             return True
         return False
-
-    def wait_until(self, done: Any, deadline: float) -> bool:
-        while not done():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            self.step(remaining)
-        return True
 
     def live_recorders(self) -> list[int]:
         return [pid for pid, ident in self.s.recorders.items() if ident not in self.waiter.exited]
@@ -288,6 +209,7 @@ class Keeper:
         os.mkfifo(fifo_path, 0o600)
         # Read-write: opening never waits for a writer, and EOF never comes.
         self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
+        self.watch(self.fifo, self._on_recorder, lines=True)
         if spec.hold != "none":
             release = os.path.join(self.events_dir, "release.fifo")
             os.mkfifo(release, 0o600)
@@ -314,6 +236,8 @@ class Keeper:
             if spec.pty or self.sc.pty:
                 self.master, slave = os.openpty()
                 os.set_blocking(self.master, False)
+                self.watch(self.master, self._on_screen, on_eof=self._master_closed,
+                           output=True)
                 fds = (slave, slave, slave)
                 pid_r, pid_w = os.pipe()
                 argv = [sys.executable, TTYSHELL, str(pid_w), *argv]
@@ -403,7 +327,7 @@ class Keeper:
             self.mark(now, "eof", host.pid)
         elif sc.action == "hangup":
             if self.master is not None:
-                os.close(self.master)
+                self.unwatch(self.master)
                 self.master = None
             self.mark(now, "hangup", host.pid)
         elif sc.action == "config-edit":
@@ -531,7 +455,7 @@ class Keeper:
         self._adopt_unseen()
         # The host's helpers (a guard, a wrapper it started) may still be ending the
         # server for it: while one lives, the settle time stretches, up to HELPER_GRACE.
-        helpers = [i.ident for i in descendants(os.getpid(), snapshot())
+        helpers = [i.ident for i in descendants(self.me, snapshot())
                    if not i.exited and i.pid not in self.s.recorders]
         for h in helpers:
             self.waiter.add(h)
@@ -580,8 +504,8 @@ class Keeper:
 
     def _adopt_unseen(self) -> None:
         """Recorder processes whose start event was not read yet: from a full scan."""
-        self._drain_fifo()
-        for info in descendants(os.getpid(), snapshot()):
+        self.drain(self.fifo)
+        for info in descendants(self.me, snapshot()):
             if info.pid in self.s.recorders or info.exited:
                 continue
             argv = cmdline(info.pid)
@@ -593,29 +517,23 @@ class Keeper:
     def others_left(self) -> list[dict[str, Any]]:
         """Live descendants that are not the recorder's (a wrapper, a helper)."""
         out = []
-        for info in descendants(os.getpid(), snapshot()):
+        for info in descendants(self.me, snapshot()):
             if info.exited or info.pid in self.s.recorders or (
                     self.s.host is not None and info.pid == self.s.host.pid):
                 continue
             out.append({"pid": info.pid, "cmdline": " ".join(cmdline(info.pid))[:200]})
         return out
 
-    def cleanup(self) -> list[int]:
-        """SIGKILL everything we started, reap it; which recorder pids it had to kill."""
-        self._reap()
-        self.s.cleanup_at = time.monotonic()
+    def before_end(self) -> None:
+        """Close the host's stdin and the hold; note which recorders the clean-up kills."""
+        self.s.cleanup_at = self.cleanup_at
         if self.stdin_w is not None:
             os.close(self.stdin_w)
             self.stdin_w = None
         if self.release_fd is not None:
             os.close(self.release_fd)
             self.release_fd = None
-        live = set(self.live_recorders())
-        tree = Tree(inbox=self.inbox, on_reap=self._on_reap)
-        tree.kill_all(KILL_WAIT)
-        if self.master is not None:
-            self._drain_master()
-        return sorted(live)
+        self.killed = sorted(self.live_recorders())
 
     def _file_events(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -634,24 +552,20 @@ class Keeper:
                         continue
         return sorted(out, key=lambda e: e.get("t", 0.0))
 
-    def run(self) -> dict[str, Any]:
-        platform.set_subreaper()
-        self.inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGCHLD))
-        outcome: dict[str, Any]
-        left: list[int] = []
+    # -- the core's hooks -----------------------------------------------------------------
+    def keep(self) -> dict[str, Any]:
         try:
             outcome = self.preempted(self.drive())
-            left = outcome.pop("left", [])
         except Interrupted:
-            outcome = {"verdict": "error", "detail": "interrupted: the check was stopped"}
+            raise
         except Exception as exc:  # noqa: BLE001  # one line in the result, never a trace
             outcome = {"verdict": "error", "detail": f"{type(exc).__name__}: {exc}"}
-        others = self.others_left() if outcome["verdict"] not in ("error", "skipped") else []
-        killed = self.cleanup()
-        for _ in range(20):  # the pidfds of what the clean-up killed: readable at once
-            if not self.waiter.pending or not self.waiter.wait(0):
-                break
-        return self.result(outcome, left, others, killed)
+        if outcome["verdict"] not in ("error", "skipped"):
+            self.others = self.others_left()
+        return outcome
+
+    def interrupted(self) -> dict[str, Any]:
+        return {"verdict": "error", "detail": "interrupted: the check was stopped"}
 
     def preempted(self, outcome: dict[str, Any]) -> dict[str, Any]:
         """`preempted` instead of a verdict when the recorder saw the host begin ending it
@@ -672,9 +586,12 @@ class Keeper:
                 f"at {ms:g} ms, the trigger came at {(acted - s.t0) * 1000:.1f} ms; "
                 f"what was left after: {outcome['verdict']})"}
 
-    def result(self, outcome: dict[str, Any], left: list[int], others: list[dict[str, Any]],
-               killed: list[int]) -> dict[str, Any]:
-        s, sc = self.s, self.sc
+    def result(self, outcome: dict[str, Any]) -> dict[str, Any]:
+        for _ in range(20):  # the pidfds of what the clean-up killed: readable at once
+            if not self.waiter.pending or not self.waiter.wait(0):
+                break
+        s, sc, killed = self.s, self.sc, self.killed
+        left = outcome.pop("left", [])
         host_exit = s.host_exit
         if s.host is not None and host_exit is None and s.host in self.waiter.exited:
             host_exit = self.waiter.exited[s.host]
@@ -719,7 +636,7 @@ class Keeper:
             "action": sc.action,
             "action_ms": ms(s.action_at),
             "left": [{"pid": p, "role": s.roles.get(p, "server")} for p in left],
-            "others_left": others,
+            "others_left": self.others,
             "ps": outcome.get("ps"),  # reconnect: `ps` on the copies still running
             "killed_by_cleanup": killed,
             "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},

@@ -2,12 +2,11 @@
 
     probe (runner) -> keeper (child subreaper) -> client (forked) -> server -> ...
 
-The keeper is a child subreaper (Linux PR_SET_CHILD_SUBREAPER), so every process of the
-scenario that loses its parent (the server when the client dies, a grandchild when a
-wrapper dies, a daemon after its double fork) reparents to it, never to init. Hence
-the scenario's tree is exactly the keeper's descendants minus the client side, whatever
-the server does with sessions and groups, and the keeper may end all of it afterwards:
-it started every one of them. Exit instants come from pidfds (`ExitWaiter`), not sleeps.
+The loop, the subreaper and the end are the core's (`proc.keeper.Keeper`): every process
+of the scenario that loses its parent (the server when the client dies, a grandchild when
+a wrapper dies, a daemon after its double fork) reparents to the keeper, so the tree is
+exactly its descendants minus the client side, whatever the server does with sessions
+and groups. Exit instants come from pidfds, not sleeps.
 
 What the scenario does is the scenario module's business (`scenarios/`); the keeper
 runs its phases: until the trigger, the window, then (for survivors) the horizon.
@@ -18,13 +17,8 @@ running is named in the result before the clean-up ends it.
 
 It reads its `Spec` from stdin (one JSON line; later lines carry what the runner learnt,
 e.g. the server's start-up time) and prints "ready ..." then one JSON result line on
-stdout. It never returns before every descendant is killed and reaped. SIGTERM/SIGINT
-make it stop early, cleanly; so does its parent's death (PDEATHSIG SIGTERM, and EOF on
-stdin, whose write end only the runner holds): a SIGKILLed probe leaves nothing.
-
-Signal handlers only record (the core's `SignalInbox`; its fd wakes the poll); one poll
-step (`_step`) drains the client's events, its stderr and the runner's messages, and
-reaps (`proc.reap`: the 128+N status in one place).
+stdout. Besides SIGTERM/SIGINT, its parent's death stops it (PDEATHSIG SIGTERM, and EOF
+on stdin, whose write end only the runner holds): a SIGKILLed probe leaves nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +28,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_tether import platform
@@ -43,24 +37,15 @@ from mcp_tether.guard.report import ReportPipe
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.client import client_main
 from mcp_tether.probe.evidence import collect, stdio_links
-from mcp_tether.probe.outcome import Event, Exit, Observation, result
+from mcp_tether.probe.outcome import Event, Exit, Observation
+from mcp_tether.probe.outcome import result as result_line
 from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.spec import READY_CEILING, STARVED_CAP, Spec
 from mcp_tether.probe.verdict import Facts, Rung, Survivor
-from mcp_tether.proc import (
-    ExitWaiter,
-    ProcessId,
-    cmdline,
-    descendants,
-    identify,
-    read_info,
-    snapshot,
-)
-from mcp_tether.proc.end import Tree
+from mcp_tether.proc import ProcessId, cmdline, descendants, identify, read_info, snapshot
+from mcp_tether.proc import keeper as core
 from mcp_tether.proc.fds import holds
-from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.progress import Starvation
-from mcp_tether.proc.reap import exit_status, reap_children
 from mcp_tether.proc.signals import signal_group, signal_process
 from mcp_tether.proc.spawn import fork_call
 from mcp_tether.proc.tree import own_tree
@@ -74,20 +59,13 @@ STDERR_TAIL = 2000
 SCAN_TICK = 0.25  # seconds between tree rescans while nothing happens
 
 
-class Interrupted(Exception):
-    pass
-
-
-class Keeper:
-    inbox: SignalInbox
-
-    def __init__(self, spec: Spec, in_fd: int | None = None) -> None:
+class Keeper(core.Keeper):
+    def __init__(self, spec: Spec, in_fd: int | None = None, in_buf: bytes = b"") -> None:
+        super().__init__()
         self.spec = spec
         self.scenario = spec.scenario
         self.sc = get_scenario(spec.scenario)
         self.window = spec.effective_window
-        self.me = os.getpid()
-        self.waiter = ExitWaiter()
         self.client: ProcessId | None = None
         self.client_side: set[int] = set()  # pids of the client and its helper
         self.helpers: set[ProcessId] = set()  # the client's helpers, by identity
@@ -99,19 +77,14 @@ class Keeper:
         self.reaped: dict[int, int] = {}
         self.stderr_tail = b""
         self.in_r = in_fd  # the runner's pipe: later messages, and EOF when it dies
-        self.in_buf = b""
-        self.ctrl_r: int | None = None  # the client's event pipe, set by run()
-        self.err_r: int | None = None  # the client's stderr pipe, set by run()
-        self.ctrl_buf = b""
+        self.in_buf = in_buf  # what was read of it after the spec
+        self.ctrl_r: int | None = None  # the client's event pipe, set by start()
         self.client_cpu = 0.0
         self.ladder_done_at: float | None = None
         self.handshake: str | None = None
         self.spawned_at: float | None = None
         self.startup: float | None = None  # spawn -> handshake answered, seconds
-        self.stop = False
-        self.stop_why = "interrupted"
         self.error_code: int | None = None
-        self.cleanup_at = float("inf")
         self.at_window_end: list[Survivor] = []  # escalation: who was alive then
         self._scan_at = 0.0
         self._scan_exits = -1
@@ -259,7 +232,7 @@ class Keeper:
             if time.monotonic() > deadline:
                 self.facts.error = "the probe client's ladder did not finish"
                 return None
-            self._step(SCAN_TICK)
+            self.step(SCAN_TICK)
             self._members(force=False)
         return self.ladder_done_at
 
@@ -282,8 +255,8 @@ class Keeper:
         self._ev(killed, "sigkill", self.server.pid, **({"group": True} if group else {}))
         return self._watch_until(lambda: killed + KILL_WAIT)
 
-    # -- the scenario -----------------------------------------------------------------
-    def drive(self) -> None:
+    # -- the scenario (the core's `keep`) ----------------------------------------------
+    def keep(self) -> None:
         f = self.facts
         setup_deadline = time.monotonic() + 3 * self.spec.ready_ceiling + self.spec.idle + 5
         # Phase 1: until the trigger (or a failure).
@@ -293,7 +266,7 @@ class Keeper:
             if time.monotonic() > setup_deadline:
                 f.error = "the probe client did not reach the trigger in time"
                 return
-            self._step(SCAN_TICK)
+            self.step(SCAN_TICK)
             if self.server is not None:
                 self._members(force=False)
             # The server died before the scenario's trigger.
@@ -379,7 +352,7 @@ class Keeper:
                 if self.follow is not None and (boxed or self.follow.running()):
                     live = [*live, CONTAINER]
                 return live
-            self._step(min(SCAN_TICK, remaining))
+            self.step(min(SCAN_TICK, remaining))
 
     def _settle(self) -> None:
         """The scan saw no live member: collect the exit events not yet delivered.
@@ -399,8 +372,8 @@ class Keeper:
             and self.ctrl_r is not None
             and time.monotonic() < end
         ):
-            self._step(0.05)
-        self._reap()
+            self.step(0.05)
+        self.reap()
 
     def _describe(self, p: ProcessId) -> Survivor:
         """One survivor, with the evidence of what keeps it alive (taken before the
@@ -416,28 +389,20 @@ class Keeper:
                         ppid_is_probe=bool(info and info.ppid == self.me),
                         evidence=collect(p.pid, self.wire))
 
-    # -- plumbing: the timeline, the poll step, reaping, the tree scan -------------------
+    # -- plumbing: the timeline, reaping, the tree scan -----------------------------------
     def _ev(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
         """Note one event of the timeline (monotonic instant, what, which process)."""
         self.events.append(Event(t, what, pid, extra))
 
-    def _setup_signals(self) -> None:
-        # Handlers only record (the core's SignalInbox); `_step` acts on what it drained.
-        self.inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGCHLD))
-
-    def _on_reap(self, pid: int, raw: int) -> None:
-        self.reaped[pid] = exit_status(raw)
+    def on_exit(self, pid: int, status: int) -> None:
+        self.reaped[pid] = status
         if (
             self.server
             and pid == self.server.pid
             and self.status is None
             and time.monotonic() < self.cleanup_at
         ):
-            self.status = self.reaped[pid]
-
-    def _reap(self) -> None:
-        for pid, raw in reap_children():
-            self._on_reap(pid, raw)
+            self.status = status
 
     def _members(self, *, force: bool = True) -> list[ProcessId]:
         """Live processes of the server's tree: our descendants minus the client side.
@@ -482,109 +447,37 @@ class Keeper:
             return []
         return [p for p in self._members(force=force) if holds(p.pid, self.wire_keys)]
 
-    def _step(self, timeout: float) -> None:
-        """Wait for anything (exit, event, stderr, signal) for up to `timeout`; handle it."""
-        if self.stop:
-            raise Interrupted
-        fds = [self.inbox.fileno()] + [
-            fd for fd in (self.ctrl_r, self.err_r, self.in_r) if fd is not None
-        ]
-        self.waiter.wait(max(0.0, timeout), extra_fds=fds)
-        if any(sig != signal.SIGCHLD for sig in self.inbox.drain()):
-            self.stop = True
-        self._drain_stderr()
-        self._drain_ctrl()
-        self._drain_runner()
-        self._reap()
-        if self.stop:
-            raise Interrupted
+    # -- what the loop watches ------------------------------------------------------------
+    def _on_stderr(self, chunk: bytes) -> None:
+        self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
 
-    def _drain_stderr(self) -> None:
-        if self.err_r is None:
-            return
-        try:
-            while True:
-                chunk = os.read(self.err_r, 65536)
-                if not chunk:
-                    os.close(self.err_r)
-                    self.err_r = None
-                    return
-                self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
-        except BlockingIOError:
-            return
+    def _on_client(self, ev: Any) -> None:
+        # An event with a field that does not parse is skipped, as a line that is not JSON.
+        with contextlib.suppress(ValueError):
+            self._on_event(ev)
 
-    def _drain_ctrl(self) -> None:
-        while self.ctrl_r is not None:
-            try:
-                chunk = os.read(self.ctrl_r, 65536)
-            except BlockingIOError:
-                return
-            if not chunk:  # the client is gone; a readable EOF would spin the poll
-                os.close(self.ctrl_r)
-                self.ctrl_r = None
-                return
-            self.ctrl_buf += chunk
-            while b"\n" in self.ctrl_buf:
-                line, self.ctrl_buf = self.ctrl_buf.split(b"\n", 1)
-                try:
-                    self._on_event(json.loads(line))
-                except ValueError:
-                    continue
+    def _on_runner(self, msg: Any) -> None:
+        """Messages from the runner (EOF means it died, a SIGKILLed probe: stop)."""
+        if msg.get("startup") is not None and self.spec.startup is None:
+            self.spec.startup = float(msg["startup"])
 
-    def _drain_runner(self) -> None:
-        """Messages from the runner; EOF means it died (a SIGKILLed probe): stop."""
-        while self.in_r is not None:
-            try:
-                chunk = os.read(self.in_r, 65536)
-            except BlockingIOError:
-                return
-            if not chunk:
-                os.close(self.in_r)
-                self.in_r = None
-                self.stop, self.stop_why = True, "the probe that ran this scenario died"
-                return
-            self.in_buf += chunk
-            while b"\n" in self.in_buf:
-                line, self.in_buf = self.in_buf.split(b"\n", 1)
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                if msg.get("startup") is not None and self.spec.startup is None:
-                    self.spec.startup = float(msg["startup"])
+    def _ctrl_closed(self) -> None:
+        self.ctrl_r = None
 
-    # -- cleanup ----------------------------------------------------------------------
-    def cleanup(self) -> None:
-        """SIGKILL everything we started (all our descendants) and reap it.
-
-        The core's `Tree` chases what forks while the SIGKILL rung lasts and calls the
-        tree empty only when no child of ours is left to reap (we are a subreaper).
-        """
-        self._reap()
-        self.cleanup_at = time.monotonic()
-        if self.follow is not None:
-            self.follow.end()  # removes it if it still runs (rm -f), or if --rm / ours
-        tree = Tree(inbox=self.inbox, on_reap=self._on_reap, known=self.seen | self.helpers)
-        tree.kill_all(KILL_WAIT)
-        if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
-            end_owned_by(self.spec.argv, self.seen)
-        self._drain_stderr()
-
-    # -- main -------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
-        platform.set_subreaper()
-        self._setup_signals()
-        self.ctrl_r, ctrl_w = os.pipe()
-        self.err_r, err_w = os.pipe()
+    # -- the core's hooks -----------------------------------------------------------------
+    def start(self) -> None:
+        super().start()
+        ctrl_r, ctrl_w = os.pipe()
+        err_r, err_w = os.pipe()
+        self.ctrl_r = ctrl_r
         self.follow = _container_follow(self.spec)
         if self.spec.guarded:
             self.report = ReportPipe()
         self.t0 = time.monotonic()
 
         def drop_keeper_state() -> None:  # in the client, before the core's set-up
-            assert self.ctrl_r is not None and self.err_r is not None
-            os.close(self.ctrl_r)
-            os.close(self.err_r)
+            os.close(ctrl_r)
+            os.close(err_r)
             self.inbox.restore()
             null = os.open(os.devnull, os.O_RDWR)
             os.dup2(null, 0)
@@ -602,19 +495,31 @@ class Keeper:
         os.close(err_w)
         if self.report is not None:
             self.report.close_writer()
-        assert self.ctrl_r is not None and self.err_r is not None
-        os.set_blocking(self.ctrl_r, False)
-        os.set_blocking(self.err_r, False)
+        os.set_blocking(ctrl_r, False)
+        os.set_blocking(err_r, False)
+        self.watch(err_r, self._on_stderr, output=True)
+        self.watch(ctrl_r, self._on_client, on_eof=self._ctrl_closed, lines=True)
+        if self.in_r is not None:
+            self.watch(self.in_r, self._on_runner, lines=True, buf=self.in_buf, on_eof=lambda:
+                       self.halt("the probe that ran this scenario died"))
         self.client = identify(pid) or ProcessId(pid, -1)
         self.client_side.add(pid)
         self._ev(self.t0, "spawn", pid, role="client", cmd="probe client")
-        try:
-            self.drive()
-        except Interrupted:
-            self.facts.error = self.stop_why
-        finally:
-            self.cleanup()
-        return result(self.observation())
+
+    def interrupted(self) -> None:
+        self.facts.error = self.stop_why
+
+    def before_end(self) -> None:
+        if self.follow is not None:
+            self.follow.end()  # removes it if it still runs (rm -f), or if --rm / ours
+
+    def end(self, known: Iterable[ProcessId] = ()) -> None:
+        super().end({*known, *self.seen, *self.helpers})
+        if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
+            end_owned_by(self.spec.argv, self.seen)
+
+    def result(self, outcome: None) -> dict[str, Any]:
+        return result_line(self.observation())
 
     def observation(self) -> Observation:
         """What this keeper saw, as typed facts for the result line."""
@@ -684,9 +589,7 @@ def main() -> None:
     if spec.parent and os.getppid() != spec.parent:
         os._exit(1)  # our parent is already gone: nobody wants the answer
     os.set_blocking(0, False)
-    keeper = Keeper(spec, in_fd=0)
-    keeper.in_buf = rest
-    out = keeper.run()
+    out = Keeper(spec, in_fd=0, in_buf=rest).run()
     with contextlib.suppress(OSError):  # the runner is gone (a killed probe)
         os.write(1, (json.dumps(out) + "\n").encode())
     os._exit(0)
