@@ -26,10 +26,6 @@ _unknown: str | None = None if _raw.strip().lower() in _LEVELS else _raw
 _logger: object | None = None  # a logging.Logger once use_logging() ran
 
 
-def enabled(level: str) -> bool:
-    return _LEVELS[level] >= _threshold
-
-
 def _write(line: str) -> None:
     try:  # noqa: SIM105  # contextlib would pull functools onto the start-up path
         os.write(2, f"{line}\n".encode(errors="replace"))

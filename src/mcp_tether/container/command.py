@@ -77,10 +77,6 @@ class RunCommand:
     inner: RunCommand | None = None  # the command inside that -c string
     text_at: int | None = None  # in a -c string: the offset right after the verb word
 
-    @property
-    def engine_name(self) -> str:
-        return _name(self.engine)
-
     def _flag(self, long: str, short: str | None = None) -> bool:
         for opt in self.words:
             if opt == long or opt.startswith(long + "=") and opt != long + "=false":

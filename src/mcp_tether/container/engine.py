@@ -59,10 +59,6 @@ class Engine:
     def __post_init__(self) -> None:
         self.global_args = list(self.global_args)  # ours: the caller's list may change
 
-    @property
-    def usable(self) -> bool:
-        return self.off is None
-
     def call(self, args: list[str], timeout: float = CALL_TIMEOUT) -> tuple[int, str, str]:
         """Run `<engine> <global args> <args>`; (exit code, stdout, stderr)."""
         if self.exe is None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcp_tether import platform
-from mcp_tether._plat.record import ProcessId, ProcRecord
+from mcp_tether._plat.record import ProcRecord
 from mcp_tether.platform import backend as _impl
 
 if TYPE_CHECKING:
@@ -199,6 +199,3 @@ def age_seconds(rec: ProcRecord, now: float | None = None) -> float:
 def clock_ticks() -> int:
     return platform.clock_ticks()
 
-
-def ident_of(rec: ProcRecord) -> ProcessId:
-    return rec.ident

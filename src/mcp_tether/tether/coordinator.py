@@ -76,7 +76,6 @@ def _after_fork_in_child() -> None:
     """A forked child is not tethered: default signal dispositions, no shared pipes."""
     coordinator = _active
     if coordinator is not None:
-        coordinator._forked = True
         with contextlib.suppress(Exception):
             if coordinator._inbox is not None:
                 coordinator._inbox.restore()
@@ -126,8 +125,6 @@ class ShutdownCoordinator:
         self._binding: Binding | None = None
         self._release: Any = None  # anyio.Event on the server's loop: the loop may end
         self._started = False
-        self._forked = False
-        self._pid = os.getpid()
         self._wake_r = self._wake_w = -1
         self._inbox: Any = None
         self._parent: ParentWatch | None = None
