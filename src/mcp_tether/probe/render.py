@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcp_tether.probe.api import ScenarioResult, level_met
+from mcp_tether.probe.describe import short
 from mcp_tether.probe.spec import ROBUST, SPEC
 
 __all__ = ["render_table", "render_matrix", "VERDICT_STYLE"]
@@ -52,14 +53,6 @@ def fmt_ms(ms: float | None) -> str:
     return "—" if ms is None else f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
 
 
-def short_cmd(cmdline: str, limit: int = 40) -> str:
-    """`/usr/bin/node /long/path/timer.mjs` -> `node timer.mjs`: enough to recognise it."""
-    words = [w.rsplit("/", 1)[-1] if "/" in w and not w.startswith("-") else w
-             for w in cmdline.split()]
-    text = " ".join(words)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def note(r: ScenarioResult) -> str:
     parts = []
     if r.guarded:
@@ -77,7 +70,7 @@ def note(r: ScenarioResult) -> str:
     elif r.verdict == "orphaned" and r.survivors and not r.detail.startswith("alive"):
         parts.append(
             "survivors: "
-            + "; ".join(f"{s.pid} (ppid {s.ppid}) {short_cmd(s.cmdline)}" for s in r.survivors[:3])
+            + "; ".join(f"{s.pid} (ppid {s.ppid}) {short(s.cmdline, 40)}" for s in r.survivors[:3])
         )
     elif r.detail and not r.detail.startswith("guarded"):
         parts.append(r.detail)

@@ -18,6 +18,7 @@ import sys
 from typing import IO, Any
 
 from mcp_tether.guard.result import signame
+from mcp_tether.probe.describe import short
 from mcp_tether.probe.diagnose import explain_line
 
 __all__ = ["timeline_lines", "print_timelines"]
@@ -42,13 +43,6 @@ _SAY = {
     "sigint": "SIGINT sent to it",
     "sigkill": "SIGKILL sent to it",
 }
-
-
-def _short(cmd: str, limit: int = 60) -> str:
-    words = [w.rsplit("/", 1)[-1] if "/" in w and not w.startswith("-") else w
-             for w in cmd.split()]
-    text = " ".join(words)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _status(status: int | None) -> str:
@@ -88,7 +82,7 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
         if what == "spawn" or what == "seen":
             text = "spawned" if what == "spawn" else "seen"
             if e.get("role") not in ("client", "helper"):
-                text += f": {_short(e.get('cmd') or '')}"
+                text += f": {short(e.get('cmd') or '', 60)}"
             if what == "seen" and e.get("ppid") is not None:
                 text += f" (parent {names.get(e['ppid'], e['ppid'])})"
         elif what == "exit":
@@ -120,7 +114,7 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
     horizon_end = marks.get("horizon-end")
     for s in r.get("survivors") or []:
         name = names.get(s["pid"], f"pid {s['pid']}")
-        who = f"{name} ({_short(s.get('cmdline') or '', 40)})"
+        who = f"{name} ({short(s.get('cmdline') or '', 40)})"
         if s.get("lingered_ms") is not None:
             cause = f", {s['cause']}" if s.get("cause") else ""
             out.append(f"  survivor {who} lingered: gone {s['lingered_ms']:.0f} ms after "
