@@ -41,7 +41,7 @@ from mcp_tether import platform
 from mcp_tether.platform import backend
 from mcp_tether.proc.identity import ProcessId, ProcRecord, read_info
 from mcp_tether.proc.reap import has_children, reap_children
-from mcp_tether.proc.signals import DENIED, GONE, SENT, pin, signal_group
+from mcp_tether.proc.signals import DENIED, GONE, SENT, pin, send, signal_group
 from mcp_tether.proc.tree import descendants
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up path
@@ -151,13 +151,7 @@ class Tree:
             return SENT
         if info.ppid == self.me:
             # Our own child: its pid stays its own until *we* reap it (not done yet).
-            try:
-                os.kill(info.pid, self.sig)
-            except ProcessLookupError:
-                return GONE
-            except PermissionError:
-                return DENIED
-            return SENT
+            return send(os.kill, info.pid, self.sig)
         pinned = pin(ident)
         if pinned is None:
             return GONE

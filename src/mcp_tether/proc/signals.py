@@ -17,7 +17,7 @@ from mcp_tether.proc.identity import SAME, ProcessId, compare, read_info
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 __all__ = ["Pinned", "pin", "signal_process", "signal_group", "SENT", "GONE", "DENIED"]
 
@@ -51,20 +51,8 @@ class Pinned:
         if self.fd is None:
             if compare(self.ident) != SAME:
                 return GONE
-            try:
-                os.kill(self.ident.pid, sig)
-            except ProcessLookupError:
-                return GONE
-            except PermissionError:
-                return DENIED
-            return SENT
-        try:
-            _signal.pidfd_send_signal(self.fd, sig)
-        except ProcessLookupError:
-            return GONE
-        except PermissionError:
-            return DENIED
-        return SENT
+            return send(os.kill, self.ident.pid, sig)
+        return send(_signal.pidfd_send_signal, self.fd, sig)
 
     def close(self) -> None:
         if not self._closed and self.fd is not None:
@@ -133,8 +121,13 @@ def signal_group(pgid: int, sig: int, members: Iterable[ProcessId] = ()) -> str:
             break
     if not proven:
         return GONE
+    return send(os.killpg, pgid, sig)
+
+
+def send(kill: Callable[[int, int], None], target: int, sig: int) -> str:
+    """`kill(target, sig)` (kill, killpg or pidfd_send_signal) as SENT, GONE or DENIED."""
     try:
-        os.killpg(pgid, sig)
+        kill(target, sig)
     except ProcessLookupError:
         return GONE
     except PermissionError:
