@@ -23,7 +23,7 @@ from mcp_tether.guard.result import (
     GuardResult,
 )
 from mcp_tether.proc import ProcessId, read_info
-from mcp_tether.proc.end import Tree, last_pid
+from mcp_tether.proc.end import Tree, last_pid, pidfds
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, spawn
@@ -161,7 +161,7 @@ class _Session:
                 for fd in watched:
                     poller.unregister(fd)
                     os.close(fd)
-                watched = _pidfds(list(self.holders))
+                watched = pidfds(self.holders)
                 for fd in watched:
                     poller.register(fd, select.POLLIN)
                 if not watched:  # no pidfds: look again now and then
@@ -169,20 +169,6 @@ class _Session:
         finally:
             for fd in watched:
                 os.close(fd)
-
-
-def _pidfds(pids: list[int]) -> list[int]:
-    """pidfds that turn readable when a holder exits (not every holder is our child,
-    so SIGCHLD alone would not say so)."""
-    fds: list[int] = []
-    for pid in pids:
-        try:
-            fd = platform.pidfd_open(pid)
-        except OSError:
-            continue
-        if fd is not None:
-            fds.append(fd)
-    return fds
 
 
 def _hung_up(fd: int, events: int | None) -> bool:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from mcp_tether.ladder import LadderResult
     from mcp_tether.proc.inbox import SignalInbox
 
-__all__ = ["Tree", "end_tree", "last_pid"]
+__all__ = ["Tree", "end_tree", "last_pid", "pidfds"]
 
 # While signalling, how often to look for processes forked since the last look.
 RESCAN_MIN = 0.002
@@ -352,7 +352,7 @@ class Tree:
                 if self.sig == signal.SIGKILL and len(self.seen) > known:
                     # Still forking, so not stuck: the last rung's time starts again.
                     deadline = max(deadline, time.monotonic() + timeout)
-                fds = _pidfds(members)
+                fds = pidfds([m.pid for m in members[:64]])
                 nap = pause
                 pause = min(pause * 2, RESCAN_MAX)
             else:
@@ -408,13 +408,14 @@ def _has_live_child() -> bool:
     return False
 
 
-def _pidfds(members: list[ProcRecord]) -> list[int]:
-    """pidfds of up to 64 members: readable when one exits (a change worth a look);
-    none where the backend has no pidfds (then the caller's naps are short)."""
+def pidfds(pids: Iterable[int]) -> list[int]:
+    """pidfds of `pids`, readable when one exits (a change worth a look: not every one is
+    our child, so SIGCHLD alone would not say so); none where the backend has no pidfds
+    (then the caller's naps are short)."""
     fds: list[int] = []
-    for info in members[:64]:
+    for pid in pids:
         try:
-            fd = platform.pidfd_open(info.pid)
+            fd = platform.pidfd_open(pid)
         except OSError:
             continue
         if fd is not None:
