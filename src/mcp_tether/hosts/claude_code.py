@@ -37,11 +37,8 @@ def managed_dir(m: Machine) -> Path:
 def files(m: Machine) -> list[ConfigFile]:
     config_dir = m.var("CLAUDE_CONFIG_DIR")
     user = Path(config_dir) / ".claude.json" if config_dir else m.home / ".claude.json"
-    out = [ConfigFile(NAME, "user", user, source=SETTINGS_DOC)]
-    if m.cwd is not None:
-        out.append(ConfigFile(NAME, "project", m.cwd / ".mcp.json", source=DOC))
-    out.append(ConfigFile(NAME, "managed", managed_dir(m) / "managed-mcp.json", source=DOC))
-    return out
+    return [ConfigFile(NAME, "user", user, source=SETTINGS_DOC), *m.project(NAME, DOC, ".mcp.json"),
+            ConfigFile(NAME, "managed", managed_dir(m) / "managed-mcp.json", source=DOC)]
 
 
 def managed_allowlist(entry: ServerEntry, m: Machine) -> str | None:

@@ -19,10 +19,8 @@ DOC = "https://github.com/openai/codex/blob/main/docs/config.md"
 
 def files(m: Machine) -> list[ConfigFile]:
     home = Path(m.var("CODEX_HOME") or m.home / ".codex")
-    out = [ConfigFile(NAME, "user", home / "config.toml", "toml", DOC)]
-    if m.cwd is not None:
-        out.append(ConfigFile(NAME, "project", m.cwd / ".codex" / "config.toml", "toml", DOC))
-    return out
+    return [ConfigFile(NAME, "user", home / "config.toml", "toml", DOC),
+            *m.project(NAME, DOC, ".codex/config.toml", fmt="toml")]
 
 
 HOST = Host(NAME, "Codex CLI", Shape(tables=(("mcp_servers",),)), files)

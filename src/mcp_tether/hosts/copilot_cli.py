@@ -27,10 +27,8 @@ def files(m: Machine) -> list[ConfigFile]:
         user = m.config_home / ".copilot"
     else:
         user = m.home / ".copilot"
-    out = [ConfigFile(NAME, "user", user / "mcp-config.json", source=DOC)]
-    if m.cwd is not None:
-        out.append(ConfigFile(NAME, "project", m.cwd / ".mcp.json", source=VSDOC))
-    return out
+    return [ConfigFile(NAME, "user", user / "mcp-config.json", source=DOC),
+            *m.project(NAME, VSDOC, ".mcp.json")]
 
 
 SHAPE = Shape(tables=(("mcpServers",),), stdio_types=(None, "stdio", "local"))

@@ -15,10 +15,8 @@ DOC = "https://docs.cursor.com/context/model-context-protocol"
 
 
 def files(m: Machine) -> list[ConfigFile]:
-    out = [ConfigFile(NAME, "user", m.home / ".cursor" / "mcp.json", source=DOC)]
-    if m.cwd is not None:
-        out.append(ConfigFile(NAME, "project", m.cwd / ".cursor" / "mcp.json", source=DOC))
-    return out
+    return [ConfigFile(NAME, "user", m.home / ".cursor" / "mcp.json", source=DOC),
+            *m.project(NAME, DOC, ".cursor/mcp.json")]
 
 
 HOST = Host(NAME, "Cursor", STANDARD, files, variables="cursor")

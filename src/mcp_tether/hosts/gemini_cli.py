@@ -19,9 +19,8 @@ DOC = "https://github.com/google-gemini/gemini-cli/blob/main/docs/cli/configurat
 
 
 def files(m: Machine) -> list[ConfigFile]:
-    out = [ConfigFile(NAME, "user", m.home / ".gemini" / "settings.json", source=DOC)]
-    if m.cwd is not None:
-        out.append(ConfigFile(NAME, "project", m.cwd / ".gemini" / "settings.json", source=DOC))
+    out = [ConfigFile(NAME, "user", m.home / ".gemini" / "settings.json", source=DOC),
+           *m.project(NAME, DOC, ".gemini/settings.json")]
     system = m.var("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
     if system:
         path = Path(system)

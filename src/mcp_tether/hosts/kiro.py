@@ -14,11 +14,8 @@ DOC = "https://kiro.dev/docs/mcp/configuration/"
 
 
 def files(m: Machine) -> list[ConfigFile]:
-    out = [ConfigFile(NAME, "user", m.home / ".kiro" / "settings" / "mcp.json", source=DOC)]
-    if m.cwd is not None:
-        out.append(ConfigFile(NAME, "project", m.cwd / ".kiro" / "settings" / "mcp.json",
-                              source=DOC))
-    return out
+    return [ConfigFile(NAME, "user", m.home / ".kiro" / "settings" / "mcp.json", source=DOC),
+            *m.project(NAME, DOC, ".kiro/settings/mcp.json")]
 
 
 HOST = Host(NAME, "Kiro", STANDARD, files, variables="dollar-braces")

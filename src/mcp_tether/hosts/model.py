@@ -56,6 +56,10 @@ class Machine:
         except OSError:
             return []
 
+    def project(self, host: str, source: str, *names: str, fmt: str = "json") -> list[ConfigFile]:
+        """`host`'s project files `names` (paths below the project folder); none without one."""
+        return [ConfigFile(host, "project", self.cwd / n, fmt, source) for n in names if self.cwd]
+
     def var(self, name: str) -> str | None:
         value = self.env.get(name)
         return value or None

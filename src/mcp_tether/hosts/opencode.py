@@ -24,10 +24,7 @@ def files(m: Machine) -> list[ConfigFile]:
     named = m.var("OPENCODE_CONFIG")
     if named:
         out.append(ConfigFile(NAME, "user", Path(named), source=DOC))
-    if m.cwd is not None:
-        out += [ConfigFile(NAME, "project", m.cwd / f, source=DOC)
-                for f in ("opencode.json", "opencode.jsonc")]
-    return out
+    return out + m.project(NAME, DOC, "opencode.json", "opencode.jsonc")
 
 
 SHAPE = Shape(tables=(("mcp",),), env_keys=("environment",), command_is_argv=True,

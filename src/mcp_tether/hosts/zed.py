@@ -25,9 +25,7 @@ def files(m: Machine) -> list[ConfigFile]:
     if m.platform == "linux":
         flatpak = m.home / ".var" / "app" / "dev.zed.Zed" / "config" / "zed" / "settings.json"
         out.append(ConfigFile(NAME, "user", flatpak, source=DOC))
-    if m.cwd is not None:
-        out.append(ConfigFile(NAME, "project", m.cwd / ".zed" / "settings.json", source=DOC))
-    return out
+    return out + m.project(NAME, DOC, ".zed/settings.json")
 
 
 def runs_remotely(entry: ServerEntry, m: Machine) -> str | None:
