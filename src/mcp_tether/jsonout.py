@@ -10,15 +10,19 @@ Guarantees:
   adding a field does not raise it), then the command's summary fields, and last
   `results`: the list of what the command reports on (scenarios, servers, files ...).
 - Diagnostics never go to stdout with it: they are on stderr.
+
+`read_object(path)` reads back the JSON files the package keeps or meets (cache markers,
+package.json): the object, or None for a missing, unreadable or non-object file.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["VERSION", "envelope", "print_json"]
+__all__ = ["VERSION", "envelope", "print_json", "read_object"]
 
 VERSION = 1
 
@@ -36,3 +40,11 @@ def print_json(shape: str, results: list[Any], out: IO[str] | None = None,
     """Print the envelope as one indented document and a newline."""
     out = out or sys.stdout
     out.write(json.dumps(envelope(shape, results, **summary), indent=2) + "\n")
+
+
+def read_object(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None

@@ -18,10 +18,8 @@ Guarantees:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 from mcp_tether.inspect.model import Transport, Uses
 from mcp_tether.inspect.node import (
@@ -33,8 +31,9 @@ from mcp_tether.inspect.node import (
     read_source,
     resolve_export,
 )
+from mcp_tether.jsonout import read_object
 
-__all__ = ["NODE_SDKS", "TETHER_PACKAGE", "node_uses", "bin_of", "load_json", "package_root",
+__all__ = ["NODE_SDKS", "TETHER_PACKAGE", "node_uses", "bin_of", "package_root",
            "package_entry"]
 
 NODE_SDKS = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server",
@@ -49,18 +48,10 @@ _BUNDLED_FROM = re.compile(r"node_modules/(@modelcontextprotocol/[a-z-]+|fastmcp
 _EXTS = ("", ".js", ".mjs", ".cjs", "/index.js", "/index.mjs", "/index.cjs")
 
 
-def load_json(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def package_root(start: Path) -> Path | None:
     """The folder of the nearest package.json that names a package, from `start` up."""
     for d in (start, *start.parents):
-        doc = load_json(d / "package.json")
+        doc = read_object(d / "package.json")
         if doc is not None and isinstance(doc.get("name"), str):
             return d
     return None
@@ -80,7 +71,7 @@ def entry_file(base: Path) -> Path | None:
 
 def package_entry(pkg_dir: Path, subpath: str) -> Path | None:
     """The file `import "<pkg>/<subpath>"` loads: `exports`, else `main`, else the path."""
-    pkg = load_json(pkg_dir / "package.json") or {}
+    pkg = read_object(pkg_dir / "package.json") or {}
     target = resolve_export(pkg, subpath)
     if target is None and subpath == "." and isinstance(pkg.get("exports"), str):
         target = pkg["exports"]
@@ -170,7 +161,7 @@ def node_uses(entry: Path) -> Uses:
     if bundle is not None:
         path, at, text = bundle
         holder = package_root(path.parent)
-        doc = load_json(holder / "package.json") if holder else None
+        doc = read_object(holder / "package.json") if holder else None
         source = _bundle_source(text, at)
         out.state, out.bundled, out.path = "sdk", True, str(path)
         out.package = str((doc or {}).get("name") or path.name)
@@ -196,7 +187,7 @@ def _rel(path: Path, root: Path | None) -> str:
 
 
 def bin_of(pkg_dir: Path, package: str | None = None) -> Path | None:
-    doc = load_json(pkg_dir / "package.json") or {}
+    doc = read_object(pkg_dir / "package.json") or {}
     b = doc.get("bin")
     if isinstance(b, dict) and b:
         short = (package or str(doc.get("name", ""))).rsplit("/", 1)[-1]

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether.errors import UsageError
+from mcp_tether.jsonout import read_object
 from mcp_tether.packages import npm, pypi
 from mcp_tether.packages.cache import cache_root, ensure_dir, locked
 from mcp_tether.packages.errors import PackageError, fetch_failed, no_command
@@ -141,19 +142,11 @@ def _key(spec: PackageSpec, version: str | None) -> str:
     return f"{_safe(name)}{sep}{version}"
 
 
-def _read_marker(d: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((d / MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _cached_versions(eco_dir: Path, spec: PackageSpec) -> list[tuple[float, Path]]:
     prefix = _key(spec, "")
     out = []
     for d in eco_dir.glob(f"{prefix}*") if eco_dir.is_dir() else ():
-        m = _read_marker(d)
+        m = read_object(d / MARKER)
         if m is not None:
             out.append((float(m.get("installed_at") or 0), d))
     return sorted(out)
@@ -195,10 +188,10 @@ def ensure_installed(spec: PackageSpec, cache: Path | None = None,
             if not cached:
                 raise fetch_failed(spec, f"{why} (and no version is cached)")
             d = cached[-1][1]
-            return d, _read_marker(d) or {}, False
+            return d, read_object(d / MARKER) or {}, False
     d = eco_dir / _key(spec, version)
     with locked(eco_dir / (d.name + ".lock")):
-        marker = _read_marker(d)
+        marker = read_object(d / MARKER)
         if marker is not None:
             return d, marker, False
         if d.exists():  # an install that was interrupted: start again
