@@ -137,7 +137,7 @@ class _Parser:
         if ch == "{" or ch == "[":
             if depth >= MAX_DEPTH:
                 raise self.fail(pos, f"nesting deeper than {MAX_DEPTH}")
-            return self.obj(pos, depth) if ch == "{" else self.arr(pos, depth)
+            return self.container(pos, depth)
         if ch == '"':
             end = self.string_end(pos)
             return Node("string", pos, end, json.loads(text[pos:end]))
@@ -182,54 +182,38 @@ class _Parser:
             i += 1
         raise self.fail(pos, "unterminated string")
 
-    def obj(self, pos: int, depth: int) -> Node:
+    def container(self, pos: int, depth: int) -> Node:
+        """The object or array whose `{` or `[` is at `pos` (a trailing comma is allowed)."""
         text = self.text
-        node = Node("object", pos, pos, {})
+        obj = text[pos] == "{"
+        close, what = ("}", "a member") if obj else ("]", "an item")
+        node = Node("object", pos, pos, {}) if obj else Node("array", pos, pos, [])
         pos = self.space(pos + 1)
-        while True:
-            if pos < len(text) and text[pos] == "}":
-                break
-            if pos >= len(text) or text[pos] != '"':
-                raise self.fail(pos, f"expected a \"key\" or '}}', found {self.describe(pos)}")
-            key_end = self.string_end(pos)
-            key = json.loads(text[pos:key_end])
-            colon = self.space(key_end)
-            if colon >= len(text) or text[colon] != ":":
-                raise self.fail(colon, f"expected ':' after key {key!r}")
-            val = self.value(self.space(colon + 1), depth + 1)
-            node.members.append(Member(key, pos, key_end, val))
-            node.value[key] = val.value
+        while not text.startswith(close, pos):
+            if obj:
+                if not text.startswith('"', pos):
+                    raise self.fail(pos, f"expected a \"key\" or '}}', found {self.describe(pos)}")
+                key_end = self.string_end(pos)
+                key = json.loads(text[pos:key_end])
+                colon = self.space(key_end)
+                if not text.startswith(":", colon):
+                    raise self.fail(colon, f"expected ':' after key {key!r}")
+                val = self.value(self.space(colon + 1), depth + 1)
+                node.members.append(Member(key, pos, key_end, val))
+                node.value[key] = val.value
+            else:
+                val = self.value(pos, depth + 1)
+                node.items.append(val)
+                node.value.append(val.value)
             pos = self.space(val.end)
-            if pos < len(text) and text[pos] == ",":
+            if text.startswith(",", pos):
                 node.commas.append(pos)
                 pos = self.space(pos + 1)
                 continue
             node.commas.append(-1)
-            if pos < len(text) and text[pos] == "}":
-                break
-            raise self.fail(pos, f"expected ',' or '}}' after a member, found {self.describe(pos)}")
-        node.end = pos + 1
-        return node
-
-    def arr(self, pos: int, depth: int) -> Node:
-        text = self.text
-        node = Node("array", pos, pos, [])
-        pos = self.space(pos + 1)
-        while True:
-            if pos < len(text) and text[pos] == "]":
-                break
-            item = self.value(pos, depth + 1)
-            node.items.append(item)
-            node.value.append(item.value)
-            pos = self.space(item.end)
-            if pos < len(text) and text[pos] == ",":
-                node.commas.append(pos)
-                pos = self.space(pos + 1)
-                continue
-            node.commas.append(-1)
-            if pos < len(text) and text[pos] == "]":
-                break
-            raise self.fail(pos, f"expected ',' or ']' after an item, found {self.describe(pos)}")
+            if not text.startswith(close, pos):
+                raise self.fail(pos, f"expected ',' or '{close}' after {what}, found "
+                                f"{self.describe(pos)}")
         node.end = pos + 1
         return node
 
