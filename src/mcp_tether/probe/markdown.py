@@ -16,14 +16,15 @@ from mcp_tether.probe.diagnose import explain_line, summary
 from mcp_tether.probe.fixes import GUARD_LEGEND, Fixes, number_fixes
 from mcp_tether.probe.legend import legend
 
-__all__ = ["render_markdown", "write_markdown"]
+__all__ = ["cell", "render_markdown", "write_markdown"]
 
 _ICON = {"exited": "✅", "alive": "✅", "terminated": "⚠️", "killed": "❌", "orphaned": "❌",
          "lingered": "❌", "early-exit": "💥", "error": "💥", "skipped": "⏭️",
          "disabled": "⏭️"}
 
 
-def _cell(text: Any) -> str:
+def cell(text: Any) -> str:
+    """`text` as one Markdown table cell: pipes escaped, newlines as spaces."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -44,13 +45,13 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
     for title, payload in sections:
         results = payload.get("results", [])
         passed = sum(1 for r in results if r.get("passed"))
-        out.append(f"### {_cell(title)}")
+        out.append(f"### {cell(title)}")
         out.append("")
         per_server = payload.get("server_summaries")
         if per_server:  # the lab: several servers in one section
             out.append(f"**{passed}/{len(results)} passed**")
             out.append("")
-            out += [f"- **{_cell(name)}**: {_cell(text)}" for name, text in per_server]
+            out += [f"- **{cell(name)}**: {cell(text)}" for name, text in per_server]
         else:
             probed = any(r.get("scenario") != "*" for r in results)  # "*": not probed
             count = f"**{passed}/{len(results)} passed** — " if probed else ""
@@ -68,12 +69,12 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
                 _ms(r.get("exit_ms")), r.get("rung") or "—",
                 explain_line(r) or ("" if r.get("passed") else r.get("detail", "")),
             ]
-            out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+            out.append("| " + " | ".join(cell(c) for c in cells) + " |")
         out.append("")
         for r in results:
             if r.get("diagnosis"):
                 name = f"{r.get('label') or ''} {r.get('scenario')} ({r.get('verdict')})".strip()
-                out.append(f"<details><summary>{_cell(name)}</summary>")
+                out.append(f"<details><summary>{cell(name)}</summary>")
                 out.append("")
                 out.append(f"**Diagnosis.** {r['diagnosis']}")
                 out.append("")
@@ -84,7 +85,7 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
                 out.append("")
     styles = [str(r.get("host_style", "")) for _, p in sections for r in p.get("results", [])]
     if said := legend(styles):
-        out += [_cell(said), ""]
+        out += [cell(said), ""]
     if fixes.steps or fixes.guarded:
         out += ["### Fixes", "", "Each said once; the rows above point to them.", ""]
         out += [f"- **[{n}]** {step}" for n, step in enumerate(fixes.steps, 1)]

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from mcp_tether.jsonout import envelope
+from mcp_tether.probe.markdown import cell
 from mcp_tether.survey import PROBE_FLOOR, STYLES, Row, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers"]
@@ -104,15 +105,11 @@ def _header(result: SurveyResult) -> str:
     return _run_line(result.to_dict(), len(result.rows), result.probed)
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(result: SurveyResult) -> str:
     lines = [_header(result), "", "| " + " | ".join(COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
     for row in result.rows:
-        lines.append("| " + " | ".join(_md_cell(c) for c in cells(row)) + " |")
+        lines.append("| " + " | ".join(cell(c) for c in cells(row)) + " |")
     fixes = fix_numbers(result)
     lines += ["", "### Why each failing row fails, and what fixes it", "",
               "Each fix is said once, under \"The fixes\" below; a row points to it by "
@@ -121,16 +118,16 @@ def to_markdown(result: SurveyResult) -> str:
         details = _details(row)
         if not details:
             continue
-        cmd = _md_cell(" ".join(row.command))
-        lines.append(f"**{_md_cell(row.label)}** ({row.version}, `{cmd}`)")
+        cmd = cell(" ".join(row.command))
+        lines.append(f"**{cell(row.label)}** ({row.version}, `{cmd}`)")
         lines.append("")
         for what, diag, remedy in details:
             fix = f" Fix: [{fixes[remedy]}]." if remedy else ""
-            lines.append(f"- {what}: {_md_cell(diag) or 'no diagnosis'}{fix}")
+            lines.append(f"- {what}: {cell(diag) or 'no diagnosis'}{fix}")
         lines.append("")
     if fixes:
         lines += ["### The fixes", ""]
-        lines += [f"{n}. {_md_cell(remedy)}" for remedy, n in fixes.items()]
+        lines += [f"{n}. {cell(remedy)}" for remedy, n in fixes.items()]
         lines.append("")
     return "\n".join(lines) + "\n"
 
