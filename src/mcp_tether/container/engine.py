@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mcp_tether.container import api
@@ -39,6 +41,22 @@ PROBE_TIMEOUT = 10.0
 CALL_TIMEOUT = 15.0
 
 _cache: dict[tuple[str, str, str, tuple[str, ...]], Engine] = {}
+
+
+def poll_gone(gone: Callable[[], float | None], timeout: float) -> float | None:
+    """A follower's wait_gone: ask `gone()` (the instant it saw the end, or None) POLL_MIN
+    doubling to POLL_MAX apart, until it answers or `timeout` passed (then None)."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    pause = POLL_MIN
+    while True:
+        at = gone()
+        if at is not None:
+            return at
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        time.sleep(min(pause, remaining))  # polling the engine with a deadline
+        pause = min(pause * 2, POLL_MAX)
 
 
 class EngineError(Exception):

@@ -39,15 +39,7 @@ import time
 
 from mcp_tether import log
 from mcp_tether.container.command import RunCommand
-from mcp_tether.container.engine import (
-    DENIED,
-    GONE,
-    POLL_MAX,
-    POLL_MIN,
-    SENT,
-    Engine,
-    EngineError,
-)
+from mcp_tether.container.engine import DENIED, GONE, SENT, Engine, EngineError, poll_gone
 
 __all__ = ["ExecFollow", "EXEC_ENV"]
 
@@ -156,16 +148,7 @@ class ExecFollow:
     def wait_gone(self, timeout: float) -> float | None:
         """Until nothing carries the token (its monotonic instant) or `timeout` passed;
         polled (each look is one engine call), never a helper left running."""
-        deadline = time.monotonic() + max(0.0, timeout)
-        pause = POLL_MIN
-        while True:
-            if self.state() == "gone":
-                return self.stopped_at
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            time.sleep(min(pause, remaining))  # polling the engine with a deadline
-            pause = min(pause * 2, POLL_MAX)
+        return poll_gone(lambda: self.stopped_at if self.state() == "gone" else None, timeout)
 
     def survivors(self) -> list[dict[str, str]]:
         state, pids = self._run("")

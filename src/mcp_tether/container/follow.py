@@ -34,12 +34,11 @@ from mcp_tether.container.command import RunCommand, parse_run, why_not_followed
 from mcp_tether.container.engine import (
     DENIED,
     GONE,
-    POLL_MAX,
-    POLL_MIN,
     SENT,
     Engine,
     EngineError,
     engine_for,
+    poll_gone,
 )
 from mcp_tether.container.execfollow import ExecFollow
 from mcp_tether.container.labels import LABEL_OWNER, LABEL_RUN
@@ -158,20 +157,12 @@ class Box:
         `<engine> wait` running: a helper left running by a caller that is SIGKILLed
         mid-wait would outlive it, and a guard counts its children to know it is done.
         The instant is the first poll that saw it stopped (late by at most one poll)."""
-        deadline = time.monotonic() + max(0.0, timeout)
-        pause = POLL_MIN
-        while True:
-            if self.stopped_at is not None:
-                return self.stopped_at
-            state = self.state()
-            if state in ("stopped", "gone"):
+        def gone() -> float | None:
+            if self.stopped_at is None and self.state() in ("stopped", "gone"):
                 self._stopped(None)
-                return self.stopped_at
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            time.sleep(min(pause, remaining))  # polling the engine with a deadline
-            pause = min(pause * 2, POLL_MAX)
+            return self.stopped_at
+
+        return poll_gone(gone, timeout)
 
     def running(self) -> bool:
         return self.state() in ("running", "unknown")
