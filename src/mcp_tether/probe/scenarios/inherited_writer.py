@@ -12,29 +12,25 @@ children may. Same in both styles.
 
 from __future__ import annotations
 
-import signal
-import time
-
-from mcp_tether.probe.scenarios.base import ClientPort, KeeperPort, Scenario, Trigger
+from mcp_tether.probe.scenarios.base import ClientPort
+from mcp_tether.probe.scenarios.crash import Crash
 from mcp_tether.probe.spec import ROBUST
 
 
-class InheritedWriter(Scenario):
+class InheritedWriter(Crash):
+    """The crash's trigger (SIGKILL to the client), once a helper holds stdin's write end."""
+
     name = "inherited-writer"
     description = ("a forked helper keeps stdin's write end, the client is SIGKILLed "
                    "(EOF never comes); pass: tree gone (needs a parent-death watch)")
     level = ROBUST
+    cites = ""
     trigger_what = "parent-death"
 
     def client_end(self, c: ClientPort) -> None:
         c.fork_writer_holder()
         c.emit("ready")
         c.pump(None)
-
-    def keeper_trigger(self, k: KeeperPort) -> Trigger:
-        t = time.monotonic()
-        k.kill_client(signal.SIGKILL)
-        return Trigger(t, self.trigger_what)
 
 
 SCENARIO = InheritedWriter()
