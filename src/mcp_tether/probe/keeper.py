@@ -178,7 +178,7 @@ class Keeper(core.Keeper):
     def launcher_gone_alone(self) -> bool:
         """The direct child exited and nothing of its tree holds the client's stdio.
 
-        The tree rule (issue 22): a launcher that double-forked its server, or a server
+        The tree rule: a launcher that double-forked its server, or a server
         that handed its stdout to a helper, is not an early exit while a member of its
         tree still holds the server's stdio ends: the session goes on with whoever
         holds them, and the verdict is on the whole tree. "Nobody" is confirmed with a
@@ -290,7 +290,7 @@ class Keeper(core.Keeper):
         if end is None:
             return
         # The window counts the tree's own time: what it waited for a CPU on a loaded
-        # machine is added (issue 22 item 5), at most STARVED_CAP windows.
+        # machine is added (slower, never wrong), at most STARVED_CAP windows.
         starved = Starvation()
 
         def window_end() -> float:
