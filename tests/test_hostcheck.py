@@ -248,6 +248,17 @@ def test_under_a_pty_eof_is_a_keypress_and_a_hangup_reaches_the_foreground_group
     assert "SIGHUP" in got
 
 
+def test_under_a_pty_the_host_output_tail_is_what_its_terminal_showed() -> None:
+    """Under --pty the host writes to its terminal, not to host.log: the row's
+    host_output_tail is the screen's last bytes (an empty host.log once replaced them)."""
+    say = ("import os, sys\nprint('the host greets its terminal', flush=True)\n"
+           "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+    result = check([sys.executable, "-c", say, str(HOSTS / "bad_host.py"), "{server}"],
+                   pty=True, scenarios=["exit"], **FAST)
+    (row,) = result.results
+    assert "the host greets its terminal" in row["host_output_tail"]
+
+
 def _procs(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The row's per-process records by role (one copy of each here)."""
     return {p["role"]: p for p in row["processes"]}

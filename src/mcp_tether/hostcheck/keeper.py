@@ -146,6 +146,7 @@ class Keeper(CoreKeeper):
         self.events_dir = os.path.join(spec.work, "events")
         self.stdin_w: int | None = None
         self.master: int | None = None
+        self.log_path: str | None = None  # the host's stdout+stderr file (not under a pty)
         self.placement: Placement | None = None
         self.shell: ProcessId | None = None  # the tty shell, under a pty
         self.release_fd: int | None = None  # the hold's FIFO; closing it releases the hold
@@ -229,11 +230,9 @@ class Keeper(CoreKeeper):
             env = host_env(home, project, env)
             cwd = cwd or str(project)
         argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
-        log_path = os.path.join(spec.work, "host.log")
-        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        pid_r = pid_w = None
+        pid_r = pid_w = log = None
         try:
-            if spec.pty or self.sc.pty:
+            if spec.pty or self.sc.pty:  # its output is the screen (s.tail), no host.log
                 self.master, slave = os.openpty()
                 os.set_blocking(self.master, False)
                 self.watch(self.master, self._on_screen, on_eof=self._master_closed,
@@ -243,13 +242,16 @@ class Keeper(CoreKeeper):
                 argv = [sys.executable, TTYSHELL, str(pid_w), *argv]
             else:
                 slave = None
+                self.log_path = os.path.join(spec.work, "host.log")
+                log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                 stdin_r, self.stdin_w = os.pipe()
                 fds = (stdin_r, log, log)
             self.s.t0 = time.monotonic()
             child = spawn(argv, env=env, cwd=cwd, stdin=fds[0], stdout=fds[1], stderr=fds[2],
                           new_session=True, pass_fds=[pid_w] if pid_w is not None else [])
         finally:
-            os.close(log)
+            if log is not None:
+                os.close(log)
             if pid_w is not None:
                 os.close(pid_w)
             if self.master is not None and slave is not None:
@@ -599,10 +601,9 @@ class Keeper(CoreKeeper):
         recorded = self._file_events()
         verdict = outcome["verdict"]
         tail = s.tail
-        log = os.path.join(self.spec.work, "host.log")
-        if os.path.exists(log):
-            with open(log, "rb") as fh:
-                fh.seek(max(0, os.path.getsize(log) - TAIL))
+        if self.log_path is not None and os.path.exists(self.log_path):
+            with open(self.log_path, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(self.log_path) - TAIL))
                 tail = fh.read()
 
         def ms(t: float | None) -> float | None:
