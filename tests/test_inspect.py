@@ -125,6 +125,25 @@ def test_inspect_finding_nothing_exits_1(tmp_path: Path) -> None:
     assert main(["inspect", str(tmp_path)]) == 1
 
 
+@pytest.mark.parametrize(("text", "said"), [("[1, 2]", "not a JSON object (an array)"),
+                                           ("null", "not a JSON object (null)"),
+                                           ("{not json", ":1:2: not JSON")])
+def test_a_package_json_that_is_not_an_object_is_one_line_not_a_trace(
+    tmp_path: Path, text: str, said: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The folder asked about: a config error (2) naming the file. Met while scanning a
+    node_modules, the same file is no package (tested through inspect_path)."""
+    (tmp_path / "package.json").write_text(text)
+    (tmp_path / "index.js").write_text("console.log(1)\n")
+    assert main(["inspect", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and str(tmp_path / "package.json") in err and len(err.splitlines()) == 1
+    nested = tmp_path / "app" / "node_modules" / "odd"
+    nested.mkdir(parents=True)
+    (nested / "package.json").write_text(text)
+    assert inspect_path(tmp_path / "app") == []
+
+
 
 def _fake_site(site: Path) -> None:
     """A site-packages with `mcp` (a transport reading stdin in a loop) and a

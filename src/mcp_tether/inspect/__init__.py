@@ -70,15 +70,18 @@ def inspect_path(path: str | os.PathLike[str] | None = None) -> list[Transport]:
 
 
 def _check_package_json(path: Path) -> None:
-    """The folder asked about is a package: a package.json that is not JSON is said, in
-    one line with its place, not taken for "no MCP SDK found"."""
+    """The folder asked about is a package: a package.json that is not a JSON object is
+    said, in one line with its place, not taken for "no MCP SDK found"."""
     try:
-        json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ConfigError(str(path), f"not JSON ({exc.msg})", line=exc.lineno,
                           column=exc.colno) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), f"cannot be read ({exc})") from None
+    if not isinstance(doc, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+        raise ConfigError(str(path), f"not a JSON object ({kind.get(type(doc), 'a number')})")
 
 
 def _package_uses(root: Path) -> list[Transport]:

@@ -10,7 +10,6 @@ that only re-exports another's transport (TS `fastmcp`) is reported as delegatin
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import replace
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether.inspect.model import NodeTransport, Transport
+from mcp_tether.jsonout import read_object
 
 __all__ = ["NODE_PACKAGES", "CLASS_NAME", "CLASS_DEFINITION", "find_node_modules",
            "inspect_node_package", "scan_node_modules", "resolve_export", "analyse_transport",
@@ -223,9 +223,8 @@ def node_package(name: str, start: Path) -> Path | None:
 
 
 def inspect_node_package(pkg_dir: Path, _depth: int = 0) -> NodeTransport | None:
-    try:
-        pkg = json.loads((pkg_dir / "package.json").read_text())
-    except (OSError, ValueError):
+    pkg = read_object(pkg_dir / "package.json")  # unreadable, or not an object: no package
+    if pkg is None:
         return None
     out = NodeTransport(language="node", package=pkg.get("name") or pkg_dir.name,
                         version=pkg.get("version"), path=str(pkg_dir))
