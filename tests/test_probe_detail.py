@@ -72,3 +72,15 @@ def test_the_timeline_says_how_eof_came_and_when_a_window_opened_on_a_gone_tree(
         assert exits and r["verdict"] == "exited", r
         said = "the tree was already gone" in text
         assert said == (max(exits) <= t["window-start"]), (r["scenario"], text)
+
+
+def test_a_wrapper_passing_on_a_death_by_sigsegv_is_named_in_the_timeline_and_the_cause(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A shell wrapper exits 128+N when its server died by signal N; here 139 after the
+    server's EOF: the timeline names SIGSEGV, as the lingering cause does (one list)."""
+    script = f"{sys.executable} -S {MINI}; exit 139"
+    main(["probe", "--json", "-s", "close", *FAST, "--", "sh", "-c", script])
+    (row,) = json.loads(capsys.readouterr().out)["results"]
+    text = "\n".join(timeline_lines(row))
+    assert "(status 139: SIGSEGV)" in text, text

@@ -22,7 +22,7 @@ from mcp_tether.probe.spec import Spec
 from mcp_tether.probe.verdict import Facts, Survivor, decide
 from mcp_tether.proc import ProcessId
 
-__all__ = ["Event", "Exit", "Observation", "result", "cause", "guard_rung"]
+__all__ = ["Event", "Exit", "Observation", "result", "cause", "death_signal", "guard_rung"]
 
 
 @dataclass
@@ -70,12 +70,20 @@ _DEATHS = (signal.SIGHUP, signal.SIGINT, signal.SIGABRT, signal.SIGKILL, signal.
            signal.SIGPIPE, signal.SIGTERM)
 
 
+def death_signal(status: int | None) -> str | None:
+    """The signal's name when a status of 128+N reads as a death by signal N (the
+    shell's convention, which wrappers such as npx and sh -c pass on); else None."""
+    if status is None or status <= 128 or status - 128 not in _DEATHS:
+        return None
+    return signame(status - 128)
+
+
 def cause(status: int | None, stderr: str) -> str:
     """What ended a process that lingered, as far as it can be seen from outside."""
     if status is None:
         return "exited (status not seen: not our child)"
-    if status > 128 and status - 128 in _DEATHS:
-        name = signame(status - 128)
+    name = death_signal(status)
+    if name is not None:
         if name == "SIGPIPE":
             return "SIGPIPE (EPIPE: it wrote to a closed stdout)"
         return f"killed by {name}"

@@ -13,19 +13,14 @@ same numbers as `--json` and `--html`, nothing recomputed.
 
 from __future__ import annotations
 
-import signal
 import sys
 from typing import IO, Any
 
-from mcp_tether.guard.result import signame
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.diagnose import explain_line
+from mcp_tether.probe.outcome import death_signal
 
 __all__ = ["timeline_lines", "print_timelines"]
-
-# A status of 128+N shown with the name of signal N; any other status as a number.
-_DEATHS = (signal.SIGHUP, signal.SIGINT, signal.SIGABRT, signal.SIGKILL, signal.SIGPIPE,
-           signal.SIGTERM)
 
 # what -> the words after the process name ({} = nothing more to say)
 # how EOF came, per scenario
@@ -48,9 +43,8 @@ _SAY = {
 def _status(status: int | None) -> str:
     if status is None:
         return ""
-    if status > 128 and status - 128 in _DEATHS:
-        return f" (status {status}: {signame(status - 128)})"
-    return f" (status {status})"
+    name = death_signal(status)  # 128+N shown with the name of signal N
+    return f" (status {status}: {name})" if name else f" (status {status})"
 
 
 def timeline_lines(r: dict[str, Any]) -> list[str]:
