@@ -98,6 +98,19 @@ def test_an_unwritable_junit_path_prints_the_results_first_then_fails(
     assert "cannot write --junit /nonexistent-dir/out.xml" in captured.err
 
 
+def test_an_unwritable_html_path_still_writes_the_markdown_and_junit_asked_for(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """One line for the file that failed, exit 2, and the others are written."""
+    md, xml = tmp_path / "r.md", tmp_path / "r.xml"
+    code = main(["probe", "--json", "--html", "/nonexistent-dir/r.html", "--markdown", str(md),
+                 "--junit", str(xml), "-s", "exit", "--window", "1", "--", *PY, MINI])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "mcp-tether probe: --html /nonexistent-dir/r.html: No such file" in err
+    assert md.read_text().strip() and xml.read_text().startswith("<?xml")
+
+
 def test_the_node_style_destroys_the_stdio_when_the_wrapper_dies() -> None:
     """1. `sh -c 'server; true'` gets SIGTERM (node style: the direct child only); 2. the
     client destroys the stdio it gave sh, so the server sees EOF and exits; 3. the python

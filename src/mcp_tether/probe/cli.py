@@ -348,14 +348,15 @@ def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exce
 
 
 def _write_picture(path: str, kind: str, title: str, payload: dict[str, Any]) -> int | None:
-    """--html / --markdown, after the results were shown; one line and exit 2 on failure."""
+    """--html / --markdown, after the results were shown; on failure one line and exit 2,
+    and the other files asked for are still written (CI reads --junit)."""
     try:
         if kind == "html":
             write_html(path, [(title, payload)])
         else:
             write_markdown(path, [(title, payload)])
-    except OSError as exc:
-        print(f"mcp-tether: cannot write --{kind} {path}: {exc.strerror or exc}", file=sys.stderr)
+    except UsageError as exc:  # the writers' one line: "--html PATH: why"
+        print(f"mcp-tether probe: {exc.msg}", file=sys.stderr)
         return EXIT_USAGE
     return None
 
