@@ -14,10 +14,8 @@ from mcp_tether.jsonout import print_json
 from mcp_tether.lab import BLOCKS, node_env, run_lab, server_levels
 from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe import render
-from mcp_tether.probe.cli import write_junit_or_say
+from mcp_tether.probe.cli import write_junit_or_say, write_pictures
 from mcp_tether.probe.diagnose import annotate, summary
-from mcp_tether.probe.html import write_html
-from mcp_tether.probe.markdown import write_markdown
 from mcp_tether.probe.runner import StopSignals
 
 EPILOG = """\
@@ -35,6 +33,8 @@ before it is reported; a server with a row that still could not run gets no leve
 exit code: 0 when every row ran (whatever its verdict: the lab shows, it does not judge),
   1 when a row could not run (verdict error), 2 set-up error.
 """
+
+TITLE = "mcp-tether lab: does each server die with its client?"
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
@@ -77,15 +77,13 @@ def command(args: argparse.Namespace) -> int:
     if stop.signum:
         return 128 + stop.signum
     levels = server_levels(results)
-    sections = _annotated(results, blocks)
-    if args.html or args.markdown:
-        _pictures(args, sections)
+    sections = _annotated(results, blocks)  # also what the summary and --json rows say
     if args.json:
         print_json("lab", [_json_row(r) for r in results], levels=levels)
     elif args.table:
         render.render_table(
             results,
-            title="mcp-tether lab: does each server die with its client?",
+            title=TITLE,
             with_label=True,
             blocks=[(b, [r for r in results if getattr(r, "block", "") == b]) for b in blocks],
         )
@@ -96,8 +94,10 @@ def command(args: argparse.Namespace) -> int:
             print(f"  {name:<{width}}  {word}", file=sys.stderr)
     else:
         render_summary(results, blocks, levels)
+    code = write_pictures("lab", sections, html=args.html, markdown=args.markdown,
+                          title=TITLE)
     suites = {b: [r for r in results if getattr(r, "block", "") == b] for b in blocks}
-    code = write_junit_or_say(args.junit, suites, "spec")
+    code = write_junit_or_say(args.junit, suites, "spec") or code
     errors = [r for r in results if r.verdict == "error"]
     if errors:
         print(f"mcp-tether lab: {len(errors)} row(s) could not run", file=sys.stderr)
@@ -140,15 +140,6 @@ def _json_row(r: Any) -> dict[str, Any]:
                remedy=raw.get("remedy") or r.remedy)
     row.update({k: raw[k] for k in ("remedy_steps", "remedy_guard") if k in raw})
     return row
-
-
-def _pictures(args: argparse.Namespace, sections: list[tuple[str, dict[str, Any]]]) -> None:
-    """--html / --markdown: each row's full result, annotated with its diagnosis."""
-    title = "mcp-tether lab: does each server die with its client?"
-    if args.html:
-        write_html(args.html, sections, title=title)
-    if args.markdown:
-        write_markdown(args.markdown, sections)
 
 
 def _per_server(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:

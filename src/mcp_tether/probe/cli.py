@@ -323,11 +323,8 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
         if getattr(args, "detail", False):
             sys.stdout.flush()
             print_timelines(payload["results"])
-    code = None
-    for path, write in ((getattr(args, "html", None), "html"),
-                        (getattr(args, "markdown", None), "markdown")):
-        if path:
-            code = _write_picture(path, write, title, payload) or code
+    code = write_pictures("probe", [(title, payload)], html=getattr(args, "html", None),
+                          markdown=getattr(args, "markdown", None))
     return write_junit_or_say(args.junit, {shlex.join(report.command): report.results},
                               report.level) or code
 
@@ -340,25 +337,29 @@ def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exce
     d = r.to_dict()
     payload = {"command": cmd, "level": args.level, "passed": False, "meets": "none",
                "results": [d], "summary": d["diagnosis"]}
-    if getattr(args, "markdown", None):
-        _write_picture(args.markdown, "markdown", title, payload)
-    if getattr(args, "html", None):
-        _write_picture(args.html, "html", title, payload)
+    write_pictures("probe", [(title, payload)], html=getattr(args, "html", None),
+                   markdown=getattr(args, "markdown", None))
     write_junit_or_say(args.junit, {shlex.join(cmd): [r]}, args.level)
 
 
-def _write_picture(path: str, kind: str, title: str, payload: dict[str, Any]) -> int | None:
-    """--html / --markdown, after the results were shown; on failure one line and exit 2,
-    and the other files asked for are still written (CI reads --junit)."""
-    try:
-        if kind == "html":
-            write_html(path, [(title, payload)])
-        else:
-            write_markdown(path, [(title, payload)])
-    except UsageError as exc:  # the writers' one line: "--html PATH: why"
-        print(f"mcp-tether probe: {exc.msg}", file=sys.stderr)
-        return EXIT_USAGE
-    return None
+def write_pictures(command: str, sections: list[tuple[str, dict[str, Any]]], *,
+                   html: str | None, markdown: str | None, title: str = "") -> int | None:
+    """--html / --markdown, after the results were shown; a file that cannot be written is
+    one line and exit 2, and the other files asked for are still written (CI reads
+    --junit)."""
+    code = None
+    for path, kind in ((html, "html"), (markdown, "markdown")):
+        if not path:
+            continue
+        try:
+            if kind == "html":
+                write_html(path, sections, title=title)
+            else:
+                write_markdown(path, sections)
+        except UsageError as exc:  # the writers' one line: "--html PATH: why"
+            print(f"mcp-tether {command}: {exc.msg}", file=sys.stderr)
+            code = EXIT_USAGE
+    return code
 
 
 def write_junit_or_say(path: str | None, suites: dict[str, Any], level: str) -> int | None:
@@ -392,10 +393,11 @@ def _configured(args: argparse.Namespace, opts: ProbeOptions) -> int:
     if stop.signum:
         return 128 + stop.signum
     code = _emit_configured(report, args)
-    commands = {s.label: s.argv for s in report.servers}
-    for path, kind in ((args.html, "html"), (args.markdown, "markdown")):
-        if path:
-            code = _write_configured_pictures(path, kind, report.results, commands) or code
+    if args.html or args.markdown:  # one section per server
+        commands = {s.label: s.argv for s in report.servers}
+        code = write_pictures("probe", sections(report.results, commands), html=args.html,
+                              markdown=args.markdown,
+                              title="mcp-tether probe: configured servers") or code
     if code is not None:
         return code
     return EXIT_OK if report.passed else EXIT_FAILED
@@ -494,19 +496,3 @@ def sections(
             line = summary(results)
         out.append((title, {"results": results, "summary": line}))
     return out
-
-
-def _write_configured_pictures(
-    path: str, kind: str, rows: list[ScenarioResult], commands: dict[str, list[str]]
-) -> int | None:
-    """--html / --markdown for a --host/--config run: one section per server."""
-    title = "mcp-tether probe: configured servers"
-    try:
-        if kind == "html":
-            write_html(path, sections(rows, commands), title=title)
-        else:
-            write_markdown(path, sections(rows, commands))
-    except UsageError as exc:  # the writers' own one line, naming the option and file
-        print(f"mcp-tether: cannot write {exc.msg}", file=sys.stderr)
-        return EXIT_USAGE
-    return None

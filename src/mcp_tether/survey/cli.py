@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration
-from mcp_tether.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
+from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from mcp_tether.packages import check_cache, policy_summary
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.probe.runner import StopSignals
@@ -88,6 +88,8 @@ def command(args: argparse.Namespace) -> int:
     for opt in ("jobs", "scenario_jobs"):
         if getattr(args, opt) is not None and getattr(args, opt) < 1:
             raise UsageError(f"--{opt.replace('_', '-')} must be at least 1")
+    if args.out:
+        _check_out(args.out)  # before an hour of probing, not after it
     policy = policy_from(args)
     check_cache([e.spec.ecosystem for e in entries], policy)  # a bad cache: one line, exit 2
     if not args.host_namespace and not in_pid_namespace() and _is_entry():
@@ -109,13 +111,13 @@ def command(args: argparse.Namespace) -> int:
                             ready_timeout=args.ready_timeout,
                             scenarios=tuple(args.scenarios or ()), should_stop=stop,
                             on_row=tell, policy=policy)
-    _write(args, result)  # also when stopped: the rows done so far, the rest "stopped"
+    code = _write(args, result)  # also when stopped: the rows done so far, the rest "stopped"
     if stop.signum:
         return 128 + stop.signum
     print(f"mcp-tether survey: {len(result.rows)} servers in {result.seconds:.0f} s",
           file=sys.stderr)
     bad = [r for r in result.rows if r.status in ("install-failed", "error", "timeout")]
-    return EXIT_FAILED if bad else EXIT_OK
+    return code or (EXIT_FAILED if bad else EXIT_OK)
 
 
 def _rerender(args: argparse.Namespace) -> int:
@@ -138,18 +140,37 @@ def _rerender(args: argparse.Namespace) -> int:
             row.downloads = row.downloads if row.downloads is not None else entry.downloads
             row.rank = row.rank if row.rank is not None else entry.rank
         row.reclassify()
-    _write(args, result)
-    return EXIT_OK
-
-
-def _write(args: argparse.Namespace, result: SurveyResult) -> None:
     if args.out:
-        base = Path(args.out)
-        base.parent.mkdir(parents=True, exist_ok=True)
-        for ext, text in (("md", to_markdown(result)), ("json", to_json(result)),
-                          ("html", to_html(result))):
-            Path(f"{base}.{ext}").write_text(text)
+        _check_out(args.out)
+    return _write(args, result) or EXIT_OK
+
+
+def _check_out(base: str) -> None:
+    """--out's folder is made, and must be writable; else one line, exit 2."""
+    folder = Path(base).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {base}: cannot make its folder ({exc.strerror})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {base}: its folder {folder} is not writable")
+
+
+def _write(args: argparse.Namespace, result: SurveyResult) -> int | None:
+    """The table on stdout first (it is never lost to a file that fails), then --out's
+    three files; a file that cannot be written is one line and exit 2."""
     sys.stdout.write(to_json(result) if args.json else to_markdown(result))
+    sys.stdout.flush()
+    code = None
+    files = (("md", to_markdown), ("json", to_json), ("html", to_html)) if args.out else ()
+    for ext, render in files:
+        path = f"{args.out}.{ext}"
+        try:
+            Path(path).write_text(render(result))
+        except OSError as exc:
+            print(f"mcp-tether survey: --out {path}: {exc.strerror or exc}", file=sys.stderr)
+            code = EXIT_USAGE
+    return code
 
 
 def _is_entry() -> bool:

@@ -367,7 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     j = join(survey, hosts)
     if a.out:
         for ext, text in (("md", to_markdown(j)), ("json", to_json(j)), ("html", to_html(j))):
-            Path(f"{a.out}.{ext}").write_text(text)
+            try:
+                Path(f"{a.out}.{ext}").write_text(text)
+            except OSError as exc:
+                print(f"survey hosts: --out {a.out}.{ext}: {exc.strerror or exc}",
+                      file=sys.stderr)
+                return 2
     else:
         sys.stdout.write(to_markdown(j))
     return 0
