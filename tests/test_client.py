@@ -28,6 +28,7 @@ from mcp_tether.client.launch import check_command
 from mcp_tether.client.stop import settle, settle_budget
 from mcp_tether.proc import ProcessId, descendants, identify, is_running
 from mcp_tether.proc.signals import signal_process
+from polling import until
 
 pytestmark = pytest.mark.linux
 
@@ -48,14 +49,19 @@ def _tree_of_me() -> list[ProcessId]:
     return [p.ident for p in descendants(os.getpid())]
 
 
-async def _tree_of_at_least(n: int, timeout: float = 10.0) -> list[ProcessId]:
-    """Our tree once it has n processes (the guard forks the server after it starts)."""
-    deadline = time.monotonic() + timeout
+def _tree_of_me_at_least(n: int) -> list[ProcessId]:
+    """Our tree if it has at least n processes, else [] (not yet)."""
     tree = _tree_of_me()
-    while len(tree) < n and time.monotonic() < deadline:
-        await anyio.sleep(0.01)  # polling for a state, with a deadline
-        tree = _tree_of_me()
-    return tree
+    return tree if len(tree) >= n else []
+
+
+async def _tree_of_at_least(n: int, timeout: float = 10.0) -> list[ProcessId]:
+    """Our tree once it has n processes (the guard forks the server after it starts),
+    polled in a worker thread: the event loop runs on meanwhile."""
+    def wait() -> list[ProcessId]:
+        return until(lambda: _tree_of_me_at_least(n), f"{n} processes in our tree", timeout)
+
+    return await anyio.to_thread.run_sync(wait)
 
 
 # -- start-up errors ----------------------------------------------------------------------
@@ -339,11 +345,7 @@ def test_a_stuck_guard_gets_the_safety_rung_with_its_tree() -> None:
     server = spawn([sys.executable, str(FIXTURES / "thread.py")], grace=0.1, term_grace=0.1)
     try:
         assert server.stdout.readable()
-        deadline = time.monotonic() + 10
-        tree = _tree_of_me()
-        while len(tree) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)  # polling for the server's fork, with a deadline
-            tree = _tree_of_me()
+        tree = until(lambda: _tree_of_me_at_least(2), "the guard to fork the server", 10)
         guard = identify(server.pid)
         assert guard is not None and signal_process(guard, signal.SIGSTOP) == "sent"
         server.stdin.close()

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 from mcp_tether.lab import node_env
 from mcp_tether.proc import ProcessId, cmdline, is_running
 from mcp_tether.proc.signals import signal_process
+from polling import until
 
 pytestmark = pytest.mark.linux
 
@@ -139,13 +139,14 @@ def _idents(tree: list[list[Any]]) -> list[ProcessId]:
     return [ProcessId(int(pid), float(start)) for pid, start in tree]
 
 
-def _wait_all_gone(idents: list[ProcessId], deadline_s: float) -> list[ProcessId]:
-    deadline = time.monotonic() + deadline_s
-    alive = [i for i in idents if is_running(i)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.01)  # polling for a state with a deadline
-        alive = [i for i in alive if is_running(i)]
-    return alive
+def _wait_all_gone(idents: list[ProcessId], timeout: float) -> None:
+    """Every process of `idents` gone, or an AssertionError naming the ones still running."""
+    try:
+        until(lambda: not any(is_running(i) for i in idents),
+              "every process of the server's tree to end", timeout)
+    except AssertionError as e:
+        left = [i for i in idents if is_running(i)]
+        raise AssertionError(f"{e}; still running: {left}") from None
 
 
 def _fixture(name: str) -> tuple[str, list[str]]:
@@ -215,7 +216,7 @@ def test_a_host_sigkilled_mid_session_leaves_no_process_of_the_servers_tree(
     assert signal_process(host_id, signal.SIGKILL) == "sent"
     host.proc.wait(10)
     assert host.proc.returncode == -signal.SIGKILL
-    assert _wait_all_gone(tree, 30.0) == []
+    _wait_all_gone(tree, 30.0)
 
 
 @pytest.mark.node
@@ -236,7 +237,7 @@ def test_a_host_sigkilled_with_a_node_timer_server_leaves_nothing(
     assert host_id is not None
     assert signal_process(host_id, signal.SIGKILL) == "sent"
     host.proc.wait(10)
-    assert _wait_all_gone(tree, 30.0) == []
+    _wait_all_gone(tree, 30.0)
 
 
 def test_cancellation_while_connected_runs_the_ladder(host_python: str, tmp_path: Path) -> None:

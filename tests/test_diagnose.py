@@ -14,6 +14,7 @@ from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, build_specs
 from mcp_tether.probe.diagnose import annotate, diagnose, explain_line, remedy, summary
 from mcp_tether.probe.runner import run_specs
+from polling import until
 
 SERVERS = Path(__file__).parent / "servers"
 MINI = [sys.executable, str(SERVERS / "mini.py")]
@@ -204,7 +205,6 @@ def test_evidence_of_a_vanished_process_is_empty_not_an_error() -> None:
 def test_evidence_names_threads_and_sees_the_wire_of_a_live_process() -> None:
     """A live server: its named thread, its stdio ends (as spawned), its signal masks."""
     import subprocess
-    import time
 
     from mcp_tether.probe.evidence import collect, stdio_links
 
@@ -212,12 +212,13 @@ def test_evidence_names_threads_and_sees_the_wire_of_a_live_process() -> None:
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         wire = stdio_links(p.pid)
-        deadline = time.monotonic() + 20
-        ev = collect(p.pid, wire)
-        while "flusher" not in ev["threads"] and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling for the thread to be named, with a deadline
+
+        def named() -> dict[str, Any] | None:
             ev = collect(p.pid, wire)
-        assert ev["alive"] and "flusher" in ev["threads"]
+            return ev if "flusher" in ev["threads"] else None
+
+        ev = until(named, "the server's thread to be named 'flusher'", 20)
+        assert ev["alive"]
         assert ev["holds_wire"] is True and len(wire) == 2
         assert "SIGINT" in ev["sig_caught"]  # Python's KeyboardInterrupt handler
     finally:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from polling import until
+
 FIXTURES = Path(__file__).resolve().parent.parent / "src" / "mcp_tether" / "lab" / "python"
 STARTUP_DEADLINE = 30.0  # importing the SDK is slow on a loaded machine
 EXIT_DEADLINE = 10.0
@@ -83,11 +85,17 @@ class Fixture:
             if "event=" in line
         ]
 
-    def wait_for_event(self, event: str, deadline: float) -> None:
-        while event not in self.events():
-            assert time.monotonic() < deadline, f"no event={event}; got {self.events()}"
-            assert self.proc.poll() is None, f"exited early: {self.events()}"
-            select.select([], [], [], 0.01)  # poll interval, the state is checked above
+    def wait_for_event(self, event: str, timeout: float) -> None:
+        def seen() -> bool:
+            if event in self.events():
+                return True
+            assert self.proc.poll() is None, f"exited {self.proc.returncode} early"
+            return False
+
+        try:
+            until(seen, f"event={event}", timeout)
+        except AssertionError as e:  # a timeout, or an early exit: say what it did log
+            raise AssertionError(f"{e}; got {self.events()}") from None
 
     def close(self) -> None:
         for line in self.err_path.read_text().splitlines():
@@ -161,7 +169,7 @@ def test_a_fixture_built_to_ignore_eof_outlives_it(start, name, after_eof):  # t
     _handshake(fixture)
     assert fixture.proc.stdin is not None
     fixture.proc.stdin.close()
-    fixture.wait_for_event(after_eof, time.monotonic() + EXIT_DEADLINE)
+    fixture.wait_for_event(after_eof, EXIT_DEADLINE)
     with pytest.raises(subprocess.TimeoutExpired):
         fixture.proc.wait(timeout=STAY_ALIVE_FOR)
 

@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from mcp_tether.hostcheck.render import render_html, render_markdown, render_tex
 from mcp_tether.lab import node_env
 from mcp_tether.proc import ProcessId, cmdline, identify, snapshot
 from mcp_tether.proc.signals import signal_process
+from polling import until
 
 pytestmark = pytest.mark.linux
 
@@ -200,23 +200,22 @@ def test_a_stopped_check_leaves_neither_host_nor_recorder(tmp_path: Path, sig: i
         [sys.executable, "-m", "mcp_tether", "hostcheck", "-s", "exit", "--ready-timeout",
          "120", "--", "sh", "-c", '"$@"; true', "sh", "{server}"],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    started = False
-    while not started and time.monotonic() < deadline and proc.poll() is None:
-        started = any(b'"start"' in f.read_bytes()
-                      for f in tmp_path.glob("*/exit/events/grandchild-*.jsonl"))
-        if not started:
-            time.sleep(0.05)  # polling a file another process writes, with a deadline
-    assert started, "the recorder never started its grandchild"
+
+    def grandchild_started() -> bool:  # a file another process writes
+        assert proc.poll() is None, f"the check exited {proc.returncode} first"
+        return any(b'"start"' in f.read_bytes()
+                   for f in tmp_path.glob("*/exit/events/grandchild-*.jsonl"))
+
+    until(grandchild_started, "the recorder to start its grandchild", 60)
     ident = identify(proc.pid)
     assert ident is not None and signal_process(ident, sig) == "sent"
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130), err
     tag = str(tmp_path)
-    deadline = time.monotonic() + 15
-    while _recorders(tag) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _recorders(tag) == []
+    try:
+        until(lambda: not _recorders(tag), "the recorders to end", 15)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; still running: {_recorders(tag)}") from None
 
 
 def test_a_host_that_leaves_before_the_handshake_ends_is_still_judged(tmp_path: Path) -> None:

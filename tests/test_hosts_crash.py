@@ -7,13 +7,14 @@ import os
 import random
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from mcp_tether import hosts
 from mcp_tether.hosts import atomic
+from polling import until
 
 pytestmark = [pytest.mark.linux, pytest.mark.slow]
 TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")  # exists: wrap checks
@@ -29,6 +30,14 @@ def config_text() -> str:
 
 def debris(folder: Path) -> list[str]:
     return [n for n in os.listdir(folder) if atomic.TEMP_MARK in n] if folder.exists() else []
+
+
+def mid_write_or_ended(proc: subprocess.Popen[bytes], *folders: Path) -> bool:
+    return any(debris(f) for f in folders) or proc.poll() is not None
+
+
+def swept(*folders: Path) -> bool:
+    return not any(debris(f) for f in folders)
 
 
 def test_a_wrap_killed_at_random_moments_leaves_no_debris_and_no_half_file(
@@ -64,20 +73,19 @@ def test_a_wrap_killed_at_random_moments_leaves_no_debris_and_no_half_file(
         )
         backups = atomic.backup_dir(cfg.resolve())
         if i % 2:  # odd runs: from the moment the first temp file exists (mid-write)
-            deadline = time.monotonic() + 30.0
-            while (not debris(folder) and not debris(backups) and proc.poll() is None
-                   and time.monotonic() < deadline):
-                time.sleep(0.002)  # polling for a state, with a deadline
+            until(partial(mid_write_or_ended, proc, folder, backups),
+                  f"run {i}'s first temp file, or its end", 30.0, max_step=0.002)
         delay = rng.uniform(0.0, 1.5) if i % 2 else rng.uniform(0.05, 0.9)
         try:
             proc.wait(timeout=delay)
         except subprocess.TimeoutExpired:
             proc.kill()  # our own child, still unreaped: the pid is still its own
             proc.wait()
-        deadline = time.monotonic() + 5.0
-        while (debris(folder) or debris(backups)) and time.monotonic() < deadline:
-            time.sleep(0.01)  # polling for the janitor's sweep, with a deadline
-        assert debris(folder) == [] and debris(backups) == [], (i, delay)
+        try:
+            until(partial(swept, folder, backups), "the janitor's sweep", 5.0)
+        except AssertionError as e:
+            raise AssertionError(f"{e} (run {i}, delay {delay:.3f} s); left: "
+                                 f"{debris(folder) + debris(backups)}") from None
         assert sorted(os.listdir(folder)) == ["mcp.json"], (i, delay)
         now = cfg.read_bytes()
         assert now in (original, wrapped), (i, delay)

@@ -8,7 +8,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families as prometheu
 
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.render import render_openmetrics
+from polling import until
 from scan_lab import DEADLINE, Lab, lab_fixture, run_cli
 
 pytestmark = [pytest.mark.linux,
@@ -154,16 +154,20 @@ def test_the_node_exporter_textfile_collector_serves_the_series(
         [exporter, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
          "--collector.textfile", f"--collector.textfile.directory={folder}"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def scrape() -> str:  # "" until the exporter listens
+        if proc.poll() is not None:  # its stderr says why: it ended, so read() ends
+            assert proc.stderr is not None
+            raise AssertionError(f"the exporter exited {proc.returncode} before serving "
+                                 f"/metrics: {proc.stderr.read().decode(errors='replace')}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            return ""
+
     try:
-        body, deadline = "", time.monotonic() + DEADLINE
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                    body = r.read().decode()
-                break
-            except OSError:
-                time.sleep(0.1)  # polling the port until the exporter listens
-        assert body, f"no /metrics from the exporter: {proc.stderr and proc.poll()}"
+        body = until(scrape, f"/metrics from the exporter on port {port}", DEADLINE)
     finally:
         proc.terminate()  # our own child, not yet reaped: its pid is still ours
         proc.wait(timeout=DEADLINE)

@@ -14,7 +14,6 @@ import dataclasses
 import os
 import select
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ import node_tether_env
 from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, ProbeReport, probe
 from mcp_tether.probe.spec import ROBUST
+from polling import until
 
 pytestmark = [
     pytest.mark.skipif(node_env.missing_tools() is not None, reason="needs node and npm"),
@@ -191,14 +191,15 @@ def _cpu_ticks(pid: int) -> int:
     return int(rest[11]) + int(rest[12])  # utime, stime (fields 14, 15)
 
 
-def _wait4(pid: int, deadline: float) -> tuple[int, float] | None:
-    """(status, CPU seconds of the whole life) once it exits; None at the deadline."""
-    while time.monotonic() < deadline:
+def _wait4(pid: int, what: str, timeout: float) -> tuple[int, float]:
+    """(status, CPU seconds of the whole life) once our child `pid` exits; an
+    AssertionError ("timed out waiting for <what>") if it has not within `timeout`."""
+
+    def reaped() -> tuple[int, float] | None:
         got, status, ru = os.wait4(pid, os.WNOHANG)
-        if got == pid:
-            return status, ru.ru_utime + ru.ru_stime
-        time.sleep(0.01)  # polling for the exit with a deadline
-    return None
+        return (status, ru.ru_utime + ru.ru_stime) if got == pid else None
+
+    return until(reaped, what, timeout)
 
 
 @pytest.mark.parametrize("mode", ["tether", "plain"])
@@ -213,10 +214,13 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "TETHER_HOOK_FILE": str(hooks)})
     try:
-        deadline = time.monotonic() + 30
-        while not (hooks.exists() and "ready" in hooks.read_text()):
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
+        def ready() -> bool:
+            if hooks.exists() and "ready" in hooks.read_text():
+                return True
+            assert proc.poll() is None, f"the server exited {proc.returncode}, never ready"
+            return False
+
+        until(ready, f"the server's 'ready' line in {hooks}", 30)
         assert proc.stdout is not None
         assert select.select([proc.stdout], [], [], 10)[0]  # it is writing
         before = _cpu_ticks(proc.pid) / os.sysconf("SC_CLK_TCK")
@@ -225,9 +229,7 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
             assert f is not None
             f.close()
         if mode == "tether":
-            ended = _wait4(proc.pid, time.monotonic() + 30)
-            assert ended is not None, "the tethered server did not exit"
-            status, cpu = ended
+            status, cpu = _wait4(proc.pid, "the tethered server to exit", 30)
             proc.returncode = os.waitstatus_to_exitcode(status)
             assert proc.returncode == 0
             after_ms = (cpu - before) * 1000
@@ -236,13 +238,18 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
         else:
             # The control: the same server without the line burns CPU while it lives. Polled
             # on its CPU ticks (a loaded machine gives it less per second), not on a clock.
-            deadline = time.monotonic() + 30
             spent = 0.0
-            while spent <= 0.100 and time.monotonic() < deadline:
+
+            def spun() -> bool:
+                nonlocal spent
                 assert proc.poll() is None, "the plain server exited by itself"
-                time.sleep(0.05)
                 spent = _cpu_ticks(proc.pid) / os.sysconf("SC_CLK_TCK") - before
-            assert spent > 0.100, f"expected the orphan to spin, it used {spent * 1000:.0f} ms"
+                return spent > 0.100
+
+            try:
+                until(spun, "the orphan to spin past 100 ms of CPU", 30)
+            except AssertionError as e:
+                raise AssertionError(f"{e}: it used {spent * 1000:.0f} ms") from None
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from mcp_tether.errors import CommandNotExecutable, CommandNotFound
 from mcp_tether.probe import ProbeOptions, probe
 from mcp_tether.probe.verdict import Facts, Rung, Survivor, decide
 from mcp_tether.proc import descendants, identify, signal_process
+from polling import until
 
 pytestmark = pytest.mark.linux
 MINI = str(Path(__file__).parent / "servers" / "mini.py")
@@ -168,12 +168,17 @@ def test_an_interrupted_probe_leaves_nothing_running(sig: int) -> None:
     )
     ident = identify(p.pid)
     assert ident is not None
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        running = [d for d in descendants(p.pid) if d.comm.startswith("python")]
-        if len(running) >= 15:  # keepers, clients and servers are up
-            break
-        time.sleep(0.02)  # polling for a state, with a deadline
+
+    def servers_up() -> bool:  # keepers, clients and servers are up
+        assert p.poll() is None, f"the probe exited {p.returncode} before its servers ran"
+        return len([d for d in descendants(p.pid) if d.comm.startswith("python")]) >= 15
+
+    try:
+        until(servers_up, "15 python processes under the probe", 20)
+    except AssertionError:
+        p.kill()  # our own child: its keepers see it go and end their trees
+        p.communicate()
+        raise
     assert signal_process(ident, sig) == "sent"
     _, err = p.communicate(timeout=30)
     assert p.returncode == 128 + sig, err

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from mcp_tether.cli import main
 from mcp_tether.probe import ProbeOptions, probe
 from mcp_tether.proc import cmdline, identify, snapshot
+from polling import until
 
 pytestmark = pytest.mark.linux
 MINI = str(Path(__file__).parent / "servers" / "mini.py")
@@ -145,16 +145,13 @@ def test_a_sigkilled_probe_leaves_nothing_running(tmp_path: Path) -> None:
     )
     ident = identify(p.pid)
     assert ident is not None
-    deadline = time.monotonic() + 30
-    while len(_alive_with(marker)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.02)  # polling for a state, with a deadline
-    assert len(_alive_with(marker)) >= 2
+    until(lambda: len(_alive_with(marker)) >= 2, f"two processes with {marker} in argv", 30)
     p.kill()  # our own unreaped child
     p.wait()
-    deadline = time.monotonic() + 15
-    while _alive_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _alive_with(marker) == []
+    try:
+        until(lambda: not _alive_with(marker), f"every process with {marker} to end", 15)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; still running: {_alive_with(marker)}") from None
 
 
 def test_a_40_mb_line_is_read_in_linear_time_and_taken_as_noise(tmp_path: Path) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from mcp_tether.proc import descendants, snapshot
+from mcp_tether.proc import ProcessId, descendants, snapshot
 from mcp_tether.proc.tree import own_tree
+from polling import until
 
 pytestmark = pytest.mark.linux
 
@@ -38,14 +38,15 @@ def test_the_tree_walk_finds_a_grandchild_forked_by_a_thread_as_the_full_scan_do
     try:
         assert child.stdout is not None
         grandchild = int(child.stdout.readline())
-        deadline = time.monotonic() + 10
         want = {child.pid, grandchild}
-        while time.monotonic() < deadline:  # the grandchild may still be exec'ing
+
+        def walked_both() -> set[ProcessId]:  # the grandchild may still be exec'ing
             walked = {i.ident for i in own_tree(os.getpid()) or []}
-            if want <= {i.pid for i in walked}:
-                break
+            return walked if want <= {i.pid for i in walked} else set()
+
+        walked = until(walked_both, f"the tree walk to list the child {child.pid} and the "
+                       f"grandchild {grandchild}", 10)
         full = {i.ident for i in descendants(os.getpid(), snapshot())}
-        assert want <= {i.pid for i in walked}
         assert {i for i in walked if i.pid in want} == {i for i in full if i.pid in want}
     finally:
         assert child.stdin is not None

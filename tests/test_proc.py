@@ -20,6 +20,7 @@ from mcp_tether.proc import (
     SAME,
     ExitWaiter,
     ProcessId,
+    ProcRecord,
     cmdline,
     compare,
     descendants,
@@ -31,6 +32,7 @@ from mcp_tether.proc import (
 from mcp_tether.proc.reap import exit_status, reap_children
 from mcp_tether.proc.signals import pin
 from mcp_tether.proc.spawn import spawn
+from polling import until
 
 SLEEPER = [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"]
 
@@ -436,11 +438,14 @@ def test_the_portable_backend_says_what_it_cannot_do() -> None:
         assert pinned is not None
         with pinned:
             assert pinned.signal(signal.SIGKILL) == "sent"
-        deadline = time.monotonic() + 10
-        while (z := portable.read(child.pid)) is not None and not z.exited:
-            assert time.monotonic() < deadline, "the child never turned zombie"
-            time.sleep(0.01)  # polling for a state with a deadline
-        assert z is not None and z.exited and z.ppid == os.getpid()
+
+        def zombie() -> ProcRecord | None:
+            z = portable.read(child.pid)
+            assert z is not None, "the child vanished unreaped"
+            return z if z.exited else None
+
+        z = until(zombie, "the child to turn zombie", 10)
+        assert z.ppid == os.getpid()
     finally:
         os.waitpid(child.pid, 0)
         child.close()
@@ -501,10 +506,12 @@ def test_without_a_subreaper_a_double_forked_escapee_outlives_end_tree() -> None
     with os.fdopen(r) as fh:
         escapee = identify(int(fh.readline()))
     assert escapee is not None
-    deadline = time.monotonic() + 10
-    while (info := platform.backend.read(escapee.pid)) is not None and info.ppid != 1:
-        assert time.monotonic() < deadline, "the escapee was never reparented to init"
-        time.sleep(0.01)  # polling for a state with a deadline
+
+    def reparented() -> bool:  # or gone: what follows says so
+        info = platform.backend.read(escapee.pid)
+        return info is None or info.ppid == 1
+
+    until(reparented, "the escapee to be reparented to init", 10)
     try:
         tree = Tree(group=c.pid)
         assert tree.exact is False

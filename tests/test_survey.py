@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from mcp_tether.cli import main
 from mcp_tether.errors import ConfigError
 from mcp_tether.survey import parse_line, parse_list
 from package_fixtures import go_offline, wheel
+from polling import until
 
 SERVICE_DOWN = (  # the wheel's console script runs this as __main__
     "import sys\n"
@@ -119,15 +119,12 @@ def test_an_interrupted_survey_ends_every_server_it_started(tmp_path: Path) -> N
                           "--host-namespace", "-s", "idle"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # poll: until the server itself runs
-        if _server_running(p.pid):
-            break
-        time.sleep(0.05)
-    else:
-        p.kill()
+    try:
+        until(lambda: _server_running(p.pid), "the survey to start the server", 60)
+    except AssertionError:
+        p.kill()  # our own child, not yet reaped
         p.communicate()
-        pytest.fail("the survey never started the server")
+        raise
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 128 + signal.SIGTERM, err
