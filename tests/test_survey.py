@@ -267,3 +267,45 @@ def test_a_fix_many_rows_share_is_said_once_and_the_rows_point_to_it() -> None:
     md, page = to_markdown(result), to_html(result)
     assert md.count(fix.replace("|", "\\|")) == 1 and md.count("Fix: [1].") == 3
     assert page.count("tether(server)") == 1 and page.count('href="#fix-1"') == 3
+
+
+@pytest.mark.parametrize("where", ["file", "no-folder"])
+def test_an_out_that_cannot_be_made_stops_before_any_row_with_one_line(
+        tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--out under a file or an unreachable folder: exit 2 and one line before a server
+    is fetched (the list's package does not exist: reaching it would say so)."""
+    listing = tmp_path / "servers.list"
+    listing.write_text("npm:mcp-tether-no-such-package@0.0.0\n")
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    base = blocker / "t" if where == "file" else Path("/proc/mcp-tether-nowhere/t")
+    code = main(["survey", str(listing), "--out", str(base), "--host-namespace", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", out
+    assert err.strip().splitlines() == [
+        f"mcp-tether survey: --out {base}: cannot make its folder "
+        f"({'File exists' if where == 'file' else 'No such file or directory'})"]
+
+
+def test_a_file_of_out_that_cannot_be_written_still_leaves_the_table_on_stdout(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """BASE.json is a folder: the others are written, stdout has the table, one line
+    names the file, exit 2."""
+    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey.render import to_json
+
+    listing = tmp_path / "servers.list"
+    listing.write_text("npm:db@1.0.0\n")
+    saved = tmp_path / "old.json"
+    saved.write_text(to_json(SurveyResult([Row("npm:db@1.0.0", "npm:db@1.0.0")], 1.8e9, 1.0,
+                                          2, True)))
+    (tmp_path / "new.json").mkdir()
+    code = main(["survey", str(listing), "--from-json", str(saved), "--out",
+                 str(tmp_path / "new")])
+    out, err = capsys.readouterr()
+    assert code == 2 and "npm:db@1.0.0" in out
+    assert err.strip().splitlines() == [
+        f"mcp-tether survey: --out {tmp_path / 'new.json'}: Is a directory"]
+    assert (tmp_path / "new.md").is_file() and (tmp_path / "new.html").is_file()
