@@ -34,6 +34,7 @@ from typing import Any
 from mcp_tether import platform
 from mcp_tether.container import end_owned_by, follow_for, maybe_container_run
 from mcp_tether.guard.report import ReportPipe
+from mcp_tether.guard.result import signame
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.client import client_main
 from mcp_tether.probe.evidence import collect, stdio_links
@@ -213,7 +214,7 @@ class Keeper(core.Keeper):
             sent = signal_process(self.server, sig) == "sent"
         if sent:
             extra = {"group": True} if group else {}
-            self._ev(t, signal.Signals(sig).name.lower(), self.server.pid, **extra)
+            self._ev(t, signame(sig).lower(), self.server.pid, **extra)
         return sent
 
     def tree_still_serving(self) -> bool:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether import platform
+from mcp_tether.guard.result import signame
 from mcp_tether.ladder import KILL_WAIT
 from mcp_tether.probe.interfere import interference, mark_rerun
 from mcp_tether.probe.scenarios import get
@@ -344,8 +345,7 @@ class StopSignals:
         if exc_type is KeyboardInterrupt and not self.signum:
             self.signum = signal.SIGINT
         if self.signum:
-            name = signal.Signals(self.signum).name
-            print(f"mcp-tether {self.what}: stopped by {name}; nothing left running",
-                  file=sys.stderr)
+            print(f"mcp-tether {self.what}: stopped by {signame(self.signum)}; nothing left "
+                  "running", file=sys.stderr)
             return exc_type is KeyboardInterrupt  # swallow our own stop
         return False
