@@ -136,9 +136,8 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
     probed: tuple[dict[str, Any], str, str], tmp_path: Path,
 ) -> None:
     """The lab's --html/--markdown: rows keep their label; one summary line per server."""
-    import argparse
-
-    from mcp_tether.lab.cli import _annotated, _pictures
+    from mcp_tether.lab.cli import TITLE, _annotated
+    from mcp_tether.probe.cli import write_pictures
     from mcp_tether.probe import ScenarioResult
 
     payload, _, _ = probed
@@ -150,7 +149,8 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
         res.raw = dict(d, argv=[*MINI, "--thread"])  # type: ignore[attr-defined]
         rows.append(res)
     html, md = tmp_path / "lab.html", tmp_path / "lab.md"
-    _pictures(argparse.Namespace(html=str(html), markdown=str(md)), _annotated(rows, ("extra",)))
+    assert write_pictures("lab", _annotated(rows, ("extra",)), html=str(html),
+                          markdown=str(md), title=TITLE) is None
     parser = Marks()
     parser.feed(html.read_text())
     assert set(parser.cards) == {r["scenario"] for r in payload["results"]}
