@@ -90,8 +90,8 @@ class Placement:
             entry: dict[str, Any] = {s.command_key: list(argv)}
         else:
             entry = {s.command_key: argv[0], s.args_key: list(argv[1:])}
-        if "stdio" in s.stdio_types:
-            entry = {"type": "stdio", **entry}
+        if s.stdio_type is not None:
+            entry = {"type": s.stdio_type, **entry}
         return entry
 
     def render(self, argv: list[str]) -> bytes:
@@ -115,7 +115,8 @@ class Placement:
         """Write the entry with `argv` (atomically), and check that the host reads it."""
         write_atomic(self.path, self.render(argv))
         found = [e for e in read_servers(self.path, self.host) if e.name == ENTRY_NAME]
-        if not found or [found[0].command, *found[0].args] != list(argv):
+        if (not found or found[0].transport != "stdio" or found[0].disabled
+                or [found[0].command, *found[0].args] != list(argv)):
             raise UsageError(f"--host {self.host}: the recorder's entry in {self.path} does "
                              "not read back as written")
 
@@ -225,8 +226,9 @@ def write_recorder(host: str, home: Path, project: Path, argv: list[str], *,
         raise UsageError(f"--host {host}: writing YAML configs is not supported; "
                          "use `hostcheck -- HOST-ARGV` with {server}")
     path = cf.path
-    if ours:
-        path = home / ours / path.relative_to(home / theirs)
+    if ours:  # the fork's own folder, in HOME or in the project alike
+        root = home if path.is_relative_to(home / theirs) else project
+        path = root / ours / path.relative_to(root / theirs)
     table = tuple(str(project) if k == "*" else k for k in h.shape.tables[0])
     # Read back as the host whose shape it keeps: the fork is not in the hosts package.
     place = Placement(shape_of, path, (*table, ENTRY_NAME), cf.format, h.shape)
