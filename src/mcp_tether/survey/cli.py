@@ -40,8 +40,13 @@ examples:
   mcp-tether survey my-servers.list --jobs 1 --json
 the survey runs in a pid namespace of its own where one can be made (root or user
   namespaces): when it ends, or is interrupted or killed, nothing it started is left.
+a failure is published only when it repeats: each failing scenario is probed twice
+  more (the load average recorded before every run); one that passes once is shown as
+  `flaky` with its runs, never as FAIL. A survey whose load stayed above the CPU count
+  marks its table BUSY MACHINE, and --out then writes only BASE.json (--allow-busy: all).
 exit code: 0 every row ran (whatever its verdicts: the survey reports, it does not
-  judge), 1 some row could not be probed (install failed, error, timeout), 2 usage error
+  judge), 1 some row could not be probed (install failed, error, timeout) or a busy
+  survey's table was not written, 2 usage error
 """
 
 
@@ -70,6 +75,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="render a survey's JSON again (with --out), probing nothing; "
                         "repeated: one table from several surveys of the list, a later "
                         "file's row replacing an earlier one's")
+    parser.add_argument("--allow-busy", action="store_true",
+                        help="write --out's table even when the load average stayed above "
+                        "the CPU count (without it, only BASE.json is written)")
     parser.add_argument("--host-namespace", action="store_true",
                         help="do not enter a pid namespace of its own")
     add_policy_options(parser)
@@ -163,6 +171,12 @@ def _write(args: argparse.Namespace, result: SurveyResult) -> int | None:
     sys.stdout.flush()
     code = None
     files = (("md", to_markdown), ("json", to_json), ("html", to_html)) if args.out else ()
+    if files and result.busy and not args.allow_busy:
+        # The data is kept (`--from-json` renders it again); the table is not published.
+        print(f"mcp-tether survey: the load average stayed above the {result.cpus} CPUs: "
+              f"only {args.out}.json written (--allow-busy writes the table too)",
+              file=sys.stderr)
+        files, code = (("json", to_json),), EXIT_FAILED
     for ext, render in files:
         path = f"{args.out}.{ext}"
         try:

@@ -3,17 +3,21 @@
 Guarantees: the three say the same thing (one table, then each failing row's diagnosis
 and remedy) and are computed from the result alone; HTML is self-contained and every
 value is escaped; a failure is never shown without its remedy when the probe gave one.
+A failure that did not repeat is shown as `flaky` with its runs, never as a FAIL; an SDK
+host's re-check that did not confirm a failure is shown beside it; a survey whose load
+stayed above the CPU count says so first.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import statistics
 from typing import Any
 
 from mcp_tether.jsonout import envelope
 from mcp_tether.probe.markdown import cell
-from mcp_tether.survey import PROBE_FLOOR, STYLES, Row, SurveyResult
+from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, Row, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers"]
 
@@ -33,7 +37,22 @@ def _mark(v: bool | None) -> str:
 
 
 def _failed_scenarios(row: Row, style: str) -> list[str]:
-    return [f.scenario for f in row.failures if f.style == style]
+    return [f.scenario + (f" (SDK host: {f.sdk_recheck})"
+                          if f.sdk_recheck.startswith("not confirmed") else "")
+            for f in row.failures if f.style == style]
+
+
+def runs_text(f: Failure) -> str:
+    """A cell's runs: `lingered at load 3.1, exited at load 0.4, ...`."""
+    return ", ".join(f"{r['verdict']} at load {float(r['load']):g}" for r in f.runs)
+
+
+def _flaky_text(row: Row) -> str:
+    if not row.flaky:
+        return ""
+    what = {"flaky": "flaky", "unrepeated": "failed once, not rerun"}
+    return "; ".join(f"{what.get(f.repeated, f.repeated)}: {f.style} {f.scenario}"
+                     for f in row.flaky)
 
 
 def cells(row: Row) -> list[str]:
@@ -53,6 +72,8 @@ def cells(row: Row) -> list[str]:
         names = _failed_scenarios(row, style)
         if names:
             fails.append(f"{style}: {', '.join(names)}")
+    if row.flaky:
+        fails.append(_flaky_text(row))
     if row.status == "timeout":
         fails.append(row.note)
     return [row.label, used(row), row.version, row.language, row.sdk or "—", row.launch, spec,
@@ -66,9 +87,21 @@ def _details(row: Row) -> list[tuple[str, str, str]]:
     for f in row.failures:
         groups.setdefault((f.scenario, f.level, f.verdict, f.diagnosis), []).append(f.style)
     remedies = {(f.scenario, f.level, f.verdict, f.diagnosis): f.remedy for f in row.failures}
-    return [(f"{scen} [{level}] ({'/'.join(styles)}): {verdict}", diag,
-             remedies[(scen, level, verdict, diag)])
-            for (scen, level, verdict, diag), styles in groups.items()]
+    out = [(f"{scen} [{level}] ({'/'.join(styles)}): {verdict}", diag,
+            remedies[(scen, level, verdict, diag)])
+           for (scen, level, verdict, diag), styles in groups.items()]
+    # Each cell's runs and SDK re-check, and the cells that did not repeat (no fix).
+    for f in row.failures:
+        said = [x for x in (f.runs and runs_text(f),
+                            f.sdk_recheck and f"SDK host: {f.sdk_recheck}") if x]
+        failed = sum(1 for r in f.runs if not r["passed"] and r["verdict"] != "error")
+        if said:
+            out.append((f"{f.scenario} ({f.style}): failed {failed} of {len(f.runs)} runs",
+                        "; ".join(said), ""))
+    for f in row.flaky:
+        out.append((f"{f.scenario} [{f.level}] ({f.style}): {f.repeated}, not a FAIL",
+                    f"runs: {runs_text(f)}", ""))
+    return out
 
 
 def fix_numbers(result: SurveyResult) -> dict[str, int]:
@@ -96,7 +129,19 @@ def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
             f"{d['jobs']} at once, {ns}{load_text}.{floor_text}")
 
 
+def _busy_line(result: SurveyResult) -> str:
+    if not result.busy:
+        return ""
+    return (f"BUSY MACHINE: the load average stayed above the {result.cpus} CPUs "
+            f"(median {statistics.median(result.loads()):g}); "
+            "timings and start-ups here are the machine's, not the servers'. ")
+
+
 def _header(result: SurveyResult) -> str:
+    return _busy_line(result) + _runs_header(result)
+
+
+def _runs_header(result: SurveyResult) -> str:
     if result.runs:
         return (f"Put together from {len(result.runs)} surveys of one list (a later one's "
                 "row replaces an earlier one's): " +
