@@ -130,3 +130,24 @@ def test_a_busy_survey_is_marked_and_its_table_is_written_only_when_allowed(
     assert main(["survey", str(listing), "--from-json", str(saved), "--out", str(out),
                  "--allow-busy"]) == 0
     assert Path(f"{out}.md").read_text().startswith("BUSY MACHINE")
+
+
+def test_a_failure_the_sdk_host_did_not_confirm_says_so_beside_it() -> None:
+    """The row keeps its FAIL (it repeated), and its failures cell says the SDK host saw
+    otherwise; a confirmed one adds nothing to the cell."""
+    fail = {"style": "python", "scenario": "exit", "level": "spec", "verdict": "lingered",
+            "diagnosis": "d", "remedy": "r", "repeated": "repeats",
+            "runs": [{"verdict": "lingered", "passed": False, "load": 1.0}] * 3}
+    doc = {"started": "2026-01-01T00:00:00Z", "seconds": 1, "jobs": 1,
+           "pid_namespace": True, "results": [{
+               "label": "az", "spec": "npm:az", "status": "ok",
+               "spec_pass": {"node": True, "python": False},
+               "robust_pass": {"node": True, "python": False},
+               "failures": [{**fail, "sdk_recheck": "not confirmed: the SDK host saw the "
+                             "tree gone (328 ms)"},
+                            {**fail, "scenario": "crash", "sdk_recheck": "confirmed (x)"}]}]}
+    md = to_markdown(SurveyResult.from_dict(doc))
+    line = next(ln for ln in md.splitlines() if ln.startswith("| az |"))
+    assert "pass / FAIL" in line
+    assert "exit (SDK host: not confirmed: the SDK host saw the tree gone (328 ms))" in line
+    assert "crash (SDK host" not in line and "SDK host: confirmed (x)" in md
