@@ -134,7 +134,8 @@ def test_a_busy_survey_is_marked_and_its_table_is_written_only_when_allowed(
 
 def test_a_failure_the_sdk_host_did_not_confirm_says_so_beside_it() -> None:
     """The row keeps its FAIL (it repeated), and its failures cell says the SDK host saw
-    otherwise; a confirmed one adds nothing to the cell."""
+    otherwise; a confirmed one adds nothing to the cell. The `kill PID` column is the
+    sigterm-pid verdict per style."""
     fail = {"style": "python", "scenario": "exit", "level": "spec", "verdict": "lingered",
             "diagnosis": "d", "remedy": "r", "repeated": "repeats",
             "runs": [{"verdict": "lingered", "passed": False, "load": 1.0}] * 3}
@@ -143,11 +144,13 @@ def test_a_failure_the_sdk_host_did_not_confirm_says_so_beside_it() -> None:
                "label": "az", "spec": "npm:az", "status": "ok",
                "spec_pass": {"node": True, "python": False},
                "robust_pass": {"node": True, "python": False},
+               "verdicts": {"node": {"sigterm-pid": "exited"},
+                            "python": {"sigterm-pid": "orphaned"}},
                "failures": [{**fail, "sdk_recheck": "not confirmed: the SDK host saw the "
                              "tree gone (328 ms)"},
                             {**fail, "scenario": "crash", "sdk_recheck": "confirmed (x)"}]}]}
     md = to_markdown(SurveyResult.from_dict(doc))
     line = next(ln for ln in md.splitlines() if ln.startswith("| az |"))
-    assert "pass / FAIL" in line
+    assert "pass / FAIL" in line and "| ends / LEFT |" in line  # `kill PID`: sigterm-pid
     assert "exit (SDK host: not confirmed: the SDK host saw the tree gone (328 ms))" in line
     assert "crash (SDK host" not in line and "SDK host: confirmed (x)" in md

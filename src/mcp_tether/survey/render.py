@@ -22,7 +22,12 @@ from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, Row, SurveyResult
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers"]
 
 COLUMNS = ("server", "used", "version", "language", "SDK", "launch", "spec (node / python)",
-           "robust (node / python)", "behind the guard", "failures")
+           "robust (node / python)", "`kill PID` (node / python)", "behind the guard",
+           "failures")
+# The `sigterm-pid` scenario's verdict, as the column says it: does the whole tree end
+# when only the spawned pid gets SIGTERM (a user's `kill PID`, a one-pid supervisor)?
+_KILL_PID = {"exited": "ends", "orphaned": "LEFT", "killed": "LEFT", "lingered": "LEFT",
+             "terminated": "ends"}
 
 
 def used(row: Row) -> str:
@@ -61,7 +66,7 @@ def cells(row: Row) -> list[str]:
                 "install-failed": "cannot be installed here", "no-command": "no server command",
                 "stopped": "not run (stopped)", "error": "error"}.get(row.status, row.status)
         return [row.label, used(row), row.version or "—", row.language or "—",
-                row.sdk or "—", row.launch or "—", "—", "—", "—", f"{what}: {row.note}"]
+                row.sdk or "—", row.launch or "—", "—", "—", "—", "—", f"{what}: {row.note}"]
     spec = " / ".join(_mark(row.spec_pass.get(s)) for s in ("node", "python"))
     robust = " / ".join(_mark(row.robust_pass.get(s)) for s in ("node", "python"))
     guard = row.robust_pass.get("guarded")
@@ -76,8 +81,10 @@ def cells(row: Row) -> list[str]:
         fails.append(_flaky_text(row))
     if row.status == "timeout":
         fails.append(row.note)
+    kill_pid = " / ".join(_KILL_PID.get(row.verdicts.get(s, {}).get("sigterm-pid", ""), "?")
+                          for s in ("node", "python"))
     return [row.label, used(row), row.version, row.language, row.sdk or "—", row.launch, spec,
-            robust, guard_text, "; ".join(fails) or "none"]
+            robust, kill_pid, guard_text, "; ".join(fails) or "none"]
 
 
 def _details(row: Row) -> list[tuple[str, str, str]]:
