@@ -254,6 +254,9 @@ def _sdk_text(sdks: list[Transport], language: str | None) -> str | None:
     how = f" (found: {s.how.split('; ')[0]})" if s.how else ""
     if s.state == "none":
         return f"it loads no MCP SDK{how}: what it does at EOF is its own code's doing"
+    if s.state == "unknown" and s.package:
+        return (f"it loads {s.package} {s.version or ''}".rstrip() + ", an MCP SDK "
+                f"mcp-tether does not know: what its transport does at EOF is unknown{how}")
     if s.state == "unknown":
         return f"which MCP SDK it loads could not be told{how}"
     ev = ", ".join(s.stdin_events) or "none"

@@ -42,7 +42,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mcp_tether.inspect import inspect_path
+from mcp_tether.inspect import inspect_path, server_uses
 from mcp_tether.packages import InstallPolicy, PackageError, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
@@ -92,7 +92,7 @@ class Row:
     name: str = ""
     version: str = ""
     language: str = ""
-    sdk: str = ""  # "@modelcontextprotocol/sdk 1.32.2" (first found; "" none)
+    sdk: str = ""  # "@modelcontextprotocol/sdk 1.32.2": what its entry point loads ("" none)
     sdk_exits_on_eof: bool | None = None
     launch: str = ""
     command: list[str] = field(default_factory=list)
@@ -409,13 +409,24 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
     row.name, row.version, row.language = got.name, got.version, got.language
     row.launch, row.command = got.launch, got.argv
     row.install_scripts = got.install_scripts
-    try:
-        sdks = inspect_path(got.dir)
-    except Exception:  # inspect answers best effort; the probe is the evidence
-        sdks = []
-    if sdks:
-        row.sdk = f"{sdks[0].package} {sdks[0].version}"
-        row.sdk_exits_on_eof = sdks[0].exits_on_eof
+    # The one answer the probe's diagnosis gives too: what the launch command's entry
+    # point loads, resolved as the host's launcher resolves it (not the first SDK merely
+    # installed in the package's tree, which a diagnosis could then contradict).
+    uses = server_uses(got.argv, got.cwd)
+    if uses.package:
+        row.sdk = uses.label() if uses.found else \
+            f"{uses.package} {uses.version or '(version unknown)'}"
+        row.sdk_exits_on_eof = uses.info.exits_on_eof if uses.info is not None else None
+        if not uses.found:  # an SDK inspect does not know: named, not read
+            row.sdk += " (not known to inspect: EOF behaviour unknown)"
+    elif uses.state == "unknown":  # the entry point could not be read: what is installed
+        try:
+            sdks = inspect_path(got.dir)
+        except Exception:  # inspect answers best effort; the probe is the evidence
+            sdks = []
+        if sdks and sdks[0].package:
+            row.sdk = f"{sdks[0].package} {sdks[0].version} (installed; its use not read)"
+            row.sdk_exits_on_eof = sdks[0].exits_on_eof
     limit = entry.timeout or timeout or PROBE_TIMEOUT
 
     def probe(style: str, names: tuple[str, ...]) -> tuple[str, dict[str, Any] | None, str]:
