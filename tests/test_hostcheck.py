@@ -392,3 +392,25 @@ def test_an_opencode_entry_says_it_is_local() -> None:
 
     assert REGISTRY["opencode"].shape.stdio_type == "local"
     assert REGISTRY["claude-code"].shape.stdio_type == "stdio"
+
+
+def test_a_verdict_names_the_hosts_own_process_left_and_the_layer_it_put_before_the_server(
+) -> None:
+    """1. A launcher whose native half starts the server behind a hidden `sh -c`; 2. a
+    SIGTERM ends the launcher only: the verdict says the server was left, and its detail
+    names the native half (the host's own, still holding it) and the `sh -c` layer
+    between the host and its server; 3. the Markdown lists them under the table."""
+    result = check([sys.executable, str(HOSTS / "layered_host.py"), "{server}"],
+                   scenarios=["sigterm"], **FAST)
+    [r] = result.results
+    assert r["verdict"] == "server-left", r["detail"]
+    assert [x["cmdline"].split()[:2] for x in r["layers"]] == \
+        [[sys.executable, str(HOSTS / "layered_host.py")], ["sh", "-c"]]
+    assert "--native" in r["layers"][0]["cmdline"]
+    native = next(o for o in r["others_left"] if "--native" in o["cmdline"])
+    assert native["hosts_own"] is True
+    assert f"pid {native['pid']} (" in r["detail"] and "the host's own" in r["detail"]
+    assert "between the host and its server: pid" in r["detail"] and "(sh -c " in r["detail"]
+    out = io.StringIO()
+    render_markdown(result, out)
+    assert "- sigterm: also left: " in out.getvalue()

@@ -113,8 +113,6 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
                   f"{p['group']}, session {p['session']}):\n"
                   f"      signals: {_signals(p)}; {_stdin_first(p)}; {ended}\n"
                   f"      saw {saw_line(r, p['role'], p['pid'])}", file=out)
-        for o in r.get("others_left") or []:
-            print(f"  also left: pid {o['pid']} {o['cmdline'][:80]}", file=out)
         for row in r.get("ps") or []:  # reconnect: what `ps` says of each running copy
             ev = f" [{', '.join(row['evidence'])}]" if row["evidence"] else ""
             print(f"  ps: pid {row['pid']} {row['state']}{ev}: {row['why']}", file=out)
@@ -155,6 +153,9 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
               f"{saw_line(r, 'server')} | " + " | ".join(cells) + " |", file=out)
     words = {r["verdict"] for r in result.results}
     print("", file=out)
+    for r in result.results:  # every process left beside the recorder's, every layer
+        if r.get("also"):
+            print(f"- {r['scenario']}: {r['also']}", file=out)
     for v in sorted(words):
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)
 
