@@ -53,6 +53,10 @@ ENTRY_NAME = "mcp-tether-recorder"
 FORKS: dict[str, tuple[str, str, str]] = {
     # QwenLM/qwen-code packages/core/src/config/storage.ts: QWEN_DIR = ".qwen"
     "qwen-code": ("gemini-cli", ".gemini", ".qwen"),
+    # Kilo CLI 7.x, an OpenCode fork: its global folder (`~/.config/kilo`) reads
+    # kilo.jsonc, kilo.json, opencode.jsonc, opencode.json, config.json (read in its
+    # binary: the list its Claude-settings import writes into), OpenCode's `mcp` shape.
+    "kilo": ("opencode", ".config/opencode", ".config/kilo"),
 }
 
 
@@ -196,7 +200,24 @@ def _claude_code(home: Path, project: Path, env: Mapping[str, str]) -> None:
     merge_json(project / ".claude" / "settings.local.json", approve)
 
 
+def _copilot_trust(home: Path, project: Path, env: Mapping[str, str]) -> None:
+    """Copilot CLI starts no MCP server in a folder it was not told to trust: the
+    interactive session first asks "Do you trust the files in this folder?". Its answer
+    "Yes, and remember" writes `trusted_folders` into `config.json` beside
+    `mcp-config.json` (the folder `copilot_cli.files` names)."""
+    folder = REGISTRY["copilot-cli"].files(
+        Machine("linux", home, host_env(home, project, {}), project))[0].path.parent
+
+    def trust(doc: dict[str, Any]) -> None:
+        folders = doc.setdefault("trusted_folders", [])
+        if str(project) not in folders:
+            folders.append(str(project))
+
+    merge_json(folder / "config.json", trust)
+
+
 NEEDS: dict[str, Callable[[Path, Path, Mapping[str, str]], None]] = {
+    "copilot-cli": _copilot_trust,
     "gemini-cli": _trust(".gemini"),
     "qwen-code": _trust(".qwen"),
     "claude-code": _claude_code,
@@ -226,9 +247,10 @@ def write_recorder(host: str, home: Path, project: Path, argv: list[str], *,
         raise UsageError(f"--host {host}: writing YAML configs is not supported; "
                          "use `hostcheck -- HOST-ARGV` with {server}")
     path = cf.path
-    if ours:  # the fork's own folder, in HOME or in the project alike
-        root = home if path.is_relative_to(home / theirs) else project
-        path = root / ours / path.relative_to(root / theirs)
+    for root in (home, project) if ours else ():  # the fork's own folder, either place
+        if path.is_relative_to(root / theirs):
+            path = root / ours / path.relative_to(root / theirs)
+            break
     table = tuple(str(project) if k == "*" else k for k in h.shape.tables[0])
     # Read back as the host whose shape it keeps: the fork is not in the hosts package.
     place = Placement(shape_of, path, (*table, ENTRY_NAME), cf.format, h.shape)
