@@ -560,7 +560,9 @@ class Keeper(CoreKeeper):
             if info.exited or info.pid in self.s.recorders or (
                     self.s.host is not None and info.pid == self.s.host.pid):
                 continue
-            out.append({"pid": info.pid, "cmdline": " ".join(cmdline(info.pid))[:200]})
+            argv = cmdline(info.pid)
+            if argv:  # none: it exited between the scan and the read (or a zombie)
+                out.append({"pid": info.pid, "cmdline": " ".join(argv)[:200]})
         return out
 
     def before_end(self) -> None:

@@ -46,7 +46,7 @@ from mcp_tether.inspect import inspect_path, server_uses
 from mcp_tether.packages import InstallPolicy, PackageError, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
-from mcp_tether.survey.repeat import Run, busy, judge, repeat_failing
+from mcp_tether.survey.repeat import REPEATS, Run, busy, judge, repeat_failing
 
 __all__ = ["run_survey", "rerun", "Row", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
@@ -177,10 +177,18 @@ class SurveyResult:
         return sum(1 for r in self.rows if r.status not in ("install-failed", "no-command"))
 
     @property
+    def probe_runs(self) -> int:
+        """Probe runs made: three per probed server, and `REPEATS` more for each host
+        style of a row whose failures were run again."""
+        styles = [{f.style for f in (*r.failures, *r.flaky) if f.runs} for r in self.rows
+                  if r.status not in ("install-failed", "no-command")]
+        return self.probed * len(STYLES) + sum(REPEATS * len(s) for s in styles)
+
+    @property
     def floor(self) -> float:
-        """The run time it cannot beat: every probed server's three probes, each about
-        one scenario long (all scenarios of a probe run at once), `jobs` at a time."""
-        return self.probed * len(STYLES) * PROBE_FLOOR / max(self.jobs, 1)
+        """The run time it cannot beat: every probe run about one scenario long (all
+        scenarios of a probe run at once), `jobs` at a time."""
+        return self.probe_runs * PROBE_FLOOR / max(self.jobs, 1)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SurveyResult:
@@ -223,6 +231,7 @@ class SurveyResult:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
             "seconds": round(self.seconds, 1), "jobs": self.jobs,
             "pid_namespace": self.pid_namespace, "floor_seconds": round(self.floor, 1),
+            "probe_runs": self.probe_runs,
             "cpus": self.cpus, "busy": self.busy}
         if self.load is not None:
             d["load_average"] = {"start": self.load[0], "end": self.load[1]}

@@ -129,9 +129,13 @@ def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
     load_text = "" if not load else \
         f", load average {load['start']:g} at the start and {load['end']:g} at the end"
     floor = float(d.get("floor_seconds") or 0)
+    extra = int(d.get("probe_runs") or 0) - probed * len(STYLES)
+    runs = f"{probed} probed servers x {len(STYLES)} probes" + \
+        (f" + {extra} repeat runs of failures" if extra > 0 else "")
+    what = f"({runs})" if extra > 0 else runs
     floor_text = "" if not floor else \
-        f" Floor ({probed} probed servers x {len(STYLES)} probes x {PROBE_FLOOR:g} s" \
-        f" / {d['jobs']}): {floor:.0f} s; this run {float(d['seconds']) / floor:.2f}x."
+        f" Floor ({what} x {PROBE_FLOOR:g} s / {d['jobs']}): {floor:.0f} s; " \
+        f"this run {float(d['seconds']) / floor:.2f}x."
     return (f"Surveyed {d['started']}: {servers} servers in {d['seconds']} s, "
             f"{d['jobs']} at once, {ns}{load_text}.{floor_text}")
 
