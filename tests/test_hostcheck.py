@@ -398,8 +398,8 @@ def test_a_verdict_names_the_hosts_own_process_left_and_the_layer_it_put_before_
 ) -> None:
     """1. A launcher whose native half starts the server behind a hidden `sh -c`; 2. a
     SIGTERM ends the launcher only: the verdict says the server was left, and its detail
-    names the native half (the host's own, still holding it) and the `sh -c` layer
-    between the host and its server; 3. the Markdown lists them under the table."""
+    names the native half and the `sh -c` (layers the host put before its server) and
+    the native half's helper (the host's own), left with it; 3. the Markdown lists them under the table."""
     result = check([sys.executable, str(HOSTS / "layered_host.py"), "{server}"],
                    scenarios=["sigterm"], **FAST)
     [r] = result.results
@@ -408,8 +408,11 @@ def test_a_verdict_names_the_hosts_own_process_left_and_the_layer_it_put_before_
         [[sys.executable, str(HOSTS / "layered_host.py")], ["sh", "-c"]]
     assert "--native" in r["layers"][0]["cmdline"]
     native = next(o for o in r["others_left"] if "--native" in o["cmdline"])
-    assert native["hosts_own"] is True
-    assert f"pid {native['pid']} (" in r["detail"] and "the host's own" in r["detail"]
+    helper = next(o for o in r["others_left"] if o["cmdline"].startswith("sleep"))
+    assert native["hosts_own"] is True and helper["hosts_own"] is True
+    assert f"pid {native['pid']} (" in r["detail"]
+    assert "a layer the host put before its server" in r["detail"]
+    assert f"pid {helper['pid']} (sleep 3600), the host's own" in r["detail"]
     assert "between the host and its server: pid" in r["detail"] and "(sh -c " in r["detail"]
     out = io.StringIO()
     render_markdown(result, out)

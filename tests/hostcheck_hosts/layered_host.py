@@ -2,8 +2,8 @@
 
 The launcher (what the check starts, as npm's node launcher of a native CLI) starts its
 "native" half (this file with `--native`), which starts the server behind a hidden
-`sh -c 'SERVER; true'` (a layer the user never wrote), does the handshake and
-`tools/list`, and then stays. A signal to the launcher kills the launcher alone (default
+`sh -c 'SERVER; true'` (a layer the user never wrote) and a helper of its own (`sleep`),
+does the handshake and `tools/list`, and then stays. A signal to the launcher kills the launcher alone (default
 actions): the native half, re-parented, still holds the server. Usage:
 layered_host.py CMD ARGS...
 """
@@ -21,6 +21,7 @@ if sys.argv[1] != "--native":
     sys.exit(0)
 
 signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the native half outlives its terminal too
+helper = subprocess.Popen(["sleep", "3600"])  # a process of the host's own, beside it
 server = subprocess.Popen(["sh", "-c", shlex.join(sys.argv[2:]) + "; true"],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 

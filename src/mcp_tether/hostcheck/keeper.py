@@ -503,9 +503,11 @@ class Keeper(CoreKeeper):
         said so) and every layer between the host and its server."""
         s, out = self.s, []
         if self.others and verdict not in ("error", "skipped"):
+            layers = {x["pid"] for x in s.layers}
             out.append("also left: " + ", ".join(
                 f"pid {o['pid']} ({o['cmdline'][:80]})"
-                + (", the host's own" if o["pid"] in s.host_tree else "")
+                + (", a layer the host put before its server" if o["pid"] in layers else
+                   ", the host's own" if o["pid"] in s.host_tree else "")
                 for o in self.others))
         if s.layers:
             out.append("between the host and its server: " + " > ".join(
