@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 
 from mcp_tether import __version__, ladder, platform
 from mcp_tether.cliutil import positive_duration
@@ -26,11 +27,13 @@ from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
+from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.reap import (
     ABANDONED_MIN_AGE,
     INCLUDE_CHOICES,
     REAP_MIN_AGE,
     Pins,
+    ReapOutcome,
     plan,
     reap_servers,
 )
@@ -85,6 +88,11 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="between scans in --watch mode (default 30)")
     parser.add_argument("--print-unit", choices=("systemd", "launchd"), default=None,
                         help="print a user service that runs `reap --watch` and exit")
+    parser.add_argument("--textfile", metavar="PATH",
+                        help="with --watch: after each round, write ps's metrics and "
+                             "counters of the trees ended and the memory that freed to "
+                             "PATH, atomically, for a node exporter's textfile collector "
+                             "(name it *.prom; docs/fleet.md)")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -158,6 +166,8 @@ def _unit_opts(args: argparse.Namespace) -> list[str]:
         opts += ["--include", inc]
     if args.config:
         opts += ["--config", os.path.abspath(args.config)]
+    if args.textfile:
+        opts += ["--textfile", os.path.abspath(args.textfile)]
     return opts
 
 
@@ -167,6 +177,8 @@ def _reap(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.interval is not None and not args.watch:
         raise UsageError("--interval needs --watch")
+    if args.textfile and not args.watch:
+        raise UsageError("--textfile needs --watch (`ps --textfile` writes the metrics once)")
     uid = platform.euid()
     root = uid == 0
     if args.all_users and not root:
@@ -259,5 +271,22 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
                         allow=args.allow, include=set(args.include), grace=args.grace,
                         abandoned_min_age=_abandoned_min_age(args),
                         scan_kwargs={"config": args.config, "users": users},
-                        emit=lambda line: print(line, flush=True), should_stop=should_stop)
+                        emit=lambda line: print(line, flush=True), should_stop=should_stop,
+                        after_round=_metrics_writer(args.textfile) if args.textfile else None)
     return EXIT_OK
+
+
+def _metrics_writer(path: str) -> Callable[[ScanResult, list[ReapOutcome]], None]:
+    """After each round of `reap --watch`: the round's scan as `ps --textfile` writes it,
+    with the counters since the watch started (a restart resets them, which `increase()`
+    reads as a reset)."""
+    reaped: dict[str, int] = {}
+    reclaimed = [0]
+
+    def write(result: ScanResult, outcomes: list[ReapOutcome]) -> None:
+        for o in outcomes:
+            reaped[o.outcome] = reaped.get(o.outcome, 0) + 1
+            reclaimed[0] += o.reclaimed_bytes
+        _write_atomically(path, render_openmetrics(result, version=__version__,
+                                                   reaped=reaped, reclaimed_bytes=reclaimed[0]))
+    return write
