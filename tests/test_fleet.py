@@ -263,3 +263,12 @@ def test_the_launchd_plist_names_an_executable_and_the_keys_launchd_reads(
     assert args[args.index("--textfile") + 1] == str(tmp_path / "x & <y>.prom")
     assert doc["RunAtLoad"] is True and doc["KeepAlive"] is True
     assert os.path.isabs(doc["StandardErrorPath"]) and os.path.isabs(doc["StandardOutPath"])
+
+
+def test_reap_textfile_without_watch_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A one-off reap writes no metrics: `ps --textfile` does; one line, exit 2."""
+    rc, _, err = run_cli(capsys, "reap", "--dry-run", "--textfile", str(tmp_path / "x.prom"))
+    assert rc == 2 and "--watch" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.prom").exists()
