@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 
 from mcp_tether import __version__, ladder, platform
-from mcp_tether.cliutil import positive_duration
+from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.jsonout import print_json
@@ -44,8 +44,39 @@ __all__ = ["configure", "command"]
 
 PS_FORMATS = ("text", "json", "openmetrics")
 
+PS_EXAMPLES = (
+    "mcp-tether ps                        # leaked first, each with its evidence",
+    "mcp-tether ps --json                 # the same, one document (docs/json.md)",
+    "mcp-tether ps --textfile /var/lib/prometheus/node-exporter/mcp_tether.prom",
+)
+STATE_WORDS = """\
+states (the STATE column):
+  leaked      its host is gone AND its stdio lost its client side, every far end of the
+              pipes accounted for (the EVIDENCE column says how): nothing will ever read
+              it again; `reap` ends these
+  superseded  an older copy of a server whose live host started a newer copy of the
+              same server and stopped using the old one
+  abandoned   its live host still holds its pipes but no longer reads them
+  live        a running host uses it; never ended
+  unknown     the evidence cannot tell (a far end the scan cannot see); never ended"""
+REAP_EXAMPLES = (
+    "mcp-tether reap --dry-run     # what would be ended and why; nothing is ended",
+    "mcp-tether reap               # asks first on a terminal (--yes: do not ask)",
+    "mcp-tether reap --watch --yes  # a janitor; --print-unit systemd: as a service",
+)
+REAP_WORDS = """\
+reap ends leaked servers only (the states: `mcp-tether ps --help`), with --include also
+other kinds; each tree is identified again by pid and start time right before each
+signal: SIGTERM, --grace seconds, SIGKILL. Never one younger than --min-age, nor one
+matching --allow, nor one `live` or `unknown`. --watch keeps at it, one line per action."""
+
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    if name == "ps":
+        teach(parser, PS_EXAMPLES, STATE_WORDS)
+    else:
+        teach(parser, REAP_EXAMPLES, REAP_WORDS,
+              usage="mcp-tether reap [--dry-run | --yes | --watch --yes] [options]")
     parser.add_argument("--json", action="store_true",
                         help="one JSON document on stdout (docs/json.md)")
     parser.add_argument("--config", metavar="FILE",
