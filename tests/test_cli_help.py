@@ -90,3 +90,11 @@ def test_ps_help_defines_every_state_a_scan_reports(
     out = "\n\n".join(_blocks("ps", capsys))
     for state in {*STATES, "leaked", "live", "unknown", "superseded"}:
         assert re.search(rf"^  {state} +\S", out, flags=re.M), state
+
+
+def test_the_top_level_help_opens_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    head, *lines = blocks[2].splitlines()
+    assert head == "examples:" and 1 <= len(lines) <= 3
+    assert all(line.split()[1] in COMMANDS for line in lines)

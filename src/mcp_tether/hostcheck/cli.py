@@ -37,11 +37,11 @@ server, Reconnect) gets it typed by --after-edit steps, run in order after the
 reconnect's edit, each wait bounded by --host-timeout: wait=TEXT waits until TEXT is on
 the terminal's output since the last keys (escape sequences removed, white space runs
 count as one space); keys=TEXT types TEXT, where {keys} are keys and <lt> is a "<":
-  mcp-tether hostcheck --host claude-code --host-scope project --pty -s reconnect \
-    --ready-timeout 120 --after-edit "wait=? for shortcuts" --after-edit keys=/mcp \
-    --after-edit "wait=Manage MCP servers" --after-edit "keys=<Enter>" \
-    --after-edit "wait=mcp-tether-recorder" --after-edit "keys=<Enter>" \
-    --after-edit "wait=Reconnect" --after-edit "keys=<Down>" \
+  mcp-tether hostcheck --host claude-code --host-scope project --pty -s reconnect \\
+    --ready-timeout 120 --after-edit "wait=? for shortcuts" --after-edit keys=/mcp \\
+    --after-edit "wait=Manage MCP servers" --after-edit "keys=<Enter>" \\
+    --after-edit "wait=mcp-tether-recorder" --after-edit "keys=<Enter>" \\
+    --after-edit "wait=Reconnect" --after-edit "keys=<Down>" \\
     --after-edit "wait=❯ Reconnect" --after-edit "keys=<Enter>" -- claude
 
 The recorder holds the host at --hold (its answer to tools/list, by default) until the
