@@ -211,6 +211,8 @@ def test_every_dashboard_query_returns_series_from_a_real_scrape(
         except AssertionError:
             empty = [(t, q) for t, q in queries if not _query(prom_port, q)]
             raise AssertionError(f"queries with no series: {empty}") from None
+        [scrape_error] = _query(prom_port, "node_textfile_scrape_error")
+        assert float(scrape_error["value"][1]) == 0  # the exporter read our file whole
         [reclaimed] = _query(prom_port, "mcp_tether_reclaimed_bytes_total")
         assert float(reclaimed["value"][1]) > 0
         [ended_n] = _query(prom_port, 'mcp_tether_reaped_total{outcome="ended"}')
@@ -272,3 +274,27 @@ def test_reap_textfile_without_watch_is_a_usage_error(
     rc, _, err = run_cli(capsys, "reap", "--dry-run", "--textfile", str(tmp_path / "x.prom"))
     assert rc == 2 and "--watch" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.prom").exists()
+
+
+def test_the_janitor_counters_are_openmetrics_counters_that_keep_every_outcome() -> None:
+    """The counters parse as OpenMetrics counters (the family without `_total`, bytes
+    declared), every outcome is written even at 0 (an alert on an absent series
+    misfires), and the scan's gauges are all still there."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    from mcp_tether.scan.model import ScanResult
+    from mcp_tether.scan.reap import REAP_OUTCOMES
+    from mcp_tether.scan.render import render_openmetrics
+
+    result = ScanResult([], scanned=3, unreadable=0, hosts_running=[], config_errors=[],
+                        elapsed=0.01)
+    plain = {f.name for f in text_string_to_metric_families(render_openmetrics(result))}  # type: ignore[no-untyped-call]  # its parser is untyped
+    text = render_openmetrics(result, reaped={"ended": 2}, reclaimed_bytes=4096)
+    fams = {f.name: f for f in text_string_to_metric_families(text)}  # type: ignore[no-untyped-call]  # its parser is untyped
+    assert plain < fams.keys()
+    reaped, reclaimed = fams["mcp_tether_reaped"], fams["mcp_tether_reclaimed_bytes"]
+    assert reaped.type == reclaimed.type == "counter" and reclaimed.unit == "bytes"
+    values = {s.labels["outcome"]: s.value for s in reaped.samples}
+    assert values == {o: (2 if o == "ended" else 0) for o in REAP_OUTCOMES}
+    assert [(s.name, s.value) for s in reclaimed.samples] == [
+        ("mcp_tether_reclaimed_bytes_total", 4096)]
