@@ -70,11 +70,14 @@ def _run(argv: list[str | Path], cwd: Path, timeout: float = INSTALL_TIMEOUT,
 
 
 def _clean_env() -> dict[str, str]:
-    """Our environment without what would point a child back at the checkout."""
+    """Our environment without what would point a child back at the checkout: the
+    test's own venv (editable) leaves PATH too, when the tests run in one."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "NODE_PATH")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if not p.startswith(sys.prefix))
+    if sys.prefix != sys.base_prefix:
+        ours = os.path.join(sys.prefix, "")
+        env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                      if not os.path.join(p, "").startswith(ours))
     return env
 
 
