@@ -115,13 +115,14 @@ class Daemon:
 
     def __init__(self, argv: list[str], log: Path) -> None:
         self.log = log
+        self.name = os.path.basename(argv[0])
         with log.open("wb") as f:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=f)
 
     def alive(self) -> bool:
         if self.proc.poll() is not None:
-            raise AssertionError(f"{self.proc.args[0]} exited {self.proc.returncode}: "
+            raise AssertionError(f"{self.name} exited {self.proc.returncode}: "
                                  f"{self.log.read_text(errors='replace')[-2000:]}")
         return True
 
