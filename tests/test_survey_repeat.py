@@ -154,3 +154,7 @@ def test_a_failure_the_sdk_host_did_not_confirm_says_so_beside_it() -> None:
     assert "pass / FAIL" in line and "| ends / LEFT |" in line  # `kill PID`: sigterm-pid
     assert "exit (SDK host: not confirmed: the SDK host saw the tree gone (328 ms))" in line
     assert "crash (SDK host" not in line and "SDK host: confirmed (x)" in md
+    doc["results"][0]["verdicts"] = {"node": {"close": "exited"}}  # made before sigterm-pid
+    line = next(ln for ln in to_markdown(SurveyResult.from_dict(doc)).splitlines()
+                if ln.startswith("| az |"))
+    assert "| pass / FAIL | — |" in line

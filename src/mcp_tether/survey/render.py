@@ -83,6 +83,8 @@ def cells(row: Row) -> list[str]:
         fails.append(row.note)
     kill_pid = " / ".join(_KILL_PID.get(row.verdicts.get(s, {}).get("sigterm-pid", ""), "?")
                           for s in ("node", "python"))
+    if not any("sigterm-pid" in v for v in row.verdicts.values()):
+        kill_pid = "—"  # not probed (a survey made before the scenario, or without it)
     return [row.label, used(row), row.version, row.language, row.sdk or "—", row.launch, spec,
             robust, kill_pid, guard_text, "; ".join(fails) or "none"]
 
@@ -99,12 +101,13 @@ def _details(row: Row) -> list[tuple[str, str, str]]:
            for (scen, level, verdict, diag), styles in groups.items()]
     # Each cell's runs and SDK re-check, and the cells that did not repeat (no fix).
     for f in row.failures:
-        said = [x for x in (f.runs and runs_text(f),
-                            f.sdk_recheck and f"SDK host: {f.sdk_recheck}") if x]
-        failed = sum(1 for r in f.runs if not r["passed"] and r["verdict"] != "error")
-        if said:
+        sdk = f"SDK host: {f.sdk_recheck}" if f.sdk_recheck else ""
+        if f.runs:
+            failed = sum(1 for r in f.runs if not r["passed"] and r["verdict"] != "error")
             out.append((f"{f.scenario} ({f.style}): failed {failed} of {len(f.runs)} runs",
-                        "; ".join(said), ""))
+                        "; ".join(x for x in (runs_text(f), sdk) if x), ""))
+        elif sdk:
+            out.append((f"{f.scenario} ({f.style}): re-checked", sdk, ""))
     for f in row.flaky:
         out.append((f"{f.scenario} [{f.level}] ({f.style}): {f.repeated}, not a FAIL",
                     f"runs: {runs_text(f)}", ""))
