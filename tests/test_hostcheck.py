@@ -399,7 +399,8 @@ def test_a_verdict_names_the_hosts_own_process_left_and_the_layer_it_put_before_
     """1. A launcher whose native half starts the server behind a hidden `sh -c`; 2. a
     SIGTERM ends the launcher only: the verdict says the server was left, and its detail
     names the native half and the `sh -c` (layers the host put before its server) and
-    the native half's helper (the host's own), left with it; 3. the Markdown lists them under the table."""
+    the native half's helper (the host's own), left with it; 3. the Markdown lists them
+    under the table."""
     result = check([sys.executable, str(HOSTS / "layered_host.py"), "{server}"],
                    scenarios=["sigterm"], **FAST)
     [r] = result.results

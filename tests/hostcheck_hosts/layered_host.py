@@ -2,9 +2,10 @@
 
 The launcher (what the check starts, as npm's node launcher of a native CLI) starts its
 "native" half (this file with `--native`), which starts the server behind a hidden
-`sh -c 'SERVER; true'` (a layer the user never wrote) and a helper of its own (`sleep`),
-does the handshake and `tools/list`, and then stays. A signal to the launcher kills the launcher alone (default
-actions): the native half, re-parented, still holds the server. Usage:
+`sh -c 'SERVER; true'` (a layer the user never wrote) and a helper of its own
+(`sleep`), does the handshake and `tools/list`, and then stays. A signal to the
+launcher kills the launcher alone (default actions): the native half, re-parented,
+still holds the server. Usage:
 layered_host.py CMD ARGS...
 """
 

@@ -367,6 +367,7 @@ def record(row: Row, style: str, results: list[dict[str, Any]],
     """One style's probe results into `row`, in place of what it had for those scenarios:
     verdicts, failures judged on their runs (`cells`: scenario -> runs, from
     `repeat.repeat_failing`), and the style's level passes over every verdict it has."""
+    from mcp_tether.probe.scenarios import SCENARIOS
     from mcp_tether.probe.scenarios import get as get_scenario
 
     names = {r["scenario"] for r in results}
@@ -389,7 +390,9 @@ def record(row: Row, style: str, results: list[dict[str, Any]],
     failed = {f.scenario for f in row.failures if f.style == style}
     unrepeated = {f.scenario for f in row.flaky
                   if f.style == style and f.repeated == "unrepeated"}
-    judged = [{"scenario": s, "level": get_scenario(s).level, "passed": s not in failed,
+    levels = {r["scenario"]: r.get("level") for r in results}
+    judged = [{"scenario": s, "passed": s not in failed,
+               "level": levels.get(s) or (get_scenario(s).level if s in SCENARIOS else "robust"),
                "verdict": "error" if s in unrepeated else v}
               for s, v in row.verdicts[style].items()]
     row.spec_pass[style] = _level_pass(judged, "spec")
@@ -464,9 +467,11 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                 row.status = "did-not-start"
                 row.note = _first_line(text, last=True) or "no answer to initialize"
             break  # the other styles would say the same
-        record(row, style, results, repeat_failing(
-            results, row.loads[style], lambda names, s=style: _results(probe(s, names)),
-            _load))
+
+        def again(names: tuple[str, ...], s: str = style) -> list[dict[str, Any]] | None:
+            return _results(probe(s, names))
+
+        record(row, style, results, repeat_failing(results, row.loads[style], again, _load))
     row.seconds = time.monotonic() - t0
     row.reclassify()
     if row.status == "did-not-start" and row.install_scripts and not policy.scripts:

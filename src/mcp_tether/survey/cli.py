@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mcp_tether.cliprogress import Progress, add_quiet
@@ -183,7 +184,8 @@ def _write(args: argparse.Namespace, result: SurveyResult) -> int | None:
     sys.stdout.write(to_json(result) if args.json else to_markdown(result))
     sys.stdout.flush()
     code = None
-    files = (("md", to_markdown), ("json", to_json), ("html", to_html)) if args.out else ()
+    files: tuple[tuple[str, Callable[[SurveyResult], str]], ...] = (
+        (("md", to_markdown), ("json", to_json), ("html", to_html)) if args.out else ())
     if files and result.busy and not args.allow_busy:
         # The data is kept (`--from-json` renders it again); the table is not published.
         print(f"mcp-tether survey: the load average stayed above the {result.cpus} CPUs: "
