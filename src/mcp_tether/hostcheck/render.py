@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
 from mcp_tether.probe.html import render_html as page
+from mcp_tether.probe.markdown import cell
 
 __all__ = ["render_text", "render_markdown", "render_html", "saw_line",
            "hold_line", "process_cell"]
@@ -155,7 +156,7 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
     print("", file=out)
     for r in result.results:  # every process left beside the recorder's, every layer
         if r.get("also"):
-            print(f"- {r['scenario']}: {r['also']}", file=out)
+            print(f"- {r['scenario']}: {cell(r['also'])}", file=out)
     for v in sorted(words):
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)
 
