@@ -47,6 +47,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="one JSON document on stdout (docs/json.md)")
     parser.add_argument("--config", metavar="FILE",
                         help="also match servers against this MCP config file")
+    parser.add_argument("--containers", action="store_true",
+                        help="say why containers are not listed when no engine answers "
+                             "(said anyway where DOCKER_HOST or a daemon socket is set up)")
     if name == "ps":
         parser.add_argument("--format", choices=PS_FORMATS, default=None,
                             help="output format (openmetrics: for a node exporter's "
@@ -94,12 +97,13 @@ def command(args: argparse.Namespace) -> int:
         if metrics and fmt != "openmetrics":
             raise UsageError(f"--textfile and --per-process go with --format openmetrics, "
                              f"not {fmt}")
-        return _ps(args.config, fmt, textfile=args.textfile, per_process=args.per_process)
+        return _ps(args.config, fmt, textfile=args.textfile, per_process=args.per_process,
+                   containers=args.containers)
     return _reap(args)
 
 
 def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
-        per_process: bool = False) -> int:
+        per_process: bool = False, containers: bool = False) -> int:
     result = scan(config=config)
     _warn(result.config_errors)
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
@@ -115,7 +119,7 @@ def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
             sys.stdout.write(text)
     else:
         print_ps(result)
-        machine.print_listing(off, boxes)
+        machine.print_listing(off, boxes, asked=containers)
     return EXIT_OK
 
 
@@ -189,8 +193,7 @@ def _reap(args: argparse.Namespace) -> int:
     _warn(result.config_errors)
     p = plan(result, set(args.include), min_age, args.allow, _abandoned_min_age(args))
     off, listed = machine.listing()
-    if off is not None:
-        print(f"mcp-tether: {off}", file=sys.stderr)
+    machine.say_off(off, args.containers)
     boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
     if args.dry_run or not (p.chosen or boxes):
         if args.json:
