@@ -111,23 +111,23 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
                 tail = r["host_output_tail"].strip().splitlines()[-3:]
                 print("  host output: " + terminal(" / ".join(tail)), file=out)
             continue
-        print(f"  {r.get('title', '')}: done at {_ms(r.get('action_ms'))}; recorder "
+        print(f"  {terminal(r.get('title', ''))}: done at {_ms(r.get('action_ms'))}; recorder "
               f"initialized at {_ms(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
-        print(f"  {hold_line(r)}", file=out)
+        print(f"  {terminal(hold_line(r))}", file=out)
         for p in r.get("processes") or []:
             ended = p["ended"] + (f" at {_ms(p['ended_ms'])}" if p.get("ended_ms") is not None
                                   else "")
             print(f"  {_LABEL.get(p['role'], p['role'])} (pid {p['pid']}, {_where(p)}; group "
                   f"{p['group']}, session {p['session']}):\n"
-                  f"      signals: {_signals(p)}; {_stdin_first(p)}; {ended}\n"
-                  f"      saw {saw_line(r, p['role'], p['pid'])}", file=out)
+                  f"      {terminal(f'signals: {_signals(p)}; {_stdin_first(p)}; {ended}')}\n"
+                  f"      saw {terminal(saw_line(r, p['role'], p['pid']))}", file=out)
         for o in r.get("others_left") or []:
             print(f"  also left: pid {o['pid']} {terminal(o['cmdline'][:80])}", file=out)
         for row in r.get("ps") or []:  # reconnect: what `ps` says of each running copy
             ev = f" [{', '.join(row['evidence'])}]" if row["evidence"] else ""
             print(f"  ps: pid {row['pid']} {row['state']}{ev}: {terminal(row['why'])}", file=out)
         if r["verdict"] not in ("clean", "host-stayed"):
-            print(f"  the spec: {r.get('spec', '')}", file=out)
+            print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
     unjudged = [r["scenario"] for r in result.results if r["verdict"] in UNJUDGED]
     print("\n" + (f"not clean: {', '.join(bad)}" if bad else "every judged scenario clean"
