@@ -22,6 +22,7 @@ from mcp_tether import __version__, ladder, platform
 from mcp_tether.cliutil import positive_duration
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.guard.result import signame
 from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
@@ -249,8 +250,9 @@ def _terminal() -> bool:
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
     interval = args.interval if args.interval is not None else WATCH_INTERVAL
-    print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
-    with SignalInbox((signal.SIGTERM, signal.SIGINT)) as inbox:
+    with SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP)) as inbox:
+        # Said once the stop signals are ours: from this line on, a stop is clean.
+        print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
         received: list[int] = []
 
         def should_stop() -> bool:
@@ -263,4 +265,7 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
                         abandoned_min_age=_abandoned_min_age(args),
                         scan_kwargs={"config": args.config, "users": users},
                         emit=lambda line: print(line, flush=True), should_stop=should_stop)
+    if received:  # a stop between two scans or ladders: said once, 128+N like a shell
+        print(f"mcp-tether reap --watch: stopped by {signame(received[0])}", file=sys.stderr)
+        return 128 + received[0]
     return EXIT_OK

@@ -117,6 +117,7 @@ def render_unit(kind: str, opts: list[str]) -> str:
             "Type=simple",
             "ExecStart=" + " ".join(shlex.quote(a) for a in argv),
             "Restart=on-failure",
+            "SuccessExitStatus=129 130 143",  # stopped by SIGHUP, SIGINT, SIGTERM: 128+N
             "RestartSec=10",
             "NoNewPrivileges=yes",
             "",
