@@ -48,10 +48,10 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="one JSON document on stdout (docs/json.md)")
     parser.add_argument("--config", metavar="FILE",
                         help="also match servers against this MCP config file")
-    parser.add_argument("--containers", action="store_true",
-                        help="say why containers are not listed when no engine answers "
-                             "(said anyway where DOCKER_HOST or a daemon socket is set up)")
     if name == "ps":
+        parser.add_argument("--containers", action="store_true",
+                            help="say why containers are not listed when no engine answers "
+                                 "(said anyway where DOCKER_HOST or a daemon socket is set up)")
         parser.add_argument("--format", choices=PS_FORMATS, default=None,
                             help="output format (openmetrics: for a node exporter's "
                                  "textfile collector)")
@@ -194,7 +194,7 @@ def _reap(args: argparse.Namespace) -> int:
     _warn(result.config_errors)
     p = plan(result, set(args.include), min_age, args.allow, _abandoned_min_age(args))
     off, listed = machine.listing()
-    machine.say_off(off, args.containers)
+    machine.say_off(off)
     boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
     if args.dry_run or not (p.chosen or boxes):
         if args.json:
