@@ -53,7 +53,7 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
         else:
             probed = any(r.get("scenario") != "*" for r in results)  # "*": not probed
             count = f"**{passed}/{len(results)} passed** — " if probed else ""
-            out.append(f"{count}{payload.get('summary') or summary(results)}")
+            out.append(f"{count}{md_text(payload.get('summary') or summary(results))}")
         out.append("")
         labelled = any(r.get("label") for r in results)
         head = (["row"] if labelled else []) + ["scenario", "style", "verdict", "exit ms",
