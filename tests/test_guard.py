@@ -339,9 +339,8 @@ def test_a_server_that_ignores_eof_is_sigtermed_after_the_grace(
     server = ident_from(pf)
     closed = g.close_stdin()
     rc, out, err = g.finish()
-    elapsed = time.monotonic() - closed
     assert rc == 128 + signal.SIGTERM
-    assert 0.3 <= elapsed < 5
+    assert time.monotonic() - closed >= 0.3  # the grace was waited (load only adds)
     assert "SIGTERM after" in err and out == b""
     assert_gone(server)
 
@@ -426,13 +425,15 @@ def test_parent_death_ends_the_server_even_when_another_process_holds_stdin(
     lab: Lab, kind: str
 ) -> None:
     """1. client starts the guard, a holder inherits stdin's write end; 2. client is
-    SIGKILLed; 3. no EOF comes, yet the guard SIGTERMs the server at once."""
+    SIGKILLed; 3. no EOF comes, yet the guard SIGTERMs the server at once: its graces
+    are 600 s, so a guard that waited one would outlast the deadline by far."""
     pf, report = lab.pidfile(), str(lab.tmp / "client.json")
     err_path = lab.tmp / "guard.err"
     with open(err_path, "wb") as err_fh:
         client = subprocess.Popen(
             [sys.executable, str(lab.client), kind, "1", report, "wait", "0", "--",
-             *lab.guard_cmd(lab.server_cmd("eof", pf), ["--grace", "5", "--term-grace", "5"])],
+             *lab.guard_cmd(lab.server_cmd("eof", pf),
+                            ["--grace", "600", "--term-grace", "600"])],
             stdout=subprocess.DEVNULL, stderr=err_fh,
         )
     holder = None
@@ -443,11 +444,9 @@ def test_parent_death_ends_the_server_even_when_another_process_holds_stdin(
         holder = identify(info["holder"])
         assert guard is not None and holder is not None
         server = ident_from(pf)
-        killed = time.monotonic()
         client.kill()
         client.wait()
-        assert wait_gone(guard, DEADLINE) is not None
-        assert time.monotonic() - killed < 4  # no 5 s grace: straight to SIGTERM
+        assert wait_gone(guard, DEADLINE) is not None  # no 600 s grace: straight to SIGTERM
         assert_gone(server)
         err = err_path.read_text()
         assert "parent died, stdin still open" in err and "SIGTERM after" in err
@@ -603,19 +602,19 @@ def test_a_stop_signal_to_the_guard_is_forwarded_to_the_server(
 
 
 def test_a_second_sigint_kills_at_once(lab: Lab, guards: list[Guarded]) -> None:
-    """1. a server deaf to EOF, SIGTERM, SIGINT, 10 s graces; 2. SIGINT, seen by the
-    server; 3. a second SIGINT: SIGKILL without waiting out the graces."""
+    """1. a server deaf to EOF, SIGTERM, SIGINT, 600 s graces; 2. SIGINT, seen by the
+    server; 3. a second SIGINT: SIGKILL without waiting out the graces (the guard is gone
+    within `finish`'s deadline, far below one grace)."""
     pf = lab.pidfile()
-    g = start(guards, lab, lab.server_cmd("deaf", pf), opts=["--grace", "10", "--term-grace", "10"])
+    g = start(guards, lab, lab.server_cmd("deaf", pf),
+              opts=["--grace", "600", "--term-grace", "600"])
     server = ident_from(pf)
     assert g.ident is not None
     signal_process(g.ident, signal.SIGINT)
     until(lambda: os.path.exists(pf + ".signals"), "the forwarded SIGINT", DEADLINE)
-    second = time.monotonic()
     signal_process(g.ident, signal.SIGINT)
     rc, _, err = g.finish()
     assert rc == 128 + signal.SIGKILL
-    assert time.monotonic() - second < 5
     assert "second SIGINT" in err
     assert_gone(server)
 

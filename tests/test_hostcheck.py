@@ -23,12 +23,13 @@ from typing import Any
 import pytest
 
 from mcp_tether.cli import main
-from mcp_tether.hostcheck import check, decide
+from mcp_tether.hostcheck import TEMP_PREFIX, check, decide
 from mcp_tether.hostcheck.keeper import RECORDER
 from mcp_tether.hostcheck.render import render_html, render_markdown, render_text
 from mcp_tether.lab import node_env
 from mcp_tether.proc import ProcessId, cmdline, identify, snapshot
 from mcp_tether.proc.signals import signal_process
+from mcp_tether.tempdirs import sweep_stale
 from polling import until
 
 pytestmark = pytest.mark.linux
@@ -188,13 +189,16 @@ def _recorders(tag: str) -> list[ProcessId]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["sigkill", "sigint", "sigterm", "sighup"])
 def test_a_stopped_check_leaves_neither_host_nor_recorder(tmp_path: Path, sig: int) -> None:
     """1. The check runs a host that starts the recorder behind `sh -c` and never
        initializes it: the keeper would wait its whole --ready-timeout (120 s).
-    2. Once the recorder runs, the check itself is SIGKILLed or Ctrl-C'd.
+    2. Once the recorder runs, the check itself is SIGKILLed, Ctrl-C'd, SIGTERMed or
+       hung up.
     3. Its keeper notices (PDEATHSIG, the pipe's EOF; or the driver's SIGTERM) and ends
-       host, recorder and grandchild at once; an interrupted check exits 130."""
+       host, recorder and grandchild at once; a stopped check exits 128+N with one line
+       and leaves no folder; a SIGKILLed one's folder is swept once its keeper is gone."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_tether", "hostcheck", "-s", "exit", "--ready-timeout",
@@ -210,12 +214,22 @@ def test_a_stopped_check_leaves_neither_host_nor_recorder(tmp_path: Path, sig: i
     ident = identify(proc.pid)
     assert ident is not None and signal_process(ident, sig) == "sent"
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130), err
+    assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 128 + sig), err
     tag = str(tmp_path)
     try:
         until(lambda: not _recorders(tag), "the recorders to end", 15)
     except AssertionError as e:
         raise AssertionError(f"{e}; still running: {_recorders(tag)}") from None
+    folders = list(tmp_path.glob(f"{TEMP_PREFIX}*"))
+    if sig == signal.SIGKILL:  # 4. the next check's sweep removes it once its keeper is gone
+        assert len(folders) == 1
+        until(lambda: sweep_stale(TEMP_PREFIX, str(tmp_path)) == [str(folders[0])],
+              "the stale folder to be swept", 15)
+        return
+    name = signal.Signals(sig).name
+    assert err.decode().splitlines() == [f"mcp-tether hostcheck: stopped by {name}; "
+                                         "nothing left running"], err
+    assert folders == []
 
 
 def test_a_host_that_leaves_before_the_handshake_ends_is_still_judged(tmp_path: Path) -> None:

@@ -86,8 +86,16 @@ def test_each_lab_row_matches_the_reference_table(lab: dict[str, Any], row: str)
     r, want = lab[row], EXPECTED[row]
     assert r.verdict in ((want,) if isinstance(want, str) else want), \
         f"{r.label} {r.scenario}: {r.verdict} ({r.detail})"
-    if isinstance(want, tuple):  # the race is only over who sent the SIGTERM
-        assert r.guard_rung == "sigterm", (r.label, r.guard_rung)
+    if isinstance(want, tuple):
+        # The race is only over who sent the SIGTERM, between two 2 s windows that start
+        # together: the guard's grace after it saw EOF (its own SIGTERM rung: "sigterm")
+        # and the client's after it closed stdin (its SIGTERM to the guard, forwarded to
+        # the group while the guard is still in its grace: no rung of the guard's was
+        # sent, so its report reads "self"). On a loaded machine either wins. Both are
+        # correct: the server dies of a SIGTERM inside the window and nothing is left,
+        # which is what is asserted.
+        assert r.guard_rung in ("sigterm", "self"), (r.label, r.guard_rung)
+        assert not r.survivors, (r.label, r.survivors)
 
 
 def test_orphans_are_reported_with_the_probe_as_their_parent(lab: dict[str, Any]) -> None:
@@ -96,18 +104,24 @@ def test_orphans_are_reported_with_the_probe_as_their_parent(lab: dict[str, Any]
         assert s.ppid is not None and s.ppid > 1
 
 
-def test_ladder_times_match_the_sdk_grace_periods(lab: dict[str, Any]) -> None:
-    """Not a timing target (those live in bench/): which side of each rung it ended on."""
-    assert 2000 <= lab["D"].exit_ms < 4000
-    assert lab["J"].exit_ms >= 4000
-    assert lab["A"].exit_ms < 2000 and lab["G"].exit_ms < 2000
+def test_ladder_rungs_match_the_sdk_grace_periods(lab: dict[str, Any]) -> None:
+    """Not a timing target (those live in bench/): which rung ended each row, and that
+    no rung came before its grace (a lower bound: load only makes it later)."""
+    assert lab["D"].rung == "sigterm" and lab["D"].exit_ms >= 2000
+    assert lab["J"].rung == "sigkill" and lab["J"].exit_ms >= 4000
+    assert lab["A"].rung == lab["G"].rung == "eof"
 
 
-def test_guarded_rows_end_within_grace_plus_term_grace(lab: dict[str, Any]) -> None:
-    for row in ("G2", "G3", "G5", "G6", "G7", "G10", "G14", "G15"):
-        assert 2000 <= lab[row].exit_ms < 4000, row  # SIGTERM after the 2 s grace
+def test_guarded_rows_end_at_the_guards_sigterm_or_sigkill_rung(lab: dict[str, Any]) -> None:
+    for row in ("G2", "G3", "G5", "G6", "G7", "G10", "G14"):
+        r = lab[row]  # SIGTERM after the 2 s grace
+        assert r.guard_rung == "sigterm" and r.exit_ms >= 2000, (row, r.guard_rung)
+    # The daemonizer's server exits by itself; its helper, reparented to the guard, is
+    # ended after the grace.
+    assert lab["G15"].exit_ms >= 2000
     for row in ("G4", "G8"):  # stubborn: SIGKILL after grace + term-grace
-        assert lab[row].exit_ms >= 4000
+        r = lab[row]
+        assert r.guard_rung == "sigkill" and r.exit_ms >= 4000, (row, r.guard_rung)
 
 
 def test_every_row_ran(lab: dict[str, Any]) -> None:

@@ -59,7 +59,7 @@ def test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_al
     watcher = lab.popen(
         [sys.executable, "-m", "mcp_tether", "reap", "--watch", "--yes", "--interval", "0.2",
          "--min-age", str(MIN_AGE), "--allow", "*keep-me*", "--grace", "5"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = Lines(watcher.stdout)
     rec = table.record(a.server.pid)
     assert rec is not None
@@ -78,7 +78,10 @@ def test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_al
                     DEADLINE)
     assert young and allowed
     watcher.send_signal(signal.SIGTERM)
-    assert watcher.wait(DEADLINE) == 0
+    assert watcher.wait(DEADLINE) == 128 + signal.SIGTERM
+    assert watcher.stderr is not None
+    assert watcher.stderr.read().decode().splitlines()[1:] == [
+        "mcp-tether reap --watch: stopped by SIGTERM"]  # after its "scanning every" line
     assert compare(b.server) == SAME and compare(c.server) == SAME
     assert not out.has("ended", f"pid {b.server.pid} ") and not out.has(
         "ended", f"pid {c.server.pid} ")

@@ -197,10 +197,16 @@ def test_a_server_with_a_child_and_a_grandchild_passes_robust_and_leaves_nothing
                    ProbeOptions(env=ENV, ready_timeout=60.0))
     assert report.passes("robust"), [
         (r.scenario, r.verdict, r.detail, r.stderr_tail) for r in report.results]
-    notes = list(_notes(tmp_path).values())
-    exited = [r for r in report.results if r.verdict == "exited"]  # `idle`: ended by the probe
+    # The `idle` scenario's server is still serving when the probe ends it: not a trigger
+    # of ours. Whether its hook runs depends on how far the probe's ladder got on this
+    # machine's clock (on a loaded one it did: 9 notes for 8 exits), so it is left out.
+    idle = {e.get("pid") for r in report.results if r.scenario == "idle"
+            for e in getattr(r, "raw", {}).get("events", [])}
+    assert idle, "the idle scenario's server pid"
+    notes = [words for pid, words in _notes(tmp_path).items() if pid not in idle]
+    exited = [r for r in report.results if r.verdict == "exited"]
     assert len(exited) >= 7 and "hook-kids-gone" not in str(notes), notes
-    assert notes.count(["ready", "hook-kids-alive"]) == len(exited), notes
+    assert notes.count(["ready", "hook-kids-alive"]) == len(exited) == len(notes), notes
     assert all("2 child processes ended" in (r.stderr_tail or "") for r in exited)
     for kids in tmp_path.glob("*.kids"):
         for line in kids.read_text().splitlines():

@@ -115,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns.command_name = name
         return int(module.command(ns))  # type: ignore[attr-defined]  # duck-typed module
     except TetherError as exc:
-        print(f"mcp-tether {name}: {exc.msg}", file=sys.stderr)
+        from mcp_tether.escape import terminal  # here: `run` starts through this module
+
+        print(f"mcp-tether {name}: {terminal(exc.msg)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"mcp-tether {name}: interrupted", file=sys.stderr)

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from mcp_tether.escape import rich_text, terminal
+
 __all__ = ["Progress", "add_quiet"]
 
 
@@ -99,11 +101,11 @@ class Progress:
         if self._live is not None:
             self._live.update(self._task, completed=self.count,
                               total=max(self.total, self.count),
-                              last=f"{item}: {outcome}")
+                              last=rich_text(f"{item}: {outcome}"))
             return
         try:
             self.stream.write(f"mcp-tether {self.what}: {where} after {self.elapsed:.0f} s: "
-                              f"{item}: {outcome}\n")
+                              f"{terminal(f'{item}: {outcome}')}\n")
             self.stream.flush()
         except (OSError, ValueError):  # a closed stderr never stops the work
             pass

@@ -47,6 +47,17 @@ def _has_context() -> bool:
         return False
 
 
+def configured() -> bool:
+    """Whether this machine is set up for a container engine: DOCKER_HOST, CONTAINER_HOST
+    or a docker context named, or a daemon's socket present. A machine that never had
+    one says none of these; a binary on PATH alone is not a setup."""
+    if os.environ.get("DOCKER_HOST") or os.environ.get("CONTAINER_HOST") or _has_context():
+        return True
+    uid_socket = f"/run/user/{os.getuid()}/podman/podman.sock"
+    return any(os.path.exists(p) for p in (*DEFAULT_SOCKETS, uid_socket,
+                                            "/run/podman/podman.sock"))
+
+
 def local_socket(global_args: list[str] | None = None) -> str | None:
     """The UNIX socket the docker CLI would talk to here, when that is plain to see."""
     if global_args or _has_context():

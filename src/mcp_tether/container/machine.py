@@ -6,7 +6,9 @@ A thin layer over `leaked` for the scan CLI, so that its diff stays a few lines:
   ones are chosen (never "unknown" or "live"), none younger than `min_age`, none whose
   image, name or command matches an `allow` glob; the same rules as for processes;
 - `end(chosen, grace)` -> one outcome dict per container (`end_container`);
-- text and JSON renderings of each.
+- text and JSON renderings of each; the text says "container support is off: ..." only
+  when a container engine is configured here (`api.configured`) or was asked for
+  (`--containers`): a machine that never had one is not told about it on every `ps`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import fnmatch
 import sys
 from typing import IO, Any
 
+from mcp_tether.container import api
 from mcp_tether.container.engine import engine_for
 from mcp_tether.container.leaked import LEAKED, LeakedContainer, end_container, stdio_containers
+from mcp_tether.escape import terminal
 
-__all__ = ["listing", "plan", "end", "print_listing", "print_plan", "as_json"]
+__all__ = ["listing", "plan", "end", "say_off", "print_listing", "print_plan", "as_json"]
 
 
 def listing(engine: str = "docker") -> tuple[str | None, list[LeakedContainer]]:
@@ -75,25 +79,31 @@ def line(c: LeakedContainer) -> str:
             f"{_size(c.memory)}: {c.state}, {c.evidence}: {c.cmdline[:60]}")
 
 
-def print_listing(off: str | None, items: list[LeakedContainer], to: IO[str] | None = None
-                  ) -> None:
+def say_off(off: str | None, asked: bool = False) -> None:
+    """The one line on stderr saying why containers are not listed, when it matters."""
+    if off is not None and (asked or api.configured()):
+        print(f"mcp-tether: {terminal(off)}", file=sys.stderr)
+
+
+def print_listing(off: str | None, items: list[LeakedContainer], to: IO[str] | None = None,
+                  *, asked: bool = False) -> None:
     out = to or sys.stdout
     if off is not None:
-        print(f"mcp-tether: {off}", file=sys.stderr)
+        say_off(off, asked)
         return
     if items:  # a section of its own, after the process table and its totals line
         print("containers:", file=out)
     for c in items:
-        print(line(c), file=out)
+        print(terminal(line(c)), file=out)
 
 
 def print_plan(chosen: list[LeakedContainer], skipped: list[tuple[LeakedContainer, str]],
                to: IO[str] | None = None) -> None:
     out = to or sys.stdout
     for c in chosen:
-        print(f"would end {line(c)}", file=out)
+        print(terminal(f"would end {line(c)}"), file=out)
     for c, why in skipped:
-        print(f"left alone: container {c.short_id} {c.image}: {why}", file=out)
+        print(terminal(f"left alone: container {c.short_id} {c.image}: {why}"), file=out)
 
 
 def as_json(items: list[LeakedContainer]) -> list[dict[str, Any]]:

@@ -17,6 +17,9 @@ Guarantees:
 - Each scenario runs in a keeper process of its own (`keeper.py`), a child subreaper
   that ends and reaps everything the host started before it returns, also when the
   check is interrupted or the checking process is SIGKILLed.
+- The scenarios' throwaway folder (`mcp-tether-hostcheck-*`) is removed when the check
+  ends, by a stop too; one left by a SIGKILLed check is swept by the next check once
+  its owner is gone (`tempdirs.owned_tempdir`).
 - Bad input fails before anything starts: a missing host command raises
   `CommandNotFound` (127), one that cannot run `CommandNotExecutable` (126), no
   `{server}` and no host config `UsageError` (2).
@@ -29,7 +32,6 @@ import os
 import select
 import shutil
 import signal
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,9 +45,12 @@ from mcp_tether.proc import ProcessId, identify
 from mcp_tether.proc.reap import wait_child
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import fork_call
+from mcp_tether.tempdirs import owned_tempdir
 
 __all__ = ["check", "HostCheck", "SCENARIOS", "Scenario", "decide", "PLACEHOLDER",
-           "HOLDS", "default_scenarios"]
+           "HOLDS", "default_scenarios", "TEMP_PREFIX"]
+
+TEMP_PREFIX = "mcp-tether-hostcheck-"  # the check's throwaway folders (`tempdirs`)
 
 
 @dataclass
@@ -107,6 +112,7 @@ def check(
     signals: str = "die",
     scope: str | None = None,
     after_edit: Sequence[str] = (),
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> HostCheck:
     """Run each scenario against the host; one result dict per scenario, in order.
 
@@ -153,7 +159,7 @@ def check(
                 and not os.path.isabs(a) else a for a in argv]
     _check_command(argv, env, cwd)
     out = HostCheck(argv, host)
-    with tempfile.TemporaryDirectory(prefix="mcp-tether-hostcheck-") as tmp:
+    with owned_tempdir(TEMP_PREFIX) as tmp:
         specs = []
         for n in names:
             work = os.path.join(tmp, n)
@@ -164,7 +170,8 @@ def check(
                               grandchild=grandchild, hold=hold, hold_wait=hold_wait,
                               wrapper=wrapper, signals=signals, scope=scope,
                               after_edit=list(after_edit)))
-        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result)
+        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result,
+                                    should_stop=should_stop)
     return out
 
 
@@ -211,13 +218,16 @@ def run_scenarios(
     *,
     jobs: int = 1,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> list[dict[str, Any]]:
     """Run the scenarios' keepers, up to `jobs` at a time; results in `specs` order.
 
     Each keeper's one result line is read as it comes (poll on the result pipes) and the
-    keeper reaped at its EOF. Ctrl-C: every running keeper is told (SIGTERM, identity
-    checked), still read and reaped, then KeyboardInterrupt goes on; no new one starts.
+    keeper reaped at its EOF. Ctrl-C, or `should_stop()` true (a `StopSignals`: its fd
+    wakes the poll at once): every running keeper is told (SIGTERM, identity checked),
+    still read and reaped, then KeyboardInterrupt goes on; no new one starts.
     """
+    wake = getattr(should_stop, "fileno", None)
     todo = list(specs)
     running: dict[int, _Running] = {}
     done: dict[str, dict[str, Any]] = {}
@@ -232,8 +242,12 @@ def run_scenarios(
             poll = select.poll()
             for fd in running:
                 poll.register(fd, select.POLLIN)
+            if wake is not None and interrupted is None:
+                poll.register(wake(), select.POLLIN)
             try:
                 ready = poll.poll()
+                if interrupted is None and should_stop():
+                    raise KeyboardInterrupt
             except KeyboardInterrupt as exc:
                 interrupted, todo = exc, []
                 for run in running.values():
@@ -241,6 +255,8 @@ def run_scenarios(
                         signal_process(run.ident, signal.SIGTERM)
                 continue
             for fd, _ev in ready:
+                if fd not in running:
+                    continue  # the stop signal's fd: should_stop() saw it
                 run = running[fd]
                 chunk = os.read(fd, 65536)
                 if chunk:
@@ -249,7 +265,7 @@ def run_scenarios(
                 del running[fd]
                 r = _finish(run)
                 done[run.spec.scenario] = r
-                if on_result is not None:
+                if on_result is not None and interrupted is None:  # stopped: no more said
                     on_result(r)
     finally:
         for run in running.values():  # an error of ours: the keepers still end and are reaped

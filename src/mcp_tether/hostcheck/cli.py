@@ -12,6 +12,7 @@ from mcp_tether.hostcheck.config import SCOPES
 from mcp_tether.hostcheck.keys import KEYS
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
 from mcp_tether.jsonout import print_json
+from mcp_tether.probe.runner import StopSignals
 
 EXAMPLES = (
     "mcp-tether hostcheck -- node host.mjs {server}      # {server}: the recorder's command",
@@ -135,7 +136,8 @@ def command(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     names = dict.fromkeys(args.scenarios or default_scenarios(args.host))
-    with Progress("hostcheck", total=len(names), quiet=args.quiet) as progress:
+    with StopSignals("hostcheck") as stop, \
+            Progress("hostcheck", total=len(names), quiet=args.quiet) as progress:
         result = check(argv, host=args.host, scenarios=args.scenarios, pty=args.pty,
                        quit=args.quit, ready_timeout=args.ready_timeout,
                        host_timeout=args.host_timeout, settle=args.settle,
@@ -143,7 +145,10 @@ def command(args: argparse.Namespace) -> int:
                        jobs=args.jobs, hold=args.hold, hold_wait=args.hold_wait,
                        wrapper=args.wrapper, signals=args.recorder_signals,
                        scope=args.host_scope, after_edit=args.after_edit,
-                       on_result=lambda r: progress.done(str(r["scenario"]), str(r["verdict"])))
+                       on_result=lambda r: progress.done(str(r["scenario"]), str(r["verdict"])),
+                       should_stop=stop)
+    if stop.signum:  # stopped: the one line is said; every keeper, host and folder is gone
+        return 128 + stop.signum
     if args.json:
         print_json("hostcheck", result.results, argv=result.argv, host=result.host,
                    passed=result.passed, exit_code=result.exit_code)

@@ -2,6 +2,8 @@
 
 Pure rendering of the results' own numbers (ms since the host was spawned); the HTML
 page is the probe's timeline renderer (`probe.html.render_html`), fed the same events.
+The host's command, its output and every process's command line are untrusted: text
+shows them through `escape.terminal`, Markdown through `escape.md_text` / `md_code`.
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
 from mcp_tether.probe.html import render_html as page
-from mcp_tether.probe.markdown import cell
 
 __all__ = ["render_text", "render_markdown", "render_html", "saw_line",
            "hold_line", "process_cell"]
@@ -92,33 +94,38 @@ def _host_line(r: dict[str, Any]) -> str:
     return f"exited at {_ms(r['host_exit_ms'])} (status {r.get('host_status')})"
 
 
+def _command(result: Any) -> str:
+    target = f"--host {result.host} -- " if result.host else "-- "
+    return f"mcp-tether hostcheck {target}{' '.join(result.argv)}"
+
+
 def render_text(result: Any, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
-    target = f"--host {result.host} -- " if result.host else "-- "
-    print(f"mcp-tether hostcheck {target}{' '.join(result.argv)}", file=out)
+    print(terminal(_command(result)), file=out)
     print("(times in ms since the host was started)", file=out)
     for r in result.results:
-        print(f"\n{r['scenario']:<10} {r['verdict'].upper()}: {r.get('detail', '')}", file=out)
+        print(f"\n{r['scenario']:<10} {r['verdict'].upper()}: {terminal(r.get('detail', ''))}",
+              file=out)
         if r["verdict"] in ("error", "skipped"):
             if r["verdict"] == "error" and r.get("host_output_tail"):
                 tail = r["host_output_tail"].strip().splitlines()[-3:]
-                print("  host output: " + " / ".join(tail), file=out)
+                print("  host output: " + terminal(" / ".join(tail)), file=out)
             continue
-        print(f"  {r.get('title', '')}: done at {_ms(r.get('action_ms'))}; recorder "
+        print(f"  {terminal(r.get('title', ''))}: done at {_ms(r.get('action_ms'))}; recorder "
               f"initialized at {_ms(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
-        print(f"  {hold_line(r)}", file=out)
+        print(f"  {terminal(hold_line(r))}", file=out)
         for p in r.get("processes") or []:
             ended = p["ended"] + (f" at {_ms(p['ended_ms'])}" if p.get("ended_ms") is not None
                                   else "")
             print(f"  {_LABEL.get(p['role'], p['role'])} (pid {p['pid']}, {_where(p)}; group "
                   f"{p['group']}, session {p['session']}):\n"
-                  f"      signals: {_signals(p)}; {_stdin_first(p)}; {ended}\n"
-                  f"      saw {saw_line(r, p['role'], p['pid'])}", file=out)
+                  f"      {terminal(f'signals: {_signals(p)}; {_stdin_first(p)}; {ended}')}\n"
+                  f"      saw {terminal(saw_line(r, p['role'], p['pid']))}", file=out)
         for row in r.get("ps") or []:  # reconnect: what `ps` says of each running copy
             ev = f" [{', '.join(row['evidence'])}]" if row["evidence"] else ""
-            print(f"  ps: pid {row['pid']} {row['state']}{ev}: {row['why']}", file=out)
+            print(f"  ps: pid {row['pid']} {row['state']}{ev}: {terminal(row['why'])}", file=out)
         if r["verdict"] not in ("clean", "host-stayed"):
-            print(f"  the spec: {r.get('spec', '')}", file=out)
+            print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
     unjudged = [r["scenario"] for r in result.results if r["verdict"] in UNJUDGED]
     print("\n" + (f"not clean: {', '.join(bad)}" if bad else "every judged scenario clean"
@@ -129,8 +136,7 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
 
 def render_markdown(result: Any, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
-    target = f"--host {result.host} -- " if result.host else "-- "
-    print(f"`mcp-tether hostcheck {target}{' '.join(result.argv)}`\n", file=out)
+    print(f"{md_code(_command(result))}\n", file=out)
     wrapped = any(r.get("wrapper") for r in result.results)
     roles = ("wrapper", "server", "grandchild") if wrapped else ("server", "grandchild")
     print("| scenario | verdict | hold | host exit | server saw | "
@@ -138,7 +144,7 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
     print("|---" * (5 + len(roles)) + "|", file=out)
     for r in result.results:
         if r["verdict"] in ("error", "skipped"):
-            print(f"| {r['scenario']} | {r['verdict']} | | {r.get('detail', '')} |"
+            print(f"| {r['scenario']} | {r['verdict']} | | {md_cell(r.get('detail', ''))} |"
                   + " |" * (1 + len(roles)), file=out)
             continue
         host = ("running" if r.get("host_exit_ms") is None or r.get("host_ended_by_cleanup")
@@ -150,13 +156,14 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
         for role in roles:
             procs = [p for p in r.get("processes") or [] if p["role"] == role]
             cells.append(" / ".join(process_cell(p) for p in procs) or "never started")
-        print(f"| {r['scenario']} | **{verdict}** | {hold} | {host} | "
-              f"{saw_line(r, 'server')} | " + " | ".join(cells) + " |", file=out)
+        print(f"| {r['scenario']} | **{md_cell(verdict)}** | {md_cell(hold)} | {host} | "
+              f"{md_cell(saw_line(r, 'server'))} | " + " | ".join(md_cell(c) for c in cells)
+              + " |", file=out)
     words = {r["verdict"] for r in result.results}
     print("", file=out)
     for r in result.results:  # every process left beside the recorder's, every layer
         if r.get("also"):
-            print(f"- {r['scenario']}: {cell(r['also'])}", file=out)
+            print(f"- {r['scenario']}: {md_text(r['also'])}", file=out)
     for v in sorted(words):
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)
 

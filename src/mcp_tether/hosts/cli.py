@@ -22,8 +22,8 @@ from typing import Any
 from mcp_tether import hosts
 from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
+from mcp_tether.escape import terminal
 from mcp_tether.hosts.base import is_tether_name
-from mcp_tether.hosts.model import printable
 from mcp_tether.hosts.safety import work_tree
 from mcp_tether.jsonout import print_json
 from mcp_tether.log import say
@@ -274,7 +274,7 @@ def _hosts(args: argparse.Namespace) -> int:
         if not listing and not errors:
             _nothing_found(args)
         for cf, entries in listing:
-            print(f"{cf.host or 'any host'} ({cf.scope}) {cf.path}")
+            print(terminal(f"{cf.host or 'any host'} ({cf.scope}) {cf.path}"))
             if not entries:
                 print("  (no servers)")
             width = max((len(e.label) for e in entries), default=0)
@@ -286,7 +286,7 @@ def _hosts(args: argparse.Namespace) -> int:
                     state += ", disabled"
                 what = " ".join([e.command, *e.args]) if e.command else (
                     "(empty command: skipped)" if e.transport == "stdio" else "(remote)")
-                print(printable(f"  {e.label.ljust(width)}  {state:<21} {what}"))
+                print(terminal(f"  {e.label.ljust(width)}  {state:<21} {what}"))
         _wrap_hint(listing)
     for err in errors:
         say(f"mcp-tether hosts: {err.msg}")

@@ -12,6 +12,7 @@ import textwrap
 from collections import Counter
 from typing import IO, Any
 
+from mcp_tether.escape import terminal
 from mcp_tether.lab import server_name
 from mcp_tether.probe import ScenarioResult
 from mcp_tether.probe.fixes import GUARD_LEGEND, number_fixes
@@ -62,7 +63,7 @@ def _raw(r: ScenarioResult) -> dict[str, Any]:
 
 
 def _wrapped(out: IO[str], text: str, indent: str = "  ", hang: str = "    ") -> None:
-    out.write(textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=hang,
+    out.write(textwrap.fill(terminal(text), WIDTH, initial_indent=indent, subsequent_indent=hang,
                             break_on_hyphens=False, break_long_words=False) + "\n")
 
 

@@ -21,6 +21,7 @@ from mcp_tether.errors import (
     TetherError,
     UsageError,
 )
+from mcp_tether.escape import terminal
 from mcp_tether.hosts.model import ServerEntry
 from mcp_tether.jsonout import print_json
 from mcp_tether.packages import policy_line, prepare
@@ -280,12 +281,13 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
                              "package's cache folder to find it); use --launch direct")
         args.cwd = got.cwd
     how = "installed" if got.installed else "cached"
-    print(f"mcp-tether probe: {got.spec.text} -> {got.name} {got.version} ({how} in "
-          f"{got.dir}); {got.launch}: {shlex.join(got.argv)}", file=sys.stderr)
-    print(f"mcp-tether probe: {policy_line(got.spec, got.policy, got.install_scripts)}",
-          file=sys.stderr)
+    print("mcp-tether probe: " + terminal(
+        f"{got.spec.text} -> {got.name} {got.version} ({how} in {got.dir}); "
+        f"{got.launch}: {shlex.join(got.argv)}"), file=sys.stderr)
+    print("mcp-tether probe: "
+          + terminal(policy_line(got.spec, got.policy, got.install_scripts)), file=sys.stderr)
     for note in got.notes:
-        print(f"mcp-tether probe: note: {note}", file=sys.stderr)
+        print(f"mcp-tether probe: note: {terminal(note)}", file=sys.stderr)
     return got.argv
 
 
@@ -456,7 +458,7 @@ def _confirm(runnable: list[PlannedServer], yes: bool) -> bool:
     """Show what will start for real; ask unless --yes (and refuse to ask without a TTY)."""
     print("mcp-tether probe will start these servers for real:", file=sys.stderr)
     for p in runnable:
-        print(f"  {p.label}: {' '.join(p.argv)}  ({p.path})", file=sys.stderr)
+        print("  " + terminal(f"{p.label}: {' '.join(p.argv)}  ({p.path})"), file=sys.stderr)
     if yes:
         return True
     if not sys.stdin or not sys.stdin.isatty():
@@ -480,7 +482,7 @@ def _emit_configured(report: ConfiguredReport, args: argparse.Namespace) -> int 
                                  for r in s.results])
         for s in report.probed:
             guarded = " (guarded)" if s.guarded else ""
-            print(f"  {s.label}: meets {s.meets}{guarded}", file=sys.stderr)
+            print(f"  {terminal(s.label)}: meets {s.meets}{guarded}", file=sys.stderr)
         failed = [s for s in report.probed if not s.passes(level)]
         not_run = len(report.servers) - len(report.probed)
         tail = f" ({not_run} disabled or remote: not probed)" if not_run else ""

@@ -12,10 +12,10 @@ values, so a test can check the picture against the numbers. Pure rendering.
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from mcp_tether.errors import UsageError
+from mcp_tether.escape import html_text as escape
 from mcp_tether.probe.diagnose import explain_line, summary
 from mcp_tether.probe.fixes import GUARD_LEGEND, Fixes, number_fixes
 from mcp_tether.probe.legend import legend

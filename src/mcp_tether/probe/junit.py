@@ -13,6 +13,9 @@ Guarantees:
   the failure instead of a missing file.
 - A failed robust scenario judged at the `spec` level is <skipped> with its reason, so
   dashboards show it without failing the build.
+- Well-formed XML 1.0 whatever the server said: every name, message and text goes
+  through `escape.xml_text` (characters XML forbids, ESC and BEL among them, are shown as
+  `\x1b`); ElementTree escapes the markup characters, and nothing is put in CDATA.
 Raises OSError when `path` cannot be written (callers print their results first).
 """
 
@@ -22,6 +25,7 @@ from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
 from mcp_tether.errors import TetherError
+from mcp_tether.escape import xml_text
 from mcp_tether.probe.api import ScenarioResult
 from mcp_tether.probe.render import note
 from mcp_tether.probe.spec import ROBUST, SPEC
@@ -64,6 +68,14 @@ def start_error_result(exc: TetherError, host_style: str = "node") -> ScenarioRe
     )
 
 
+def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    """A child element whose attributes and text are legal XML 1.0 whatever they hold."""
+    el = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attrs.items()})
+    if text is not None:
+        el.text = xml_text(text)
+    return el
+
+
 def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]],
                 level: str = SPEC) -> None:
     root = ET.Element("testsuites", name="mcp-tether")
@@ -78,33 +90,31 @@ def write_junit(path: str, suites: dict[str, Sequence[ScenarioResult]],
                        and not warn(r) and not not_run(r))
         errors = sum(1 for r in results if r.verdict == "error")
         skipped = sum(1 for r in results if (warn(r) or not_run(r)) and r.verdict != "error")
-        suite = ET.SubElement(
+        suite = _el(
             root, "testsuite", name=name, tests=str(len(results)),
             failures=str(failures), errors=str(errors), skipped=str(skipped),
         )
         for r in results:
-            case = ET.SubElement(
+            case = _el(
                 suite, "testcase",
                 classname=name,
                 name=f"{r.label + ' ' if r.label else ''}{r.scenario}[{r.host_style}]",
                 time=f"{(r.exit_ms or 0) / 1000:.3f}",
             )
-            props = ET.SubElement(case, "properties")
-            ET.SubElement(props, "property", name="level", value=r.level)
-            ET.SubElement(props, "property", name="verdict", value=r.verdict)
+            props = _el(case, "properties")
+            _el(props, "property", name="level", value=r.level)
+            _el(props, "property", name="verdict", value=r.verdict)
             if r.guarded:
-                ET.SubElement(props, "property", name="guard_rung", value=r.guard_rung or "")
+                _el(props, "property", name="guard_rung", value=r.guard_rung or "")
             if r.verdict == "error":
-                el = ET.SubElement(case, "error", message=failure_message(r))
-                el.text = _body(r)
+                _el(case, "error", _body(r), message=failure_message(r))
             elif not_run(r):  # not run: neither passed nor failed
-                ET.SubElement(case, "skipped", message=r.detail or r.verdict)
+                _el(case, "skipped", message=r.detail or r.verdict)
             elif warn(r):
-                ET.SubElement(case, "skipped", message="robust level (warning at --level "
-                              f"spec): {failure_message(r)}")
+                _el(case, "skipped", message="robust level (warning at --level "
+                    f"spec): {failure_message(r)}")
             elif not r.passed:
-                el = ET.SubElement(case, "failure", message=failure_message(r))
-                el.text = _body(r)
+                _el(case, "failure", _body(r), message=failure_message(r))
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 

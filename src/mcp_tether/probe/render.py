@@ -1,6 +1,8 @@
 """Renderings of the probe's typed results (`api.ScenarioResult`): table, JSON, JUnit XML.
 
-Text goes through rich with colour only on a TTY;
+Text goes through rich with colour only on a TTY; every string a result carries from the
+server (notes, labels, diagnoses) goes through `escape.rich_text` / `escape.terminal`, so
+it can neither drive the terminal nor inject rich markup;
 JSON is the stable contract; JUnit is for CI dashboards. Nothing here computes a verdict.
 Each scenario's level is shown; a failed robust scenario judged at the `spec` level is a
 warning (table), skipped-with-reason (JUnit): shown, never hidden, never failing.
@@ -17,6 +19,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
+from mcp_tether.escape import rich_text, terminal
 from mcp_tether.probe.api import ScenarioResult, level_met
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.spec import ROBUST, SPEC
@@ -89,7 +92,8 @@ def render_table(
     level: str = SPEC,
 ) -> None:
     """One table; rows grouped under block headings when `blocks` is given."""
-    table = Table(title=title, show_lines=False, header_style="bold", title_justify="left")
+    table = Table(title=rich_text(title) if title else None, show_lines=False,
+                  header_style="bold", title_justify="left")
     if with_label:
         table.add_column("row", no_wrap=True)
         table.add_column("server", no_wrap=True)
@@ -105,7 +109,8 @@ def render_table(
     for heading, rows in groups:
         if heading:
             n = 2 if with_label else 0
-            table.add_row(*([f"[bold]{heading}[/]"] + [""] * (n + 7)), end_section=False)
+            table.add_row(*([f"[bold]{rich_text(heading)}[/]"] + [""] * (n + 7)),
+                          end_section=False)
         for r in rows:
             style = VERDICT_STYLE.get(r.verdict, "")
             verdict = f"[{style}]{r.verdict}[/]" if style else r.verdict
@@ -119,15 +124,15 @@ def render_table(
                 fmt_ms(r.exit_ms),
                 r.rung or "—",
                 "—" if r.exit_status is None else str(r.exit_status),
-                note(r),
+                rich_text(note(r)),
             ]
             if with_label:
                 row, _, server = r.label.partition(" ")
-                cells = [row, server, *cells]
+                cells = [rich_text(row), rich_text(server), *cells]
             table.add_row(*cells)
             explain = getattr(r, "explain", "")  # set by the probe CLI: why it failed
             if explain:
-                table.add_row(*([""] * (len(cells) - 1)), f"[dim]↳ {explain}[/]")
+                table.add_row(*([""] * (len(cells) - 1)), f"[dim]↳ {rich_text(explain)}[/]")
         if heading:
             table.add_section()
     _console(out or sys.stdout).print(table)
@@ -154,10 +159,10 @@ def render_fixes(results: Sequence[dict[str, Any]], out: IO[str] | None = None) 
             said.setdefault(str(d.get("diagnosis") or ""), []).append(str(d.get("scenario")))
         for diagnosis, scenarios in said.items():
             names = ", ".join(dict.fromkeys(scenarios))
-            out.write(textwrap.fill(f"{names}: {diagnosis}", width, initial_indent="- ",
+            out.write(textwrap.fill(terminal(f"{names}: {diagnosis}"), width, initial_indent="- ",
                                     subsequent_indent="  ") + "\n")
         if remedy:
-            out.write(textwrap.fill(f"fix: {remedy}", width, initial_indent="  ",
+            out.write(textwrap.fill(terminal(f"fix: {remedy}"), width, initial_indent="  ",
                                     subsequent_indent="    ", break_on_hyphens=False,
                                     break_long_words=False) + "\n")
 
@@ -178,8 +183,9 @@ def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],
         whole = [r for r in mine if r.scenario == "*"]
         if whole:
             word = "—" if whole[0].verdict in ("skipped", "disabled") else "none"
-            table.add_row(s, word, *([f"[{VERDICT_STYLE[whole[0].verdict]}]{whole[0].verdict}[/]"]
-                                     + [""] * (len(scenarios) - 1)), whole[0].detail)
+            table.add_row(rich_text(s), word,
+                          *([f"[{VERDICT_STYLE[whole[0].verdict]}]{whole[0].verdict}[/]"]
+                            + [""] * (len(scenarios) - 1)), rich_text(whole[0].detail))
             continue
         cells = []
         for sc in scenarios:
@@ -191,5 +197,5 @@ def render_matrix(results: Sequence[ScenarioResult], servers: Sequence[str],
             cells.append(f"[{VERDICT_STYLE.get(r.verdict, '')}]{r.verdict}[/]{ms}")
         why = {r.scenario: note(r) or r.diagnosis.split(". ")[0] for r in mine if not r.passed}
         notes = "; ".join(f"{sc}: {text}" for sc, text in why.items() if text)[:200]
-        table.add_row(s, level_met(mine), *cells, notes)
+        table.add_row(rich_text(s), level_met(mine), *cells, rich_text(notes))
     _console(out or sys.stdout).print(table)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from mcp_tether.escape import terminal
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.diagnose import explain_line
 from mcp_tether.probe.outcome import death_signal
@@ -127,7 +128,7 @@ def print_timelines(results: list[dict[str, Any]], out: IO[str] | None = None) -
         why = explain_line(r) or ("" if r.get("passed") else str(r.get("detail") or ""))
         label = f"{r['label']} " if r.get("label") else ""
         head = f"{label}{r.get('scenario', '')} ({r.get('host_style', '')}): {r.get('verdict')}"
-        print(head + (f" — {why}" if why else ""), file=out)
+        print(terminal(head + (f" — {why}" if why else "")), file=out)
         lines = timeline_lines(r)
         for line in lines or ["  (no events: the scenario did not run)"]:
-            print(line, file=out)
+            print(terminal(line), file=out)

@@ -5,8 +5,9 @@ Nothing is ended without a yes: a prompt on a TTY that lists each candidate with
 evidence and states the minimum age, else `--yes`; without either (and without
 `--dry-run`) `reap` refuses at once, in one line, with exit 2. Only the caller's own
 processes unless root with `--all-users`. Durations must be finite and >= 0 (exit 2).
-`reap --watch` ends on SIGTERM or SIGINT between actions: the signals are only recorded
-(`SignalInbox`), and the loop looks at them between rounds.
+`reap --watch` ends on SIGTERM, SIGINT or SIGHUP between actions: the signals are only
+recorded (`SignalInbox`), the loop looks at them between rounds, and the stop is one
+line on stderr and exit 128+N.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mcp_tether import __version__, ladder, platform
 from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.guard.result import signame
 from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
@@ -82,6 +84,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--config", metavar="FILE",
                         help="also match servers against this MCP config file")
     if name == "ps":
+        parser.add_argument("--containers", action="store_true",
+                            help="say why containers are not listed when no engine answers "
+                                 "(said anyway where DOCKER_HOST or a daemon socket is set up)")
         parser.add_argument("--format", choices=PS_FORMATS, default=None,
                             help="output format (openmetrics: for a node exporter's "
                                  "textfile collector)")
@@ -133,12 +138,13 @@ def command(args: argparse.Namespace) -> int:
         if metrics and fmt != "openmetrics":
             raise UsageError(f"--textfile and --per-process go with --format openmetrics, "
                              f"not {fmt}")
-        return _ps(args.config, fmt, textfile=args.textfile, per_process=args.per_process)
+        return _ps(args.config, fmt, textfile=args.textfile, per_process=args.per_process,
+                   containers=args.containers)
     return _reap(args)
 
 
 def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
-        per_process: bool = False) -> int:
+        per_process: bool = False, containers: bool = False) -> int:
     result = scan(config=config)
     _warn(result.config_errors)
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
@@ -154,7 +160,7 @@ def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
             sys.stdout.write(text)
     else:
         print_ps(result)
-        machine.print_listing(off, boxes)
+        machine.print_listing(off, boxes, asked=containers)
     return EXIT_OK
 
 
@@ -232,8 +238,7 @@ def _reap(args: argparse.Namespace) -> int:
     _warn(result.config_errors)
     p = plan(result, set(args.include), min_age, args.allow, _abandoned_min_age(args))
     off, listed = machine.listing()
-    if off is not None:
-        print(f"mcp-tether: {off}", file=sys.stderr)
+    machine.say_off(off)
     boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
     if args.dry_run or not (p.chosen or boxes):
         if args.json:
@@ -289,8 +294,9 @@ def _terminal() -> bool:
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
     interval = args.interval if args.interval is not None else WATCH_INTERVAL
-    print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
-    with SignalInbox((signal.SIGTERM, signal.SIGINT)) as inbox:
+    with SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP)) as inbox:
+        # Said once the stop signals are ours: from this line on, a stop is clean.
+        print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
         received: list[int] = []
 
         def should_stop() -> bool:
@@ -304,6 +310,9 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
                         scan_kwargs={"config": args.config, "users": users},
                         emit=lambda line: print(line, flush=True), should_stop=should_stop,
                         after_round=_metrics_writer(args.textfile) if args.textfile else None)
+    if received:  # a stop between two scans or ladders: said once, 128+N like a shell
+        print(f"mcp-tether reap --watch: stopped by {signame(received[0])}", file=sys.stderr)
+        return 128 + received[0]
     return EXIT_OK
 
 

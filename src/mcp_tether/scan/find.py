@@ -203,8 +203,14 @@ class _Scan:
         (`inspect.uses`, through `identify`): a server whatever its command says."""
         if not p.argv or not INTERPRETERS_RE.match(os.path.basename(split_title(p.argv)[0])):
             return False
-        head = self.fds(p.pid) or {}
-        if not head.get(0, "").startswith(("pipe:[", "socket:[")):
+        head = self.fds(p.pid)
+        if head is None:
+            # Its fds cannot be seen (the portable backend; a process we may not read):
+            # an adopted one whose script loads an SDK is still listed, and the rules
+            # call it `unknown` (its far end unseen), never leaked (docs/platforms.md).
+            if not self.adopter(self.procs.get(p.ppid), p.ppid):
+                return False
+        elif not head.get(0, "").startswith(("pipe:[", "socket:[")):
             return False
         return identify([(p.argv, p.cwd, p.exe, p.pid)], self.ident).mcp
 

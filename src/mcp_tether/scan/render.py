@@ -5,6 +5,9 @@ The JSON rendering is `ScanResult.to_dict()`; these carry the same facts for a h
 guard is shown by its inner command, marked `guarded:`) and for a node
 exporter's textfile collector (gauges by the Prometheus conventions, ending `# EOF`;
 `reap --watch --textfile` adds counters of what it ended and the memory that freed).
+A command line, a user, a package or a parent's name is untrusted: each goes through
+`escape.terminal`, so a server is one row whatever its argv holds (a newline, ESC, BEL
+are shown as `\n`, `\x1b`, `\x07`, never sent).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from mcp_tether.escape import terminal
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import EVIDENCE, STATES, ScanResult, Server
 from mcp_tether.scan.reap import REAP_OUTCOMES, Plan
@@ -67,11 +71,12 @@ def _rows(result: ScanResult) -> list[list[str]]:
     for s in result.servers:
         extra = f" [+{len(s.members) - 1}]" if len(s.members) > 1 else ""
         guard = "guarded: " if s.shown != s.command and guarded_argv(s.command) else ""
-        rows.append([s.state, str(s.pid), s.user, _age(s.age_seconds), _size(s.rss_bytes),
-                     f"{s.cpu_percent:.1f}%", what_text(s), ",".join(s.found_by),
-                     ",".join(s.evidence) or "-",
-                     f"{s.parent['pid']} {s.parent['name'] or '?'} ({s.parent['role']})",
-                     guard + _short(s.shown, 60) + extra])
+        rows.append([terminal(c) for c in (
+            s.state, str(s.pid), s.user, _age(s.age_seconds), _size(s.rss_bytes),
+            f"{s.cpu_percent:.1f}%", what_text(s), ",".join(s.found_by),
+            ",".join(s.evidence) or "-",
+            f"{s.parent['pid']} {s.parent['name'] or '?'} ({s.parent['role']})",
+            guard + _short(s.shown, 60) + extra)])
     return rows
 
 
@@ -97,7 +102,7 @@ def abandoned_lines(result: ScanResult) -> list[str]:
         info = s.listening
         out.append(f"abandoned pid {s.pid} (confidence {info.get('confidence', '?')}, "
                    f"seen abandoned {float(info.get('abandoned_seconds') or 0):.1f}s):")
-        out += [f"  - {line}" for line in info.get("lines", ())]
+        out += [f"  - {terminal(line)}" for line in info.get("lines", ())]
     return out
 
 
@@ -105,13 +110,14 @@ def print_ps(result: ScanResult) -> None:
     rows = _rows(result)
     if sys.stdout.isatty():  # rich draws for a terminal only: pipes get plain columns
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=None, header_style="bold")
         for h in HEADERS:
             table.add_column(h, overflow="fold" if h == "COMMAND" else "ellipsis")
         for r in rows:
-            table.add_row(*r, style={"leaked": "red", "unknown": "yellow",
+            table.add_row(*map(escape, r), style={"leaked": "red", "unknown": "yellow",
                                      "abandoned": "magenta"}.get(r[0]))
         console = Console()
         if rows:
@@ -135,11 +141,12 @@ def print_plan(p: Plan, to: Any = None, containers: bool = False) -> None:
     if not p.chosen and not containers:
         print("nothing to reap", file=out)
     for s in p.chosen:
-        print(f"would end pid {s.pid} ({len(s.members)} process(es), {_size(s.rss_bytes)}) "
-              f"{what_text(s)} [{', '.join(s.evidence)}]: {_short(s.shown)}", file=out)
+        print(terminal(f"would end pid {s.pid} ({len(s.members)} process(es), "
+                       f"{_size(s.rss_bytes)}) {what_text(s)} [{', '.join(s.evidence)}]: "
+                       f"{_short(s.shown)}"), file=out)
     for sk in p.skipped:
-        print(f"left alone: pid {sk.server.pid} {_short(sk.server.shown, 60)}: {sk.reason}",
-              file=out)
+        print(terminal(f"left alone: pid {sk.server.pid} {_short(sk.server.shown, 60)}: "
+                       f"{sk.reason}"), file=out)
     if p.chosen:
         print(f"total: {len(p.chosen)} tree(s), {_size(sum(s.rss_bytes for s in p.chosen))}",
               file=out)

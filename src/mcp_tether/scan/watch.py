@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_tether import ladder
+from mcp_tether.escape import xml_text
 from mcp_tether.proc import ProcessId
 from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE, Tracker
 from mcp_tether.scan.find import scan
@@ -124,6 +125,7 @@ def render_unit(kind: str, opts: list[str]) -> str:
             "Type=simple",
             "ExecStart=" + " ".join(shlex.quote(a) for a in argv),
             "Restart=on-failure",
+            "SuccessExitStatus=129 130 143",  # stopped by SIGHUP, SIGINT, SIGTERM: 128+N
             "RestartSec=10",
             "NoNewPrivileges=yes",
             "",
@@ -132,7 +134,8 @@ def render_unit(kind: str, opts: list[str]) -> str:
             "",
         ])
     if kind == "launchd":
-        args = "\n".join(f"    <string>{html.escape(a, quote=False)}</string>" for a in argv)
+        args = "\n".join(f"    <string>{html.escape(xml_text(a), quote=False)}</string>"
+                         for a in argv)
         return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!-- ~/Library/LaunchAgents/dev.mcp-tether.reap.plist
      then: launchctl load -w ~/Library/LaunchAgents/dev.mcp-tether.reap.plist -->

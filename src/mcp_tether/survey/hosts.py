@@ -36,13 +36,14 @@ decided it.
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from mcp_tether.escape import html_text, md_cell, md_text
 
 __all__ = ["HostLadder", "Cell", "Join", "parse_hosts_md", "parse_hostcheck_json",
            "derive", "join", "to_markdown", "to_json", "to_html", "EVENTS"]
@@ -292,7 +293,7 @@ def to_markdown(j: Join) -> str:
         out += ["", "| server | " + " | ".join(h.name.split(" (")[0] for h in j.hosts) + " |",
                 "|---|" + "---|" * len(j.hosts)]
         for r in j.rows:
-            out.append(f"| {r['label']} | " + " | ".join(
+            out.append(f"| {md_cell(r['label'])} | " + " | ".join(
                 _MARK[r["cells"][h.name][ev].state] for h in j.hosts) + " |")
     out += ["", "## Why each LEFT cell is left", ""]
     for r in j.rows:
@@ -300,7 +301,8 @@ def to_markdown(j: Join) -> str:
             for ev in _events_of(j):
                 c = r["cells"][h.name][ev]
                 if c.state == "left":
-                    out.append(f"- {r['label']}, {h.name.split(' (')[0]}, {ev}: {c.why}")
+                    out.append(f"- {md_text(r['label'])}, {h.name.split(' (')[0]}, {ev}: "
+                               f"{md_text(c.why)}")
     return "\n".join(out) + "\n"
 
 
@@ -313,7 +315,7 @@ def _plain(text: str) -> str:
 
 
 def to_html(j: Join) -> str:
-    e = html.escape
+    e = html_text
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Servers x hosts"
              "</title><style>body{font:14px sans-serif;margin:1em}table{border-collapse:"
              "collapse;margin-bottom:1.5em}td,th{border:1px solid #bbb;padding:2px 6px}"

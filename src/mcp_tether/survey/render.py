@@ -10,13 +10,12 @@ stayed above the CPU count says so first.
 
 from __future__ import annotations
 
-import html
 import json
 import statistics
 from typing import Any
 
+from mcp_tether.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.jsonout import envelope
-from mcp_tether.probe.markdown import cell
 from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, Row, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers"]
@@ -168,7 +167,7 @@ def to_markdown(result: SurveyResult) -> str:
     lines = [_header(result), "", "| " + " | ".join(COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
     for row in result.rows:
-        lines.append("| " + " | ".join(cell(c) for c in cells(row)) + " |")
+        lines.append("| " + " | ".join(md_cell(c) for c in cells(row)) + " |")
     fixes = fix_numbers(result)
     lines += ["", "### Why each failing row fails, and what fixes it", "",
               "Each fix is said once, under \"The fixes\" below; a row points to it by "
@@ -177,16 +176,16 @@ def to_markdown(result: SurveyResult) -> str:
         details = _details(row)
         if not details:
             continue
-        cmd = cell(" ".join(row.command))
-        lines.append(f"**{cell(row.label)}** ({row.version}, `{cmd}`)")
+        cmd = md_code(" ".join(row.command))
+        lines.append(f"**{md_text(row.label)}** ({md_text(row.version)}, {cmd})")
         lines.append("")
         for what, diag, remedy in details:
             fix = f" Fix: [{fixes[remedy]}]." if remedy else ""
-            lines.append(f"- {what}: {cell(diag) or 'no diagnosis'}{fix}")
+            lines.append(f"- {md_text(what)}: {md_text(diag) or 'no diagnosis'}{fix}")
         lines.append("")
     if fixes:
         lines += ["### The fixes", ""]
-        lines += [f"{n}. {cell(remedy)}" for remedy, n in fixes.items()]
+        lines += [f"{n}. {md_text(remedy)}" for remedy, n in fixes.items()]
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -199,7 +198,7 @@ def to_json(result: SurveyResult) -> str:
 
 
 def to_html(result: SurveyResult) -> str:
-    e = html.escape
+    e = html_text
     head = "".join(f"<th>{e(c)}</th>" for c in COLUMNS)
     body = []
     for row in result.rows:
