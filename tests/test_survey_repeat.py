@@ -98,7 +98,7 @@ def test_a_failure_that_does_not_repeat_is_flaky_and_one_that_does_stays_a_fail(
     md = to_markdown(result)
     line = next(ln for ln in md.splitlines() if ln.startswith("| flaky |"))
     assert "FAIL" not in line and "flaky: node close" in line
-    assert "close [spec] (node): flaky, not a FAIL" in md
+    assert "close \\[spec\\] (node): flaky, not a FAIL" in md  # md_text escapes [ ]
     assert "close (node): failed 3 of 3 runs: terminated at load" in md
     assert "flaky: node close" in to_html(result)
     data = json.loads(to_json(result))
