@@ -31,6 +31,10 @@ each failing row's failed close/exit/crash/sigterm, and says of every failure wh
 SDK host confirms it; failures of scenarios no SDK host performs (devnull, idle,
 half-close, sigint, inherited-writer) are listed as not re-checkable.
 
+`--annotate` (with `--failing`) writes each answer into that survey JSON, beside the
+failure it is about (`sdk_recheck`): the survey's table then shows a failure the SDK host
+did not confirm as such, next to its verdict; the level stays judged on what repeated.
+
 `--host ts` drives the server with the TypeScript SDK's `Client` + `StdioClientTransport`
 (the lab's pinned Node fixtures): close is `client.close()` (end stdin, 2 s, SIGTERM to
 the child, 2 s, SIGKILL), exit is `process.exit(0)`, crash a SIGKILL. Every run also
@@ -211,6 +215,8 @@ def main() -> int:
                     help="re-check only the python host style's failures of that survey "
                     "(each failing row, its failed close/exit/crash/sigterm) and say of "
                     "each failure whether the SDK host confirms it")
+    ap.add_argument("--annotate", action="store_true",
+                    help="with --failing: write each answer into that JSON, beside its failure")
     ap.add_argument("--save", metavar="JSON", help="write the SDK host's verdicts here")
     ap.add_argument("--load", metavar="JSON", help="compare verdicts saved by --save")
     ap.add_argument("--python", default=sys.executable,
@@ -229,7 +235,9 @@ def main() -> int:
         doc = json.loads(Path(args.survey).read_text())
         _compare(sdk_verdicts, doc["results"] if "results" in doc else doc["rows"])
     if args.failing:
-        _confirm(sdk_verdicts, _rows(args.failing))
+        states = _confirm(sdk_verdicts, _rows(args.failing))
+        if args.annotate:
+            _annotate(Path(args.failing), states)
     if args.probe:
         _compare(sdk_verdicts, [{"label": k, "verdicts": {"python": v.get("probe", {})}}
                                 for k, v in sdk_verdicts.items()])
@@ -329,11 +337,12 @@ def _python_failures(rows: list[dict]) -> dict[str, list[str]]:
                          if f["style"] == "python"] for r in rows}
 
 
-def _confirm(sdk: dict[str, dict], rows: list[dict]) -> None:
+def _confirm(sdk: dict[str, dict], rows: list[dict]) -> dict[tuple[str, str], str]:
     """Each failure of the python host style: confirmed by the SDK host (it too saw the
     tree outlive the trigger's 2 s), not confirmed (the SDK host saw it gone), not
     compared (the SDK host could not run it), or not re-checkable (no SDK host action)."""
     counts: dict[str, int] = {}
+    states: dict[tuple[str, str], str] = {}
     for label, scenarios in _python_failures(rows).items():
         for scenario in scenarios:
             got = sdk.get(label, {}).get(scenario)
@@ -347,8 +356,21 @@ def _confirm(sdk: dict[str, dict], rows: list[dict]) -> None:
                 state = f"confirmed ({got[1]})"
             key = state.split(" (")[0].split(":")[0]
             counts[key] = counts.get(key, 0) + 1
+            states[(label, scenario)] = state
             print(f"{label:<58} {scenario:<16} {state}")
     print("python-style failures: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    return states
+
+
+def _annotate(path: Path, states: dict[tuple[str, str], str]) -> None:
+    """Each python-style failure's answer into the survey JSON (`sdk_recheck`), in place."""
+    doc = json.loads(path.read_text())
+    for row in doc["results"] if "results" in doc else doc["rows"]:
+        for f in row.get("failures") or []:
+            state = states.get((row["label"], f["scenario"]))
+            if f["style"] == "python" and state and not state.startswith("not "):
+                f["sdk_recheck"] = state.replace("NOT CONFIRMED", "not confirmed")
+    path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 # sdk_recheck's modes as the hosts' events of the servers x hosts table.

@@ -8,7 +8,9 @@ process group, as the Python SDK does) and a whole survey (hours) is not needed:
 probed row of the saved JSON gets that scenario probed again in that style
 (`mcp_tether.survey.rerun`), its failures and the style's level passes recomputed, and
 the three renderings written again (a scenario that cannot run again keeps its first
-verdict). The LIST must be the one the survey was made from
+verdict). A failure is run again twice more, as in a survey (`survey.repeat`): only one
+that repeats stays a failure, one that passes once is `flaky`, and every run keeps the
+load average taken before it. The LIST must be the one the survey was made from
 (rows are matched by label). Prints the load average at the start and the run time.
 Runs in a pid namespace of its own (bench/_pidns.py).
 """

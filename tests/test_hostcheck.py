@@ -368,3 +368,67 @@ def test_host_configs_carry_what_the_host_needs_to_start_a_projects_servers(
     assert (home / ".qwen" / "trustedFolders.json").exists()
     with pytest.raises(UsageError, match="YAML"):
         write_recorder("goose", home, project, argv)
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_every_host_shape_writes_an_entry_its_host_reads_back_as_written(
+        tmp_path: Path, scope: str) -> None:
+    """For every --host of every shape the hosts package knows: 1. the recorder's entry is
+    written into the host's file of that scope; 2. the project's own reader of that host
+    finds it as a stdio server, enabled, with exactly the argv written; 3. its "type", if
+    any, is one the host's shape reads as stdio (OpenCode's `local`)."""
+    from mcp_tether.errors import UsageError
+    from mcp_tether.hostcheck.config import ENTRY_NAME, host_names, write_recorder
+    from mcp_tether.hosts import read_servers
+
+    argv = [sys.executable, RECORDER, "--events", str(tmp_path), "a b"]
+    written = 0
+    for host in host_names():
+        home, project = tmp_path / host / "home", tmp_path / host / "project"
+        try:
+            place = write_recorder(host, home, project, argv, scope=scope)
+        except UsageError as exc:  # YAML hosts, and hosts without a file of this scope
+            assert "YAML" in str(exc) or f"no {scope}-scope" in str(exc), (host, exc)
+            continue
+        found = [e for e in read_servers(place.path, place.host) if e.name == ENTRY_NAME]
+        assert len(found) == 1, host
+        entry = found[0]
+        assert (entry.transport, entry.disabled) == ("stdio", False), host
+        assert [entry.command, *entry.args] == argv, host
+        assert entry.extra.get("type") in place.shape.stdio_types, host
+        written += 1
+    assert written >= (8 if scope == "user" else 4)
+
+
+def test_an_opencode_entry_says_it_is_local() -> None:
+    """OpenCode reads an `mcp` entry without `type: "local"` as no local server."""
+    from mcp_tether.hosts.locations import REGISTRY
+
+    assert REGISTRY["opencode"].shape.stdio_type == "local"
+    assert REGISTRY["claude-code"].shape.stdio_type == "stdio"
+
+
+def test_a_verdict_names_the_hosts_own_process_left_and_the_layer_it_put_before_the_server(
+) -> None:
+    """1. A launcher whose native half starts the server behind a hidden `sh -c`; 2. a
+    SIGTERM ends the launcher only: the verdict says the server was left, and its detail
+    names the native half and the `sh -c` (layers the host put before its server) and
+    the native half's helper (the host's own), left with it; 3. the Markdown lists them
+    under the table."""
+    result = check([sys.executable, str(HOSTS / "layered_host.py"), "{server}"],
+                   scenarios=["sigterm"], **FAST)
+    [r] = result.results
+    assert r["verdict"] == "server-left", r["detail"]
+    assert [x["cmdline"].split()[:2] for x in r["layers"]] == \
+        [[sys.executable, str(HOSTS / "layered_host.py")], ["sh", "-c"]]
+    assert "--native" in r["layers"][0]["cmdline"]
+    native = next(o for o in r["others_left"] if "--native" in o["cmdline"])
+    helper = next(o for o in r["others_left"] if o["cmdline"].startswith("sleep"))
+    assert native["hosts_own"] is True and helper["hosts_own"] is True
+    assert f"pid {native['pid']} (" in r["detail"]
+    assert "a layer the host put before its server" in r["detail"]
+    assert f"pid {helper['pid']} (sleep 3600), the host's own" in r["detail"]
+    assert "between the host and its server: pid" in r["detail"] and "(sh -c " in r["detail"]
+    out = io.StringIO()
+    render_markdown(result, out)
+    assert "- sigterm: also left: " in out.getvalue()

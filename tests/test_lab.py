@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mcp_tether.lab import BLOCKS, run_lab
+from mcp_tether.probe.scenarios import all_scenarios
 
 # The whole lab (about 100 rows, orphan rows watched up to their horizon) on a loaded
 # 2-core machine takes longer than the default 120 s per test.
@@ -61,7 +62,11 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "G15": "exited",  # the daemonized helper reparents to the guard (a subreaper) and ends
 }
 # tethered: every scenario passes for each orphaning Python fixture with the helper added
-EXPECTED.update({f"T{i}": ("alive" if i % 8 == 5 else "exited") for i in range(1, 33)})
+# (counted from the scenario registry, as the lab builds the block: one row per fixture
+# and python-style scenario without a call; `idle` answers, so it reads `alive`)
+_TETHERED = [s.name for s in all_scenarios() if s.applies("python") and not s.needs_call]
+EXPECTED.update({f"T{i}": ("alive" if sc == "idle" else "exited")
+                 for i, sc in enumerate(_TETHERED * 4, 1)})
 
 
 @pytest.fixture(scope="module")

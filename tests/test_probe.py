@@ -33,7 +33,8 @@ def test_a_server_that_exits_on_eof_passes_every_scenario_but_the_parent_death_o
     v = verdicts(report)
     assert v == {
         "close": "exited", "exit": "exited", "crash": "exited", "devnull": "exited",
-        "idle": "alive", "half-close": "exited", "sigterm": "exited", "sigint": "exited",
+        "idle": "alive", "half-close": "exited", "sigterm": "exited", "sigterm-pid": "exited",
+        "sigint": "exited",
         "inherited-writer": "orphaned",
     }
     by = {r.scenario: r for r in report.results}

@@ -84,3 +84,25 @@ def test_the_python_style_sigterm_reaches_a_wrapped_server_through_its_group() -
     term, intr = rows["sigterm"], rows["sigint"]
     assert term.verdict == "exited", (term.verdict, term.detail)  # type: ignore[attr-defined]
     assert intr.verdict != "exited", intr.detail  # type: ignore[attr-defined]
+
+
+def test_a_sigterm_to_the_spawned_pid_alone_leaves_a_wrapped_server_in_both_styles() -> None:
+    """1. `sh -c 'server; true'` (a wrapper that passes no signal on); 2. python style:
+    the group's SIGTERM (`sigterm`) ends the server, the spawned pid's alone
+    (`sigterm-pid`) leaves it, named; 3. node style: `sigterm-pid` leaves it too; 4. a
+    server spawned directly dies of it in both styles."""
+    argv = ["sh", "-c", f"{sys.executable} {LAUNCHER} serve --ignore-eof; true"]
+    for style in ("python", "node"):
+        rows = _by_scenario(argv, ProbeOptions(host_style=style, window=1.0, horizon=0.5,
+                                               scenarios=("sigterm", "sigterm-pid")))
+        pid = rows["sigterm-pid"]
+        assert pid.verdict in ("orphaned", "killed"), \
+            (style, pid.verdict, pid.detail)  # type: ignore[attr-defined]
+        assert any("launcher.py serve" in s.cmdline
+                   for s in pid.survivors), pid.detail  # type: ignore[attr-defined]
+        if style == "python":
+            assert rows["sigterm"].verdict == "exited"  # type: ignore[attr-defined]
+        direct = _by_scenario([sys.executable, LAUNCHER, "serve", "--ignore-eof"],
+                              ProbeOptions(host_style=style, window=1.0, horizon=0.5,
+                                           scenarios=("sigterm-pid",)))["sigterm-pid"]
+        assert direct.verdict == "exited", (style, direct.detail)  # type: ignore[attr-defined]

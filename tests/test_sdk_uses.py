@@ -197,3 +197,63 @@ def test_a_running_python_server_is_read_in_the_environment_it_has_mapped(
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def _npm_tree(root: Path, packages: dict[str, dict[str, Any]], entries: dict[str, str]) -> None:
+    """A prefix like the survey's package cache: root/node_modules/NAME with package.json
+    and one entry file each."""
+    for name, meta in packages.items():
+        d = root / "node_modules" / name
+        d.mkdir(parents=True)
+        (d / "package.json").write_text(json.dumps({"name": name, "version": "1.0.0",
+                                                    **meta}))
+        (d / "index.js").write_text(entries.get(name, ""))
+
+
+def test_an_npx_command_run_in_a_project_that_depends_on_the_server_is_read_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """1. `npx -y pkg@1.0.0` in a folder whose node_modules has pkg (what `survey` runs),
+    with an empty npx cache: the SDK is found from the project, as npx runs it; 2. the
+    probe's diagnosis names that SDK, never "not in the npx cache"."""
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "empty-npm-cache"))
+    _npm_tree(tmp_path, {
+        "@acme/gitlab-mcp": {"bin": {"gitlab-mcp": "index.js"}},
+        "@modelcontextprotocol/sdk": {"version": "1.32.2"},
+    }, {"@acme/gitlab-mcp": "import { StdioServerTransport } from "
+                            "'@modelcontextprotocol/sdk/server/stdio.js';\n"})
+    sdk = tmp_path / "node_modules" / "@modelcontextprotocol" / "sdk"
+    (sdk / "package.json").write_text(json.dumps({
+        "name": "@modelcontextprotocol/sdk", "version": "1.32.2",
+        "exports": {"./*": "./*"}}))
+    (sdk / "server").mkdir()
+    (sdk / "server" / "stdio.js").write_text("export class StdioServerTransport {}\n")
+    uses, _, diagnosis = _three_answers(["npx", "-y", "@acme/gitlab-mcp@1.0.0"], tmp_path)
+    assert (uses.state, uses.package, uses.version) == \
+        ("sdk", "@modelcontextprotocol/sdk", "1.32.2"), uses.how
+    assert "project's node_modules" in uses.how
+    assert "not in the npx cache" not in diagnosis and "@modelcontextprotocol/sdk" in diagnosis
+
+
+def test_an_sdk_inspect_does_not_know_is_named_and_its_eof_behaviour_said_unknown(
+        tmp_path: Path) -> None:
+    """1. A server that imports `@acme/mcp-server-sdk` (an SDK of its own): `inspect` of
+    the package names it, state unknown, exits_on_eof null; 2. the probe's diagnosis says
+    which SDK and that its EOF behaviour is unknown; 3. a plain helper with MCP in its
+    name and no SDK about it is no SDK."""
+    _npm_tree(tmp_path, {
+        "pdf-mcp": {"bin": {"pdf-mcp": "index.js"}},
+        "@acme/mcp-server-sdk": {"version": "2.1.1",
+                                 "description": "Pure functional MCP server SDK"},
+        "mcp-colors": {"description": "colours for logs"},
+    }, {"pdf-mcp": "import {serve} from '@acme/mcp-server-sdk';\nimport 'mcp-colors';\n"})
+    server = tmp_path / "node_modules" / "pdf-mcp"
+    [found] = inspect_path(server)
+    assert (found.state, found.package, found.version, found.exits_on_eof) == \
+        ("unknown", "@acme/mcp-server-sdk", "2.1.1", None)
+    assert "not known to inspect" in (found.label or "")
+    uses, _, diagnosis = _three_answers(["npx", "-y", "pdf-mcp@1.0.0"], tmp_path)
+    assert uses.package == "@acme/mcp-server-sdk"
+    assert "It loads @acme/mcp-server-sdk 2.1.1, an MCP SDK mcp-tether does not know: " \
+        "what its transport does at EOF is unknown" in diagnosis
+    (tmp_path / "node_modules" / "pdf-mcp" / "index.js").write_text("import 'mcp-colors';\n")
+    assert uses_for_command(["npx", "-y", "pdf-mcp@1.0.0"], str(tmp_path)).package is None

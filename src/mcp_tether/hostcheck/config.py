@@ -53,6 +53,10 @@ ENTRY_NAME = "mcp-tether-recorder"
 FORKS: dict[str, tuple[str, str, str]] = {
     # QwenLM/qwen-code packages/core/src/config/storage.ts: QWEN_DIR = ".qwen"
     "qwen-code": ("gemini-cli", ".gemini", ".qwen"),
+    # Kilo CLI 7.x, an OpenCode fork: its global folder (`~/.config/kilo`) reads
+    # kilo.jsonc, kilo.json, opencode.jsonc, opencode.json, config.json (read in its
+    # binary: the list its Claude-settings import writes into), OpenCode's `mcp` shape.
+    "kilo": ("opencode", ".config/opencode", ".config/kilo"),
 }
 
 
@@ -90,8 +94,8 @@ class Placement:
             entry: dict[str, Any] = {s.command_key: list(argv)}
         else:
             entry = {s.command_key: argv[0], s.args_key: list(argv[1:])}
-        if "stdio" in s.stdio_types:
-            entry = {"type": "stdio", **entry}
+        if s.stdio_type is not None:
+            entry = {"type": s.stdio_type, **entry}
         return entry
 
     def render(self, argv: list[str]) -> bytes:
@@ -115,7 +119,8 @@ class Placement:
         """Write the entry with `argv` (atomically), and check that the host reads it."""
         write_atomic(self.path, self.render(argv))
         found = [e for e in read_servers(self.path, self.host) if e.name == ENTRY_NAME]
-        if not found or [found[0].command, *found[0].args] != list(argv):
+        if (not found or found[0].transport != "stdio" or found[0].disabled
+                or [found[0].command, *found[0].args] != list(argv)):
             raise UsageError(f"--host {self.host}: the recorder's entry in {self.path} does "
                              "not read back as written")
 
@@ -195,7 +200,24 @@ def _claude_code(home: Path, project: Path, env: Mapping[str, str]) -> None:
     merge_json(project / ".claude" / "settings.local.json", approve)
 
 
+def _copilot_trust(home: Path, project: Path, env: Mapping[str, str]) -> None:
+    """Copilot CLI starts no MCP server in a folder it was not told to trust: the
+    interactive session first asks "Do you trust the files in this folder?". Its answer
+    "Yes, and remember" writes `trusted_folders` into `config.json` beside
+    `mcp-config.json` (the folder `copilot_cli.files` names)."""
+    folder = REGISTRY["copilot-cli"].files(
+        Machine("linux", home, host_env(home, project, {}), project))[0].path.parent
+
+    def trust(doc: dict[str, Any]) -> None:
+        folders = doc.setdefault("trusted_folders", [])
+        if str(project) not in folders:
+            folders.append(str(project))
+
+    merge_json(folder / "config.json", trust)
+
+
 NEEDS: dict[str, Callable[[Path, Path, Mapping[str, str]], None]] = {
+    "copilot-cli": _copilot_trust,
     "gemini-cli": _trust(".gemini"),
     "qwen-code": _trust(".qwen"),
     "claude-code": _claude_code,
@@ -225,8 +247,10 @@ def write_recorder(host: str, home: Path, project: Path, argv: list[str], *,
         raise UsageError(f"--host {host}: writing YAML configs is not supported; "
                          "use `hostcheck -- HOST-ARGV` with {server}")
     path = cf.path
-    if ours:
-        path = home / ours / path.relative_to(home / theirs)
+    for root in (home, project) if ours else ():  # the fork's own folder, either place
+        if path.is_relative_to(root / theirs):
+            path = root / ours / path.relative_to(root / theirs)
+            break
     table = tuple(str(project) if k == "*" else k for k in h.shape.tables[0])
     # Read back as the host whose shape it keeps: the fork is not in the hosts package.
     place = Placement(shape_of, path, (*table, ENTRY_NAME), cf.format, h.shape)

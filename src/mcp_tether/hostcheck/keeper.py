@@ -133,6 +133,11 @@ class State:
     marks: list[dict[str, Any]] = field(default_factory=list)  # the keeper's own events
     cleanup_at: float = float("inf")  # exits after this instant are the clean-up's
     tail: bytes = b""
+    # The processes between the host and the server it started (a hidden `sh -c`, a
+    # relaunched CLI), host side first, and every process of the host's tree: both read
+    # while the handshake holds them (`read_tree`).
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    host_tree: set[int] = field(default_factory=set)
 
 
 class Keeper(CoreKeeper):
@@ -425,6 +430,7 @@ class Keeper(CoreKeeper):
         info = read_info(s.host.pid) if s.host is not None else None
         if info is not None and s.host is not None and info.ident == s.host:
             s.host_family = (info.pgid, info.sid)
+        self.read_tree()
         before = set(s.roles)
         acted = self.act()
         self.release()
@@ -475,6 +481,39 @@ class Keeper(CoreKeeper):
                          direct=self.direct)
         return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left}
 
+    def read_tree(self) -> None:
+        """The host's tree while it holds the server: which processes are the host's own,
+        and which stand between the host and the first recorder of its direct role."""
+        s = self.s
+        if s.host is None:
+            return
+        snap = snapshot()
+        s.host_tree = {i.pid for i in descendants(s.host.pid, snap)} | {s.host.pid}
+        first = min((p for p, r in s.roles.items() if r == self.direct and p in snap),
+                    default=None)
+        chain: list[dict[str, Any]] = []
+        cur = snap[first].ppid if first is not None else None
+        while cur is not None and cur != s.host.pid and cur in snap and len(chain) < 16:
+            chain.append({"pid": cur, "cmdline": " ".join(cmdline(cur))[:200]})
+            cur = snap[cur].ppid
+        s.layers = list(reversed(chain)) if cur == s.host.pid else []
+
+    def named_left(self, verdict: str) -> str:
+        """What the detail adds to a verdict: every other process left (the host's own
+        said so) and every layer between the host and its server."""
+        s, out = self.s, []
+        if self.others and verdict not in ("error", "skipped"):
+            layers = {x["pid"] for x in s.layers}
+            out.append("also left: " + ", ".join(
+                f"pid {o['pid']} ({o['cmdline'][:80]})"
+                + (", a layer the host put before its server" if o["pid"] in layers else
+                   ", the host's own" if o["pid"] in s.host_tree else "")
+                for o in self.others))
+        if s.layers:
+            out.append("between the host and its server: " + " > ".join(
+                f"pid {x['pid']} ({x['cmdline'][:80]})" for x in s.layers))
+        return "".join(f"; {x}" for x in out)
+
     @property
     def direct(self) -> str:
         """The role of the host's own child: the wrapper, when there is one."""
@@ -523,7 +562,9 @@ class Keeper(CoreKeeper):
             if info.exited or info.pid in self.s.recorders or (
                     self.s.host is not None and info.pid == self.s.host.pid):
                 continue
-            out.append({"pid": info.pid, "cmdline": " ".join(cmdline(info.pid))[:200]})
+            argv = cmdline(info.pid)
+            if argv:  # none: it exited between the scan and the read (or a zombie)
+                out.append({"pid": info.pid, "cmdline": " ".join(argv)[:200]})
         return out
 
     def before_end(self) -> None:
@@ -624,7 +665,8 @@ class Keeper(CoreKeeper):
             "host_sid": s.host_family[1] if s.host_family else None,
             "passed": verdict in PASSING,
             "detail": (outcome["detail"] + (f" ({s.action_note})" if s.action_note
-                                            and s.action_note not in outcome["detail"] else "")),
+                                            and s.action_note not in outcome["detail"] else "")
+                       + self.named_left(verdict)),
             "spec": sc.spec,
             "host_argv": self.spec.argv,
             "host_config": str(self.placement.path) if self.placement is not None else None,
@@ -637,7 +679,9 @@ class Keeper(CoreKeeper):
             "action": sc.action,
             "action_ms": ms(s.action_at),
             "left": [{"pid": p, "role": s.roles.get(p, "server")} for p in left],
-            "others_left": self.others,
+            "others_left": [{**o, "hosts_own": o["pid"] in s.host_tree} for o in self.others],
+            "layers": s.layers,
+            "also": self.named_left(verdict).removeprefix("; "),  # the detail's last words
             "ps": outcome.get("ps"),  # reconnect: `ps` on the copies still running
             "killed_by_cleanup": killed,
             "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from mcp_tether.escape import md_cell, md_code, terminal
+from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
 from mcp_tether.probe.html import render_html as page
 
@@ -121,8 +121,6 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
                   f"{p['group']}, session {p['session']}):\n"
                   f"      {terminal(f'signals: {_signals(p)}; {_stdin_first(p)}; {ended}')}\n"
                   f"      saw {terminal(saw_line(r, p['role'], p['pid']))}", file=out)
-        for o in r.get("others_left") or []:
-            print(f"  also left: pid {o['pid']} {terminal(o['cmdline'][:80])}", file=out)
         for row in r.get("ps") or []:  # reconnect: what `ps` says of each running copy
             ev = f" [{', '.join(row['evidence'])}]" if row["evidence"] else ""
             print(f"  ps: pid {row['pid']} {row['state']}{ev}: {terminal(row['why'])}", file=out)
@@ -163,6 +161,9 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
               + " |", file=out)
     words = {r["verdict"] for r in result.results}
     print("", file=out)
+    for r in result.results:  # every process left beside the recorder's, every layer
+        if r.get("also"):
+            print(f"- {r['scenario']}: {md_text(r['also'])}", file=out)
     for v in sorted(words):
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)
 

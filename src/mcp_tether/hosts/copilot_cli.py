@@ -1,7 +1,9 @@
 """GitHub Copilot CLI: `~/.copilot/mcp-config.json` (or `$COPILOT_HOME`), and `.mcp.json`.
 
-Sources: docs.github.com "Using GitHub Copilot CLI" (the file lives in `~/.copilot`,
-moved by XDG_CONFIG_HOME: github/docs#41226); code.visualstudio.com MCP configuration
+Sources: docs.github.com "Using GitHub Copilot CLI" (the file lives in `~/.copilot`);
+measured on Copilot CLI 1.0.102: with XDG_CONFIG_HOME set it still reads
+`~/.copilot/mcp-config.json` and never `$XDG_CONFIG_HOME/.copilot/` (which
+github/docs#41226 describes); code.visualstudio.com MCP configuration
 reference (the portable Copilot format: `$COPILOT_HOME/mcp-config.json`, fallback
 `~/.copilot/mcp-config.json`, and `.mcp.json` at the workspace root). Entries are
 `{type, command, args, env, tools}`; `type: "local"` is a stdio server like "stdio".
@@ -21,12 +23,7 @@ VSDOC = "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration"
 
 def files(m: Machine) -> list[ConfigFile]:
     copilot_home = m.var("COPILOT_HOME")
-    if copilot_home:
-        user = Path(copilot_home)
-    elif m.var("XDG_CONFIG_HOME"):
-        user = m.config_home / ".copilot"
-    else:
-        user = m.home / ".copilot"
+    user = Path(copilot_home) if copilot_home else m.home / ".copilot"
     return [ConfigFile(NAME, "user", user / "mcp-config.json", source=DOC),
             *m.project(NAME, VSDOC, ".mcp.json")]
 

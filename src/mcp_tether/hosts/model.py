@@ -193,6 +193,15 @@ class Shape:
     stdio_types: tuple[Any, ...] = (None, "stdio")  # values of "type" meaning stdio
     remote_keys: tuple[str, ...] = ("url", "serverUrl", "httpUrl")
 
+    @property
+    def stdio_type(self) -> Any:
+        """The "type" a written stdio entry carries (None: none): "stdio" where the host
+        knows it, else the host's own word (OpenCode reads an entry without
+        `type: "local"` as no local server at all)."""
+        if "stdio" in self.stdio_types:
+            return "stdio"
+        return next((t for t in self.stdio_types if t is not None), None)
+
 
 @dataclass
 class Launch:

@@ -90,7 +90,7 @@ def _package_uses(root: Path) -> list[Transport]:
     if entry is None:
         return []
     u = node_uses(entry)
-    return u.as_inspect() if u.found else []
+    return u.as_inspect() if u.found or u.package else []  # an unknown SDK, by its name
 
 
 def server_uses(argv: list[str], cwd: str | None = None, pid: int | None = None) -> Uses:

@@ -93,6 +93,9 @@ class Uses:
         return self.state == "sdk"
 
     def label(self) -> str:
+        if self.state == "unknown" and self.package:  # an SDK that inspect cannot read
+            return (f"{self.package} {self.version or '(version unknown)'} "
+                    "(an MCP SDK not known to inspect: EOF behaviour unknown)")
         if self.state != "sdk":
             return self.state
         text = f"{self.package} {self.version or '(version unknown)'}"
@@ -122,6 +125,7 @@ class Uses:
         """One `inspect` finding for what the server loads (what `probe`'s diagnosis
         reads), with `state`, `label` and `how`; a "none"/"unknown" answer is a finding
         without a package, so the diagnosis can say so."""
-        base = self.info if self.state == "sdk" and self.info is not None else Transport()
+        base = self.info if self.state == "sdk" and self.info is not None else \
+            Transport(package=self.package, version=self.version, path=self.path)
         return [replace(base, language=self.language, state=self.state, how=self.how,
                         label=self.label(), tether=self.tether)]

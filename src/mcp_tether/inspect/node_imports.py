@@ -11,6 +11,9 @@ Guarantees:
   these imports reach, the one imported for its stdio transport first; an SDK bundled
   into the package's own files is found by its `StdioServerTransport` class. An SDK
   merely installed nearby (a transitive copy, the other line) is never the answer.
+- An MCP SDK of its own kind that these imports reach (`other_sdk`: MCP in its name,
+  SDK or framework in its name, description or keywords) is named when no known SDK is
+  reached, with the state "unknown": what it does at EOF was never read.
 - Whether those imports reach the package `mcp-tether` (node/) is said too (`tether`),
   so a fix never tells a server to add a line it already has.
 - Files are read, never executed; reads are bounded (`MAX_FILES`, `MAX_BYTES`).
@@ -108,6 +111,7 @@ def node_uses(entry: Path) -> Uses:
     own = package_root(entry.parent)
     queue, seen = [entry], {entry}
     reached: list[tuple[str, Path, str, Path]] = []  # (sdk name, dir, specifier, importer)
+    other: tuple[str, Path, str, Path] | None = None  # the first MCP SDK we do not know
     bundle: tuple[Path, int, str] | None = None
     nbytes = 0
     while queue and len(seen) <= MAX_FILES and nbytes < MAX_BYTES:
@@ -138,6 +142,8 @@ def node_uses(entry: Path) -> Uses:
                     if not any(r[1] == pkg_dir for r in reached) or "stdio" in spec:
                         reached.append((name, pkg_dir, spec, path))
                     continue
+                if other is None and pkg_dir != own and other_sdk(name, pkg_dir):
+                    other = (name, pkg_dir, spec, path)  # followed on: it may use a known one
                 nxt = package_entry(pkg_dir, sub)
             if nxt is not None and nxt.suffix in (".js", ".mjs", ".cjs") and nxt not in seen:
                 seen.add(nxt)
@@ -173,8 +179,35 @@ def node_uses(entry: Path) -> Uses:
         out.how = (f"{CLASS_NAME} defined in {path} (bundled; reached from {rel})"
                    + (f", bundled from {source}" if source else ""))
         return out
+    if other is not None:
+        # An SDK of its own kind (`@sylphx/mcp-server-sdk`): which one is known, what its
+        # transport does at EOF is not (it was never read), so: unknown, with its name.
+        name, pkg_dir, spec, importer = other
+        doc = read_object(pkg_dir / "package.json") or {}
+        out.package, out.path = name, str(pkg_dir)
+        out.version = doc.get("version") if isinstance(doc.get("version"), str) else None
+        out.how = (f"{_rel(importer, own)} imports '{spec}': {name} "
+                   f"{out.version or '(version unknown)'}, an MCP SDK mcp-tether does not "
+                   "know, so its EOF behaviour is unknown")
+        return out
     out.how = f"no MCP SDK import reachable from {rel} ({len(seen)} files read)"
     return out
+
+
+_OTHER_SDK = re.compile(r"\b(sdk|framework)\b", re.I)
+
+
+def other_sdk(name: str, pkg_dir: Path) -> bool:
+    """Is the package `name` an MCP SDK of its own (not one of `NODE_SDKS`)? Its name
+    says MCP, and its name, description or keywords say SDK or framework."""
+    if "mcp" not in name.lower():
+        return False
+    doc = read_object(pkg_dir / "package.json") or {}
+    words = [name.replace("-", " ").replace("/", " "), str(doc.get("description") or "")]
+    keywords = doc.get("keywords")
+    if isinstance(keywords, list):
+        words += [str(k) for k in keywords]
+    return any(_OTHER_SDK.search(w) for w in words)
 
 
 def _rel(path: Path, root: Path | None) -> str:

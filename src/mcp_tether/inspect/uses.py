@@ -26,7 +26,7 @@ from pathlib import Path
 
 from mcp_tether.guard.argv import parse_guard_argv
 from mcp_tether.inspect.model import Uses
-from mcp_tether.inspect.node import read_source
+from mcp_tether.inspect.node import node_package, read_source
 from mcp_tether.inspect.node_imports import NODE_SDKS, bin_of, node_uses
 from mcp_tether.inspect.python_imports import PY_SDKS, python_uses
 
@@ -95,15 +95,21 @@ def _command(argv: list[str], here: Path, pid: int | None, depth: int) -> Uses:
         pkgs = [a for a in argv[1:] if not a.startswith("-") and a != "exec"]
         if not pkgs:
             return Uses(language="node", how="no package named")
-        dirs = npx_package_dirs(pkgs[0])
-        if not dirs:
-            return Uses(language="node", how=f"{pkgs[0]}: not in the npx cache")
         name = pkgs[0].rsplit("@", 1)[0] if pkgs[0].rfind("@") > 0 else pkgs[0]
+        # npx's own order: a package the project it runs in depends on (node_modules from
+        # its working folder up, as `mcp-tether survey` installs its servers) runs in
+        # place; only else does npx fetch it into its cache.
+        local = node_package(name, here)
+        dirs = [local] if local is not None else npx_package_dirs(pkgs[0])
+        if not dirs:
+            return Uses(language="node", how=f"{pkgs[0]}: not in {here}'s node_modules "
+                        "nor in the npx cache")
         entry = bin_of(dirs[-1], name)
         if entry is None:
             return Uses(language="node", how=f"{dirs[-1]}: no bin or main")
         got = node_uses(entry)
-        got.how = f"npx cache {dirs[-1]}: " + got.how
+        where = "the project's node_modules" if local is not None else "npx cache"
+        got.how = f"{where} {dirs[-1]}: " + got.how
         return got
     if base.startswith("node") or base in ("bun", "tsx"):
         script = next((a for a in argv[1:] if not a.startswith("-")), None)

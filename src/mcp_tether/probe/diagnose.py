@@ -53,8 +53,10 @@ _NOT = {
 _SCENARIO_GUARANTEE = {
     "close": "eof", "exit": "eof", "crash": "eof", "devnull": "eof",
     "half-close": "half-close", "inherited-writer": "parent-death",
-    "sigterm": "sigterm", "sigint": "sigint", "idle": "idle",
+    "sigterm": "sigterm", "sigterm-pid": "sigterm", "sigint": "sigint", "idle": "idle",
 }
+# The signal a signal scenario sends, as its trigger event names it (`trigger_what`).
+_SENT = {"sigterm": "sigterm", "sigterm-pid": "sigterm", "sigint": "sigint"}
 _FAILED = ("terminated", "killed", "orphaned", "lingered")
 _SHELLS = ("sh", "bash", "dash", "zsh", "ash", "busybox")
 _LAUNCHERS = ("npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "uvx", "uv", "pipx", "env")
@@ -252,6 +254,9 @@ def _sdk_text(sdks: list[Transport], language: str | None) -> str | None:
     how = f" (found: {s.how.split('; ')[0]})" if s.how else ""
     if s.state == "none":
         return f"it loads no MCP SDK{how}: what it does at EOF is its own code's doing"
+    if s.state == "unknown" and s.package:
+        return (f"it loads {s.package} {s.version or ''}".rstrip() + ", an MCP SDK "
+                f"mcp-tether does not know: what its transport does at EOF is unknown{how}")
     if s.state == "unknown":
         return f"which MCP SDK it loads could not be told{how}"
     ev = ", ".join(s.stdin_events) or "none"
@@ -358,12 +363,12 @@ def diagnose(
             sentences.append(f"it loads mcp-tether (found: {loaded}), yet its tether() was "
                              "not in effect when the trigger came: it runs too late (after "
                              "an `await` that outlasted the client) or not on this path")
-        sig = {"sigterm": "SIGTERM", "sigint": "SIGINT"}.get(sc)
+        sig = _SENT[sc].upper() if sc in _SENT else None
         seen = set()
         for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
             if s.get("pid") not in seen:
                 seen.add(s.get("pid"))
-                sentences.append(kept_alive(s, sig, _signal_target(r, sc)))
+                sentences.append(kept_alive(s, sig, _signal_target(r, _SENT.get(sc, sc))))
         evs = [s.get("evidence") for s in r.get("survivors", [])]
         if evs and all(ev and ev.get("alive") is False for ev in evs):
             sentences.append("every survivor was already exiting at the window's end: slow, "
@@ -387,9 +392,9 @@ def _signal_stopped_in_between(r: dict[str, Any], command: list[str]) -> bool:
     process below it never received it. No line in the server can fix that."""
     sc = r.get("scenario")
     head = _base(command[0]) if command else ""
-    if sc not in ("sigterm", "sigint") or (head not in _SHELLS and head not in _LAUNCHERS):
+    if sc not in _SENT or (head not in _SHELLS and head not in _LAUNCHERS):
         return False
-    target = _signal_target(r, sc)
+    target = _signal_target(r, _SENT[sc])
     left = {x.get("pid") for x in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]}
     return target in left and any(pid != target for pid in left)
 

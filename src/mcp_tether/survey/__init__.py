@@ -14,6 +14,11 @@ Guarantees:
 - Entries run in parallel, `jobs` at once (default: the CPU count); each probe has a time
   limit, after which its probe process is sent SIGTERM (it ends its keepers and their
   trees) and, 30 s later, SIGKILL; only our own unreaped children are signalled.
+- A failure is published only when it repeats (`repeat`): each failing scenario of a
+  host style is probed twice more, the load average taken before every run; a cell that
+  passes once is `flaky` (in `Row.flaky`, with its runs), never a FAIL, and the levels
+  are judged on the failures that repeat. A survey whose load stayed above the CPU
+  count says so (`SurveyResult.busy`).
 - A server that does not start is not a leak: when no scenario got through the
   handshake, the row is `did-not-start`, or `needs-service` when the entry declares
   `needs=` or the server's stderr says it could not reach something (connection
@@ -37,10 +42,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mcp_tether.inspect import inspect_path
+from mcp_tether.inspect import inspect_path, server_uses
 from mcp_tether.packages import InstallPolicy, PackageError, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
+from mcp_tether.survey.repeat import REPEATS, Run, busy, judge, repeat_failing
 
 __all__ = ["run_survey", "rerun", "Row", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
@@ -70,6 +76,13 @@ class Failure:
     verdict: str
     diagnosis: str
     remedy: str
+    # Every run of the cell (`repeat.Run` as dicts: verdict, passed, load), the first
+    # included, and what they say (`repeat.judge`); "" and [] in surveys made before.
+    repeated: str = ""
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    # What an independent SDK host said of this failure (bench/sdk_recheck.py
+    # --annotate): "confirmed (...)" or "not confirmed: ..."; "" not re-checked.
+    sdk_recheck: str = ""
 
 
 @dataclass
@@ -79,7 +92,7 @@ class Row:
     name: str = ""
     version: str = ""
     language: str = ""
-    sdk: str = ""  # "@modelcontextprotocol/sdk 1.32.2" (first found; "" none)
+    sdk: str = ""  # "@modelcontextprotocol/sdk 1.32.2": what its entry point loads ("" none)
     sdk_exits_on_eof: bool | None = None
     launch: str = ""
     command: list[str] = field(default_factory=list)
@@ -92,7 +105,9 @@ class Row:
     spec_pass: dict[str, bool | None] = field(default_factory=dict)  # per style
     robust_pass: dict[str, bool | None] = field(default_factory=dict)
     verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # style -> scen -> v
-    failures: list[Failure] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)  # the ones that repeat
+    flaky: list[Failure] = field(default_factory=list)  # failed, then passed (or not rerun)
+    loads: dict[str, float] = field(default_factory=dict)  # style -> load before its probe
     seconds: float = 0.0
     install_scripts: list[str] = field(default_factory=list)  # packages of its tree with one
     scripts_ran: bool = False  # surveyed with --allow-scripts
@@ -110,6 +125,7 @@ class Row:
     def from_dict(cls, d: dict[str, Any]) -> Row:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["failures"] = [Failure(**f) for f in d.get("failures") or []]
+        known["flaky"] = [Failure(**f) for f in d.get("flaky") or []]
         return cls(**known)
 
     def reclassify(self) -> None:
@@ -140,6 +156,20 @@ class SurveyResult:
     load: tuple[float, float] | None = None
     # A table put together from several surveys (`merge`): each one's own header facts.
     runs: list[dict[str, Any]] = field(default_factory=list)
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+    def loads(self) -> list[float]:
+        """Every load average taken: at the start and end, before every probe run."""
+        out = list(self.load or ())
+        for row in self.rows:
+            out += row.loads.values()
+            out += [float(run["load"]) for f in (*row.failures, *row.flaky) for run in f.runs]
+        return out
+
+    @property
+    def busy(self) -> bool:
+        """Did the load stay above the CPU count? (Timings, then, are the machine's.)"""
+        return busy(self.loads(), self.cpus)
 
     @property
     def probed(self) -> int:
@@ -147,10 +177,18 @@ class SurveyResult:
         return sum(1 for r in self.rows if r.status not in ("install-failed", "no-command"))
 
     @property
+    def probe_runs(self) -> int:
+        """Probe runs made: three per probed server, and `REPEATS` more for each host
+        style of a row whose failures were run again."""
+        styles = [{f.style for f in (*r.failures, *r.flaky) if f.runs} for r in self.rows
+                  if r.status not in ("install-failed", "no-command")]
+        return self.probed * len(STYLES) + sum(REPEATS * len(s) for s in styles)
+
+    @property
     def floor(self) -> float:
-        """The run time it cannot beat: every probed server's three probes, each about
-        one scenario long (all scenarios of a probe run at once), `jobs` at a time."""
-        return self.probed * len(STYLES) * PROBE_FLOOR / max(self.jobs, 1)
+        """The run time it cannot beat: every probe run about one scenario long (all
+        scenarios of a probe run at once), `jobs` at a time."""
+        return self.probe_runs * PROBE_FLOOR / max(self.jobs, 1)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SurveyResult:
@@ -161,13 +199,14 @@ class SurveyResult:
         return cls([Row.from_dict(r) for r in rows], started, float(d["seconds"]),
                    int(d["jobs"]), bool(d["pid_namespace"]),
                    (float(load["start"]), float(load["end"])) if load else None,
-                   list(d.get("runs") or []))
+                   list(d.get("runs") or []), int(d.get("cpus") or os.cpu_count() or 1))
 
     def run_facts(self) -> dict[str, Any]:
         """This survey's own header facts (no rows), as `runs` keeps them."""
         d = self.to_dict()
         d.pop("rows")
         d.pop("runs", None)
+        d.pop("busy", None)
         d.update(servers=len(self.rows), probed=self.probed)
         return d
 
@@ -184,13 +223,16 @@ class SurveyResult:
         rank = {label: i for i, label in enumerate(order)}
         rows = sorted(by_label.values(), key=lambda r: rank.get(r.label, len(rank)))
         return cls(rows, parts[0].started, sum(float(r["seconds"]) for r in runs),
-                   parts[-1].jobs, all(p.pid_namespace for p in parts), None, runs)
+                   parts[-1].jobs, all(p.pid_namespace for p in parts), None, runs,
+                   parts[-1].cpus)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
             "seconds": round(self.seconds, 1), "jobs": self.jobs,
-            "pid_namespace": self.pid_namespace, "floor_seconds": round(self.floor, 1)}
+            "pid_namespace": self.pid_namespace, "floor_seconds": round(self.floor, 1),
+            "probe_runs": self.probe_runs,
+            "cpus": self.cpus, "busy": self.busy}
         if self.load is not None:
             d["load_average"] = {"start": self.load[0], "end": self.load[1]}
         if self.runs:
@@ -314,6 +356,49 @@ def _first_line(text: str, pattern: re.Pattern[str] | None = None, last: bool = 
     return ((lines[-1] if last else lines[0]) if lines else "")[:200]
 
 
+def _results(run: tuple[str, dict[str, Any] | None, str]) -> list[dict[str, Any]] | None:
+    """A probe run's scenario results, or None when the probe itself did not finish."""
+    outcome, payload, _ = run
+    return payload.get("results") or [] if outcome == "ok" and payload is not None else None
+
+
+def record(row: Row, style: str, results: list[dict[str, Any]],
+           cells: dict[str, list[Run]]) -> None:
+    """One style's probe results into `row`, in place of what it had for those scenarios:
+    verdicts, failures judged on their runs (`cells`: scenario -> runs, from
+    `repeat.repeat_failing`), and the style's level passes over every verdict it has."""
+    from mcp_tether.probe.scenarios import SCENARIOS
+    from mcp_tether.probe.scenarios import get as get_scenario
+
+    names = {r["scenario"] for r in results}
+    row.verdicts.setdefault(style, {}).update({r["scenario"]: r["verdict"] for r in results})
+    keep = [f for f in row.failures if not (f.style == style and f.scenario in names)]
+    row.flaky = [f for f in row.flaky if not (f.style == style and f.scenario in names)]
+    row.failures = keep
+    for r in results:
+        if r.get("passed"):
+            continue
+        why = r.get("diagnosis") or r.get("detail") or ""
+        if r["verdict"] == "error" and not r.get("diagnosis"):
+            why = f"could not run the scenario: {r.get('detail') or '?'}"
+        f = Failure(style, r["scenario"], r.get("level") or "spec", r["verdict"], why,
+                    r.get("remedy") or "")
+        runs = cells.get(f.scenario)
+        if runs:
+            f.runs, f.repeated = [run.to_dict() for run in runs], judge(runs)
+        (row.flaky if f.repeated in ("flaky", "unrepeated") else row.failures).append(f)
+    failed = {f.scenario for f in row.failures if f.style == style}
+    unrepeated = {f.scenario for f in row.flaky
+                  if f.style == style and f.repeated == "unrepeated"}
+    levels = {r["scenario"]: r.get("level") for r in results}
+    judged = [{"scenario": s, "passed": s not in failed,
+               "level": levels.get(s) or (get_scenario(s).level if s in SCENARIOS else "robust"),
+               "verdict": "error" if s in unrepeated else v}
+              for s, v in row.verdicts[style].items()]
+    row.spec_pass[style] = _level_pass(judged, "spec")
+    row.robust_pass[style] = _level_pass(judged, "robust")
+
+
 def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
                scenarios: tuple[str, ...] = (), policy: InstallPolicy | None = None) -> Row:
@@ -336,18 +421,33 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
     row.name, row.version, row.language = got.name, got.version, got.language
     row.launch, row.command = got.launch, got.argv
     row.install_scripts = got.install_scripts
-    try:
-        sdks = inspect_path(got.dir)
-    except Exception:  # inspect answers best effort; the probe is the evidence
-        sdks = []
-    if sdks:
-        row.sdk = f"{sdks[0].package} {sdks[0].version}"
-        row.sdk_exits_on_eof = sdks[0].exits_on_eof
+    # The one answer the probe's diagnosis gives too: what the launch command's entry
+    # point loads, resolved as the host's launcher resolves it (not the first SDK merely
+    # installed in the package's tree, which a diagnosis could then contradict).
+    uses = server_uses(got.argv, got.cwd)
+    if uses.package:
+        row.sdk = uses.label() if uses.found else \
+            f"{uses.package} {uses.version or '(version unknown)'}"
+        row.sdk_exits_on_eof = uses.info.exits_on_eof if uses.info is not None else None
+        if not uses.found:  # an SDK inspect does not know: named, not read
+            row.sdk += " (not known to inspect: EOF behaviour unknown)"
+    elif uses.state == "unknown":  # the entry point could not be read: what is installed
+        try:
+            sdks = inspect_path(got.dir)
+        except Exception:  # inspect answers best effort; the probe is the evidence
+            sdks = []
+        if sdks and sdks[0].package:
+            row.sdk = f"{sdks[0].package} {sdks[0].version} (installed; its use not read)"
+            row.sdk_exits_on_eof = sdks[0].exits_on_eof
+    limit = entry.timeout or timeout or PROBE_TIMEOUT
+
+    def probe(style: str, names: tuple[str, ...]) -> tuple[str, dict[str, Any] | None, str]:
+        return _run_probe(_probe_argv(style, entry, got.argv, jobs, ready_timeout, names),
+                          got.cwd, limit, kids)
+
     for style in STYLES:
-        limit = entry.timeout or timeout or PROBE_TIMEOUT
-        outcome, payload, tail = _run_probe(
-            _probe_argv(style, entry, got.argv, jobs, ready_timeout, scenarios), got.cwd,
-            limit, kids)
+        row.loads[style] = _load()
+        outcome, payload, tail = probe(style, scenarios)
         if outcome != "ok" or payload is None:
             row.status = outcome
             row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail, last=True)}"
@@ -367,16 +467,11 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                 row.status = "did-not-start"
                 row.note = _first_line(text, last=True) or "no answer to initialize"
             break  # the other styles would say the same
-        row.verdicts[style] = {r["scenario"]: r["verdict"] for r in results}
-        row.spec_pass[style] = _level_pass(results, "spec")
-        row.robust_pass[style] = _level_pass(results, "robust")
-        for r in results:
-            if not r.get("passed"):
-                why = r.get("diagnosis") or r.get("detail") or ""
-                if r["verdict"] == "error" and not r.get("diagnosis"):
-                    why = f"could not run the scenario: {r.get('detail') or '?'}"
-                row.failures.append(Failure(style, r["scenario"], r.get("level") or "spec",
-                                            r["verdict"], why, r.get("remedy") or ""))
+
+        def again(names: tuple[str, ...], s: str = style) -> list[dict[str, Any]] | None:
+            return _results(probe(s, names))
+
+        record(row, style, results, repeat_failing(results, row.loads[style], again, _load))
     row.seconds = time.monotonic() - t0
     row.reclassify()
     if row.status == "did-not-start" and row.install_scripts and not policy.scripts:
@@ -446,10 +541,9 @@ def rerun(result: SurveyResult, entries: list[Entry], style: str,
     the old: for when one style's scenario changed and a whole survey is not needed.
     Rows are matched to `entries` by label (`only`: just those whose label contains
     one of these); a row without its entry is kept as it was, and so is a scenario that
-    ends `error` or `early-exit` this time.
+    ends `error` or `early-exit` this time. A failure is run again as in a survey
+    (`repeat`): only one that repeats stays a failure.
     """
-    from mcp_tether.probe.scenarios import get as get_scenario
-
     by_label = {e.label: e for e in entries}
     todo = [r for r in result.rows if r.status == "ok" and style in r.verdicts
             and r.label in by_label and (not only or any(t in r.label for t in only))]
@@ -461,27 +555,21 @@ def rerun(result: SurveyResult, entries: list[Entry], style: str,
             got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args)
         except PackageError:
             return row  # installed for the first run, not now: keep what it measured
-        outcome, payload, _ = _run_probe(
-            _probe_argv(style, entry, got.argv, None, ready_timeout, scenarios), got.cwd,
-            entry.timeout or PROBE_TIMEOUT, kids)
-        if outcome != "ok" or payload is None:
+
+        def probe(names: tuple[str, ...]) -> list[dict[str, Any]] | None:
+            return _results(_run_probe(
+                _probe_argv(style, entry, got.argv, None, ready_timeout, names), got.cwd,
+                entry.timeout or PROBE_TIMEOUT, kids))
+
+        load = _load()
+        results = probe(scenarios)
+        if results is None:
             return row
         # A scenario that could not run again (no handshake under load, a start-up
         # failure) keeps what the first run measured, rather than an unknown.
-        new = {r["scenario"]: r for r in payload.get("results") or []
-               if r.get("verdict") not in ("error", "early-exit")}
-        row.verdicts[style].update({s: r["verdict"] for s, r in new.items()})
-        row.failures = [f for f in row.failures if not (f.style == style and f.scenario in new)]
-        for s, r in new.items():
-            if not r.get("passed"):
-                row.failures.append(Failure(style, s, r.get("level") or "spec", r["verdict"],
-                                            r.get("diagnosis") or r.get("detail") or "",
-                                            r.get("remedy") or ""))
-        failed = {f.scenario for f in row.failures if f.style == style}
-        results = [{"scenario": s, "verdict": v, "level": get_scenario(s).level,
-                    "passed": s not in failed} for s, v in row.verdicts[style].items()]
-        row.spec_pass[style] = _level_pass(results, "spec")
-        row.robust_pass[style] = _level_pass(results, "robust")
+        results = [r for r in results if r.get("verdict") not in ("error", "early-exit")]
+        row.loads[style] = load
+        record(row, style, results, repeat_failing(results, load, probe, _load))
         if on_row is not None:
             on_row(row)
         return row

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mcp_tether.cliprogress import Progress, add_quiet
@@ -37,8 +38,13 @@ each server: installed into the package cache (npm --ignore-scripts unless
   here) are reported as such, not as leaks.
 the survey runs in a pid namespace of its own where one can be made (root or user
   namespaces): when it ends, or is interrupted or killed, nothing it started is left.
+a failure is published only when it repeats: each failing scenario is probed twice
+  more (the load average recorded before every run); one that passes once is shown as
+  `flaky` with its runs, never as FAIL. A survey whose load stayed above the CPU count
+  marks its table BUSY MACHINE, and --out then writes only BASE.json (--allow-busy: all).
 exit code: 0 every row ran (whatever its verdicts: the survey reports, it does not
-  judge), 1 some row could not be probed (install failed, error, timeout), 2 usage error
+  judge), 1 some row could not be probed (install failed, error, timeout) or a busy
+  survey's table was not written, 2 usage error
 """
 
 
@@ -69,6 +75,9 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                      help="render a survey's JSON again (with --out), probing nothing; "
                      "repeated: one table from several surveys of the list, a later "
                      "file's row replacing an earlier one's")
+    out.add_argument("--allow-busy", action="store_true",
+                     help="write --out's table even when the load average stayed above "
+                     "the CPU count (without it, only BASE.json is written)")
     which = parser.add_argument_group("what to probe, and how")
     which.add_argument("-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
                        help="probe only this scenario (repeatable; default: every one)")
@@ -175,7 +184,14 @@ def _write(args: argparse.Namespace, result: SurveyResult) -> int | None:
     sys.stdout.write(to_json(result) if args.json else to_markdown(result))
     sys.stdout.flush()
     code = None
-    files = (("md", to_markdown), ("json", to_json), ("html", to_html)) if args.out else ()
+    files: tuple[tuple[str, Callable[[SurveyResult], str]], ...] = (
+        (("md", to_markdown), ("json", to_json), ("html", to_html)) if args.out else ())
+    if files and result.busy and not args.allow_busy:
+        # The data is kept (`--from-json` renders it again); the table is not published.
+        print(f"mcp-tether survey: the load average stayed above the {result.cpus} CPUs: "
+              f"only {args.out}.json written (--allow-busy writes the table too)",
+              file=sys.stderr)
+        files, code = (("json", to_json),), EXIT_FAILED
     for ext, render in files:
         path = f"{args.out}.{ext}"
         try:

@@ -60,7 +60,7 @@ NOT_A_HOST = re.compile(r"^(bad host|one-shot host|the same, |(the )?same carefu
 # Hosts on the Python SDK's `stdio_client` (a new session, signals to the group): the
 # survey's python host style models them.
 _PYTHON_HOST = re.compile(r"python|pypi|\.py\b|fastmcp|openai agents|pydantic|langchain|"
-                          r"mcp-use|smolagents|llama-index", re.I)
+                          r"mcp-use|smolagents|llama-index|fast-agent", re.I)
 
 
 @dataclass

@@ -3,21 +3,30 @@
 Guarantees: the three say the same thing (one table, then each failing row's diagnosis
 and remedy) and are computed from the result alone; HTML is self-contained and every
 value is escaped; a failure is never shown without its remedy when the probe gave one.
+A failure that did not repeat is shown as `flaky` with its runs, never as a FAIL; an SDK
+host's re-check that did not confirm a failure is shown beside it; a survey whose load
+stayed above the CPU count says so first.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 from mcp_tether.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.jsonout import envelope
-from mcp_tether.survey import PROBE_FLOOR, STYLES, Row, SurveyResult
+from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, Row, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers"]
 
 COLUMNS = ("server", "used", "version", "language", "SDK", "launch", "spec (node / python)",
-           "robust (node / python)", "behind the guard", "failures")
+           "robust (node / python)", "`kill PID` (node / python)", "behind the guard",
+           "failures")
+# The `sigterm-pid` scenario's verdict, as the column says it: does the whole tree end
+# when only the spawned pid gets SIGTERM (a user's `kill PID`, a one-pid supervisor)?
+_KILL_PID = {"exited": "ends", "orphaned": "LEFT", "killed": "LEFT", "lingered": "LEFT",
+             "terminated": "ends"}
 
 
 def used(row: Row) -> str:
@@ -32,7 +41,22 @@ def _mark(v: bool | None) -> str:
 
 
 def _failed_scenarios(row: Row, style: str) -> list[str]:
-    return [f.scenario for f in row.failures if f.style == style]
+    return [f.scenario + (f" (SDK host: {f.sdk_recheck})"
+                          if f.sdk_recheck.startswith("not confirmed") else "")
+            for f in row.failures if f.style == style]
+
+
+def runs_text(f: Failure) -> str:
+    """A cell's runs: `lingered at load 3.1, exited at load 0.4, ...`."""
+    return ", ".join(f"{r['verdict']} at load {float(r['load']):g}" for r in f.runs)
+
+
+def _flaky_text(row: Row) -> str:
+    if not row.flaky:
+        return ""
+    what = {"flaky": "flaky", "unrepeated": "failed once, not rerun"}
+    return "; ".join(f"{what.get(f.repeated, f.repeated)}: {f.style} {f.scenario}"
+                     for f in row.flaky)
 
 
 def cells(row: Row) -> list[str]:
@@ -41,7 +65,7 @@ def cells(row: Row) -> list[str]:
                 "install-failed": "cannot be installed here", "no-command": "no server command",
                 "stopped": "not run (stopped)", "error": "error"}.get(row.status, row.status)
         return [row.label, used(row), row.version or "—", row.language or "—",
-                row.sdk or "—", row.launch or "—", "—", "—", "—", f"{what}: {row.note}"]
+                row.sdk or "—", row.launch or "—", "—", "—", "—", "—", f"{what}: {row.note}"]
     spec = " / ".join(_mark(row.spec_pass.get(s)) for s in ("node", "python"))
     robust = " / ".join(_mark(row.robust_pass.get(s)) for s in ("node", "python"))
     guard = row.robust_pass.get("guarded")
@@ -52,10 +76,16 @@ def cells(row: Row) -> list[str]:
         names = _failed_scenarios(row, style)
         if names:
             fails.append(f"{style}: {', '.join(names)}")
+    if row.flaky:
+        fails.append(_flaky_text(row))
     if row.status == "timeout":
         fails.append(row.note)
+    kill_pid = " / ".join(_KILL_PID.get(row.verdicts.get(s, {}).get("sigterm-pid", ""), "?")
+                          for s in ("node", "python"))
+    if not any("sigterm-pid" in v for v in row.verdicts.values()):
+        kill_pid = "—"  # not probed (a survey made before the scenario, or without it)
     return [row.label, used(row), row.version, row.language, row.sdk or "—", row.launch, spec,
-            robust, guard_text, "; ".join(fails) or "none"]
+            robust, kill_pid, guard_text, "; ".join(fails) or "none"]
 
 
 def _details(row: Row) -> list[tuple[str, str, str]]:
@@ -65,9 +95,22 @@ def _details(row: Row) -> list[tuple[str, str, str]]:
     for f in row.failures:
         groups.setdefault((f.scenario, f.level, f.verdict, f.diagnosis), []).append(f.style)
     remedies = {(f.scenario, f.level, f.verdict, f.diagnosis): f.remedy for f in row.failures}
-    return [(f"{scen} [{level}] ({'/'.join(styles)}): {verdict}", diag,
-             remedies[(scen, level, verdict, diag)])
-            for (scen, level, verdict, diag), styles in groups.items()]
+    out = [(f"{scen} [{level}] ({'/'.join(styles)}): {verdict}", diag,
+            remedies[(scen, level, verdict, diag)])
+           for (scen, level, verdict, diag), styles in groups.items()]
+    # Each cell's runs and SDK re-check, and the cells that did not repeat (no fix).
+    for f in row.failures:
+        sdk = f"SDK host: {f.sdk_recheck}" if f.sdk_recheck else ""
+        if f.runs:
+            failed = sum(1 for r in f.runs if not r["passed"] and r["verdict"] != "error")
+            out.append((f"{f.scenario} ({f.style}): failed {failed} of {len(f.runs)} runs",
+                        "; ".join(x for x in (runs_text(f), sdk) if x), ""))
+        elif sdk:
+            out.append((f"{f.scenario} ({f.style}): re-checked", sdk, ""))
+    for f in row.flaky:
+        out.append((f"{f.scenario} [{f.level}] ({f.style}): {f.repeated}, not a FAIL",
+                    f"runs: {runs_text(f)}", ""))
+    return out
 
 
 def fix_numbers(result: SurveyResult) -> dict[str, int]:
@@ -88,14 +131,30 @@ def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
     load_text = "" if not load else \
         f", load average {load['start']:g} at the start and {load['end']:g} at the end"
     floor = float(d.get("floor_seconds") or 0)
+    extra = int(d.get("probe_runs") or 0) - probed * len(STYLES)
+    runs = f"{probed} probed servers x {len(STYLES)} probes" + \
+        (f" + {extra} repeat runs of failures" if extra > 0 else "")
+    what = f"({runs})" if extra > 0 else runs
     floor_text = "" if not floor else \
-        f" Floor ({probed} probed servers x {len(STYLES)} probes x {PROBE_FLOOR:g} s" \
-        f" / {d['jobs']}): {floor:.0f} s; this run {float(d['seconds']) / floor:.2f}x."
+        f" Floor ({what} x {PROBE_FLOOR:g} s / {d['jobs']}): {floor:.0f} s; " \
+        f"this run {float(d['seconds']) / floor:.2f}x."
     return (f"Surveyed {d['started']}: {servers} servers in {d['seconds']} s, "
             f"{d['jobs']} at once, {ns}{load_text}.{floor_text}")
 
 
+def _busy_line(result: SurveyResult) -> str:
+    if not result.busy:
+        return ""
+    return (f"BUSY MACHINE: the load average stayed above the {result.cpus} CPUs "
+            f"(median {statistics.median(result.loads()):g}); "
+            "timings and start-ups here are the machine's, not the servers'. ")
+
+
 def _header(result: SurveyResult) -> str:
+    return _busy_line(result) + _runs_header(result)
+
+
+def _runs_header(result: SurveyResult) -> str:
     if result.runs:
         return (f"Put together from {len(result.runs)} surveys of one list (a later one's "
                 "row replaces an earlier one's): " +

@@ -17,6 +17,7 @@ from mcp_tether.probe.scenarios import (
     inherited_writer,
     sigint,
     sigterm,
+    sigterm_pid,
 )
 from mcp_tether.probe.scenarios.base import Scenario
 
@@ -26,7 +27,8 @@ HOST_STYLES = ("node", "python")
 
 _ALL: tuple[Scenario, ...] = (
     close.SCENARIO, exit.SCENARIO, crash.SCENARIO, devnull.SCENARIO, idle.SCENARIO,
-    half_close.SCENARIO, sigterm.SCENARIO, sigint.SCENARIO, inherited_writer.SCENARIO,
+    half_close.SCENARIO, sigterm.SCENARIO, sigterm_pid.SCENARIO, sigint.SCENARIO,
+    inherited_writer.SCENARIO,
     call_in_flight.SCENARIO,
 )
 _BY_NAME = {s.name: s for s in _ALL}

@@ -1,0 +1,91 @@
+"""A failure is published only when it repeats: each failing cell is run again.
+
+    runs = repeat_failing(first_results, probe_again, load)   # scenario -> [Run, ...]
+    judge(runs["exit"])                                        # "repeats" | "flaky" | ...
+
+A cell is one (server, host style, scenario). After a host style's probe, every scenario
+that failed (a verdict, not an `error`: that one is already unknown) is probed again,
+`REPEATS` more times, all of them in one probe run each (`-s A -s B`), with the machine's
+1-minute load average taken just before each run, the first included. The cell is then
+judged on all its runs:
+
+- `repeats`: every run that got a verdict failed, and at least two did: a FAIL;
+- `flaky`: some run passed: never shown as a FAIL, but with its runs;
+- `unrepeated`: only the first run got a verdict (the others could not start, or got no
+  handshake): unknown (`?`), since one failure alone is not published.
+
+Guarantees:
+- `judge` is a pure function of the runs; `repeat_failing` takes the probe and the
+  clock of load as functions, so the policy is tested without any server.
+- A failure is a FAIL only when the cell failed at least twice and never passed.
+- Every run carries its verdict, whether it passed and the load before it (JSON).
+- `busy(loads, cpus)`: the machine stayed busy (the median load above the CPU count):
+  the survey's table says so, and `survey --out` publishes it only when told to.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["REPEATS", "Run", "judge", "repeat_failing", "busy", "failing", "UNKNOWN"]
+
+REPEATS = 2  # runs after the first: three in all, so one failure never stands alone
+UNKNOWN = ("error", "early-exit")  # verdicts that say nothing about the scenario
+
+
+@dataclass
+class Run:
+    """One run of one cell."""
+
+    verdict: str
+    passed: bool
+    load: float  # the 1-minute load average just before the run
+
+    @property
+    def counted(self) -> bool:
+        return self.verdict not in UNKNOWN
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Run:
+        return cls(str(d["verdict"]), bool(d["passed"]), float(d["load"]))
+
+
+def judge(runs: list[Run]) -> str:
+    """`repeats`, `flaky` or `unrepeated` (see the module docstring)."""
+    counted = [r for r in runs if r.counted]
+    if any(r.passed for r in counted):
+        return "flaky"
+    return "repeats" if len(counted) >= 2 else "unrepeated"
+
+
+def failing(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results of a probe that are failures with a verdict (not `error`)."""
+    return [r for r in results if not r.get("passed") and r.get("verdict") not in UNKNOWN]
+
+
+def repeat_failing(first: list[dict[str, Any]], first_load: float,
+                   probe: Callable[[tuple[str, ...]], list[dict[str, Any]] | None],
+                   load: Callable[[], float], repeats: int = REPEATS) -> dict[str, list[Run]]:
+    """scenario -> its runs, for every failing scenario of `first` (a probe's results,
+    run at `first_load`): `probe(scenarios)` runs them again (None: the probe itself could
+    not run, every cell's run is an `error`)."""
+    runs = {r["scenario"]: [Run(r["verdict"], False, first_load)] for r in failing(first)}
+    for _ in range(repeats if runs else 0):
+        before = load()
+        again = {r["scenario"]: r for r in probe(tuple(runs)) or []}
+        for scenario, cell in runs.items():
+            r = again.get(scenario)
+            cell.append(Run(r["verdict"], bool(r.get("passed")), before) if r is not None
+                        else Run("error", False, before))
+    return runs
+
+
+def busy(loads: list[float], cpus: int) -> bool:
+    """Did the load stay above the CPU count (its median over the runs)?"""
+    return bool(loads) and statistics.median(loads) > cpus
