@@ -307,3 +307,38 @@ def test_a_node_server_that_already_loads_mcp_tether_is_told_the_placement_not_t
     assert "late.mjs imports 'mcp-tether'" in (diagnose(r, argv, [found]) or "")
     plain = remedy(r, argv, [Transport(language="node", state="sdk")]) or ""
     assert "add one line" in plain and "already loads" not in plain
+
+
+def _orphaned_child(**extra: object) -> dict[str, object]:
+    """A `node server.mjs` whose process exited on EOF and whose `sleep` child outlived it."""
+    ev = [{"t_ms": 0.0, "what": "spawn", "pid": 10, "role": "client", "cmd": "probe client"},
+          {"t_ms": 5.0, "what": "spawn", "pid": 20, "role": "server", "cmd": "node server.mjs"},
+          {"t_ms": 9.0, "what": "seen", "pid": 30, "ppid": 20, "cmd": "sleep 1000"},
+          {"t_ms": 50.0, "what": "close-stdin", "pid": 20},
+          {"t_ms": 60.0, "what": "exit", "pid": 20, "status": 0}]
+    return {"scenario": "close", "host_style": "node", "verdict": "orphaned", "passed": False,
+            "events": ev, "survivors": [{"pid": 30, "evidence": {"alive": True}}], **extra}
+
+
+def test_a_node_line_that_ran_and_left_children_is_not_told_it_runs_too_late() -> None:
+    """1. the package's shutdown record says tether() ran: the diagnosis says so, not
+    "too late", and the remedy is the guard, not the placement; 2. no record, the server
+    process itself exited, its child left: an older package, not the placement; 3. no
+    record and the server itself survived: the placement (too late)."""
+    argv = ["node", "server.mjs"]
+    found = Transport(language="node", state="sdk", package="@modelcontextprotocol/sdk",
+                      version="1.32.2", tether="server.mjs imports 'mcp-tether'")
+    rec = {"version": 1, "pid": 20, "start": "1", "reason": "stdin-end", "status": 0,
+           "children": {"found": 0, "ended_by": "none-found", "survivors": []}}
+    r = _orphaned_child(tether=[rec])
+    text, fix = diagnose(r, argv, [found]) or "", remedy(r, argv, [found]) or ""
+    assert "Its tether() ran (shutdown on stdin-end" in text and "too late" not in text
+    assert "launch the server behind the guard" in fix and "before any other" not in fix
+    r = _orphaned_child()
+    text, fix = diagnose(r, argv, [found]) or "", remedy(r, argv, [found]) or ""
+    assert "ends the server process only" in text and "too late" not in text
+    assert "Update the Node package mcp-tether" in fix and "before any other" not in fix
+    r = _orphaned_child(survivors=[{"pid": 20, "evidence": {"alive": True}},
+                                   {"pid": 30, "evidence": {"alive": True}}])
+    assert "too late" in (diagnose(r, argv, [found]) or "")
+    assert "before any other `await`" in (remedy(r, argv, [found]) or "")

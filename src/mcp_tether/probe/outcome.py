@@ -64,6 +64,7 @@ class Observation:
     error_code: int | None = None  # the spawn's exit code (127, 126) when it failed
     client_cpu: float = 0.0  # seconds of CPU the probe's client used
     report: ReportPipe | None = None  # a guarded server: the guard's report (guard.report)
+    shutdowns: list[dict[str, Any]] = field(default_factory=list)  # Node tether() records
 
 # A status of 128+N read as a death by signal N; any other status is an exit code.
 _DEATHS = (signal.SIGHUP, signal.SIGINT, signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV,
@@ -213,6 +214,9 @@ def result(o: Observation) -> dict[str, Any]:
         "t0": o.t0,
         "events": timeline(o),
         "killed_at_window": [described(s) for s in o.at_window_end],
+        # Shutdowns that ran through a Node server's tether() (probe.shutdowns), by the
+        # processes of this tree that wrote them.
+        "tether": [x for x in o.shutdowns if x["pid"] in {e.ident.pid for e in o.exits}],
     }
 
 
