@@ -22,11 +22,39 @@
 
 const { _arm, isLauncher } = require('./index.cjs');
 
-// `--import=mcp-tether/register`, `-r /abs/node_modules/mcp-tether/register.cjs`, ...
-const PRELOAD = /(?:^|\s)(?:--import|--require|-r)(?:=|\s+)(["']?)[^\s"']*mcp-tether[\\/]register(?:\.[cm]?js)?\1(?=\s|$)/g;
+const path = require('node:path');
+const { pathToFileURL } = require('node:url');
+
+const FLAGS = ['--import', '--require', '-r'];
+// This preload, however it was named: the package's specifier, or one of these files by
+// path or file: URL.
+const OURS = new Set(['mcp-tether/register', ...['register.cjs', 'register.mjs']
+  .flatMap((f) => [path.join(__dirname, f), pathToFileURL(path.join(__dirname, f)).href])]);
+
+function isOurs(value) {
+  const v = String(value).replace(/^(["'])(.*)\1$/, '$2');
+  return OURS.has(v) || OURS.has(path.resolve(v)) ||
+    /(^|[\\/])node_modules[\\/]mcp-tether[\\/]register(\.[cm]?js)?$/.test(v);
+}
+
+/** Option words with this preload's flags taken out (`--import=x`, `-r x`, ...). */
+function withoutPreloadWords(words) {
+  const out = [];
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    const eq = w.indexOf('=');
+    if (eq > 0 && FLAGS.includes(w.slice(0, eq)) && isOurs(w.slice(eq + 1))) continue;
+    if (FLAGS.includes(w) && i + 1 < words.length && isOurs(words[i + 1])) {
+      i += 1;
+      continue;
+    }
+    out.push(w);
+  }
+  return out;
+}
 
 function withoutPreload(text) {
-  return String(text).replace(PRELOAD, '').replace(/\s+/g, ' ').trim();
+  return withoutPreloadWords(String(text).trim().split(/\s+/).filter(Boolean)).join(' ');
 }
 
 function dropPreload() {
@@ -36,16 +64,8 @@ function dropPreload() {
     if (rest) process.env.NODE_OPTIONS = rest;
     else delete process.env.NODE_OPTIONS;
   }
-  const argv = process.execArgv;
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    if (/^(--import|--require|-r)=/.test(flag) && withoutPreload(flag) === '') {
-      argv.splice(i--, 1);
-    } else if (['--import', '--require', '-r'].includes(flag) && i + 1 < argv.length &&
-        withoutPreload(`${flag} ${argv[i + 1]}`) === '') {
-      argv.splice(i--, 2);
-    }
-  }
+  const kept = withoutPreloadWords(process.execArgv);
+  process.execArgv.splice(0, process.execArgv.length, ...kept);
 }
 
 if (!isLauncher(process.argv)) {

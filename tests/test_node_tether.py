@@ -304,8 +304,10 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
 
 
 def test_the_packages_own_node_tests_pass() -> None:
-    """`node --test` in node/: unit and process tests of the package itself."""
-    out = subprocess.run(["node", "--test", "test/tether.test.mjs"], cwd=REPO / "node",
+    """`node --test` in node/: unit and process tests of the package itself (the one line,
+    the tree's end, the preload)."""
+    out = subprocess.run(["node", "--test", "test/tether.test.mjs", "test/register.test.mjs"],
+                         cwd=REPO / "node",
                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
 
@@ -320,7 +322,8 @@ def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
 
     files = {f["path"] for f in json.loads(out.stdout)[0]["files"]}
     assert {"index.cjs", "index.mjs", "index.d.ts", "index.d.mts", "lib/host.cjs",
-            "package.json", "README.md", "LICENSE"} <= files
+            "lib/descendants.cjs", "register.cjs", "register.mjs", "register.d.ts",
+            "register.d.mts", "package.json", "README.md", "LICENSE"} <= files
     assert not any(f.startswith("test/") for f in files), files
 
 
