@@ -18,12 +18,16 @@
 //   server's whole tree when the host closes the transport or dies, SIGKILL included:
 //   `mcp-tether run` (the Python guard: a subreaper, exact on every process shape) when
 //   it is on PATH on Linux, else this package's Node watchdog (lib/watchdog.cjs: a
-//   lifeline pipe from the host and a tree recorded by pid + start time). Which one is
-//   said in one stderr line at debug level (MCP_TETHER_LOG=debug); `supervisor` forces one.
+//   lifeline pipe from the host, a tree recorded by pid + start time, and a mark in the
+//   server's environment that finds a daemonized descendant). Which one is said in one
+//   stderr line at debug level (MCP_TETHER_LOG=debug); when `auto` falls back to the
+//   watchdog, one warning line per host process says what it cannot follow (a daemon
+//   that replaced its environment). `supervisor` forces one.
 // - close() is the spec's ladder on the whole tree: end stdin, `graceMs` (2000), SIGTERM
 //   to the group and to members that left it, `termGraceMs` (2000), SIGKILL; it resolves
 //   when the supervisor has exited, which it does only once the last process of the tree
-//   is gone. A supervisor still there after its own worst case is SIGKILLed with the tree
+//   is gone, whatever the state of a piped stderr nobody reads. Writes the server never
+//   read do not hold stdin open (it is destroyed, not ended): the ladder starts at once. A supervisor still there after its own worst case is SIGKILLed with the tree
 //   it leads, each process identity-checked right before the signal.
 // - `pid` is the supervisor's (the process this transport started), as in the Python
 //   client; the server is its child.
@@ -134,6 +138,18 @@ function plan(params, graceMs, termGraceMs) {
   return { kind: 'none', file: command, args };
 }
 
+let noticed = false;
+
+/** `auto` fell back to the Node watchdog: said once per host process, on stderr. */
+function fallbackNotice() {
+  if (noticed) return;
+  noticed = true;
+  say('warning', 'no mcp-tether on PATH' + (process.platform === 'linux' ? '' : ` or not Linux (${process.platform})`) +
+    ': servers run behind the Node watchdog, which cannot follow a process that daemonizes ' +
+    'with a clean environment (the guard, `mcp-tether run`, can); supervisor: "node" ' +
+    'silences this line');
+}
+
 function nonNegative(name, value, dflt) {
   const v = value ?? dflt;
   if (!(Number.isFinite(v) && v >= 0)) {
@@ -240,6 +256,7 @@ class StdioClientTransport {
       }
       this._plan = how;
       this._closing = null;
+      if (how.kind === 'node' && !how.forced) fallbackNotice();
       say('debug', how.kind === 'mcp-tether' ? `starting ${params.command} behind mcp-tether run (${how.file})`
         : how.kind === 'node' ? `starting ${params.command} behind the Node watchdog` +
           (how.forced ? '' : ' (no mcp-tether on PATH)')
