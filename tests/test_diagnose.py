@@ -342,3 +342,46 @@ def test_a_node_line_that_ran_and_left_children_is_not_told_it_runs_too_late() -
                                    {"pid": 30, "evidence": {"alive": True}}])
     assert "too late" in (diagnose(r, argv, [found]) or "")
     assert "before any other `await`" in (remedy(r, argv, [found]) or "")
+
+
+NODE_MISSING = """node:internal/modules/cjs/loader:1228
+  throw err;
+  ^
+
+Error: Cannot find module '/srv/dist/index.js'
+    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)
+    at node:internal/main/run_main_module:28:49 {
+  code: 'MODULE_NOT_FOUND',
+  requireStack: []
+}
+
+Node.js v20.20.2
+"""
+
+
+def test_a_missing_entry_file_is_told_by_nodes_error_line_not_its_version_banner() -> None:
+    """Node prints its version after an uncaught error: the line quoted is the error's."""
+    from mcp_tether.probe.diagnose import start_failure
+
+    r = {"verdict": "early-exit", "stderr_tail": NODE_MISSING}
+    assert start_failure(r) == "Error: Cannot find module '/srv/dist/index.js'"
+    r["stderr_tail"] = "Traceback (most recent call last):\n  File x\nModuleNotFoundError: No module named 'y'\n"
+    assert start_failure(r) == "ModuleNotFoundError: No module named 'y'"
+    r["stderr_tail"] = "config missing\nNode.js v20.20.2\n"
+    assert start_failure(r) == "config missing"
+
+
+def test_a_server_that_never_starts_does_not_pass_devnull() -> None:
+    """Every handshaking scenario exited during start-up: devnull's exit is no pass."""
+    from mcp_tether.probe.api import never_started
+
+    raw = [{"scenario": "close", "verdict": "early-exit", "passed": False},
+           {"scenario": "sigterm", "verdict": "early-exit", "passed": False},
+           {"scenario": "devnull", "verdict": "exited", "passed": True, "exit_status": 1}]
+    never_started(raw)
+    assert raw[2]["verdict"] == "early-exit" and raw[2]["passed"] is False
+    raw = [{"scenario": "close", "verdict": "exited", "passed": True},
+           {"scenario": "sigterm", "verdict": "early-exit", "passed": False},
+           {"scenario": "devnull", "verdict": "exited", "passed": True, "exit_status": 0}]
+    never_started(raw)
+    assert raw[2]["verdict"] == "exited" and raw[2]["passed"] is True

@@ -15,6 +15,7 @@ schema), so this keeps working whatever the probe's internal classes become.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -87,11 +88,24 @@ def _noise(r: dict[str, Any]) -> list[str]:
     return [w for w in r.get("warnings", []) if str(w).startswith("stdout-noise")]
 
 
+# The line that names an error: `Error: Cannot find module '/x.js'`, `TypeError [ERR_X]:
+# ...` (Node), `ModuleNotFoundError: ...` (Python's last traceback line).
+_ERROR_LINE = re.compile(r"^(?:[A-Z]\w*)?(?:Error|Exception)(?: \[[\w-]+\])?: \S")
+# What Node prints after an uncaught error's stack: its version banner, a closing brace and
+# the error's properties (`code: 'MODULE_NOT_FOUND',`), none of which says why.
+_NODE_BANNER = re.compile(r"^Node\.js v\d+\.\d+\.\d+$")
+
+
 def start_failure(r: dict[str, Any]) -> str | None:
-    """Why a server did not start or answer: the last line of its stderr."""
+    """Why a server did not start or answer, from its stderr: the last line that names an
+    error (a crash's message, not Node's version banner after it), else the last line."""
     if r.get("verdict") not in ("error", "early-exit"):
         return None
     lines = [ln.strip() for ln in str(r.get("stderr_tail") or "").splitlines() if ln.strip()]
+    named = [ln for ln in lines if _ERROR_LINE.match(ln)]
+    if named:
+        return named[-1][:200]
+    lines = [ln for ln in lines if not _NODE_BANNER.match(ln)]
     return lines[-1][:200] if lines else None
 
 
