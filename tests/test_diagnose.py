@@ -365,7 +365,8 @@ def test_a_missing_entry_file_is_told_by_nodes_error_line_not_its_version_banner
 
     r = {"verdict": "early-exit", "stderr_tail": NODE_MISSING}
     assert start_failure(r) == "Error: Cannot find module '/srv/dist/index.js'"
-    r["stderr_tail"] = "Traceback (most recent call last):\n  File x\nModuleNotFoundError: No module named 'y'\n"
+    r["stderr_tail"] = ("Traceback (most recent call last):\n  File x\n"
+                        "ModuleNotFoundError: No module named 'y'\n")
     assert start_failure(r) == "ModuleNotFoundError: No module named 'y'"
     r["stderr_tail"] = "config missing\nNode.js v20.20.2\n"
     assert start_failure(r) == "config missing"
