@@ -16,8 +16,13 @@
 //   server's own close() first (the SDK closes its transport, `onclose` runs), then each
 //   hook in order; every step gets an equal share of the time left. A step that throws
 //   or outlives its share is reported in one stderr line and the next step still runs.
-// - Then process.exit: 0 for EOF, a dead pipe or the host's death; 128+N for signal N.
-//   A second signal during the shutdown exits at once with 128+N.
+// - Then the process's descendants (lib/descendants.cjs: found down the ppid chain, never
+//   by group, each identity-checked before SIGTERM and SIGKILL, within what is left of
+//   the host's 2 s window), then process.exit: 0 for EOF, a dead pipe or the host's
+//   death; 128+N for signal N. A second signal during the shutdown exits at once with
+//   128+N. Any other exit of the process SIGTERMs its descendants on the way out.
+// - Armed once per process, whichever copy of the package arms it: the preload
+//   (register.cjs, before any of the server's code) or the first call; a later call joins.
 // - Nothing is ever written to stdout. Diagnostics are single synchronous writes to fd 2
 //   that ignore a dead stderr; MCP_TETHER_LOG=debug|info|warning|quiet (default warning).
 // - No timer or listener of ours keeps the event loop alive: the host watch is unref'd.
@@ -30,7 +35,7 @@
 //   before it is seen where the evidence allows (Linux: this process left in the host's
 //   process group, whose leader is gone, and adopted by a parent outside it); a server
 //   in a group of its own cannot tell, and watches whoever adopted it. Hence the
-//   placement: before any other `await` at start-up.
+//   placement: before any other `await` at start-up, or the preload.
 
 const hostlib = require('./lib/host.cjs');
 const descendants = require('./lib/descendants.cjs');
