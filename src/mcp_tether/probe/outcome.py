@@ -214,10 +214,21 @@ def result(o: Observation) -> dict[str, Any]:
         "t0": o.t0,
         "events": timeline(o),
         "killed_at_window": [described(s) for s in o.at_window_end],
-        # Shutdowns that ran through a Node server's tether() (probe.shutdowns), by the
-        # processes of this tree that wrote them.
-        "tether": [x for x in o.shutdowns if x["pid"] in {e.ident.pid for e in o.exits}],
+        "tether": _tether_shutdowns(o),
     }
+
+
+def _tether_shutdowns(o: Observation) -> list[dict[str, Any]]:
+    """Shutdowns that ran through a Node server's tether() (probe.shutdowns) in answer to
+    the trigger: by processes of this tree that exited within the window. One set off
+    later (by the window's SIGKILL of a launcher, or our clean-up) says nothing about it."""
+    if not o.shutdowns:
+        return []
+    ends = [e.t for e in o.events if e.what == "window-end"]
+    cutoff = min([o.cleanup_at, *ends[:1],
+                  *([o.facts.killed_by_probe] if o.facts.killed_by_probe is not None else [])])
+    pids = {e.ident.pid for e in o.exits if e.t < cutoff}
+    return [x for x in o.shutdowns if x["pid"] in pids]
 
 
 def timeline(o: Observation) -> list[dict[str, Any]]:
