@@ -1,14 +1,16 @@
 """Exit codes are listed once, in `mcp-tether --help` and the README, and every command's
-`--help` points there instead of repeating the list."""
+`--help` points there instead of repeating the list. Every command's `--help` teaches:
+examples first, then what its words mean, then the options."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 
-from mcp_tether.cli import COMMAND_EPILOG, COMMANDS, main
+from mcp_tether.cli import COMMAND_EPILOG, COMMANDS, build_parser, main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -36,3 +38,63 @@ def test_each_command_points_at_the_list_instead_of_repeating_it(
     out = capsys.readouterr().out
     assert COMMAND_EPILOG in out
     assert "126 command not executable" not in out and "128+N" not in out
+
+
+def _blocks(name: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    assert main([name, "--help"]) == 0
+    return capsys.readouterr().out.split("\n\n")
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_command_help_opens_with_one_to_three_examples_that_parse(
+    name: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """1. A usage of at most three lines and the one-line summary; 2. then `examples:`,
+    one to three command lines, the first of this very command, before any option;
+    3. each example (minus its `# why`) is accepted by its command's own parser, so an
+    option renamed or removed fails here, not on a newcomer's terminal."""
+    usage, summary, examples = _blocks(name, capsys)[:3]
+    assert usage.startswith(f"usage: mcp-tether {name}") and len(usage.splitlines()) <= 3
+    assert len(summary.splitlines()) == 1
+    head, *lines = examples.splitlines()
+    assert head == "examples:" and 1 <= len(lines) <= 3, examples
+    assert lines[0].startswith(f"  mcp-tether {name}"), lines[0]
+    for line in lines:
+        assert len(line) <= 100, line
+        words = shlex.split(line.split("  #", 1)[0])
+        assert words[0] == "mcp-tether" and words[1] in COMMANDS, line
+        parser, _ = build_parser(words[1])
+        try:
+            parser.parse_args(words[2:])
+        except SystemExit as exc:
+            raise AssertionError(f"{name} --help: `{line.strip()}` does not parse") from exc
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_command_help_says_what_its_words_mean_before_the_options(
+    name: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """After the examples, a paragraph of the command's own words, then the options."""
+    blocks = _blocks(name, capsys)
+    words = blocks[3]
+    assert not words.lstrip().startswith(("options:", "positional arguments:", "-")), words
+    assert len(words.split()) >= 12, words
+
+
+def test_ps_help_defines_every_state_a_scan_reports(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each state of the STATE column (the model's list, and superseded) has its line."""
+    from mcp_tether.scan.model import STATES
+
+    out = "\n\n".join(_blocks("ps", capsys))
+    for state in {*STATES, "leaked", "live", "unknown", "superseded"}:
+        assert re.search(rf"^  {state} +\S", out, flags=re.M), state
+
+
+def test_the_top_level_help_opens_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    head, *lines = blocks[2].splitlines()
+    assert head == "examples:" and 1 <= len(lines) <= 3
+    assert all(line.split()[1] in COMMANDS for line in lines)

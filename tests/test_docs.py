@@ -1,4 +1,5 @@
-"""docs/architecture.md names every room of the house, with the command it serves.
+"""docs/architecture.md names every room of the house, with the command it serves;
+docs/README.md, every page by task.
 
 A reader finds where a command lives from that page alone; a package or top-level module
 added to src/mcp_tether/ without a row there (or a row left for one that is gone) fails.
@@ -44,3 +45,15 @@ def test_every_package_and_top_level_module_is_named_with_what_it_serves() -> No
 def test_no_row_names_a_room_that_is_gone() -> None:
     stale = sorted(_rows().keys() - _rooms())
     assert not stale, f"docs/architecture.md names rooms that do not exist: {stale}"
+
+
+INDEX = ROOT / "docs" / "README.md"
+
+
+def test_the_docs_index_links_every_page_by_task() -> None:
+    """docs/README.md lists every page of docs/ under a task, so a page added without a
+    row there (or a row left for a page that is gone) fails."""
+    linked = set(re.findall(r"\]\(([\w.-]+\.md)(?:#[^)]*)?\)", INDEX.read_text()))
+    pages = {p.name for p in INDEX.parent.glob("*.md")} - {INDEX.name}
+    assert not sorted(pages - linked), f"docs/README.md does not link: {sorted(pages - linked)}"
+    assert not sorted(linked - pages), f"docs/README.md links missing pages: {linked - pages}"

@@ -57,6 +57,11 @@ def _top_help() -> str:
         "",
         "Make MCP stdio servers die with their client, and prove it.",
         "",
+        "examples:",
+        "  mcp-tether lab                      # see how servers leak, and what fixes them",
+        "  mcp-tether probe -- node server.js  # does this server die with its client?",
+        "  mcp-tether ps                       # the leaked servers on this machine",
+        "",
         "commands:",
     ]
     lines += [f"  {n.ljust(width)}  {summary}" for n, (_, summary) in COMMANDS.items()]

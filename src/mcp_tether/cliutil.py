@@ -7,6 +7,8 @@ that parses without argparse (`guard.argv.parse_guard_argv`), raising ValueError
 `float()` alone accepts "nan", "inf" and "-1": a NaN deadline never passes (a hang), an
 infinite one overflows poll(2) (a traceback).
 `exit_at_once(status)` ends a command's process once its work is done, output flushed.
+`teach(parser, examples, words)` opens a command's `--help` with one to three real
+examples and what its words mean, before the option list.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import sys
 
 TYPE_CHECKING = False  # typing stays off the guard's start-up path (`mcp-tether run`)
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
     from typing import NoReturn
 
-__all__ = ["exit_at_once", "parse_duration", "positive_duration"]
+__all__ = ["exit_at_once", "parse_duration", "positive_duration", "teach"]
 
 
 def parse_duration(text: str) -> float:
@@ -58,3 +62,18 @@ def exit_at_once(status: int) -> NoReturn:
     except (OSError, ValueError):
         pass
     os._exit(status)
+
+
+def teach(parser: argparse.ArgumentParser, examples: Sequence[str], words: str = "",
+          usage: str | None = None) -> None:
+    """Open `--help` with the command's one-line summary (the description `cli` sets),
+    then `examples` (one to three command lines, each may end `# why`), then `words`
+    (what the command's words mean), so that a newcomer reads how to use it before the
+    option list. `usage` replaces a usage line argparse would spread over many lines."""
+    if not 1 <= len(examples) <= 3:
+        raise ValueError(f"one to three examples, not {len(examples)}")
+    block = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    parser.description = "\n\n".join(p for p in (parser.description, block, words.rstrip())
+                                      if p)
+    if usage is not None:
+        parser.usage = usage

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from mcp_tether import log
-from mcp_tether.cliutil import exit_at_once, positive_duration
+from mcp_tether.cliutil import exit_at_once, positive_duration, teach
 from mcp_tether.errors import TetherError, UsageError
 from mcp_tether.guard.argv import misplaced_options, parse_guard_argv
 from mcp_tether.guard.result import REPORT_ENV
@@ -29,10 +29,24 @@ __all__ = ["configure", "command", "fast_command", "EXIT_AT_ONCE"]
 EXIT_AT_ONCE = True
 
 
+EXAMPLES = (
+    "mcp-tether run -- node dist/index.js         # in a host's config, instead of the command",
+    "mcp-tether run --grace 5 -- python -m my_server   # 5 s to exit by itself at EOF first",
+    "mcp-tether wrap --host claude-desktop --dry-run   # put it in front of every server",
+)
+WORDS = """\
+the guard: a small parent between the host and the server that never touches a
+protocol byte. When the client is gone (stdin hung up, its parent dead, or SIGTERM,
+SIGINT, SIGHUP), it ends the server's whole process tree, escaped descendants
+included: --grace seconds to exit by itself, SIGTERM, --term-grace seconds, SIGKILL.
+It exits with the server's status, as a shell reports it."""
+
+
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     import argparse
 
-    parser.usage = f"mcp-tether {name} [--grace S] [--term-grace S] -- CMD [ARGS...]"
+    teach(parser, EXAMPLES, WORDS,
+          usage=f"mcp-tether {name} [--grace S] [--term-grace S] -- CMD [ARGS...]")
     parser.add_argument(
         "--grace",
         type=positive_duration,

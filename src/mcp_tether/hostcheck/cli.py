@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mcp_tether.cliprogress import Progress, add_quiet
-from mcp_tether.cliutil import positive_duration
+from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.errors import UsageError
 from mcp_tether.hostcheck import HOLDS, check, default_scenarios, render
 from mcp_tether.hostcheck.config import SCOPES
@@ -13,28 +13,35 @@ from mcp_tether.hostcheck.keys import KEYS
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
 from mcp_tether.jsonout import print_json
 
-EXAMPLES = """\
-examples:
-  mcp-tether hostcheck -- node host.mjs {server}
-  mcp-tether hostcheck -s exit -s sigkill --json -- python my_host.py {server}
+EXAMPLES = (
+    "mcp-tether hostcheck -- node host.mjs {server}      # {server}: the recorder's command",
+    "mcp-tether hostcheck -s exit -s sigkill --json -- python my_host.py {server}",
+    "mcp-tether hostcheck --host claude-code -s exit -- claude mcp list",
+)
+WORDS = """\
+recorder: a stand-in MCP server the host starts in place of {server} (separate
+arguments); it records what the host does to it: the signals it gets, whether its stdin
+is closed first, its group and session. scenario: one way the host ends (exit, Ctrl-C,
+hang-up, SIGTERM, crash...: the list below), each with a fresh host. verdict: what then
+became of the recorder and its child (the list below). With --host NAME the recorder is
+written into that host's config in a throwaway HOME and project instead (the host runs
+there, npm's cache stays where it was)."""
+USAGE = "mcp-tether hostcheck [options] -- HOST-ARGV... ({server} where the server goes)"
+MORE = """\
+more examples:
   mcp-tether hostcheck -- npx @modelcontextprotocol/inspector --cli {server} --method tools/list
-  mcp-tether hostcheck --host claude-code -s exit -- claude mcp list
   mcp-tether hostcheck --wrapper --recorder-signals stay -- python my_host.py {server}
-
-{server} is replaced by the recorder's command line (separate arguments). With
---host NAME the recorder is written into that host's config in a throwaway HOME and
-project instead (the host runs there, npm's cache stays where it was).
 
 A host that reloads an edited server only on a command (Claude Code: /mcp, the
 server, Reconnect) gets it typed by --after-edit steps, run in order after the
 reconnect's edit, each wait bounded by --host-timeout: wait=TEXT waits until TEXT is on
 the terminal's output since the last keys (escape sequences removed, white space runs
 count as one space); keys=TEXT types TEXT, where {keys} are keys and <lt> is a "<":
-  mcp-tether hostcheck --host claude-code --host-scope project --pty -s reconnect \
-    --ready-timeout 120 --after-edit "wait=? for shortcuts" --after-edit keys=/mcp \
-    --after-edit "wait=Manage MCP servers" --after-edit "keys=<Enter>" \
-    --after-edit "wait=mcp-tether-recorder" --after-edit "keys=<Enter>" \
-    --after-edit "wait=Reconnect" --after-edit "keys=<Down>" \
+  mcp-tether hostcheck --host claude-code --host-scope project --pty -s reconnect \\
+    --ready-timeout 120 --after-edit "wait=? for shortcuts" --after-edit keys=/mcp \\
+    --after-edit "wait=Manage MCP servers" --after-edit "keys=<Enter>" \\
+    --after-edit "wait=mcp-tether-recorder" --after-edit "keys=<Enter>" \\
+    --after-edit "wait=Reconnect" --after-edit "keys=<Down>" \\
     --after-edit "wait=❯ Reconnect" --after-edit "keys=<Enter>" -- claude
 
 The recorder holds the host at --hold (its answer to tools/list, by default) until the
@@ -58,58 +65,63 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     rows = "\n".join(f"  {s.name:<10} {s.title}" for s in SCENARIOS.values())
     verdicts = "\n".join(f"  {v:<19} {w}" for v, w in VERDICT_WORDS.items())
     names = ", ".join(f"<{k}>" for k in KEYS if k != "lt")
-    parser.epilog = EXAMPLES.replace("{scenarios}", rows).replace("{verdicts}", verdicts) \
+    teach(parser, EXAMPLES, WORDS, usage=USAGE)
+    parser.epilog = MORE.replace("{scenarios}", rows).replace("{verdicts}", verdicts) \
         .replace("{keys}", names) \
         + "\n" + (parser.epilog or "")
-    parser.add_argument("--host", metavar="NAME",
-                        help="write the recorder into this host's config (see `mcp-tether "
-                        "hosts`) in a throwaway HOME and project, and run the host there")
-    parser.add_argument("-s", "--scenario", action="append", dest="scenarios", metavar="NAME",
-                        help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
-    parser.add_argument("--pty", action="store_true",
-                        help="run the host under a pseudo-terminal (hosts that need one)")
-    parser.add_argument("--host-scope", choices=SCOPES, metavar="SCOPE",
-                        help="with --host: write the recorder into the host's user or project "
-                        "config file (default: its first file of either; Claude Code's "
-                        "project file is .mcp.json)")
-    parser.add_argument("--after-edit", action="append", default=[], metavar="STEP",
-                        help="reconnect under --pty: after the edit, wait=TEXT (until the "
-                        "host's terminal shows TEXT) or keys=TEXT (type TEXT; <Enter>, "
-                        "<Esc>, <Up>, <Down>, ... are keys); repeatable, in order")
-    parser.add_argument("--quit", metavar="TEXT",
-                        help="what the exit scenario types before stdin EOF (e.g. /quit)")
-    parser.add_argument("--ready-timeout", type=positive_duration, default=30.0, metavar="S",
+    host = parser.add_argument_group("the host and the scenarios")
+    host.add_argument("--host", metavar="NAME",
+                      help="write the recorder into this host's config (see `mcp-tether "
+                      "hosts`) in a throwaway HOME and project, and run the host there")
+    host.add_argument("--host-scope", choices=SCOPES, metavar="SCOPE",
+                      help="with --host: write the recorder into the host's user or project "
+                      "config file (default: its first file of either; Claude Code's "
+                      "project file is .mcp.json)")
+    host.add_argument("--pty", action="store_true",
+                      help="run the host under a pseudo-terminal (hosts that need one)")
+    host.add_argument("--after-edit", action="append", default=[], metavar="STEP",
+                      help="reconnect under --pty: after the edit, wait=TEXT (until the "
+                      "host's terminal shows TEXT) or keys=TEXT (type TEXT; <Enter>, "
+                      "<Esc>, <Up>, <Down>, ... are keys); repeatable, in order")
+    host.add_argument("--quit", metavar="TEXT",
+                      help="what the exit scenario types before stdin EOF (e.g. /quit)")
+    host.add_argument("--wrapper", action="store_true",
+                      help="put a wrapper that forwards no signal (as `sh -c 'SERVER; "
+                      "true'` and npm do) between the host and the recorder")
+    host.add_argument("-s", "--scenario", action="append", dest="scenarios", metavar="NAME",
+                      help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
+    rec = parser.add_argument_group("the recorder")
+    rec.add_argument("--hold", choices=HOLDS, default="tools/list",
+                     help="where the recorder keeps the host waiting until the trigger: "
+                     "its answer to tools/list (the default; a host that sends none "
+                     "within --hold-wait s of `initialized` is triggered unheld), to "
+                     "initialize, or none (the trigger races a one-shot host's own end)")
+    rec.add_argument("--hold-wait", type=positive_duration, default=5.0, metavar="S",
+                     help="seconds after `initialized` a tools/list hold waits for one (5)")
+    rec.add_argument("--recorder-eof", choices=("stay", "exit"), default="stay",
+                     help="the recorder at stdin EOF: stay (the default: the host must "
+                     "end it) or exit (a server that honours EOF)")
+    rec.add_argument("--recorder-signals", choices=("die", "stay"), default="die",
+                     help="the recorder at SIGTERM/SIGINT/SIGHUP/SIGQUIT: die (the "
+                     "default, as servers do) or stay (record and go on: the host's "
+                     "whole ladder shows)")
+    rec.add_argument("--no-grandchild", action="store_true",
+                     help="the recorder starts no child of its own")
+    timing = parser.add_argument_group("timing and running")
+    timing.add_argument("--ready-timeout", type=positive_duration, default=30.0, metavar="S",
                         help="seconds for the host to initialize the recorder (30)")
-    parser.add_argument("--host-timeout", type=positive_duration, default=15.0, metavar="S",
+    timing.add_argument("--host-timeout", type=positive_duration, default=15.0, metavar="S",
                         help="seconds for the host to exit after the scenario's action (15)")
-    parser.add_argument("--settle", type=positive_duration, default=1.0, metavar="S",
+    timing.add_argument("--settle", type=positive_duration, default=1.0, metavar="S",
                         help="seconds the recorder's processes may take after the host (1)")
-    parser.add_argument("--recorder-eof", choices=("stay", "exit"), default="stay",
-                        help="the recorder at stdin EOF: stay (the default: the host must "
-                        "end it) or exit (a server that honours EOF)")
-    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+    timing.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                         help="scenarios run at once, each with its own host (1: hosts do "
                         "not compete for the machine; timings change, verdicts should not)")
-    parser.add_argument("--no-grandchild", action="store_true",
-                        help="the recorder starts no child of its own")
-    parser.add_argument("--hold", choices=HOLDS, default="tools/list",
-                        help="where the recorder keeps the host waiting until the trigger: "
-                        "its answer to tools/list (the default; a host that sends none "
-                        "within --hold-wait s of `initialized` is triggered unheld), to "
-                        "initialize, or none (the trigger races a one-shot host's own end)")
-    parser.add_argument("--hold-wait", type=positive_duration, default=5.0, metavar="S",
-                        help="seconds after `initialized` a tools/list hold waits for one (5)")
-    parser.add_argument("--wrapper", action="store_true",
-                        help="put a wrapper that forwards no signal (as `sh -c 'SERVER; "
-                        "true'` and npm do) between the host and the recorder")
-    parser.add_argument("--recorder-signals", choices=("die", "stay"), default="die",
-                        help="the recorder at SIGTERM/SIGINT/SIGHUP/SIGQUIT: die (the "
-                        "default, as servers do) or stay (record and go on: the host's "
-                        "whole ladder shows)")
-    out = parser.add_mutually_exclusive_group()
+    output = parser.add_argument_group("output (text on stdout by default)")
+    out = output.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON document (docs/json.md)")
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
-    parser.add_argument("--html", metavar="FILE", help="also write the timelines to FILE")
+    output.add_argument("--html", metavar="FILE", help="also write the timelines to FILE")
     add_quiet(parser)
     parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- HOST-ARGV...")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether import hosts
+from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from mcp_tether.hosts.base import is_tether_name
 from mcp_tether.hosts.model import printable
@@ -28,15 +29,30 @@ from mcp_tether.jsonout import print_json
 from mcp_tether.log import say
 
 EXAMPLES = {
+    "wrap": ("mcp-tether wrap --host claude-desktop --dry-run   # show the diff, change nothing",
+             "mcp-tether wrap --host cursor                     # ~/.cursor/mcp.json and "
+             "./.cursor/mcp.json",
+             "mcp-tether wrap --config ./mcp.json               # any file in a known shape"),
+    "unwrap": ("mcp-tether unwrap --host claude-desktop --dry-run",
+               "mcp-tether unwrap --config ~/.cursor/mcp.json"),
+    "hosts": ("mcp-tether hosts                    # every known host's config files found here",
+              "mcp-tether hosts --host zed --json  # one host, machine-readable",
+              "mcp-tether hosts --config ./mcp.json"),
+}
+WORDS = {
     "wrap": """\
-examples:
-  mcp-tether wrap --host claude-desktop --dry-run   # show the diff, change nothing
-  mcp-tether wrap --host cursor                     # ~/.cursor/mcp.json and ./.cursor/mcp.json
-  mcp-tether wrap --config ./mcp.json               # any file in a known shape
-
 Each stdio entry {"command": C, "args": A} becomes
   {"command": "/abs/path/to/mcp-tether", "args": ["run", "--", C, *A]}
-(in a shared project file: "command": "mcp-tether", found on PATH).
+(in a shared project file: "command": "mcp-tether", found on PATH): the guard in front
+of the server (`mcp-tether run --help`).""",
+    "unwrap": "Undoes `wrap` exactly: a file wrapped and unwrapped is byte-for-byte what it was.",
+    "hosts": """\
+host: a program that starts MCP servers (Claude Desktop, Cursor, VS Code...); its
+config files list them; a stdio server is one it starts as a child process and talks
+to over stdin and stdout (the ones `wrap` can put the guard in front of).""",
+}
+NOTES = {
+    "wrap": """\
 Remote and already-wrapped entries are left alone, and so is an entry wrapping would
 break (a managed allowlist, VS Code dev.debug, Zed "remote": true, a command that
 cannot run here) unless --force. Project files in a git (hg, svn, jj) tree only with
@@ -45,24 +61,13 @@ Backups go to the state folder (~/.local/state/mcp-tether/backups/...), never be
 the file: the first is the pre-tether original and is never overwritten.
 Restart the host afterwards so that it launches the servers again.
 """,
-    "unwrap": """\
-examples:
-  mcp-tether unwrap --host claude-desktop --dry-run
-  mcp-tether unwrap --config ~/.cursor/mcp.json
-
-Undoes `wrap` exactly: a file wrapped and unwrapped is byte-for-byte what it was.
-""",
-    "hosts": """\
-examples:
-  mcp-tether hosts                    # every known host's config files found here
-  mcp-tether hosts --host zed --json  # one host, machine-readable
-  mcp-tether hosts --config ./mcp.json
-""",
 }
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.epilog = EXAMPLES[name] + "\n" + (parser.epilog or "")
+    teach(parser, EXAMPLES[name], WORDS[name])
+    if name in NOTES:
+        parser.epilog = NOTES[name] + "\n" + (parser.epilog or "")
     parser.add_argument(
         "--host",
         action="append",

@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 
+from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.inspect import NodeTransport, Transport, inspect_path, server_uses
 from mcp_tether.jsonout import print_json
@@ -25,15 +26,27 @@ Reports for each SDK found (@modelcontextprotocol/sdk, @modelcontextprotocol/ser
   handles, whether it watches its parent.
 With --command, the one SDK that server loads, resolved from its own entry point
   (Node: the imports from its script or bin, bundled copies included; Python: what
-  its script imports in its interpreter's environment), and how that was found:
-  mcp-tether inspect --command "npx -y @playwright/mcp"
-  mcp-tether inspect --command "/path/venv/bin/python server.py"
+  its script imports in its interpreter's environment), and how that was found,
+  e.g. mcp-tether inspect --command "/path/venv/bin/python server.py"
 The same answer `probe` puts in its diagnosis and `ps` shows as the SDK.
 exit code: 0 some SDK found, 1 none found, 2 usage error
 """
 
 
+EXAMPLES = (
+    "mcp-tether inspect                   # the SDKs this Python has, and what each does at EOF",
+    "mcp-tether inspect ~/.npm/_npx       # every Node SDK copy npx has cached",
+    'mcp-tether inspect --command "npx -y @playwright/mcp"   # which SDK that server loads',
+)
+WORDS = """\
+SDK: an MCP library a server's stdio transport comes from (@modelcontextprotocol/sdk,
+@modelcontextprotocol/server, mcp, fastmcp). EOF: the end of the server's stdin, which
+is what its host's exit looks like to it; a transport that does not end its session
+there leaves the server running after the host is gone."""
+
+
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    teach(parser, EXAMPLES, WORDS)
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
     parser.add_argument("path", nargs="?", help="where to look (default: this interpreter), "
                         "or a package spec")

@@ -8,6 +8,7 @@ from typing import Any
 
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration as duration
+from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
 from mcp_tether.inspect import Transport, sdks_for_command
 from mcp_tether.jsonout import print_json
@@ -37,24 +38,41 @@ exit code: 0 when every row ran (whatever its verdict: the lab shows, it does no
 TITLE = "mcp-tether lab: does each server die with its client?"
 
 
+EXAMPLES = (
+    "mcp-tether lab                                     # every block: what leaks, what fixes it",
+    "mcp-tether lab --block reference --html lab.html   # 10 rows, and a timeline of each",
+    "mcp-tether lab --block python --table              # every row of one block",
+)
+WORDS = """\
+row: one bundled server against one scenario (one way its client ends: close, exit,
+crash...). Its verdict is what the server's whole process tree did then: exited,
+terminated, killed, or orphaned (still running once its client is gone: the leak);
+every verdict and scenario: `mcp-tether probe --help`. level: per server, the best of
+none / spec / robust its rows reach (spec: what the MCP specification asks)."""
+
+
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    teach(parser, EXAMPLES, WORDS, usage="mcp-tether lab [--block NAME]... "
+          "[--table | --json] [--html FILE] [options]")
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
     parser.add_argument("--block", action="append", choices=BLOCKS,
                         help="run only this block (repeatable)")
-    parser.add_argument("--table", action="store_true",
-                        help="print every row (the default is a summary per block)")
-    parser.add_argument("--json", action="store_true", help="one JSON document (docs/json.md)")
-    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
-    parser.add_argument("--html", metavar="FILE",
-                        help="also write a self-contained HTML timeline of every row to FILE")
-    parser.add_argument("--markdown", metavar="FILE",
-                        help="also write a compact Markdown summary to FILE")
-    parser.add_argument("--jobs", type=int, default=None,
+    out = parser.add_argument_group("output (a summary per block on stdout by default)")
+    out.add_argument("--table", action="store_true",
+                     help="print every row (the default is a summary per block)")
+    out.add_argument("--json", action="store_true", help="one JSON document (docs/json.md)")
+    out.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    out.add_argument("--html", metavar="FILE",
+                     help="also write a self-contained HTML timeline of every row to FILE")
+    out.add_argument("--markdown", metavar="FILE",
+                     help="also write a compact Markdown summary to FILE")
+    timing = parser.add_argument_group("timing")
+    timing.add_argument("--jobs", type=int, default=None,
                         help="scenarios at once (default two per CPU, at most 8; the "
                         "reference block runs its 10 rows at once)")
-    parser.add_argument("--window", type=duration, default=None,
+    timing.add_argument("--window", type=duration, default=None,
                         help="seconds the tree may take after its client is gone (2)")
-    parser.add_argument("--ready-timeout", type=duration, default=None,
+    timing.add_argument("--ready-timeout", type=duration, default=None,
                         help="seconds a server may stay idle and silent before a handshake "
                         "answer is given up (10); while it works, the wait goes on")
     parser.add_argument("--install-node", action="store_true",

@@ -11,7 +11,7 @@ from typing import Any
 from mcp_tether import hosts
 from mcp_tether.cli import build_parser
 from mcp_tether.cliprogress import Progress, add_quiet
-from mcp_tether.cliutil import positive_duration
+from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -58,15 +58,12 @@ from mcp_tether.probe.timeline import print_timelines
 def _examples() -> str:
     rows = "\n".join(f"  {s.name:<17} [{s.level}] {s.description}" for s in all_scenarios())
     return f"""\
-examples:
-  mcp-tether probe -- node server.js
+more examples:
   mcp-tether probe --json -- uvx mcp-server-time
   mcp-tether probe --level robust -- python -m my_server
   mcp-tether probe --host-style python -s close -s crash -- python -m my_server
   mcp-tether probe --call toggle-logging '{{}}' -- npx -y some-server   # busy state
-  mcp-tether probe npm:@modelcontextprotocol/server-memory   # by package: npx -y ...
   mcp-tether probe pypi:mcp-server-time==2026.10.19 --launch direct -- --local-timezone UTC
-  mcp-tether probe --host claude-code          # every stdio server that host runs
   mcp-tether probe --config .mcp.json --yes
 
 scenarios [level]:
@@ -96,56 +93,77 @@ exit 1 here means: some scenario of the level failed (2 also when the --junit fi
 """
 
 
+EXAMPLES = (
+    "mcp-tether probe -- node server.js           # an `orphaned` row: the server leaks",
+    "mcp-tether probe npm:@modelcontextprotocol/server-memory   # by package, as hosts run it",
+    "mcp-tether probe --host claude-code          # every stdio server that host runs",
+)
+WORDS = """\
+scenario: one way a client can end (close, exit, crash...: the list below), played
+against the server by a real short-lived client. verdict: what the server's whole
+process tree did then; orphaned (still running at the horizon, its client gone) is the
+leak. level: spec = the scenarios the MCP specification asks a stdio server to pass,
+robust = what real hosts need beyond it; the exit code is 0 when every scenario of
+--level passed."""
+USAGE = """mcp-tether probe [options] -- COMMAND [ARGS...]
+       mcp-tether probe [options] npm:PACKAGE | pypi:PACKAGE [-- ARGS...]
+       mcp-tether probe [options] --host HOST | --config FILE"""
+
+
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    teach(parser, EXAMPLES, WORDS, usage=USAGE)
     parser.epilog = _examples() + "\n" + (parser.epilog or "")
-    parser.add_argument(
+    run = parser.add_argument_group("the scenarios")
+    run.add_argument(
         "--host-style", choices=HOST_STYLES, default="node",
         help="how the client treats the server: node (socketpair stdio, SIGTERM to the "
         "direct child, stdio destroyed when it exits; like Electron/Node hosts, the "
         "default) or python (pipes, new session, signals to the group; like the Python SDK)",
     )
-    parser.add_argument(
+    run.add_argument(
         "-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
         help=f"run only this scenario (repeatable; comma lists too): {', '.join(SCENARIOS)}",
     )
-    parser.add_argument("--level", choices=LEVELS, default=SPEC,
-                        help="which scenarios decide the exit code: spec (default) or robust")
-    parser.add_argument("--window", type=positive_duration, default=WINDOW,
+    run.add_argument("--level", choices=LEVELS, default=SPEC,
+                     help="which scenarios decide the exit code: spec (default) or robust")
+    run.add_argument("--call", nargs=2, metavar=("TOOL", "JSON"),
+                     help="call a tool after the handshake, to probe the busy state; "
+                     "adds the call-in-flight scenario")
+    run.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                     help="extra environment for the server (repeatable)")
+    run.add_argument("--cwd", help="working directory for the server")
+    run.add_argument("--jobs", type=int, help="scenarios at once (default: all)")
+    timing = parser.add_argument_group("timing (seconds)")
+    timing.add_argument("--window", type=positive_duration, default=WINDOW,
                         help=f"seconds the tree may take after its client is gone ({WINDOW:g})")
-    parser.add_argument("--horizon", type=positive_duration, default=None,
+    timing.add_argument("--horizon", type=positive_duration, default=None,
                         help="seconds survivors are still watched after the window, to tell "
                         "lingered from orphaned (default: --grace + --term-grace)")
-    parser.add_argument("--idle", type=positive_duration, default=IDLE,
+    timing.add_argument("--idle", type=positive_duration, default=IDLE,
                         help=f"seconds of silence in the idle scenario ({IDLE:g})")
-    parser.add_argument("--ready-timeout", type=positive_duration, default=READY_TIMEOUT,
+    timing.add_argument("--ready-timeout", type=positive_duration, default=READY_TIMEOUT,
                         help="seconds a server may stay idle and silent before a handshake answer "
                         f"is given up ({READY_TIMEOUT:g}); while its processes use CPU or "
                         f"start, the wait goes on, up to {READY_CEILING}x this")
-    parser.add_argument("--grace", type=positive_duration, default=None,
+    timing.add_argument("--grace", type=positive_duration, default=None,
                         help="client ladder: seconds after closing stdin before SIGTERM (2)")
-    parser.add_argument("--term-grace", type=positive_duration, default=None,
+    timing.add_argument("--term-grace", type=positive_duration, default=None,
                         help="client ladder: seconds after SIGTERM before SIGKILL (2)")
-    parser.add_argument("--call", nargs=2, metavar=("TOOL", "JSON"),
-                        help="call a tool after the handshake, to probe the busy state; "
-                        "adds the call-in-flight scenario")
-    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra environment for the server (repeatable)")
-    parser.add_argument("--cwd", help="working directory for the server")
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON document on stdout (docs/json.md)")
-    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
-    parser.add_argument("--html", metavar="FILE",
-                        help="also write a self-contained HTML timeline to FILE")
-    parser.add_argument("--markdown", metavar="FILE",
-                        help="also write a compact Markdown summary to FILE (CI job pages)")
-    parser.add_argument("--jobs", type=int, help="scenarios at once (default: all)")
+    out = parser.add_argument_group("output (a table on stdout by default)")
+    out.add_argument("--json", action="store_true",
+                     help="one JSON document on stdout (docs/json.md)")
+    out.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    out.add_argument("--html", metavar="FILE",
+                     help="also write a self-contained HTML timeline to FILE")
+    out.add_argument("--markdown", metavar="FILE",
+                     help="also write a compact Markdown summary to FILE (CI job pages)")
     add_quiet(parser)
     src = parser.add_argument_group("configured servers (instead of a command)")
     src.add_argument("--host", help="probe every stdio server of this host's configs")
     src.add_argument("--config", metavar="FILE", help="probe every stdio server in FILE")
     src.add_argument("--server", action="append", metavar="NAME",
                      help="with --host/--config: only these servers")
-    parser.add_argument("--detail", action="store_true",
+    out.add_argument("--detail", action="store_true",
                         help="after the table, each scenario's timeline as text: the spawn "
                         "of each process, handshake, trigger, EOF and signals sent, each "
                         "exit with its cause, window and horizon (ms since the client was "

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from mcp_tether import __version__
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -18,7 +20,7 @@ __all__ = ["LEGACY_VERSION", "STATELESS_VERSION", "Session", "classify"]
 
 LEGACY_VERSION = "2025-11-25"
 STATELESS_VERSION = "2026-07-28"
-CLIENT_INFO = {"name": "mcp-tether-probe", "version": "0.1.0"}
+CLIENT_INFO = {"name": "mcp-tether-probe", "version": __version__}
 METHOD_NOT_FOUND = -32601
 
 

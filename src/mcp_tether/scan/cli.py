@@ -17,20 +17,23 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 
 from mcp_tether import __version__, ladder, platform
-from mcp_tether.cliutil import positive_duration
+from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
+from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.reap import (
     ABANDONED_MIN_AGE,
     INCLUDE_CHOICES,
     REAP_MIN_AGE,
     Pins,
+    ReapOutcome,
     plan,
     reap_servers,
 )
@@ -41,8 +44,39 @@ __all__ = ["configure", "command"]
 
 PS_FORMATS = ("text", "json", "openmetrics")
 
+PS_EXAMPLES = (
+    "mcp-tether ps                        # leaked first, each with its evidence",
+    "mcp-tether ps --json                 # the same, one document (docs/json.md)",
+    "mcp-tether ps --textfile /var/lib/prometheus/node-exporter/mcp_tether.prom",
+)
+STATE_WORDS = """\
+states (the STATE column):
+  leaked      its host is gone AND its stdio lost its client side, every far end of the
+              pipes accounted for (the EVIDENCE column says how): nothing will ever read
+              it again; `reap` ends these
+  superseded  an older copy of a server whose live host started a newer copy of the
+              same server and stopped using the old one
+  abandoned   its live host still holds its pipes but no longer reads them
+  live        a running host uses it; never ended
+  unknown     the evidence cannot tell (a far end the scan cannot see); never ended"""
+REAP_EXAMPLES = (
+    "mcp-tether reap --dry-run     # what would be ended and why; nothing is ended",
+    "mcp-tether reap               # asks first on a terminal (--yes: do not ask)",
+    "mcp-tether reap --watch --yes  # a janitor; --print-unit systemd: as a service",
+)
+REAP_WORDS = """\
+reap ends leaked servers only (the states: `mcp-tether ps --help`), with --include also
+other kinds; each tree is identified again by pid and start time right before each
+signal: SIGTERM, --grace seconds, SIGKILL. Never one younger than --min-age, nor one
+matching --allow, nor one `live` or `unknown`. --watch keeps at it, one line per action."""
+
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    if name == "ps":
+        teach(parser, PS_EXAMPLES, STATE_WORDS)
+    else:
+        teach(parser, REAP_EXAMPLES, REAP_WORDS,
+              usage="mcp-tether reap [--dry-run | --yes | --watch --yes] [options]")
     parser.add_argument("--json", action="store_true",
                         help="one JSON document on stdout (docs/json.md)")
     parser.add_argument("--config", metavar="FILE",
@@ -85,6 +119,11 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="between scans in --watch mode (default 30)")
     parser.add_argument("--print-unit", choices=("systemd", "launchd"), default=None,
                         help="print a user service that runs `reap --watch` and exit")
+    parser.add_argument("--textfile", metavar="PATH",
+                        help="with --watch: after each round, write ps's metrics and "
+                             "counters of the trees ended and the memory that freed to "
+                             "PATH, atomically, for a node exporter's textfile collector "
+                             "(name it *.prom; docs/fleet.md)")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -158,6 +197,8 @@ def _unit_opts(args: argparse.Namespace) -> list[str]:
         opts += ["--include", inc]
     if args.config:
         opts += ["--config", os.path.abspath(args.config)]
+    if args.textfile:
+        opts += ["--textfile", os.path.abspath(args.textfile)]
     return opts
 
 
@@ -167,6 +208,8 @@ def _reap(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.interval is not None and not args.watch:
         raise UsageError("--interval needs --watch")
+    if args.textfile and not args.watch:
+        raise UsageError("--textfile needs --watch (`ps --textfile` writes the metrics once)")
     uid = platform.euid()
     root = uid == 0
     if args.all_users and not root:
@@ -259,5 +302,22 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
                         allow=args.allow, include=set(args.include), grace=args.grace,
                         abandoned_min_age=_abandoned_min_age(args),
                         scan_kwargs={"config": args.config, "users": users},
-                        emit=lambda line: print(line, flush=True), should_stop=should_stop)
+                        emit=lambda line: print(line, flush=True), should_stop=should_stop,
+                        after_round=_metrics_writer(args.textfile) if args.textfile else None)
     return EXIT_OK
+
+
+def _metrics_writer(path: str) -> Callable[[ScanResult, list[ReapOutcome]], None]:
+    """After each round of `reap --watch`: the round's scan as `ps --textfile` writes it,
+    with the counters since the watch started (a restart resets them, which `increase()`
+    reads as a reset)."""
+    reaped: dict[str, int] = {}
+    reclaimed = [0]
+
+    def write(result: ScanResult, outcomes: list[ReapOutcome]) -> None:
+        for o in outcomes:
+            reaped[o.outcome] = reaped.get(o.outcome, 0) + 1
+            reclaimed[0] += o.reclaimed_bytes
+        _write_atomically(path, render_openmetrics(result, version=__version__,
+                                                   reaped=reaped, reclaimed_bytes=reclaimed[0]))
+    return write

@@ -42,10 +42,14 @@ from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE
 from mcp_tether.scan.model import HELD, READER_HELD, WRITER_HELD, ScanResult, Server
 
 __all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "ABANDONED_MIN_AGE", "Skipped", "Plan", "plan",
-           "ReapOutcome",
+           "ReapOutcome", "REAP_OUTCOMES",
            "reap_servers", "Pins", "check_duration"]
 
 INCLUDE_CHOICES = ("guess", "stdio", "abandoned")
+# What became of a tree `reap` acted on: ended (by our signal), gone (exited before we
+# signalled), denied (not ours to signal), survived (SIGKILL did not end it), left (an
+# abandoned server whose host reads it again).
+REAP_OUTCOMES = ("ended", "gone", "denied", "survived", "left")
 # A one-off `reap`'s minimum age (`--min-age`): what it proposes is already proven leaked,
 # and the prompt (or `--yes`) is the user's own decision. `reap --watch` waits 60 s.
 REAP_MIN_AGE = 0.0
@@ -160,7 +164,7 @@ def _why_not(s: Server, include: set[str] | frozenset[str], min_age: float,
 @dataclass
 class ReapOutcome:
     server: Server
-    outcome: str  # ended | gone (exited before we signalled) | denied | survived | left
+    outcome: str  # one of REAP_OUTCOMES
     ended_by: str | None  # sigterm | sigkill | None
     reclaimed_bytes: int
     signals: list[dict[str, Any]] = field(default_factory=list)

@@ -3,19 +3,20 @@
 The JSON rendering is `ScanResult.to_dict()`; these carry the same facts for a human
 (a table, leaked first, with a total of the memory leaks hold; a server behind the
 guard is shown by its inner command, marked `guarded:`) and for a node
-exporter's textfile collector (gauges by the Prometheus conventions, ending `# EOF`).
+exporter's textfile collector (gauges by the Prometheus conventions, ending `# EOF`;
+`reap --watch --textfile` adds counters of what it ended and the memory that freed).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import EVIDENCE, STATES, ScanResult, Server
-from mcp_tether.scan.reap import Plan
+from mcp_tether.scan.reap import REAP_OUTCOMES, Plan
 from mcp_tether.scan.watch import _size
 
 __all__ = ["print_ps", "print_plan", "abandoned_lines", "render_openmetrics", "what_text",
@@ -157,7 +158,8 @@ _UNITS = ("bytes", "seconds")
 
 
 def render_openmetrics(result: ScanResult, *, per_process: bool = False,
-                       version: str = "") -> str:
+                       version: str = "", reaped: Mapping[str, int] | None = None,
+                       reclaimed_bytes: int = 0) -> str:
     """Gauges for a node exporter's textfile collector, by the Prometheus conventions:
     base units in the name (`_bytes`, `_seconds`) and in a `# UNIT` line, one family per
     fact with its dimensions as labels (sum over a label for the totals, except in the
@@ -166,14 +168,18 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
     with low-cardinality labels, and no series per process unless `per_process` (a pid
     label makes a new series for every process, which churns a time-series database).
     OpenMetrics text, ending `# EOF`; typed `gauge` throughout, which the textfile
-    collector's Prometheus text parser also reads."""
+    collector's Prometheus text parser also reads. With `reaped` (outcome -> trees, since
+    `reap --watch` started), two counters as well: `mcp_tether_reaped_total{outcome}`
+    and `mcp_tether_reclaimed_bytes_total`, so `increase()` over them survives a restart
+    of the watch (a reset)."""
     lines: list[str] = []
 
-    def family(name: str, help_: str, samples: Iterable[tuple[dict[str, str], float]]) -> None:
+    def family(name: str, help_: str, samples: Iterable[tuple[dict[str, str], float]],
+               kind: str = "gauge") -> None:
         # TYPE, UNIT, HELP: the order the OpenMetrics spec recommends. A UNIT must be
         # the name's suffix; Prometheus' text parser (the textfile collector) skips it
-        # as a comment.
-        lines.append(f"# TYPE {name} gauge")
+        # as a comment. A counter's family has no `_total`; its sample has.
+        lines.append(f"# TYPE {name} {kind}")
         unit = next((u for u in _UNITS if name.endswith(f"_{u}")), None)
         if unit:
             lines.append(f"# UNIT {name} {unit}")
@@ -181,7 +187,8 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
         for labels, value in samples:
             inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
             text = str(value) if isinstance(value, int) else repr(float(value))  # exact
-            lines.append(f"{name}{{{inner}}} {text}" if inner else f"{name} {text}")
+            sample = f"{name}_total" if kind == "counter" else name
+            lines.append(f"{sample}{{{inner}}} {text}" if inner else f"{sample} {text}")
 
     servers = result.servers
     states = sorted({*STATES, *(s.state for s in servers)})
@@ -241,6 +248,13 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
                 for s in servers])
         family("mcp_tether_process_rss_bytes", "Resident memory of each server tree "
                "(--per-process).", [(_ident(s), s.rss_bytes) for s in servers])
+    if reaped is not None:
+        outcomes = sorted({*REAP_OUTCOMES, *reaped})
+        family("mcp_tether_reaped", "Server trees reap --watch acted on since it started, "
+               "by outcome.", [({"outcome": o}, reaped.get(o, 0)) for o in outcomes],
+               kind="counter")
+        family("mcp_tether_reclaimed_bytes", "Resident memory of the server trees reap "
+               "--watch ended since it started.", [({}, reclaimed_bytes)], kind="counter")
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
 

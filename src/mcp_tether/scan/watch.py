@@ -11,6 +11,8 @@ Guarantees:
 - With `include={"abandoned"}`, abandonment is tracked across rounds
   (`abandoned.Tracker`): a server is ended only after `abandoned_min_age` seconds in
   which every round found its host holding and not reading it.
+- `after_round(result, outcomes)` sees each round's scan and what it ended, once the
+  round is done (`reap --watch --textfile` writes the metrics file there).
 - The service files run `reap --watch --yes` as the user, never as root.
 """
 
@@ -29,6 +31,7 @@ from mcp_tether import ladder
 from mcp_tether.proc import ProcessId
 from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE, Tracker
 from mcp_tether.scan.find import scan
+from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.reap import ReapOutcome, plan, reap_servers
 
 __all__ = ["watch", "WATCH_MIN_AGE", "WATCH_INTERVAL", "render_unit", "describe"]
@@ -65,7 +68,9 @@ def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
           emit: Callable[[str], None] = print,
           should_stop: Callable[[], bool] = lambda: False,
           rounds: int | None = None,
-          abandoned_min_age: float = ABANDONED_MIN_AGE) -> list[ReapOutcome]:
+          abandoned_min_age: float = ABANDONED_MIN_AGE,
+          after_round: Callable[[ScanResult, list[ReapOutcome]], None] | None = None,
+          ) -> list[ReapOutcome]:
     """Scan, end leaks, wait `interval`; until `should_stop()` (or `rounds` rounds)."""
     told: set[tuple[ProcessId, str]] = set()
     done: list[ReapOutcome] = []
@@ -79,9 +84,12 @@ def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
             if key not in told:
                 told.add(key)
                 emit(f"left: pid {sk.server.pid} {' '.join(sk.server.shown)[:60]}: {sk.reason}")
-        for o in reap_servers(p.chosen, grace):
+        outcomes = reap_servers(p.chosen, grace)
+        for o in outcomes:
             emit(describe(o))
-            done.append(o)
+        done += outcomes
+        if after_round is not None:
+            after_round(result, outcomes)
         n += 1
         if rounds is not None and n >= rounds:
             break

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from mcp_tether.cliprogress import Progress, add_quiet
-from mcp_tether.cliutil import positive_duration
+from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from mcp_tether.packages import check_cache, policy_summary
 from mcp_tether.packages.options import add_policy_options, policy_from
@@ -35,9 +35,6 @@ each server: installed into the package cache (npm --ignore-scripts unless
   and robust pass per host style, each failure's diagnosis and remedy, and whether the
   guard makes it pass. Servers that did not start (or need a service they cannot reach
   here) are reported as such, not as leaks.
-examples:
-  mcp-tether survey docs/survey.list --out docs/survey
-  mcp-tether survey my-servers.list --jobs 1 --json
 the survey runs in a pid namespace of its own where one can be made (root or user
   namespaces): when it ends, or is interrupted or killed, nothing it started is left.
 exit code: 0 every row ran (whatever its verdicts: the survey reports, it does not
@@ -45,34 +42,50 @@ exit code: 0 every row ran (whatever its verdicts: the survey reports, it does n
 """
 
 
+EXAMPLES = (
+    "mcp-tether survey docs/survey.list --out survey   # survey.md, survey.json, survey.html",
+    "mcp-tether survey my-servers.list --jobs 1 --json",
+    "mcp-tether survey docs/survey.list --only memory -s close -s crash   # a quick subset",
+)
+WORDS = """\
+A row is one server of the list, probed three ways: the node host style, the python
+host style, and behind the guard (`mcp-tether run`). spec / robust pass: every scenario
+of that level passed (what the levels, scenarios and verdicts mean: `mcp-tether probe
+--help`)."""
+
+
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    teach(parser, EXAMPLES, WORDS, usage="mcp-tether survey LIST [--out BASE] [--json] "
+          "[options]")
     parser.epilog = EPILOG + "\n" + (parser.epilog or "")
     parser.add_argument("list", help="the list file")
-    parser.add_argument("--out", metavar="BASE",
-                        help="write BASE.md, BASE.json and BASE.html (the table, the "
-                        "diagnoses and remedies)")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="servers at once (default: the CPU count)")
-    parser.add_argument("--scenario-jobs", type=int, default=None,
-                        help="scenarios at once within one server's probe (default: all)")
-    parser.add_argument("--timeout", type=positive_duration, default=None,
-                        help="seconds for each probe run of one server (240)")
-    parser.add_argument("--ready-timeout", type=positive_duration, default=30.0,
-                        help="seconds each scenario waits for the handshake (30: npx and "
-                        "uvx start slowly on a busy machine)")
-    parser.add_argument("-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
-                        help="probe only this scenario (repeatable; default: every one)")
-    parser.add_argument("--only", action="append", metavar="TEXT",
-                        help="survey only the entries whose spec or name contains TEXT")
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON document instead of Markdown (docs/json.md)")
-    parser.add_argument("--from-json", metavar="FILE", action="append",
-                        help="render a survey's JSON again (with --out), probing nothing; "
-                        "repeated: one table from several surveys of the list, a later "
-                        "file's row replacing an earlier one's")
-    parser.add_argument("--host-namespace", action="store_true",
-                        help="do not enter a pid namespace of its own")
-    add_policy_options(parser)
+    out = parser.add_argument_group("output (a Markdown table on stdout by default)")
+    out.add_argument("--out", metavar="BASE",
+                     help="write BASE.md, BASE.json and BASE.html (the table, the "
+                     "diagnoses and remedies)")
+    out.add_argument("--json", action="store_true",
+                     help="one JSON document instead of Markdown (docs/json.md)")
+    out.add_argument("--from-json", metavar="FILE", action="append",
+                     help="render a survey's JSON again (with --out), probing nothing; "
+                     "repeated: one table from several surveys of the list, a later "
+                     "file's row replacing an earlier one's")
+    which = parser.add_argument_group("what to probe, and how")
+    which.add_argument("-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
+                       help="probe only this scenario (repeatable; default: every one)")
+    which.add_argument("--only", action="append", metavar="TEXT",
+                       help="survey only the entries whose spec or name contains TEXT")
+    which.add_argument("--jobs", type=int, default=None,
+                       help="servers at once (default: the CPU count)")
+    which.add_argument("--scenario-jobs", type=int, default=None,
+                       help="scenarios at once within one server's probe (default: all)")
+    which.add_argument("--timeout", type=positive_duration, default=None,
+                       help="seconds for each probe run of one server (240)")
+    which.add_argument("--ready-timeout", type=positive_duration, default=30.0,
+                       help="seconds each scenario waits for the handshake (30: npx and "
+                       "uvx start slowly on a busy machine)")
+    which.add_argument("--host-namespace", action="store_true",
+                       help="do not enter a pid namespace of its own")
+    add_policy_options(parser.add_argument_group("installing the packages"))
     add_quiet(parser)
 
 
