@@ -24,7 +24,7 @@
 //   ended, and nothing is signalled.
 
 const { Tree, identify, SUPPORTED } = require('./tree.cjs');
-const { endTree } = require('./ladder.cjs');
+const { endTree, POLL_FIRST_MS } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
 
 // The same numbers as the Python helper (tether/children.py): the host's 2 s window
@@ -79,7 +79,9 @@ async function endDescendants(elapsedMs = 0) {
   const left = Math.max(0, HOST_WINDOW_MS - elapsedMs);
   const termGraceMs = Math.min(CHILD_TERM_GRACE_MS, Math.max(MIN_RUNG_MS, left / 2));
   const killWaitMs = Math.min(CHILD_KILL_WAIT_MS, Math.max(MIN_RUNG_MS, left - termGraceMs));
-  const { rungs, survivors } = await endTree(t, { fromSigterm: true, termGraceMs, killWaitMs });
+  // The whole-table look above recorded them: the SIGTERM goes to those at once.
+  const { rungs, survivors } = await endTree(t, { fromSigterm: true, termGraceMs, killWaitMs,
+    known: true, pollMinMs: POLL_FIRST_MS });
   const last = rungs[rungs.length - 1];
   const endedBy = survivors.length ? 'none' : last.action;
   say(survivors.length ? 'warning' : 'info', `${found} descendant process(es): ` +

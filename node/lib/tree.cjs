@@ -204,8 +204,12 @@ class Tree {
     const name = this.mark.slice(0, eq + 1);
     const token = this.mark.slice(eq + 1);
     const since = Number(this.root.start);
+    const newer = new Set(all.filter((st) => Number(st.start) >= since).map((st) => st.pid));
     for (const st of all) {
-      if (st.pid === this.root.pid || this.members.has(st.pid) || !(Number(st.start) >= since)) continue;
+      if (st.pid === this.root.pid || this.members.has(st.pid) || !newer.has(st.pid)) continue;
+      // A descendant of a newer process is found from it, by ppid: only the top of each
+      // newer subtree (its parent older than the root: init, a subreaper) is read.
+      if (newer.has(st.ppid)) continue;
       let env;
       try {
         env = fs.readFileSync(`/proc/${st.pid}/environ`, 'latin1');
@@ -241,9 +245,11 @@ class Tree {
   }
 
   /** SIGTERM/SIGKILL the group (while a member holds it) and each member outside it.
-   * Returns how many signals were sent. */
-  signal(sig) {
-    const live = SUPPORTED ? this.full() : [];
+   * `known`: only the members already recorded (each re-read first), without a new
+   * whole-table look: for a caller that made one an instant ago. Returns how many
+   * signals were sent. */
+  signal(sig, { known = false } = {}) {
+    const live = !SUPPORTED ? [] : known ? this._prune() : this.full();
     let sent = 0;
     const groupHeld = !SUPPORTED || live.some((m) => m.pgid === this.pgid);
     if (this.pgid !== null && groupHeld) {
