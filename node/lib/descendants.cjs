@@ -23,7 +23,7 @@
 // - Linux only (/proc). Elsewhere one stderr line says, once, that descendants are not
 //   ended, and nothing is signalled.
 
-const { Tree, identify, SUPPORTED } = require('./tree.cjs');
+const { Tree, identify, signalIdent, SUPPORTED } = require('./tree.cjs');
 const { endTree, POLL_FIRST_MS } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
 
@@ -74,20 +74,27 @@ function tree() {
 async function endDescendants(elapsedMs = 0) {
   if (unsupported()) return { found: 0, ended_by: 'unknown', survivors: [] };
   const t = tree();
-  const found = t.full().length;
-  if (found === 0) return { found, ended_by: 'none-found', survivors: [] };
+  // The children by their links first (a few small reads) and their SIGTERM at once;
+  // the whole-table look (the tree's mark: what left the chain) runs while they exit.
+  t.look();
+  const sent = new Set([...t.members.values()].map((m) => `${m.pid}:${m.start}`));
+  t.signal('SIGTERM', { known: true });
+  t.full();
+  const late = [...t.members.values()].filter((m) => !sent.has(`${m.pid}:${m.start}`));
+  for (const m of late) signalIdent(m, 'SIGTERM');
+  const total = sent.size + late.length;
+  if (total === 0) return { found: 0, ended_by: 'none-found', survivors: [] };
   const left = Math.max(0, HOST_WINDOW_MS - elapsedMs);
   const termGraceMs = Math.min(CHILD_TERM_GRACE_MS, Math.max(MIN_RUNG_MS, left / 2));
   const killWaitMs = Math.min(CHILD_KILL_WAIT_MS, Math.max(MIN_RUNG_MS, left - termGraceMs));
-  // The whole-table look above recorded them: the SIGTERM goes to those at once.
   const { rungs, survivors } = await endTree(t, { fromSigterm: true, termGraceMs, killWaitMs,
-    known: true, pollMinMs: POLL_FIRST_MS });
+    sigtermSent: true, pollMinMs: POLL_FIRST_MS });
   const last = rungs[rungs.length - 1];
   const endedBy = survivors.length ? 'none' : last.action;
-  say(survivors.length ? 'warning' : 'info', `${found} descendant process(es): ` +
+  say(survivors.length ? 'warning' : 'info', `${total} descendant process(es): ` +
     (survivors.length ? `${survivors.length} still alive after SIGKILL ${JSON.stringify(survivors)}`
       : `ended on ${last.action === 'sigterm' ? 'SIGTERM' : 'SIGKILL'}`));
-  return { found, ended_by: endedBy, survivors };
+  return { found: total, ended_by: endedBy, survivors };
 }
 
 /** Synchronous last resort from an `exit` listener: SIGTERM each live descendant. */

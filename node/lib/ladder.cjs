@@ -69,14 +69,14 @@ async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxD
 async function endTree(tree, {
   graceMs = GRACE_MS, termGraceMs = TERM_GRACE_MS, killWaitMs = KILL_WAIT_MS,
   fromSigterm = false, busy = () => false, nudge = new Nudge(), direct = () => {},
-  known = false, pollMinMs = POLL_MIN_MS,
+  sigtermSent = false, pollMinMs = POLL_MIN_MS,
 } = {}) {
   const t0 = Date.now();
   const rungs = [];
   const rung = async (action, wait, sig) => {
-    if (sig) {
-      // `known`: the first signal goes to the members the caller just recorded.
-      tree.signal(sig, { known: known && rungs.length === 0 });
+    // `sigtermSent`: the caller sent the SIGTERM itself (to what it had just recorded).
+    if (sig && !(sig === 'SIGTERM' && sigtermSent)) {
+      tree.signal(sig);
       direct(sig);
     }
     const empty = await waitEmpty(tree, wait, busy, nudge, POLL_MAX_MS, pollMinMs);
