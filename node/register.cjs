@@ -20,6 +20,7 @@
 //   NODE_OPTIONS and execArgv: its own child processes (a worker, a `node` helper) are
 //   not tethered to it behind its back; its shutdown ends them anyway.
 
+const { isMainThread } = require('node:worker_threads');
 const { _arm, isLauncher } = require('./index.cjs');
 
 const path = require('node:path');
@@ -68,7 +69,9 @@ function dropPreload() {
   process.execArgv.splice(0, process.execArgv.length, ...kept);
 }
 
-if (!isLauncher(process.argv)) {
+// A worker thread (Node loads the preload there too) is not the process: only the main
+// thread arms, and a worker's exit ends nothing.
+if (isMainThread && !isLauncher(process.argv)) {
   _arm();
   dropPreload();
 }

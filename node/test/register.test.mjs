@@ -150,3 +150,19 @@ note("ready");`, dir);
     assert.equal(rec.children.ended_by, "sigterm");
     assert.deepEqual(rec.children.survivors, []);
   });
+
+test("register: a worker thread's exit ends nothing; the main thread alone is armed",
+  { skip: !LINUX && "reads /proc" }, async () => {
+    const s = script(`${KIDS}
+const { Worker } = await import("node:worker_threads");
+const w = new Worker("0", { eval: true });
+w.on("exit", () => note("worker gone"));
+note("ready");`, tmp(), { late: true });
+    const { child, done } = run(s.file, [], { env: { ...process.env, NODE_OPTIONS: `--import=${REGISTER_MJS}` } });
+    await until(() => lines(s.out).includes("worker gone"), "the worker's exit");
+    const ids = kids(s.out);
+    assert.equal(alive(ids).length, 2, "the worker's exit left the process's children alone");
+    child.stdin.end();
+    assert.equal((await done).code, 0);
+    assert.deepEqual(alive(ids), []);
+  });
