@@ -155,7 +155,8 @@ test("register: a worker thread's exit ends nothing; the main thread alone is ar
   { skip: !LINUX && "reads /proc" }, async () => {
     const s = script(`${KIDS}
 const { Worker } = await import("node:worker_threads");
-const w = new Worker("0", { eval: true });
+// The worker loads the preload too, as one started with the process's execArgv would.
+const w = new Worker(${JSON.stringify(`require(${JSON.stringify(REGISTER_CJS)})`)}, { eval: true });
 w.on("exit", () => note("worker gone"));
 note("ready");`, tmp(), { late: true });
     const { child, done } = run(s.file, [], { env: { ...process.env, NODE_OPTIONS: `--import=${REGISTER_MJS}` } });
