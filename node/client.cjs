@@ -18,12 +18,16 @@
 //   server's whole tree when the host closes the transport or dies, SIGKILL included:
 //   `mcp-tether run` (the Python guard: a subreaper, exact on every process shape) when
 //   it is on PATH on Linux, else this package's Node watchdog (lib/watchdog.cjs: a
-//   lifeline pipe from the host and a tree recorded by pid + start time). Which one is
-//   said in one stderr line at debug level (MCP_TETHER_LOG=debug); `supervisor` forces one.
+//   lifeline pipe from the host, a tree recorded by pid + start time, and a mark in the
+//   server's environment that finds a daemonized descendant). Which one is said in one
+//   stderr line at debug level (MCP_TETHER_LOG=debug); when `auto` falls back to the
+//   watchdog, one warning line per host process says what it cannot follow (a daemon
+//   that replaced its environment). `supervisor` forces one.
 // - close() is the spec's ladder on the whole tree: end stdin, `graceMs` (2000), SIGTERM
 //   to the group and to members that left it, `termGraceMs` (2000), SIGKILL; it resolves
 //   when the supervisor has exited, which it does only once the last process of the tree
-//   is gone. A supervisor still there after its own worst case is SIGKILLed with the tree
+//   is gone, whatever the state of a piped stderr nobody reads. Writes the server never
+//   read do not hold stdin open (it is destroyed, not ended): the ladder starts at once. A supervisor still there after its own worst case is SIGKILLed with the tree
 //   it leads, each process identity-checked right before the signal.
 // - `pid` is the supervisor's (the process this transport started), as in the Python
 //   client; the server is its child.
@@ -45,6 +49,8 @@ const STDIO_DEFAULT_MAX_BUFFER_SIZE = 10 * 1024 * 1024;
 const SAFETY_MARGIN_MS = 1000;
 // The 2.x SDK's _dispose(): SIGTERM first, 1 s, then SIGKILL.
 const DISPOSE_TERM_MS = 1000;
+// Once the tree is gone, how long its stdout and stderr get to deliver what is left.
+const STREAM_DRAIN_MS = 500;
 const SUPERVISORS = ['auto', 'mcp-tether', 'node', 'none'];
 
 const DEFAULT_INHERITED_ENV_VARS = process.platform === 'win32'
@@ -132,6 +138,18 @@ function plan(params, graceMs, termGraceMs) {
   return { kind: 'none', file: command, args };
 }
 
+let noticed = false;
+
+/** `auto` fell back to the Node watchdog: said once per host process, on stderr. */
+function fallbackNotice() {
+  if (noticed) return;
+  noticed = true;
+  say('warning', 'no mcp-tether on PATH' + (process.platform === 'linux' ? '' : ` or not Linux (${process.platform})`) +
+    ': servers run behind the Node watchdog, which cannot follow a process that daemonizes ' +
+    'with a clean environment (the guard, `mcp-tether run`, can); supervisor: "node" ' +
+    'silences this line');
+}
+
 function nonNegative(name, value, dflt) {
   const v = value ?? dflt;
   if (!(Number.isFinite(v) && v >= 0)) {
@@ -183,6 +201,9 @@ class ReadBuffer {
 }
 
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+// A ref'd timer: close() is being awaited, so the loop must stay alive until it settles
+// (an unref'd one lets Node end with "unsettled top-level await", status 13).
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function exited(p) {
   return p.exitCode !== null || p.signalCode !== null;
@@ -235,6 +256,7 @@ class StdioClientTransport {
       }
       this._plan = how;
       this._closing = null;
+      if (how.kind === 'node' && !how.forced) fallbackNotice();
       say('debug', how.kind === 'mcp-tether' ? `starting ${params.command} behind mcp-tether run (${how.file})`
         : how.kind === 'node' ? `starting ${params.command} behind the Node watchdog` +
           (how.forced ? '' : ' (no mcp-tether on PATH)')
@@ -346,7 +368,14 @@ class StdioClientTransport {
 
   async _end(child, signalFirst) {
     const closed = new Promise((resolve) => child.once('close', resolve));
-    try { child.stdin?.end(); } catch { /* ignore, as the SDK does */ }
+    const stdin = child.stdin;
+    try {
+      // A server that does not read its stdin leaves our writes queued: end() would wait
+      // for them to flush before closing the pipe, and the server (or the guard, which
+      // watches for the hang-up) would never see EOF. What it never read is dropped.
+      if (stdin && stdin.writableLength > 0) stdin.destroy();
+      else stdin?.end();
+    } catch { /* ignore, as the SDK does */ }
     try { child.stdio[3]?.destroy(); } catch { /* the watchdog sees EOF either way */ }
     const kind = this._plan?.kind;
     const termMs = signalFirst ? DISPOSE_TERM_MS : this._termGraceMs;
@@ -373,19 +402,43 @@ class StdioClientTransport {
           `${JSON.stringify(stuck)}${gone ? '' : ' and some survived'}`);
       }
     }
-    // The tree is gone, so nothing holds stdout: 'close' follows at once.
-    if (!(await Promise.race([closed.then(() => true), delay(KILL_WAIT_MS).then(() => false)]))) {
-      for (const s of [child.stdout, child.stderr]) s?.destroy();
+    // The tree is gone. 'close' (and onclose) waits for every stdio stream to end: stdout
+    // is read to its EOF here, but a stderr the host asked to pipe and never reads holds
+    // its data in the pipe forever. Past a short drain, the streams of a dead tree are
+    // destroyed (what the host already has in `stderr` stays readable there).
+    if (!(await Promise.race([closed.then(() => true), sleep(STREAM_DRAIN_MS).then(() => false)]))) {
+      for (const s of [child.stdout, child.stderr, child.stdio[3]]) s?.destroy();
+      await Promise.race([closed, sleep(KILL_WAIT_MS)]);
     }
   }
 
   send(message) {
     return new Promise((resolve) => {
-      if (!this._process?.stdin) throw new Error('Not connected');
+      const stdin = this._process?.stdin;
+      if (!stdin) throw new Error('Not connected');
       const json = JSON.stringify(message) + '\n';
-      if (this._process.stdin.write(json)) resolve();
-      else this._process.stdin.once('drain', resolve);
+      if (stdin.write(json)) resolve();
+      else this._drained(stdin).then(resolve);
     });
+  }
+
+  /** One wait for 'drain' shared by every queued send (one listener, however many), that
+   * also ends when the pipe closes (a dead server never drains). */
+  _drained(stdin) {
+    if (this._drain?.stdin !== stdin) {
+      const wait = new Promise((resolve) => {
+        const done = () => {
+          stdin.off('drain', done);
+          stdin.off('close', done);
+          if (this._drain?.wait === wait) this._drain = null;
+          resolve();
+        };
+        stdin.on('drain', done);
+        stdin.on('close', done);
+      });
+      this._drain = { stdin, wait };
+    }
+    return this._drain.wait;
   }
 }
 

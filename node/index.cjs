@@ -16,8 +16,13 @@
 //   server's own close() first (the SDK closes its transport, `onclose` runs), then each
 //   hook in order; every step gets an equal share of the time left. A step that throws
 //   or outlives its share is reported in one stderr line and the next step still runs.
-// - Then process.exit: 0 for EOF, a dead pipe or the host's death; 128+N for signal N.
-//   A second signal during the shutdown exits at once with 128+N.
+// - Then the process's descendants (lib/descendants.cjs: found down the ppid chain, never
+//   by group, each identity-checked before SIGTERM and SIGKILL, within what is left of
+//   the host's 2 s window), then process.exit: 0 for EOF, a dead pipe or the host's
+//   death; 128+N for signal N. A second signal during the shutdown exits at once with
+//   128+N. Any other exit of the process SIGTERMs its descendants on the way out.
+// - Armed once per process, whichever copy of the package arms it: the preload
+//   (register.cjs, before any of the server's code) or the first call; a later call joins.
 // - Nothing is ever written to stdout. Diagnostics are single synchronous writes to fd 2
 //   that ignore a dead stderr; MCP_TETHER_LOG=debug|info|warning|quiet (default warning).
 // - No timer or listener of ours keeps the event loop alive: the host watch is unref'd.
@@ -30,9 +35,11 @@
 //   before it is seen where the evidence allows (Linux: this process left in the host's
 //   process group, whose leader is gone, and adopted by a parent outside it); a server
 //   in a group of its own cannot tell, and watches whoever adopted it. Hence the
-//   placement: before any other `await` at start-up.
+//   placement: before any other `await` at start-up, or the preload.
 
 const hostlib = require('./lib/host.cjs');
+const descendants = require('./lib/descendants.cjs');
+const report = require('./lib/report.cjs');
 const { say } = require('./lib/log.cjs'); // stderr only, MCP_TETHER_LOG's level
 
 const DEFAULT_TIMEOUT_MS = 1000;
@@ -53,7 +60,9 @@ function looksLikeOptions(x) {
     ['onShutdown', 'timeoutMs', 'watchHost', 'signals', 'exit', 'stdin'].some((k) => k in x);
 }
 
-let current = null; // one tether per process: a second call joins the first
+// One tether per process, whichever copy of the package armed it (a preload resolved from
+// one folder, the server's import from another): a later call joins the first.
+const CURRENT = Symbol.for('mcp-tether.current');
 
 /**
  * Tie this process's life to its MCP client. Returns a handle with `shutdown(reason)`,
@@ -72,24 +81,42 @@ function tether(server, options) {
   if (server != null && typeof server.close !== 'function') {
     throw new TypeError('mcp-tether: tether(server) wants an object with close() (McpServer, Server, a transport) or null');
   }
-  if (current) {
-    if (server != null) current.servers.push(server);
-    current.hooks.push(...hooks);
-    return current.handle;
-  }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
     throw new RangeError(`mcp-tether: timeoutMs must be a non-negative number, got ${timeoutMs}`);
   }
+  const state = globalThis[CURRENT] || arm(options);
+  if (state.preloaded && !state.joined) {
+    // The first tether() after the preload (mcp-tether/register) brings what only the
+    // server's code knows: its deadline and, in tests, its exit.
+    state.joined = true;
+    state.timeoutMs = timeoutMs;
+    if (options.exit) state.exit = options.exit;
+  }
+  if (server != null) state.servers.push(server);
+  state.hooks.push(...hooks);
+  return state.handle;
+}
+
+/** Arm the triggers once for this process (tether()'s first call, or the preload). */
+function arm(options, { preloaded = false } = {}) {
   const state = {
-    servers: server != null ? [server] : [],
-    hooks,
+    servers: [],
+    hooks: [],
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     exit: options.exit || ((code) => process.exit(code)),
     running: null,
     handle: null,
     cleanups: [],
+    preloaded,
+    joined: false,
   };
-  current = state;
+  globalThis[CURRENT] = state;
+  descendants.mark();
+  descendants.unsupported();
+  // The last resort when the process ends by another path (the server's own
+  // process.exit, an uncaught exception): its descendants get SIGTERM on the way out.
+  process.on('exit', () => { if (!state.ended) descendants.onExit(); });
 
   // The listeners stay for the life of the process: an error on a pipe during the
   // shutdown lands in them (and shutdown() is run-once) instead of becoming uncaught.
@@ -105,7 +132,9 @@ function tether(server, options) {
   }
 
   async function run(reason, code) {
-    const deadline = Date.now() + timeoutMs;
+    const t0 = Date.now();
+    const timeoutMs = state.timeoutMs;
+    const deadline = t0 + timeoutMs;
     say('info', `shutting down (${reason}); exit status ${code}`);
     // Servers, then hooks, read as the run goes: a tether(server) that joins after the
     // shutdown started (it began on attach, at a first tether({ onShutdown })) still runs.
@@ -131,6 +160,10 @@ function tether(server, options) {
         say('warning', `${step.name} threw during shutdown (${reason}): ${oneLine(out.error)}`);
       }
     }
+    // Last, the server's own children: the hooks may still have needed them.
+    const children = await descendants.endDescendants(Date.now() - t0);
+    state.ended = true;
+    report.write({ reason, status: code, children });
     state.exit(code);
   }
 
@@ -190,6 +223,7 @@ function tether(server, options) {
   }
   state.handle = {
     shutdown,
+    preloaded,
     get host() { return host && { pid: host.pid, start: host.start, argv: host.argv.slice() }; },
     hostWhy,
   };
@@ -205,7 +239,7 @@ function tether(server, options) {
         'now is outside it: adopted)' : ''));
     process.nextTick(() => shutdown(past, 0));
   }
-  return state.handle;
+  return state;
 }
 
 /** The reason the live listeners would have given for what already happened to the
@@ -240,4 +274,6 @@ function bounded(fn, ms) {
 }
 
 module.exports = { tether, isLauncher: hostlib.isLauncher, findHost: hostlib.findHost };
+// The preload's entry (register.cjs): arm before any of the server's code runs.
+module.exports._arm = () => globalThis[CURRENT] || arm({}, { preloaded: true });
 module.exports.default = tether;

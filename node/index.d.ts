@@ -51,6 +51,9 @@ export interface Tether {
   readonly host: HostInfo | null;
   /** Why no host is watched ("" when one is). */
   readonly hostWhy: string;
+  /** True when mcp-tether/register armed this process before its code ran (this call
+   * joined it). */
+  readonly preloaded: boolean;
 }
 
 /** Safe at any time: what already happened (stdin ended, closed or errored; stdout

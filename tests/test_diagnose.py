@@ -307,3 +307,82 @@ def test_a_node_server_that_already_loads_mcp_tether_is_told_the_placement_not_t
     assert "late.mjs imports 'mcp-tether'" in (diagnose(r, argv, [found]) or "")
     plain = remedy(r, argv, [Transport(language="node", state="sdk")]) or ""
     assert "add one line" in plain and "already loads" not in plain
+
+
+def _orphaned_child(**extra: object) -> dict[str, object]:
+    """A `node server.mjs` whose process exited on EOF and whose `sleep` child outlived it."""
+    ev = [{"t_ms": 0.0, "what": "spawn", "pid": 10, "role": "client", "cmd": "probe client"},
+          {"t_ms": 5.0, "what": "spawn", "pid": 20, "role": "server", "cmd": "node server.mjs"},
+          {"t_ms": 9.0, "what": "seen", "pid": 30, "ppid": 20, "cmd": "sleep 1000"},
+          {"t_ms": 50.0, "what": "close-stdin", "pid": 20},
+          {"t_ms": 60.0, "what": "exit", "pid": 20, "status": 0}]
+    return {"scenario": "close", "host_style": "node", "verdict": "orphaned", "passed": False,
+            "events": ev, "survivors": [{"pid": 30, "evidence": {"alive": True}}], **extra}
+
+
+def test_a_node_line_that_ran_and_left_children_is_not_told_it_runs_too_late() -> None:
+    """1. the package's shutdown record says tether() ran: the diagnosis says so, not
+    "too late", and the remedy is the guard, not the placement; 2. no record, the server
+    process itself exited, its child left: an older package, not the placement; 3. no
+    record and the server itself survived: the placement (too late)."""
+    argv = ["node", "server.mjs"]
+    found = Transport(language="node", state="sdk", package="@modelcontextprotocol/sdk",
+                      version="1.32.2", tether="server.mjs imports 'mcp-tether'")
+    rec = {"version": 1, "pid": 20, "start": "1", "reason": "stdin-end", "status": 0,
+           "children": {"found": 0, "ended_by": "none-found", "survivors": []}}
+    r = _orphaned_child(tether=[rec])
+    text, fix = diagnose(r, argv, [found]) or "", remedy(r, argv, [found]) or ""
+    assert "Its tether() ran (shutdown on stdin-end" in text and "too late" not in text
+    assert "launch the server behind the guard" in fix and "before any other" not in fix
+    r = _orphaned_child()
+    text, fix = diagnose(r, argv, [found]) or "", remedy(r, argv, [found]) or ""
+    assert "ends the server process only" in text and "too late" not in text
+    assert "Update the Node package mcp-tether" in fix and "before any other" not in fix
+    r = _orphaned_child(survivors=[{"pid": 20, "evidence": {"alive": True}},
+                                   {"pid": 30, "evidence": {"alive": True}}])
+    assert "too late" in (diagnose(r, argv, [found]) or "")
+    assert "before any other `await`" in (remedy(r, argv, [found]) or "")
+
+
+NODE_MISSING = """node:internal/modules/cjs/loader:1228
+  throw err;
+  ^
+
+Error: Cannot find module '/srv/dist/index.js'
+    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)
+    at node:internal/main/run_main_module:28:49 {
+  code: 'MODULE_NOT_FOUND',
+  requireStack: []
+}
+
+Node.js v20.20.2
+"""
+
+
+def test_a_missing_entry_file_is_told_by_nodes_error_line_not_its_version_banner() -> None:
+    """Node prints its version after an uncaught error: the line quoted is the error's."""
+    from mcp_tether.probe.diagnose import start_failure
+
+    r = {"verdict": "early-exit", "stderr_tail": NODE_MISSING}
+    assert start_failure(r) == "Error: Cannot find module '/srv/dist/index.js'"
+    r["stderr_tail"] = ("Traceback (most recent call last):\n  File x\n"
+                        "ModuleNotFoundError: No module named 'y'\n")
+    assert start_failure(r) == "ModuleNotFoundError: No module named 'y'"
+    r["stderr_tail"] = "config missing\nNode.js v20.20.2\n"
+    assert start_failure(r) == "config missing"
+
+
+def test_a_server_that_never_starts_does_not_pass_devnull() -> None:
+    """Every handshaking scenario exited during start-up: devnull's exit is no pass."""
+    from mcp_tether.probe.api import never_started
+
+    raw = [{"scenario": "close", "verdict": "early-exit", "passed": False},
+           {"scenario": "sigterm", "verdict": "early-exit", "passed": False},
+           {"scenario": "devnull", "verdict": "exited", "passed": True, "exit_status": 1}]
+    never_started(raw)
+    assert raw[2]["verdict"] == "early-exit" and raw[2]["passed"] is False
+    raw = [{"scenario": "close", "verdict": "exited", "passed": True},
+           {"scenario": "sigterm", "verdict": "early-exit", "passed": False},
+           {"scenario": "devnull", "verdict": "exited", "passed": True, "exit_status": 0}]
+    never_started(raw)
+    assert raw[2]["verdict"] == "exited" and raw[2]["passed"] is True

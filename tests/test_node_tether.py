@@ -44,11 +44,12 @@ def fx() -> Path:
 
 
 def _probe(fx: Path, tmp_path: Path, cmd: list[str], scenarios: tuple[str, ...] | None = None,
-           window: float | None = None) -> tuple[ProbeReport, list[str]]:
+           window: float | None = None, env: dict[str, str] | None = None,
+           ) -> tuple[ProbeReport, list[str]]:
     hooks = tmp_path / "hooks.txt"
     # ready_timeout 60: npx starts npm first, seconds of CPU on a loaded machine.
-    opts = ProbeOptions(scenarios=scenarios, cwd=str(fx), env={"TETHER_HOOK_FILE": str(hooks)},
-                        ready_timeout=60)
+    opts = ProbeOptions(scenarios=scenarios, cwd=str(fx), ready_timeout=60,
+                        env={**(env or {}), "TETHER_HOOK_FILE": str(hooks)})
     if window is not None:
         opts = dataclasses.replace(opts, window=window)
     report = probe(cmd, opts, level=ROBUST)
@@ -117,6 +118,50 @@ def test_the_same_server_without_the_line_fails(fx: Path, tmp_path: Path,
     assert not r.passed and r.verdict in ("terminated", "killed", "orphaned"), r.verdict
     # The fixture imports the package without calling it: the remedy is where to call it.
     assert "`tether(server);`" in r.remedy
+
+
+PRELOAD = {"NODE_OPTIONS": "--import=mcp-tether/register"}
+SLEEP_FORMS = {
+    "line": (["server.mjs", "{line}", "sleep", "tether"], None),
+    "preload-no-line": (["server.mjs", "{line}", "sleep", "plain"], PRELOAD),
+    "preload-late-line": (["late.mjs", "{line}", "0", "sleep"], PRELOAD),
+}
+
+
+def _sleeps(r: object) -> list[dict[str, object]]:
+    """The fixture's `sleep` children among what outlived the window."""
+    return [s for s in [*getattr(r, "raw", {}).get("survivors", []),
+                        *getattr(r, "raw", {}).get("killed_at_window", [])]
+            if "sleep" in str(s.get("cmdline", ""))]
+
+
+@pytest.mark.parametrize("line", ["v1", "v2"])
+@pytest.mark.parametrize("form", list(SLEEP_FORMS))
+def test_a_server_with_a_timer_and_a_forgotten_sleep_child_passes_robust_in_each_form(
+        fx: Path, tmp_path: Path, form: str, line: str) -> None:
+    """A server with a 100 ms timer and a `spawn("sleep", ...)` child nothing in it ends:
+    1. `tether(server)` right after connect, 2. no line under NODE_OPTIONS=--import=
+    mcp-tether/register, 3. a late `tether()` (after a dynamic import) under the same
+    preload; probe at robust: every scenario passes, no sleep child outlives a trigger."""
+    argv, env = SLEEP_FORMS[form]
+    report, _ = _probe(fx, tmp_path, ["node", *(a.format(line=line) for a in argv)], env=env)
+    bad = [(r.scenario, r.verdict, r.diagnosis) for r in report.results if not r.passed]
+    assert report.passed and not bad, bad
+    assert report.meets == ROBUST
+    assert not [s for r in report.results if r.scenario != "idle" for s in _sleeps(r)]
+
+
+def test_without_the_preload_an_early_signal_orphans_the_late_servers_child(
+        fx: Path, tmp_path: Path) -> None:
+    """The control of the preload: the same late server (its tether() after a slow step)
+    without it dies of SIGINT by Node's default, before its tether() exists, and its sleep
+    child is left; with it, the same server passes."""
+    argv = ["node", "late.mjs", "v1", "600000", "sleep"]
+    report, _ = _probe(fx, tmp_path, argv, ("sigint",), env=PRELOAD)
+    assert report.passed, [(r.verdict, r.diagnosis) for r in report.results]
+    report, _ = _probe(fx, tmp_path, argv, ("sigint",))
+    (r,) = report.results
+    assert not r.passed and _sleeps(r), (r.verdict, r.diagnosis)
 
 
 def _server_pid(r: object) -> int | None:
@@ -259,8 +304,10 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
 
 
 def test_the_packages_own_node_tests_pass() -> None:
-    """`node --test` in node/: unit and process tests of the package itself."""
-    out = subprocess.run(["node", "--test", "test/tether.test.mjs"], cwd=REPO / "node",
+    """`node --test` in node/: unit and process tests of the package itself (the one line,
+    the tree's end, the preload)."""
+    out = subprocess.run(["node", "--test", "test/tether.test.mjs", "test/register.test.mjs"],
+                         cwd=REPO / "node",
                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
 
@@ -275,7 +322,8 @@ def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
 
     files = {f["path"] for f in json.loads(out.stdout)[0]["files"]}
     assert {"index.cjs", "index.mjs", "index.d.ts", "index.d.mts", "lib/host.cjs",
-            "package.json", "README.md", "LICENSE"} <= files
+            "lib/descendants.cjs", "register.cjs", "register.mjs", "register.d.ts",
+            "register.d.mts", "package.json", "README.md", "LICENSE"} <= files
     assert not any(f.startswith("test/") for f in files), files
 
 

@@ -27,6 +27,7 @@ pytestmark = [
 ESM = """\
 import tether, { tether as named, isLauncher, findHost, type TetherOptions, type Tether } from "mcp-tether";
 import Transport, { StdioClientTransport, getDefaultEnvironment } from "mcp-tether/client";
+import "mcp-tether/register";
 
 const options: TetherOptions = { onShutdown: async (reason) => { reason.toUpperCase(); }, timeoutMs: 500 };
 const t: Tether = tether(null, options);
@@ -35,18 +36,21 @@ const launcher: boolean = isLauncher(["npx", "-y", "server"]);
 const pid: number | undefined = findHost().host?.pid;
 const same: typeof StdioClientTransport = Transport;
 const env: Record<string, string> = getDefaultEnvironment();
-void [t.shutdown("manual", 0), u.host, launcher, pid, same, env];
+const preloaded: boolean = t.preloaded;
+void [t.shutdown("manual", 0), u.host, launcher, pid, same, env, preloaded];
 """
 
 CJS = """\
 import mcpTether = require("mcp-tether");
 import client = require("mcp-tether/client");
+import register = require("mcp-tether/register");
 import { tether } from "mcp-tether";
 
 const t: mcpTether.Tether = mcpTether.tether(null, { timeoutMs: 500, onShutdown: [() => undefined] });
 const d: typeof tether = mcpTether.default;
 const transport = new client.StdioClientTransport({ command: "node", args: ["server.js"] });
-void [t.shutdown(), d, transport.close()];
+const rest: string = register.withoutPreload("--import=mcp-tether/register --inspect");
+void [t.shutdown(), d, transport.close(), rest];
 """
 
 

@@ -17,6 +17,9 @@ const GRACE_MS = 2000; // to exit by itself once stdin is closed
 const TERM_GRACE_MS = 2000; // between SIGTERM and SIGKILL
 const KILL_WAIT_MS = 5000; // to *see* SIGKILLed processes go
 const POLL_MIN_MS = 5;
+// A server's own children after its shutdown: a SIGTERMed child is usually gone within a
+// millisecond or two, and the host waits on this; the first look comes that soon.
+const POLL_FIRST_MS = 1;
 const POLL_MAX_MS = 50;
 
 /** A sleep that a known event (the direct child's exit) can cut short. */
@@ -43,9 +46,10 @@ class Nudge {
  * empty look also needs an empty group (one syscall), or else a whole-table look that
  * finds no live member in it (group members orphaned between two looks are recorded by it). `busy()` is what the tree cannot see (the direct child not yet reaped).
  */
-async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxDelay = POLL_MAX_MS) {
+async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxDelay = POLL_MAX_MS,
+  minDelay = POLL_MIN_MS) {
   const end = Date.now() + ms;
-  for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, maxDelay)) {
+  for (let delay = minDelay; ; delay = Math.min(delay * 2, maxDelay)) {
     // kill(-pgid, 0) also counts zombies not yet reaped by init: a whole-table look
     // decides then (it records live members the looks missed, and skips zombies).
     if (tree.look().length === 0 && !busy() && (tree.groupEmpty() || tree.full().length === 0)) {
@@ -65,15 +69,17 @@ async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxD
 async function endTree(tree, {
   graceMs = GRACE_MS, termGraceMs = TERM_GRACE_MS, killWaitMs = KILL_WAIT_MS,
   fromSigterm = false, busy = () => false, nudge = new Nudge(), direct = () => {},
+  sigtermSent = false, pollMinMs = POLL_MIN_MS,
 } = {}) {
   const t0 = Date.now();
   const rungs = [];
   const rung = async (action, wait, sig) => {
-    if (sig) {
+    // `sigtermSent`: the caller sent the SIGTERM itself (to what it had just recorded).
+    if (sig && !(sig === 'SIGTERM' && sigtermSent)) {
       tree.signal(sig);
       direct(sig);
     }
-    const empty = await waitEmpty(tree, wait, busy, nudge);
+    const empty = await waitEmpty(tree, wait, busy, nudge, POLL_MAX_MS, pollMinMs);
     rungs.push({ action, ms: Date.now() - t0, outcome: empty ? 'exited' : 'timeout' });
     return empty;
   };
@@ -83,4 +89,4 @@ async function endTree(tree, {
   return { rungs, survivors: tree.full().map(({ pid, start }) => ({ pid, start })) };
 }
 
-module.exports = { endTree, waitEmpty, Nudge, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS };
+module.exports = { endTree, waitEmpty, Nudge, GRACE_MS, TERM_GRACE_MS, KILL_WAIT_MS, POLL_FIRST_MS };

@@ -101,9 +101,12 @@ function signalIdent(ident, sig) {
 class Tree {
   /** `root`: `{pid, start}` of the process whose descendants are the tree (not itself a
    * member unless `includeRoot`); `pgid`: the server's group. */
-  constructor(root, { pgid = null, includeRoot = false, leader = null } = {}) {
+  constructor(root, { pgid = null, includeRoot = false, leader = null, mark = null } = {}) {
     this.root = root;
     this.pgid = pgid;
+    // `NAME=token`: a process started after the root whose environment carries this token
+    // in NAME (a comma-separated list) descends from the tree, even if its parent is gone.
+    this.mark = mark;
     this.leader = leader; // {pid, start} of the group's leader (pid === pgid), if known
     this.members = new Map(); // pid -> {pid, start, pgid}
     if (includeRoot && root) this.members.set(root.pid, { ...root });
@@ -173,11 +176,13 @@ class Tree {
     const groupHeld = this.pgid !== null && (live.some((m) => m.pgid === this.pgid) ||
       this._leaderKept());
     const kids = new Map();
-    for (const st of table()) {
+    const all = table();
+    for (const st of all) {
       if (!kids.has(st.ppid)) kids.set(st.ppid, []);
       kids.get(st.ppid).push(st);
       if (groupHeld && st.pgid === this.pgid) this._add(st);
     }
+    if (this.mark && this.root) this._marked(all);
     const queue = [...starts, ...[...this.members.keys()].filter((p) => !starts.includes(p))];
     const seen = new Set();
     while (queue.length) {
@@ -190,6 +195,33 @@ class Tree {
       }
     }
     return this._prune();
+  }
+
+  /** Record the processes of `all` that carry the tree's mark: only those started at or
+   * after the root (none before it could have inherited the mark from it). */
+  _marked(all) {
+    const eq = this.mark.indexOf('=');
+    const name = this.mark.slice(0, eq + 1);
+    const token = this.mark.slice(eq + 1);
+    const since = Number(this.root.start);
+    const newer = new Set(all.filter((st) => Number(st.start) >= since).map((st) => st.pid));
+    for (const st of all) {
+      if (st.pid === this.root.pid || this.members.has(st.pid) || !newer.has(st.pid)) continue;
+      // A descendant of a newer process is found from it, by ppid: only the top of each
+      // newer subtree (its parent older than the root: init, a subreaper) is read.
+      if (newer.has(st.ppid)) continue;
+      let env;
+      try {
+        env = fs.readFileSync(`/proc/${st.pid}/environ`, 'latin1');
+      } catch {
+        continue; // gone, or not ours to read: not ours to signal either
+      }
+      const at = env.startsWith(name) ? 0 : env.indexOf(`\0${name}`) + 1;
+      if (at <= 0 && !env.startsWith(name)) continue;
+      const end = env.indexOf('\0', at);
+      const value = env.slice(at + name.length, end === -1 ? undefined : end);
+      if (value.split(',').includes(token)) this._add(st);
+    }
   }
 
   /** The group's number is still ours: its leader lives as itself or is gone, not
@@ -213,9 +245,11 @@ class Tree {
   }
 
   /** SIGTERM/SIGKILL the group (while a member holds it) and each member outside it.
-   * Returns how many signals were sent. */
-  signal(sig) {
-    const live = SUPPORTED ? this.full() : [];
+   * `known`: only the members already recorded (each re-read first), without a new
+   * whole-table look: for a caller that made one an instant ago. Returns how many
+   * signals were sent. */
+  signal(sig, { known = false } = {}) {
+    const live = !SUPPORTED ? [] : known ? this._prune() : this.full();
     let sent = 0;
     const groupHeld = !SUPPORTED || live.some((m) => m.pgid === this.pgid);
     if (this.pgid !== null && groupHeld) {

@@ -19,6 +19,10 @@
 //   sent to the watchdog start the same ladder at its SIGTERM rung.
 // - The tree is recorded by (pid, start time) from the start and every LOOK_MS
 //   (lib/tree.cjs), so a helper that called setsid and lost its parent is still known.
+//   The server's environment carries the tree's mark (MCP_TETHER_TREE, this watchdog's
+//   pid and start time): a process that daemonized between two looks (setsid and a
+//   double fork at start-up) is found by it when the ladder starts. One that also
+//   replaced its environment escapes this watchdog (the guard, a subreaper, does not).
 // - The watchdog exits only when the tree is empty, with the server's status (128+N after
 //   signal N; 127 / 126 when the command cannot start). When the server exits by itself,
 //   what is left of its tree gets the ladder from SIGTERM, unless a process of the tree
@@ -31,6 +35,7 @@ const os = require('node:os');
 const { Tree, identify, stdioHolders } = require('./tree.cjs');
 const { endTree, waitEmpty, Nudge } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
+const { MARK, addMark } = require('./descendants.cjs');
 
 // 250 ms: a setsid helper is recorded within a quarter second of its birth; each look
 // reads only the children files of the tree's own processes.
@@ -57,7 +62,12 @@ function main(argv) {
   let status = null; // the server's exit status, once reaped
   let ending = null;
   const nudge = new Nudge(); // the server's exit cuts a ladder's poll short
-  const child = spawn(command, args, { stdio: 'inherit', detached: true });
+  // The tree's mark: a process that daemonized (setsid and a double fork, its parent gone
+  // before any look saw it) still carries it in its environment, and is found by it.
+  const me = identify(process.pid);
+  const mark = me ? `${me.pid}:${me.start}` : null;
+  const env = mark ? { ...process.env, [MARK]: addMark(process.env[MARK], mark) } : process.env;
+  const child = spawn(command, args, { stdio: 'inherit', detached: true, env });
   child.on('error', (err) => {
     say('error', `cannot start ${command}: ${err.message}`, WHO);
     process.exit(err.code === 'EACCES' ? 126 : 127);
@@ -66,7 +76,8 @@ function main(argv) {
   // Our unreaped child: the pid is still its own, a zombie included (a launcher such as
   // `sh -c 'server & exit 0'` may have exited before this line runs).
   const leader = identify(child.pid, { dead: true });
-  const tree = new Tree(identify(process.pid), { pgid: child.pid, leader: leader || null });
+  const tree = new Tree(me, { pgid: child.pid, leader: leader || null,
+    mark: mark && `${MARK}=${mark}` });
   tree.look();
 
   function finish() {
@@ -78,6 +89,7 @@ function main(argv) {
     if (ending) return;
     ending = (async () => {
       say('debug', `${reason}: ending the tree of ${child.pid}`, WHO);
+      tree.full(); // a whole-table look, the mark included: record what left the chain
       const { rungs, survivors } = await endTree(tree, {
         graceMs, termGraceMs, fromSigterm, busy: () => status === null, nudge,
       });

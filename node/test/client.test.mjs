@@ -184,6 +184,55 @@ test("the watchdog: --unset keeps its own variable from the server; bad usage ex
   assert.equal((await run(["0", "0", "--", "no-such-server-xyz"])).code, 127);
 });
 
+const SUPERVISORS = LINUX ? ["node", "none", ...(GUARD ? ["mcp-tether"] : [])] : ["node", "none"];
+
+for (const supervisor of SUPERVISORS) {
+  test(`${supervisor}: close() settles after the server flooded a piped stderr nobody reads`,
+    { timeout: 120000 }, async () => {
+      const marks = join(tmp(), "marks");
+      // 100 MB in 1 MB writes to a stderr the host asked to pipe and never reads: the
+      // server blocks in its write once the pipe is full, and never sees stdin's EOF.
+      const t = new StdioClientTransport({ command: process.execPath, supervisor, stderr: "pipe",
+        graceMs: 200, termGraceMs: 200, env: { MARKS: marks },
+        args: ["-e", `require("fs").appendFileSync(process.env.MARKS, "flooding\\n"); ` +
+          `const mb = "x".repeat(1 << 20); for (let i = 0; i < 100; i++) process.stderr.write(mb); ` +
+          `setInterval(() => {}, 1000);`] });
+      await t.start();
+      await until(() => existsSync(marks), "the flood to start");
+      const pid = t.pid;
+      await t.close();
+      assert.deepEqual(descendants(pid), []);
+      assert.equal(stat(pid), null, "the supervisor (or the server) is reaped");
+    });
+}
+
+test("queued sends to a server that never reads stdin: one drain listener, and close() " +
+     "reaches the SIGTERM rung instead of waiting for the writes to flush", { timeout: 120000 }, async () => {
+  const marks = join(tmp(), "marks");
+  const t = new StdioClientTransport({ command: process.execPath, graceMs: 200, termGraceMs: 200,
+    supervisor: GUARD && LINUX ? "mcp-tether" : "node", env: { MARKS: marks },
+    args: ["-e", `const fs = require("fs"); fs.appendFileSync(process.env.MARKS, "up\\n"); ` +
+      `process.on("SIGTERM", () => { fs.appendFileSync(process.env.MARKS, "term\\n"); process.exit(0); }); ` +
+      `setInterval(() => {}, 1000);`] });
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w.name);
+  process.on("warning", onWarning);
+  try {
+    await t.start();
+    await until(() => existsSync(marks), "the server to start");
+    const big = "y".repeat(64 * 1024);
+    // Nobody reads: the pipe fills after a few, the rest queue in the stream.
+    const sends = Array.from({ length: 40 }, (_, i) => t.send({ jsonrpc: "2.0", method: "n", params: { i, big } }));
+    await new Promise((r) => setImmediate(r));
+    await t.close();
+    await Promise.all(sends); // a closed pipe ends the wait too
+    assert.deepEqual(warnings.filter((n) => n === "MaxListenersExceededWarning"), []);
+    assert.match(readFileSync(marks, "utf8"), /term/, "the ladder's SIGTERM, not a SIGKILL of a stuck supervisor");
+  } finally {
+    process.off("warning", onWarning);
+  }
+});
+
 // ---- real hosts ----------------------------------------------------------------------
 
 const WRAPPERS = {
@@ -251,6 +300,17 @@ describe("hosts leave nothing", { skip: !SDK_DIR || !LINUX ? "needs MCP_TETHER_N
       await nothingLeft(h.tree, `${c.ending} of ${c.wrapper}`);
     });
   }
+
+  test("the Node watchdog: a server that daemonizes at start-up (setsid and a double fork) " +
+       "leaves nothing after its host is SIGKILLed", { timeout: 90000 }, async (t) => {
+    const h = await startHost(t, { sdk: "1", supervisor: "node", ending: "idle", wrapper: "sh -c",
+      helper: "--daemon" });
+    const daemon = recorded(h.pidsFile)[1];
+    assert.notEqual(stat(daemon.pid)?.ppid, h.host.pid);
+    process.kill(h.host.pid, "SIGKILL");
+    await h.done;
+    await nothingLeft([...h.tree, daemon], "the daemonized helper");
+  });
 
   test("a server that ignores SIGTERM too is ended by SIGKILL, its setsid helper with it", { timeout: 90000 }, async (t) => {
     const h = await startHost(t, { sdk: "1", supervisor: "node", ending: "close", wrapper: "sh -c",

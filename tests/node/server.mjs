@@ -1,11 +1,12 @@
 // Fixture server for the mcp-tether Node package, on either TypeScript SDK line.
 //
-//   node server.mjs <v1|v2> <timer|socket|child|stuck-hook|writer> <tether|plain|hooks-only|own-end> [low-level]
+//   node server.mjs <v1|v2> <timer|socket|child|sleep|stuck-hook|writer> <tether|plain|hooks-only|own-end> [low-level]
 //
 // - v1: @modelcontextprotocol/sdk 1.x (its transport does not react to EOF); v2:
 //   @modelcontextprotocol/server 2.x (closes its transport at EOF, does not exit).
 // - What keeps the event loop alive, as in real servers: a 100 ms timer, a TCP socket to
-//   a listener of its own, a child process, the timer plus a cleanup hook that never
+//   a listener of its own, a child process (ended by a hook of its own), the timer plus
+//   a `sleep` child that nothing in the server ends (sleep), the timer plus a cleanup hook that never
 //   settles, or (writer) the timer plus a notification to stdout every 20 ms with an
 //   uncaughtException handler that logs to stderr: the classic EPIPE spinner.
 // - `tether` adds the one line; `plain` leaves it out; `hooks-only` calls tether without
@@ -22,6 +23,7 @@ import { tether } from "mcp-tether";
 import { z } from "zod";
 
 const [line = "v1", keep = "timer", mode = "tether", flavor = "mcp"] = process.argv.slice(2);
+// `preload` is `plain` under NODE_OPTIONS=--import=mcp-tether/register: no line at all.
 const hookFile = process.env.TETHER_HOOK_FILE;
 
 function note(text) {
@@ -53,7 +55,7 @@ if (flavor === "low-level") {
 (server.server ?? server).onclose = () => note("onclose");
 
 const hooks = [];
-if (keep === "timer" || keep === "stuck-hook" || keep === "writer") {
+if (keep === "timer" || keep === "stuck-hook" || keep === "writer" || keep === "sleep") {
   setInterval(() => {}, 100);
 }
 if (keep === "stuck-hook") {
@@ -80,6 +82,10 @@ if (keep === "child") {
     child.kill("SIGTERM");
     await gone;
   });
+}
+if (keep === "sleep") {
+  // A helper the server starts and forgets, as many do: only a tree-wide end stops it.
+  spawn("sleep", ["1000"], { stdio: "ignore" });
 }
 if (keep === "writer") {
   process.on("uncaughtException", (err) => console.error("uncaught:", err.message));

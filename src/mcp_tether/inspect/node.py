@@ -27,7 +27,10 @@ NODE_PACKAGES = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server", "f
 STDIO_SUBPATHS = ("./server/stdio.js", "./server/stdio", "./stdio.js", "./stdio")
 # The fix for any Node server, whatever its SDK version: the package in this repository's
 # node/ folder. One text, shown by `inspect`, the probe's remedy, --markdown and --html.
-NODE_INSTALL = "npm install /path/to/mcp-tether/node"
+# A tarball committed into the server's repository: `npm ci` resolves it on any machine
+# (a `file:` link to a clone does not, on a CI runner).
+NODE_INSTALL = ("npm pack /path/to/mcp-tether/node --pack-destination vendor && "
+                "npm install ./vendor/mcp-tether-*.tgz")
 # Where the line goes, for a server that has it too late, and what the gap before it
 # costs (node/README.md "Where to call it", docs/node-servers.md: the same behaviour).
 NODE_PLACEMENT = (
@@ -42,8 +45,8 @@ NODE_PLACEMENT = (
     "last writer of stdin goes)"
 )
 NODE_REMEDY = (
-    "install the Node package mcp-tether (from a clone of mcp-tether: "
-    f"`{NODE_INSTALL}`) and add one line after `await server.connect(transport)`: "
+    "install the Node package mcp-tether (a tarball committed into the server's "
+    f"repository: `{NODE_INSTALL}`) and add one line after `await server.connect(transport)`: "
     "`tether(server);` with `import { tether } from \"mcp-tether\"` (CommonJS: "
     "`const { tether } = require(\"mcp-tether\")`), imported statically and called "
     "before any other `await`: the server then exits on stdin EOF, "

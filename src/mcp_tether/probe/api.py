@@ -255,6 +255,23 @@ def build_specs(argv: list[str], opts: ProbeOptions) -> list[Spec]:
     ]
 
 
+def never_started(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A server that exits during start-up in every scenario that handshakes (a missing
+    entry file, a crash on import) exits under `devnull` too, before it reads its stdin:
+    that exit says nothing about EOF. Such a `devnull` result becomes `early-exit`
+    (failed) instead of a pass; results in place, returned."""
+    others = [r for r in raw if r.get("scenario") != "devnull"]
+    if not others or any(r.get("verdict") != "early-exit" for r in others):
+        return raw
+    for r in raw:
+        if r.get("scenario") == "devnull" and r.get("verdict") == "exited":
+            r.update(verdict="early-exit", passed=False, rung=None, exit_ms=None,
+                     detail=f"server exited before the trigger (status {r.get('exit_status')}): "
+                            "it exits during start-up in every scenario, so its exit here "
+                            "says nothing about stdin at EOF")
+    return raw
+
+
 def probe(
     argv: list[str],
     options: ProbeOptions | None = None,
@@ -276,6 +293,7 @@ def probe(
     specs = build_specs(argv, opts)
     tell = progress.per_index([s.scenario for s in specs]) if progress else None
     raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop, on_result=tell)
+    never_started(raw)
     annotate(raw, list(argv), cwd=opts.cwd)
     results = []
     for d in raw:

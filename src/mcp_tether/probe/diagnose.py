@@ -15,6 +15,7 @@ schema), so this keeps working whatever the probe's internal classes become.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -89,11 +90,24 @@ def _noise(r: dict[str, Any]) -> list[str]:
     return [w for w in r.get("warnings", []) if str(w).startswith("stdout-noise")]
 
 
+# The line that names an error: `Error: Cannot find module '/x.js'`, `TypeError [ERR_X]:
+# ...` (Node), `ModuleNotFoundError: ...` (Python's last traceback line).
+_ERROR_LINE = re.compile(r"^(?:[A-Z]\w*)?(?:Error|Exception)(?: \[[\w-]+\])?: \S")
+# What Node prints after an uncaught error's stack: its version banner, a closing brace and
+# the error's properties (`code: 'MODULE_NOT_FOUND',`), none of which says why.
+_NODE_BANNER = re.compile(r"^Node\.js v\d+\.\d+\.\d+$")
+
+
 def start_failure(r: dict[str, Any]) -> str | None:
-    """Why a server did not start or answer: the last line of its stderr."""
+    """Why a server did not start or answer, from its stderr: the last line that names an
+    error (a crash's message, not Node's version banner after it), else the last line."""
     if r.get("verdict") not in ("error", "early-exit"):
         return None
     lines = [ln.strip() for ln in str(r.get("stderr_tail") or "").splitlines() if ln.strip()]
+    named = [ln for ln in lines if _ERROR_LINE.match(ln)]
+    if named:
+        return named[-1][:200]
+    lines = [ln for ln in lines if not _NODE_BANNER.match(ln)]
     return lines[-1][:200] if lines else None
 
 
@@ -274,6 +288,43 @@ def _tether_loaded(sdks: list[Transport], language: str | None) -> str | None:
     return next((s.tether for s in sdks if s.tether and s.language in ("node", None)), None)
 
 
+def _tether_ran(r: dict[str, Any]) -> dict[str, Any] | None:
+    """The record of a shutdown that ran through a Node server's tether() in this scenario
+    (`probe.shutdowns`, written by the package itself), or None: data, never a message."""
+    records = r.get("tether") or []
+    return records[0] if records else None
+
+
+def _only_children_left(r: dict[str, Any], command: list[str]) -> bool:
+    """Orphaned: the server process itself exited within the window, its children did not."""
+    sp = _server_pid(r)
+    left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
+    return (r.get("verdict") == "orphaned" and bool(_children(r, command))
+            and not any(s.get("pid") == sp for s in left))
+
+
+def _ran_text(ran: dict[str, Any]) -> str:
+    kids = ran.get("children") or {}
+    how = {"none": "some outlived even SIGKILL",
+           "unknown": "this platform cannot list a Node process's descendants",
+           "none-found": "none was linked to it any more when it looked (a process that "
+                         "daemonized with a clean environment, or was started by another)",
+           }.get(str(kids.get("ended_by")), f"it ended {kids.get('found', 0)} of them")
+    return (f"its tether() ran (shutdown on {ran.get('reason')}, exit status "
+            f"{ran.get('status')}) and the server process exited; what outlived it is "
+            f"outside what the line can end: {how}")
+
+
+def _ran_step(ran: dict[str, Any]) -> str:
+    kids = ran.get("children") or {}
+    if kids.get("ended_by") == "none":
+        return ("the line is in effect; a descendant outlived SIGKILL (stuck in the "
+                "kernel: a device, a mount): find what it waits on")
+    return ("the line is in effect and ran; its descendants that left its tree are out of "
+            "its reach (Node cannot be a subreaper): launch the server behind the guard, "
+            "which follows them")
+
+
 def _children(r: dict[str, Any], command: list[str]) -> str:
     """The server's descendants that outlived the window (or were killed at its end),
     named by command; "" when there were none, or when the command is a wrapper (a shell,
@@ -359,7 +410,15 @@ def diagnose(
                     sdk += ": so something in the server's own code keeps it alive"
                 sentences.append(sdk)
         loaded = _tether_loaded(sdks, lang)
-        if loaded:
+        ran = _tether_ran(r)
+        if ran:
+            sentences.append(_ran_text(ran))
+        elif loaded and _only_children_left(r, command):
+            sentences.append(f"it loads mcp-tether (found: {loaded}) and the server process "
+                             "itself exited, but reported no shutdown through tether(): an "
+                             "mcp-tether that predates these records ends the server "
+                             "process only, not its children")
+        elif loaded:
             sentences.append(f"it loads mcp-tether (found: {loaded}), yet its tether() was "
                              "not in effect when the trigger came: it runs too late (after "
                              "an `await` that outlasted the client) or not on this path")
@@ -435,7 +494,14 @@ def remedy_parts(
             steps.append(f"`{head}` stays in between and does not forward signals: run the "
                          "installed server's own command instead")
         loaded = _tether_loaded(sdks, lang)
-        if loaded:
+        ran = _tether_ran(r)
+        if ran:
+            steps.append(_ran_step(ran))
+        elif loaded and _only_children_left(r, command):
+            steps.append("update the Node package mcp-tether: its tether() ends the server's "
+                         "child processes too; or arm it before any server code with "
+                         "`NODE_OPTIONS=--import=mcp-tether/register`")
+        elif loaded:
             from mcp_tether.inspect.node import NODE_PLACEMENT
 
             steps.append(f"the Node server already loads mcp-tether ({loaded}): the line "
@@ -456,7 +522,7 @@ def remedy_parts(
                 if not exact:
                     steps.append("its children can escape that fix here: launch it behind "
                                  "the guard, which ends the whole tree")
-        if lang == "node" and _children(r, command):
+        if lang == "node" and _children(r, command) and not ran and not loaded:
             steps.append(f"that fix ends the server process only, not its child processes "
                          f"({_children(r, command)}): launch it behind the guard "
                          f"(`mcp-tether run`), which ends the whole tree")

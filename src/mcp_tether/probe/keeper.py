@@ -41,6 +41,7 @@ from mcp_tether.probe.evidence import collect, stdio_links
 from mcp_tether.probe.outcome import Event, Exit, Observation
 from mcp_tether.probe.outcome import result as result_line
 from mcp_tether.probe.scenarios import get as get_scenario
+from mcp_tether.probe.shutdowns import ShutdownFile
 from mcp_tether.probe.spec import READY_CEILING, STARVED_CAP, Spec
 from mcp_tether.probe.verdict import Facts, Rung, Survivor
 from mcp_tether.proc import ProcessId, cmdline, descendants, identify, read_info, snapshot
@@ -97,6 +98,7 @@ class Keeper(core.Keeper):
         self.follow: Any = None  # a container-run server: its ContainerFollow
         # A guarded server: the guard's report (guard.report), read by `outcome`.
         self.report: ReportPipe | None = None
+        self.shutdowns: ShutdownFile | None = None  # a Node tether()'s records (shutdowns.py)
 
     # -- events ---------------------------------------------------------------------
     def _on_event(self, ev: dict[str, Any]) -> None:
@@ -474,6 +476,7 @@ class Keeper(core.Keeper):
         self.follow = _container_follow(self.spec)
         if self.spec.guarded:
             self.report = ReportPipe()
+        self.shutdowns = ShutdownFile()
         self.t0 = time.monotonic()
 
         def drop_keeper_state() -> None:  # in the client, before the core's set-up
@@ -486,6 +489,8 @@ class Keeper(core.Keeper):
             os.close(null)
             if self.report is not None:  # the guard the client starts writes to it
                 self.report.offer(self.spec.env)
+            if self.shutdowns is not None:  # a tethered Node server appends to it
+                self.shutdowns.offer(self.spec.env)
 
         # The core's child set-up: own session, default signals, and death with the
         # keeper (re-checked: the keeper may already be gone).
@@ -533,7 +538,15 @@ class Keeper(core.Keeper):
             at_window_end=self.at_window_end, warnings=self.warnings, startup=self.startup,
             handshake=self.handshake, error_code=self.error_code, client_cpu=self.client_cpu,
             report=self.report,
+            shutdowns=self._shutdown_records(),
         )
+
+    def _shutdown_records(self) -> list[dict[str, Any]]:
+        if self.shutdowns is None:
+            return []
+        records = self.shutdowns.read()
+        self.shutdowns.close()
+        return records
 
 
 def _container_follow(spec: Spec) -> Any:

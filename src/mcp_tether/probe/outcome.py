@@ -64,6 +64,7 @@ class Observation:
     error_code: int | None = None  # the spawn's exit code (127, 126) when it failed
     client_cpu: float = 0.0  # seconds of CPU the probe's client used
     report: ReportPipe | None = None  # a guarded server: the guard's report (guard.report)
+    shutdowns: list[dict[str, Any]] = field(default_factory=list)  # Node tether() records
 
 # A status of 128+N read as a death by signal N; any other status is an exit code.
 _DEATHS = (signal.SIGHUP, signal.SIGINT, signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV,
@@ -213,7 +214,21 @@ def result(o: Observation) -> dict[str, Any]:
         "t0": o.t0,
         "events": timeline(o),
         "killed_at_window": [described(s) for s in o.at_window_end],
+        "tether": _tether_shutdowns(o),
     }
+
+
+def _tether_shutdowns(o: Observation) -> list[dict[str, Any]]:
+    """Shutdowns that ran through a Node server's tether() (probe.shutdowns) in answer to
+    the trigger: by processes of this tree that exited within the window. One set off
+    later (by the window's SIGKILL of a launcher, or our clean-up) says nothing about it."""
+    if not o.shutdowns:
+        return []
+    ends = [e.t for e in o.events if e.what == "window-end"]
+    cutoff = min([o.cleanup_at, *ends[:1],
+                  *([o.facts.killed_by_probe] if o.facts.killed_by_probe is not None else [])])
+    pids = {e.ident.pid for e in o.exits if e.t < cutoff}
+    return [x for x in o.shutdowns if x["pid"] in pids]
 
 
 def timeline(o: Observation) -> list[dict[str, Any]]:

@@ -1,0 +1,112 @@
+'use strict';
+// The server's own descendants, ended last: what tether() does after server.close() and
+// the hooks, and what it does when the process exits by any other path.
+//
+// Guarantees:
+// - The descendants are found by walking the process table from this process down the
+//   ppid chain (lib/tree.cjs), never by process group: a server started without a session
+//   of its own shares its host's group. A child that called setsid is still a child, and
+//   is found with its own children.
+// - Each is (pid, start time), re-read right before each signal; one that cannot be read
+//   is never signalled. The ladder is the host client's (lib/ladder.cjs) from its SIGTERM
+//   rung: SIGTERM, `CHILD_TERM_GRACE_MS`, SIGKILL, `CHILD_KILL_WAIT_MS`, each cut to what
+//   is left of the host's window, as the Python helper does (src/mcp_tether/tether/
+//   children.py).
+// - A descendant whose parent exited before shutdown (a double fork: reparented to init)
+//   is not linked to this process any more. Node cannot make itself a subreaper, so it is
+//   found only while it still carries this tree's mark in its environment
+//   (MCP_TETHER_TREE, set in process.env at arming, inherited by anything spawned after
+//   with the default environment), read from /proc/<pid>/environ.
+// - `onExit()` is the last resort when the process exits by any other path
+//   (process.exit in the server's own code, an uncaught exception): the same walk and a
+//   SIGTERM, synchronously, with no wait (an `exit` listener cannot wait).
+// - Linux only (/proc). Elsewhere one stderr line says, once, that descendants are not
+//   ended, and nothing is signalled.
+
+const { Tree, identify, signalIdent, SUPPORTED } = require('./tree.cjs');
+const { endTree, POLL_FIRST_MS } = require('./ladder.cjs');
+const { say } = require('./log.cjs');
+
+// The same numbers as the Python helper (tether/children.py): the host's 2 s window
+// (the SDKs' TERM grace) holds the server's close, the hooks and this ladder.
+const HOST_WINDOW_MS = 2000;
+const CHILD_TERM_GRACE_MS = 500;
+const CHILD_KILL_WAIT_MS = 500;
+const MIN_RUNG_MS = 50; // even with no window left, SIGTERM gets this long before SIGKILL
+const MARK = 'MCP_TETHER_TREE';
+
+let warned = false;
+let markValue = null;
+
+function unsupported() {
+  if (SUPPORTED || warned) return !SUPPORTED;
+  warned = true;
+  say('warning', `cannot list this process's descendants on ${process.platform}: ` +
+    'its child processes are not ended at shutdown (run it behind `mcp-tether run`)');
+  return true;
+}
+
+/** Mark this process's environment so that descendants spawned from now on (with the
+ * default environment) can be told ours after they leave the ppid chain. */
+function mark() {
+  if (!SUPPORTED || markValue) return;
+  const me = identify(process.pid);
+  if (!me) return;
+  markValue = `${me.pid}:${me.start}`;
+  process.env[MARK] = addMark(process.env[MARK], markValue);
+}
+
+/** `list` (comma-separated tokens, or undefined) with `token` added: a tree inside
+ * another (a tethered server behind the Node watchdog) keeps the outer tree's mark too. */
+function addMark(list, token) {
+  const tokens = String(list || '').split(',').filter(Boolean);
+  return tokens.includes(token) ? tokens.join(',') : [...tokens, token].join(',');
+}
+
+function tree() {
+  return new Tree(identify(process.pid), { pgid: null, mark: markValue ? `${MARK}=${markValue}` : null });
+}
+
+/**
+ * End every live descendant within what is left of the host's window (`elapsedMs`
+ * already spent since the trigger). Resolves `{ found, ended_by, survivors }`.
+ */
+async function endDescendants(elapsedMs = 0) {
+  if (unsupported()) return { found: 0, ended_by: 'unknown', survivors: [] };
+  const t = tree();
+  // The children by their links first (a few small reads) and their SIGTERM at once;
+  // the whole-table look (the tree's mark: what left the chain) runs while they exit.
+  t.look();
+  const sent = new Set([...t.members.values()].map((m) => `${m.pid}:${m.start}`));
+  t.signal('SIGTERM', { known: true });
+  t.full();
+  const late = [...t.members.values()].filter((m) => !sent.has(`${m.pid}:${m.start}`));
+  for (const m of late) signalIdent(m, 'SIGTERM');
+  const total = sent.size + late.length;
+  if (total === 0) return { found: 0, ended_by: 'none-found', survivors: [] };
+  const left = Math.max(0, HOST_WINDOW_MS - elapsedMs);
+  const termGraceMs = Math.min(CHILD_TERM_GRACE_MS, Math.max(MIN_RUNG_MS, left / 2));
+  const killWaitMs = Math.min(CHILD_KILL_WAIT_MS, Math.max(MIN_RUNG_MS, left - termGraceMs));
+  const { rungs, survivors } = await endTree(t, { fromSigterm: true, termGraceMs, killWaitMs,
+    sigtermSent: true, pollMinMs: POLL_FIRST_MS });
+  const last = rungs[rungs.length - 1];
+  const endedBy = survivors.length ? 'none' : last.action;
+  say(survivors.length ? 'warning' : 'info', `${total} descendant process(es): ` +
+    (survivors.length ? `${survivors.length} still alive after SIGKILL ${JSON.stringify(survivors)}`
+      : `ended on ${last.action === 'sigterm' ? 'SIGTERM' : 'SIGKILL'}`));
+  return { found: total, ended_by: endedBy, survivors };
+}
+
+/** Synchronous last resort from an `exit` listener: SIGTERM each live descendant. */
+function onExit() {
+  if (!SUPPORTED) return 0;
+  try {
+    const t = tree();
+    if (t.full().length === 0) return 0;
+    return t.signal('SIGTERM');
+  } catch {
+    return 0; // the process is exiting: nothing here may throw
+  }
+}
+
+module.exports = { endDescendants, onExit, mark, addMark, unsupported, MARK, HOST_WINDOW_MS };

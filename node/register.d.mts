@@ -1,0 +1,2 @@
+// The ESM entry's types: a side-effect import, nothing exported.
+export {};

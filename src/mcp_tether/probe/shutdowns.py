@@ -1,0 +1,74 @@
+"""The Node package's shutdown records: how the probe knows a server shut down through tether().
+
+The Python end of the contract written by node/lib/report.cjs. With
+`MCP_TETHER_SHUTDOWN_REPORT=<file>` in a Node server's environment, each shutdown that
+ran through its `tether()` (the one line or the `mcp-tether/register` preload) appends
+one JSON line to that file after ending its descendants and before it exits: `version`
+(1), `pid`, `start`, `reason` (`stdin-end`, `signal:SIGTERM`, `host-gone`...), `status`,
+`children`: {`found`, `ended_by` ("sigterm" | "sigkill" | "none" | "none-found" |
+"unknown"), `survivors`}. A server that died any other way (Node's default on a signal
+that came before its handlers, a crash) writes nothing.
+
+Guarantees:
+- `ShutdownFile()` makes an empty file of its own (mode 0600); `offer(env)` names it in
+  the environment the server will get; `read()` returns the records of this version,
+  skipping any line that is not one (a reader never searches a human message); `close()`
+  removes the file. Read once; later calls return the same list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import MutableMapping
+from typing import Any
+
+__all__ = ["ENV", "VERSION", "ShutdownFile"]
+
+ENV = "MCP_TETHER_SHUTDOWN_REPORT"
+VERSION = 1
+MAX_BYTES = 64 * 1024  # a tree of tethered Node processes writes a few lines
+
+
+class ShutdownFile:
+    """One scenario's file of Node shutdown records (see the module docstring)."""
+
+    def __init__(self) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="mcp-tether-shutdowns-", suffix=".jsonl")
+        os.close(fd)
+        self._records: list[dict[str, Any]] | None = None
+
+    def offer(self, env: MutableMapping[str, str] | None) -> None:
+        (os.environ if env is None else env)[ENV] = self.path
+
+    def read(self) -> list[dict[str, Any]]:
+        if self._records is not None:
+            return self._records
+        self._records = []
+        try:
+            with open(self.path, "rb") as fh:
+                data = fh.read(MAX_BYTES)
+        except OSError:
+            return self._records
+        for line in data.splitlines():
+            with contextlib.suppress(ValueError):
+                rec = json.loads(line)
+                if _valid(rec):
+                    self._records.append(rec)
+        return self._records
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+def _valid(rec: Any) -> bool:
+    if not isinstance(rec, dict) or rec.get("version") != VERSION:
+        return False
+    children = rec.get("children")
+    return (isinstance(rec.get("pid"), int) and isinstance(rec.get("reason"), str)
+            and isinstance(children, dict) and isinstance(children.get("found"), int)
+            and isinstance(children.get("ended_by"), str)
+            and isinstance(children.get("survivors"), list))
