@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_tether import platform
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from polling import until
 from scan_lab import (
@@ -156,12 +157,19 @@ def _start_service(lab: Lab, argv: list[str]) -> tuple[int, Path]:
 
 
 def _assert_host_kept(lab: Lab, capsys: pytest.CaptureFixture[str], host: int) -> None:
-    """ps never lists the host; reap --yes, also with --include stdio, leaves it."""
+    """ps never lists the host as a server it could end; reap --yes, also with --include
+    stdio, leaves it. On Linux the fds show it is a host, so it is not listed at all; the
+    portable backend reads no fds, and an adopted process whose script loads an MCP SDK
+    is listed `unknown` there (docs/platforms.md), which nothing ends."""
     host_id = identify(host)
     assert host_id is not None
     doc = assert_ps_and_reap_agree(capsys, host, "stdio", "guess")
-    assert entry(doc, host) is None, entry(doc, host)
-    assert not any(host in [m["pid"] for m in s["members"]] for s in doc["results"])
+    listed = entry(doc, host)
+    if platform.backend.NAME == "portable" and listed is not None:
+        assert listed["state"] == "unknown", listed
+    else:
+        assert listed is None, listed
+        assert not any(host in [m["pid"] for m in s["members"]] for s in doc["results"])
     for extra in ([], ["--include", "stdio"], ["--include", "stdio", "--include", "guess"]):
         rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--min-age", "0", *extra)
         assert rc == 0, err

@@ -184,7 +184,15 @@ def assert_ended_its_own_way(err: str) -> None:
     or cancelled, a hook cut off or skipped). How fast: bench/bench_helper.py."""
     said = [ln for ln in err.splitlines() if ln.startswith("mcp-tether: ")]
     assert said, err
-    assert not any(w in said[-1] for w in ("server's own shutdown", "cut off", "skipped")), err
+    last = said[-1]
+    if platform.backend.NAME == "portable":
+        # No POSIX way to reopen a pipe's write end (`backend.reopen` is None there), so
+        # the SDK's reader thread blocked on a pipe stdin cannot be woken: its session
+        # ends and the transport is left waiting, by design (docs/platforms.md). That
+        # is its own way on that backend, not a deadline that ran out.
+        last = last.replace("server's own shutdown session ended; its stdio transport "
+                            "still waits on stdin", "")
+    assert not any(w in last for w in ("server's own shutdown", "cut off", "skipped")), err
 
 
 def _python_for(interpreters: dict[str, str | None], sdk: str) -> str:
