@@ -27,9 +27,11 @@ from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.reap import (
-    ABANDONED_MIN_AGE,
+    ABANDONED_ENDS_NOTHING,
+    ENDS_NOTHING,
     INCLUDE_CHOICES,
     REAP_MIN_AGE,
+    SUPERSEDED_MIN_AGE,
     Pins,
     plan,
     reap_servers,
@@ -65,15 +67,17 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         metavar="WHAT",
                         help="also end leaked processes not identified as MCP servers: "
                              "guess (named like one), stdio (any leaked stdio process); "
-                             "abandoned: servers a live host holds but no longer reads "
-                             f"(after --min-age, default {ABANDONED_MIN_AGE:g}s of it); "
-                             "repeatable")
+                             "superseded: old copies a live host replaced with a newer "
+                             "copy it uses, once idle for --min-age (default "
+                             f"{SUPERSEDED_MIN_AGE:g}s observed); abandoned: accepted, "
+                             "ends nothing (a hint in ps only); repeatable")
     parser.add_argument("--grace", type=positive_duration, default=ladder.TERM_GRACE,
                         metavar="SECONDS",
                         help="between SIGTERM and SIGKILL (default %(default)s)")
     parser.add_argument("--min-age", type=positive_duration, default=None, metavar="SECONDS",
                         help=f"never end anything younger (default {REAP_MIN_AGE:g}; "
-                             f"{WATCH_MIN_AGE:g} with --watch)")
+                             f"{WATCH_MIN_AGE:g} with --watch); a superseded copy: idle "
+                             f"for less (default {SUPERSEDED_MIN_AGE:g})")
     parser.add_argument("--allow", action="append", default=[], metavar="PATTERN",
                         help="never end a server whose command, package or config name "
                              "matches this glob (shared servers); repeatable")
@@ -184,10 +188,11 @@ def _reap(args: argparse.Namespace) -> int:
     if not (args.yes or args.dry_run or _terminal()):
         raise UsageError("no terminal to ask on and no --yes: refusing "
                          "(see the plan with --dry-run, then pass --yes)")
+    _ends_nothing(args)
     min_age = args.min_age if args.min_age is not None else REAP_MIN_AGE
     result = scan(config=args.config, users=users)
     _warn(result.config_errors)
-    p = plan(result, set(args.include), min_age, args.allow, _abandoned_min_age(args))
+    p = plan(result, set(args.include), min_age, args.allow, _superseded_min_age(args))
     off, listed = machine.listing()
     if off is not None:
         print(f"mcp-tether: {off}", file=sys.stderr)
@@ -234,9 +239,15 @@ def _reap(args: argparse.Namespace) -> int:
     return EXIT_FAILED if bad or bad_boxes else EXIT_OK
 
 
-def _abandoned_min_age(args: argparse.Namespace) -> float:
-    """--min-age for abandoned servers: seconds of observed abandonment."""
-    return args.min_age if args.min_age is not None else ABANDONED_MIN_AGE
+def _superseded_min_age(args: argparse.Namespace) -> float:
+    """--min-age for superseded copies: seconds of observed idleness."""
+    return args.min_age if args.min_age is not None else SUPERSEDED_MIN_AGE
+
+
+def _ends_nothing(args: argparse.Namespace) -> None:
+    """One line, once, for an --include that is accepted but ends nothing any more."""
+    if set(args.include) & ENDS_NOTHING:
+        print(f"mcp-tether: {ABANDONED_ENDS_NOTHING}", file=sys.stderr)
 
 
 def _terminal() -> bool:
@@ -246,6 +257,7 @@ def _terminal() -> bool:
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
     interval = args.interval if args.interval is not None else WATCH_INTERVAL
+    _ends_nothing(args)
     print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
     with SignalInbox((signal.SIGTERM, signal.SIGINT)) as inbox:
         received: list[int] = []
@@ -257,7 +269,7 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
         watch_mod.watch(interval=interval,
                         min_age=args.min_age if args.min_age is not None else WATCH_MIN_AGE,
                         allow=args.allow, include=set(args.include), grace=args.grace,
-                        abandoned_min_age=_abandoned_min_age(args),
+                        superseded_min_age=_superseded_min_age(args),
                         scan_kwargs={"config": args.config, "users": users},
                         emit=lambda line: print(line, flush=True), should_stop=should_stop)
     return EXIT_OK
