@@ -195,6 +195,24 @@ def test_a_host_that_uses_its_older_copy_again_keeps_it(
     h.use(1)
 
 
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_look_between_the_two_calls_of_one_request_supersedes_nothing(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A host that uses both copies for each request, seen between its two calls: the
+    newer copy read once after the older went quiet, and nothing since: not superseded."""
+    cfg = _config(lab)
+    h = _ondemand(lab, "sync", 2, cfg)
+    old = h.copies[0]
+    h.use(0)
+    ps_json(capsys, "--config", cfg)  # the look between the two calls
+    h.use(1)
+    for _ in range(3):
+        e = _state(capsys, cfg, old)
+        assert e["state"] != "superseded", e
+    assert not set(_reaped(capsys, cfg, "--include", "superseded", "--min-age", "0")) \
+        & {i.pid for i in h.copies}
+
+
 # ----- 2. superseded copies of real hosts are ended, the current copy answers on ----------
 
 
@@ -335,18 +353,21 @@ class _Clock:
 
 
 def test_idle_time_counts_from_the_first_sample_of_the_current_counters() -> None:
-    clock = _Clock()
-    s = Samples(clock=clock)
+    """Idle since the first look at its current counters; reads counted between looks
+    after a time (a write alone is not a read)."""
+    s = Samples()
     a = ProcessId(10, 5.0)
     s.observe(a, 100.0, (1, 1, 1, 1), set())
     s.observe(a, 110.0, (1, 1, 1, 1), set())
     assert s.idle_since(a, (1, 1, 1, 1)) == 100.0
-    s.observe(a, 120.0, (2, 1, 2, 1), set())  # it read: idle since this sample only
+    s.observe(a, 120.0, (2, 1, 2, 1), set())  # it read: idle since this look only
     assert s.idle_since(a, (2, 1, 2, 1)) == 120.0
-    assert s.read_since(a, (2, 1, 2, 1), 110.0)  # the 110 s sample had fewer reads
-    assert not s.read_since(a, (2, 1, 2, 1), 115.0)  # no sample at or after 115 s differs
+    assert s.reads_since(a, 110.0) == 1  # between the looks at 110 s and 120 s
+    assert s.reads_since(a, 115.0) == 0  # no look at or after 115 s before the read
     s.observe(a, 130.0, (2, 5, 2, 3), set())  # a write alone is traffic, not a read
-    assert not s.read_since(a, (2, 5, 2, 3), 120.0)
+    assert s.reads_since(a, 110.0) == 1
+    s.observe(a, 140.0, (3, 5, 3, 3), set())
+    assert s.reads_since(a, 110.0) == 2
     assert s.idle_since(a, (9, 9, 9, 9)) is None
 
 

@@ -15,7 +15,11 @@ Guarantees:
   entry across an edit of it (the old copy was seen matching the entry by an earlier
   scan, no longer does, and the newer copy does); the old copy's tree had no traffic
   (its rchar, wchar, syscr, syscw all unchanged) over the observed idle time, while the
-  newer copy read something in that time (its rchar or syscr moved).
+  newer copy read something (its rchar or syscr moved) between at least `USED_LOOKS`
+  pairs of samples in that time. One is not enough: a host that uses both copies for
+  each request, one right after the other, can be sampled between the two, which shows
+  the newer one reading once after the older one went quiet; the next request moves
+  the older one again.
 - Never the newest copy of its server; never a copy with traffic; where the counters,
   the environment or the host cannot be read (another user, another pid namespace, the
   portable backend) the answer is "unknown", which is never superseded.
@@ -56,6 +60,7 @@ __all__ = ["SUPERSEDED_MIN_AGE", "Samples", "assess", "recheck", "counters", "de
 # makes that rare; a shorter one ends such a copy and fails the parent's next call.
 SUPERSEDED_MIN_AGE = 3600.0
 MAX_RUNS = 16  # runs of equal counters kept per process (oldest dropped first)
+USED_LOOKS = 2  # the newer copy read between this many pairs of samples (docstring)
 MAX_PROCESSES = 4096  # processes kept in the file (the oldest-seen dropped first)
 FORMAT = 1
 
@@ -146,10 +151,13 @@ class Samples:
         runs = self.procs.get(_key(ident), {}).get("runs") or []
         return runs[-1][0] if runs and tuple(runs[-1][2:]) == io else None
 
-    def read_since(self, ident: ProcessId, io: Counters, t0: float) -> bool:
-        """Did it read since `t0`: a sample taken at or after `t0` with fewer reads?"""
+    def reads_since(self, ident: ProcessId, t0: float) -> int:
+        """Between how many pairs of samples, the first taken at or after `t0`, did it
+        read (its rchar or syscr grew)? Counters only grow: each such pair is a read
+        that surely happened after `t0`."""
         runs = self.procs.get(_key(ident), {}).get("runs") or []
-        return any(r[1] >= t0 and (r[2], r[4]) != (io[0], io[2]) for r in runs)
+        return sum(1 for a, b in zip(runs, runs[1:]) if a[1] >= t0
+                   and (a[2], a[4]) != (b[2], b[4]))
 
     def entries(self, ident: ProcessId) -> set[str]:
         return set(self.procs.get(_key(ident), {}).get("entries") or ())
@@ -266,17 +274,19 @@ def _judge(s: Server, servers: list[Server], seen: dict[ProcessId, tuple[int, An
         if o_io is None:
             return {"answer": "unknown", **base, "reason": f"the read/write counters of "
                     f"newer copy pid {o.pid} cannot be read from here"}
-        if since is not None and samples.read_since(o.ident, o_io, since):
+        if since is not None and samples.reads_since(o.ident, since) >= USED_LOOKS:
             used.append((o, how))
     if not used:
         return {"answer": "no", **base, "newer_copy": _ref(newest),
-                "reason": f"newer copy pid {newest.pid} read nothing either over the "
-                          f"{idle:.0f}s this one was seen idle"}
+                "reason": f"newer copy pid {newest.pid} was not seen reading between "
+                          f"{USED_LOOKS} pairs of looks in the {idle:.0f}s this one was "
+                          "seen idle"}
     o, how = used[-1]
     entry = next(iter(o.config), None)
     return {"answer": "yes", **base, "newer_copy": _ref(o), "same": how,
             "entry": dict(entry) if entry is not None else None,
             "reason": (f"newer copy pid {o.pid} ({how}) under the same host read requests "
+                       f"between {samples.reads_since(o.ident, since or now)} pairs of looks "
                        f"while this one had no traffic for {idle:.0f}s (observed)")}
 
 
