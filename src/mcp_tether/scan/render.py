@@ -110,7 +110,8 @@ def superseded_lines(result: ScanResult) -> list[str]:
     for s in result.superseded:
         info = s.superseded
         entry = info.get("entry") or {}
-        name = f", entry {entry.get('host') or 'config'}/{entry.get('name')}" if entry else ""
+        where = entry.get("host") or os.path.basename(str(entry.get("path") or "")) or "config"
+        name = f", entry {where}/{entry.get('name')}" if entry else ""
         line = (f"superseded pid {s.pid} by pid {(info.get('newer_copy') or {}).get('pid')}"
                 f"{name}, idle {float(info.get('idle_seconds') or 0):.0f}s observed: "
                 f"{info.get('reason', '')}")
