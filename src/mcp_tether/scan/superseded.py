@@ -263,7 +263,7 @@ def _judge(s: Server, servers: list[Server], seen: dict[ProcessId, tuple[int, An
         return {"answer": "no", "reason": "no newer copy of the same server under its host"}
     if io is None:
         return {"answer": "unknown", "reason": "its read/write counters cannot be read from "
-                "here (/proc/<pid>/io: another user's process, or this backend)"}
+                "here (another user's process, or a backend without them)"}
     since = samples.idle_since(s.ident, io)
     idle = max(0.0, now - since) if since is not None else 0.0
     base = {"idle_seconds": round(idle, 1), "counters": list(io)}
