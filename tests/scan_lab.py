@@ -349,10 +349,15 @@ def assert_consistent(doc: dict[str, Any]) -> None:
         assert not (s["mcp"] and s["guess"]), s
         if "stdin-no-writer" in ev:
             assert s["stdin"]["writer"] == "no", s
+        # superseded exactly when a newer copy was seen used: never leaked or unknown
+        assert (s["state"] == "superseded") == (s["superseded"]["answer"] == "yes"
+                                                and "newer-copy-used" in ev
+                                                and s["state"] not in ("leaked", "unknown")), s
     t = doc["totals"]
-    assert t["leaked"] == sum(s["state"] == "leaked" for s in doc["results"])
-    assert t["leaked_rss_bytes"] == sum(s["rss_bytes"] for s in doc["results"]
-                                        if s["state"] == "leaked")
+    for state in ("leaked", "superseded"):
+        assert t[state] == sum(s["state"] == state for s in doc["results"])
+        assert t[f"{state}_rss_bytes"] == sum(s["rss_bytes"] for s in doc["results"]
+                                              if s["state"] == state)
 
 
 def ps_json(capsys: Any, *argv: str) -> dict[str, Any]:
