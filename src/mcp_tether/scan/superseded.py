@@ -282,7 +282,10 @@ def _judge(s: Server, servers: list[Server], seen: dict[ProcessId, tuple[int, An
                           f"{USED_LOOKS} pairs of looks in the {idle:.0f}s this one was "
                           "seen idle"}
     o, how = used[-1]
-    entry = next(iter(o.config), None)
+    # the entry it was edited from, else the newer copy's first
+    edited = sorted((samples.entries(s.ident) - {entry_key(c) for c in s.config})
+                    & {entry_key(c) for c in o.config})
+    entry = next((c for c in o.config if entry_key(c) in edited), next(iter(o.config), None))
     return {"answer": "yes", **base, "newer_copy": _ref(o), "same": how,
             "entry": dict(entry) if entry is not None else None,
             "reason": (f"newer copy pid {o.pid} ({how}) under the same host read requests "
