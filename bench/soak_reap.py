@@ -491,6 +491,14 @@ class Soak:
             self.driven.append(Driven(h, pop, copies, "together",
                                       now + self.rng.uniform(5, 90)))
 
+    def _pause(self, scheme: str) -> float:
+        """Until a driven host's next request: 5-90 s for `together`; else a burst of
+        calls 1-4 s apart, and now and then a pause of 6-15 s (a model thinking: what
+        lets a look see the copy in use quiet)."""
+        if scheme == "together":
+            return self.rng.uniform(5, 90)
+        return self.rng.uniform(6, 15) if self.rng.random() < 0.3 else self.rng.uniform(1, 4)
+
     def _stretch(self) -> float:
         """How long an `again` host uses one copy: well under --min-age."""
         return self.rng.uniform(0.2, 0.6) * self.a.min_age
@@ -545,8 +553,7 @@ class Soak:
                     break
                 d.last_used[i] = (sent, time.monotonic())
             self.calls += len(use)
-            d.next_at = time.monotonic() + (self.rng.uniform(5, 90) if d.scheme == "together"
-                                            else self.rng.uniform(1, 4))
+            d.next_at = time.monotonic() + self._pause(d.scheme)
 
     def _edit(self, d: Driven) -> None:
         """Edit the host's entry, have it start B from it; A is superseded from its last use."""

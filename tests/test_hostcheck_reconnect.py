@@ -133,13 +133,13 @@ def test_a_host_that_reconnects_on_a_typed_command_is_driven_by_the_steps() -> N
 
 
 def test_a_host_that_keeps_using_its_new_copy_shows_the_old_one_superseded() -> None:
-    """The same host pinging the copy it uses every 50 ms: over the window `ps` sees the
-    new copy read while the dropped one had no traffic: the old copy is `superseded`,
-    and the new one is not."""
-    result = check([*KEYED, "--abandon", "--ping", "0.05"], host="claude-code",
+    """The same host pinging the copy it uses every second: over the window `ps` looks
+    every 0.5 s and sees the new copy quiet, then read, again and again, while the
+    dropped one has no traffic: the old copy is `superseded`, the new one is not."""
+    result = check([*KEYED, "--abandon", "--ping", "1"], host="claude-code",
                    scope="project", pty=True, scenarios=["reconnect"],
                    after_edit=["wait=ready>", "keys=reload<Enter>"],
-                   **{**FAST, "settle": 2.0})
+                   **{**FAST, "settle": 4.0})
     row = result.results[0]
     assert row["verdict"] == "abandoned", row["detail"]
     old = {x["pid"] for x in row["left"] if x["role"] == "server"}

@@ -131,8 +131,11 @@ def _state(capsys: pytest.CaptureFixture[str], cfg: str, ident: ProcessId) -> di
 
 def _superseded_after(capsys: pytest.CaptureFixture[str], cfg: str, h: Host, old: ProcessId,
                       new: int, seconds: float) -> dict[str, Any]:
-    """Use copy `new` and look with `ps` until `old` is superseded for `seconds`."""
+    """Use copy `new` between looks (two looks in a row with no use: it is seen quiet
+    once, so what it reads after is not its start-up) until `old` is superseded for
+    `seconds`."""
     def look() -> dict[str, Any] | None:
+        _state(capsys, cfg, old)
         h.use(new)
         e = _state(capsys, cfg, old)
         sup = e["superseded"]
@@ -266,8 +269,8 @@ def test_a_typescript_sdk_host_that_drops_its_client_is_reaped_by_watch(
     a, _ = h.copies
     stop = threading.Event()
 
-    def traffic() -> None:
-        while not stop.wait(0.2):
+    def traffic() -> None:  # a call now and then: rounds between calls see B quiet
+        while not stop.wait(1.0):
             h.use(1)
 
     user = threading.Thread(target=traffic)
@@ -354,15 +357,19 @@ class _Clock:
 
 def test_idle_time_counts_from_the_first_sample_of_the_current_counters() -> None:
     """Idle since the first look at its current counters; reads counted between looks
-    after a time (a write alone is not a read)."""
+    after a time, and only once it was seen quiet (a write alone is not a read)."""
     s = Samples()
     a = ProcessId(10, 5.0)
+    s.observe(a, 90.0, (0, 0, 0, 0), set())
+    s.observe(a, 95.0, (1, 0, 1, 0), set())  # starting up: read at every look
+    assert s.reads_since(a, 0.0) == 0  # never seen quiet: its start-up does not count
     s.observe(a, 100.0, (1, 1, 1, 1), set())
-    s.observe(a, 110.0, (1, 1, 1, 1), set())
+    s.observe(a, 110.0, (1, 1, 1, 1), set())  # quiet between 100 s and 110 s: settled
     assert s.idle_since(a, (1, 1, 1, 1)) == 100.0
+    assert s.reads_since(a, 0.0) == 0
     s.observe(a, 120.0, (2, 1, 2, 1), set())  # it read: idle since this look only
     assert s.idle_since(a, (2, 1, 2, 1)) == 120.0
-    assert s.reads_since(a, 110.0) == 1  # between the looks at 110 s and 120 s
+    assert s.reads_since(a, 0.0) == 1  # between the looks at 110 s and 120 s
     assert s.reads_since(a, 115.0) == 0  # no look at or after 115 s before the read
     s.observe(a, 130.0, (2, 5, 2, 3), set())  # a write alone is traffic, not a read
     assert s.reads_since(a, 110.0) == 1

@@ -47,6 +47,8 @@ from mcp_tether.scan.superseded import Samples
 
 __all__ = ["Spec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
 
+PS_LOOKS = 8  # reconnect: `ps` looks spread over the window (superseded needs several)
+
 RECORDER = str(Path(__file__).resolve().parent / "recorder.py")
 PLACEHOLDER = "{server}"
 TAIL = 2000
@@ -498,15 +500,17 @@ class Keeper(CoreKeeper):
         started = time.monotonic()
         self.mark(started, "window-start", None)
         self.mark(started + spec.settle, "window-end", None)
-        # `ps` judges `superseded` from counters seen across looks: a first look now,
-        # one halfway, the last at the end (what the host sends meanwhile is what counts)
+        # `ps` judges `superseded` from counters seen across looks: one before the edit
+        # (`act`), then PS_LOOKS spread over the window (what the host sends meanwhile to
+        # each copy is what counts), ending early if the old copy goes
         config = self.placement.path if self.placement else None
         samples = self.ps_samples
-        ps_view.look(config, samples)
-        self.wait_until(lambda: not (set(self.live_recorders()) & old),
-                        started + spec.settle / 2)
-        ps_view.look(config, samples)
-        self.wait_until(lambda: not (set(self.live_recorders()) & old), started + spec.settle)
+        step = spec.settle / PS_LOOKS
+        for i in range(1, PS_LOOKS + 1):
+            ps_view.look(config, samples)
+            if self.wait_until(lambda: not (set(self.live_recorders()) & old),
+                               started + step * i):
+                break
         left = [p for p in self.live_recorders() if p in old]
         verdict = decide(host_exited=False, left_roles=[],
                          abandoned_roles=[s.roles[p] for p in left])

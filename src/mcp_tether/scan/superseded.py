@@ -16,10 +16,14 @@ Guarantees:
   scan, no longer does, and the newer copy does); the old copy's tree had no traffic
   (its rchar, wchar, syscr, syscw all unchanged) over the observed idle time, while the
   newer copy read something (its rchar or syscr moved) between at least `USED_LOOKS`
-  pairs of samples in that time. One is not enough: a host that uses both copies for
-  each request, one right after the other, can be sampled between the two, which shows
-  the newer one reading once after the older one went quiet; the next request moves
-  the older one again.
+  pairs of samples in that time, after it had been seen quiet once (two samples with
+  the same counters). One pair is not enough: a host that uses both copies for each
+  request, one right after the other, can be sampled between the two, which shows the
+  newer one reading once after the older one went quiet; the next request moves the
+  older one again. And reads before the newer copy was first seen quiet do not count:
+  they may be its own start-up (loading its modules), which the older copy, the same
+  program, did before it went idle; once both are settled, what one reads and the
+  other does not is what the host sent.
 - Never the newest copy of its server; never a copy with traffic; where the counters,
   the environment or the host cannot be read (another user, another pid namespace, the
   portable backend) the answer is "unknown", which is never superseded.
@@ -95,8 +99,10 @@ class Samples:
     """Observed counters of server trees and the config entries each was seen matching.
 
     Per process ("pid:start"): `runs`, each [first seen, last seen, rchar, wchar, syscr,
-    syscw] for a stretch of equal counters, oldest first; `entries`: the config entries
-    it matched in some scan (what an entry's command was before an edit)."""
+    syscw] for a stretch of equal counters, oldest first; `settled`: the first sample
+    of the first stretch seen twice (its start-up was over by then), or None; `entries`:
+    the config entries it matched in some scan (what an entry's command was before an
+    edit)."""
 
     def __init__(self, path: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -135,13 +141,15 @@ class Samples:
 
     def observe(self, ident: ProcessId, now: float, io: Counters | None,
                 entries: set[str]) -> None:
-        rec = self.procs.setdefault(_key(ident), {"runs": [], "entries": []})
+        rec = self.procs.setdefault(_key(ident), {"runs": [], "entries": [], "settled": None})
         rec["entries"] = sorted(set(rec["entries"]) | entries)
         if io is None:
             return
         runs = rec["runs"]
         if runs and tuple(runs[-1][2:]) == io and runs[-1][1] <= now:
             runs[-1][1] = now
+            if rec.get("settled") is None:
+                rec["settled"] = runs[-1][0]
         else:
             runs.append([now, now, *io])
             del runs[:-MAX_RUNS]
@@ -152,10 +160,15 @@ class Samples:
         return runs[-1][0] if runs and tuple(runs[-1][2:]) == io else None
 
     def reads_since(self, ident: ProcessId, t0: float) -> int:
-        """Between how many pairs of samples, the first taken at or after `t0`, did it
-        read (its rchar or syscr grew)? Counters only grow: each such pair is a read
-        that surely happened after `t0`."""
-        runs = self.procs.get(_key(ident), {}).get("runs") or []
+        """Between how many pairs of samples, the first taken at or after `t0` and after
+        it was first seen quiet (`settled`), did it read (its rchar or syscr grew)?
+        Counters only grow: each such pair is a read that surely happened then."""
+        rec = self.procs.get(_key(ident), {})
+        settled = rec.get("settled")
+        if settled is None:
+            return 0  # never seen quiet: what it read may be its own start-up
+        runs = rec.get("runs") or []
+        t0 = max(t0, settled)
         return sum(1 for a, b in zip(runs, runs[1:]) if a[1] >= t0
                    and (a[2], a[4]) != (b[2], b[4]))
 
@@ -176,7 +189,9 @@ def _clean(v: Any) -> dict[str, Any]:
     """One process's record from the file, numbers and strings only (else ValueError)."""
     runs = [[float(r[0]), float(r[1]), *(int(x) for x in r[2:6])] for r in v.get("runs", ())
             if len(r) == 6]
-    return {"runs": runs[-MAX_RUNS:], "entries": [str(e) for e in v.get("entries", ())]}
+    settled = v.get("settled")
+    return {"runs": runs[-MAX_RUNS:], "entries": [str(e) for e in v.get("entries", ())],
+            "settled": float(settled) if settled is not None else None}
 
 
 def entry_key(c: dict[str, str]) -> str:
@@ -279,8 +294,8 @@ def _judge(s: Server, servers: list[Server], seen: dict[ProcessId, tuple[int, An
     if not used:
         return {"answer": "no", **base, "newer_copy": _ref(newest),
                 "reason": f"newer copy pid {newest.pid} was not seen reading between "
-                          f"{USED_LOOKS} pairs of looks in the {idle:.0f}s this one was "
-                          "seen idle"}
+                          f"{USED_LOOKS} pairs of looks, once settled, in the {idle:.0f}s "
+                          "this one was seen idle"}
     o, how = used[-1]
     # the entry it was edited from, else the newer copy's first
     edited = sorted((samples.entries(s.ident) - {entry_key(c) for c in s.config})
