@@ -497,11 +497,14 @@ class Soak:
         lets a look see the copy in use quiet)."""
         if scheme == "together":
             return self.rng.uniform(5, 90)
+        if scheme == "again":  # no pause: the copy left alone must stay under --min-age
+            return self.rng.uniform(1, 4)
         return self.rng.uniform(6, 15) if self.rng.random() < 0.3 else self.rng.uniform(1, 4)
 
     def _stretch(self) -> float:
-        """How long an `again` host uses one copy: well under --min-age."""
-        return self.rng.uniform(0.2, 0.6) * self.a.min_age
+        """How long an `again` host uses one copy: with the next call at most 4 s after
+        the stretch ends, the other copy's idle time stays under --min-age."""
+        return self.rng.uniform(0.2, 0.5) * self.a.min_age
 
     def _entry(self, name: str, args: list[str], own: str) -> None:
         """Set config entry `name` in the watcher's config and in the host's own file,
@@ -597,6 +600,13 @@ class Soak:
         if p is None or p.kind not in ("leak", "superseded") or early:
             key = (pid, p.start if p else 0)
             why = " before --min-age of idleness" if early else ""
+            for d in self.driven:  # a copy the soak talks to: how long since its last call
+                if p is not None and p in d.copies:
+                    i = d.copies.index(p)
+                    last = d.last_used.get(i)
+                    why += (f" (a {d.scheme} host's copy {i}, last called "
+                            f"{now - last[1]:.0f}s before)" if last else
+                            f" (a {d.scheme} host's copy {i}, never called)")
             self.wrong.setdefault(key, []).append(
                 f"reap {outcome} pid {pid} ({p.kind if p else 'not ours'}){why}: {line}")
         elif p.ended_at is None:
@@ -757,8 +767,10 @@ class Soak:
         smissed = [p for p in gone if p.missed]
         print(f"  missed superseded: {len(smissed)} of {len(gone)}")
         for p in smissed:
-            since = time.monotonic() - (p.leaked_at or 0)
-            print(f"    pid {p.pid} idle {since:.0f}s, still alive")
+            scheme = next((d.scheme for d in self.driven if p in d.copies), "?")
+            alive_now = "still alive" if alive(p.pid, p.start) else "gone since"
+            print(f"    pid {p.pid} ({scheme} host) last called "
+                  f"{time.monotonic() - (p.leaked_at or 0):.0f}s ago, {alive_now}")
 
     def cleanup(self) -> None:
         for p in self.procs:
