@@ -17,11 +17,22 @@ an init), `mcp-tether reap --watch --yes` runs for N minutes beside a churn of:
   daemons         pid-1 children with stdio at /dev/null holding sockets and pipes whose
                   other side is gone (passed by their launcher)
   leaked servers  SDK servers that ignore EOF (Python and Node), their client SIGKILLed
-  reconnecting    real hosts (tests/hostcheck_hosts: the TypeScript SDK's transport, the
-  hosts           Python SDK's stdio_client, a host reading with blocking threads) that
-                  start copy A then copy B of one config entry; most abandon A (keep its
-                  handles, stop reading it: it must be ended), some keep listening to
-                  both, a few wait in select() (unknown: never ended)
+  reconnecting    real hosts (tests/hostcheck_hosts) that start copy A then copy B of one
+  hosts           config entry and then use only B (the soak asks them for a tools/call
+                  to B every 1-4 s): the Python SDK reconnecting on an AsyncExitStack
+                  (the first stdio_client never closed), the TypeScript SDK with A's
+                  Client dropped, a host whose config entry is edited (it starts B from
+                  the edited entry; the soak used A until the edit). Their A is
+                  superseded: it must be ended once idle for --min-age
+  hosts that      must never lose a server: the same SDK hosts and a host reading with
+  keep copies     blocking threads that stopped reading A or keep listening to both,
+                  or wait in select() (no traffic to either copy after the start); hosts
+                  using servers on demand (tests/hostcheck_hosts/ondemand_host.py: a
+                  synchronous host, one sleeping on a timer, one polling with
+                  non-blocking reads, a reader thread woken through a queue, a forked
+                  helper reading a dup'd fd, one in select()) with one or two copies
+                  used together every 5-90 s; and hosts that use B for a stretch shorter
+                  than --min-age, then A again, and so on (an older copy used again)
   reader hosts    a live host whose server runs behind a wrapper that exited (`sh -c
                   '... & exit 0'`: the server's parent is pid 1), with its input closed
                   or half-closed and its output still read (tests/scan_lab.py
@@ -35,9 +46,12 @@ Counted and printed:
                   any host, service, daemon or live server that died while not asked to
   missed leaks    a leaked server still alive `--margin` seconds after it was both leaked
                   and older than `--min-age`, plus one `--interval`
-  missed abandoned  an abandoned copy still alive `--margin` seconds after `--min-age` of
-                  abandonment, plus two `--interval`s (the round that first sees it, the
-                  round past its minimum age); one ended before `--min-age` is a wrong kill
+  failed calls    a tools/call the soak asked a host for that did not come back (the
+                  symptom of a server ended under a live host)
+  missed superseded  a superseded copy still alive `--margin` seconds after `--min-age`
+                  of idleness (from the soak's last call to it), plus two `--interval`s
+                  (the round that first sees it, the round past its minimum age); one
+                  ended before `--min-age` of idleness is a wrong kill
 The soak stops by itself after N minutes: it stops the watcher (SIGTERM), ends what it
 started (by identity), and exits; its namespace's init then exits and the kernel ends
 anything left in the namespace. Linux only (reads /proc), root (unshare).
@@ -50,6 +64,7 @@ import contextlib
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -62,6 +77,15 @@ from pathlib import Path
 from typing import TypeVar
 
 import _pidns  # bench/, beside this script
+from _soak_scripts import (
+    CRASHING_SERVER,
+    LAUNCHER,
+    NODE_CRASH_HOST,
+    NODE_HOST,
+    PY_CRASH_HOST,
+    PY_HOST,
+    SERVICE,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -78,123 +102,13 @@ T = TypeVar("T")
 HOSTS = ROOT / "tests" / "hostcheck_hosts"
 MINI = ROOT / "tests" / "servers" / "mini.py"
 RECONNECT_MODES = (("abandon", 6.0), ("listen", 3.0), ("select", 1.0))
+ONDEMAND_MODES = ("sync", "sleep", "poll-nb", "queue", "fork", "select")
+# reconnecting hosts that supersede A, and hosts that must keep both copies
+SUPERSEDING = (("py_exitstack", 2.0), ("ts_forget", 2.0), ("edit", 2.0))
+KEEPING = (("reconnect", 3.0), ("ondemand", 4.0), ("again", 2.0))
 
 PY_LIVE_SERVER = PY_SDK_SERVER.replace("threading.Thread(target=tick).start()\n", "")
 NODE_LIVE_SERVER = NODE_SDK_SERVER.replace("setInterval(() => {}, 1000);", "")
-
-PY_HOST = """\
-import signal, sys, anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
-async def serve(server, ready):
-    async with stdio_client(StdioServerParameters(command=sys.executable, args=[server])) \\
-            as (r, w):
-        async with ClientSession(r, w) as s:
-            await s.initialize()
-            ready()
-            await anyio.sleep_forever()
-
-async def main():
-    n = int(sys.argv[2])
-    left = [n]
-    def ready():
-        left[0] -= 1
-        if not left[0]:
-            print("ready", flush=True)
-    with anyio.open_signal_receiver(signal.SIGTERM) as sigs:
-        async with anyio.create_task_group() as tg:
-            for _ in range(n):
-                tg.start_soon(serve, sys.argv[1], ready)
-            async for _ in sigs:  # stop: the SDK closes each server's stdin, then waits
-                tg.cancel_scope.cancel()
-                break
-
-anyio.run(main)
-"""
-
-PY_CRASH_HOST = """\
-import sys, time, anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
-async def main():
-    p = StdioServerParameters(command=sys.executable, args=[sys.argv[1]])
-    async with stdio_client(p) as (r, w):
-        async with ClientSession(r, w) as s:
-            await s.initialize()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(s.send_ping)  # the server crashes on it...
-                await anyio.sleep(0.05)
-                print("ready", flush=True)
-                time.sleep(100000)  # ...while the host is busy in synchronous work
-
-anyio.run(main)
-"""
-
-CRASHING_SERVER = """\
-import json, os, sys, time
-for line in sys.stdin:
-    msg = json.loads(line)
-    if msg.get("method") == "initialize":
-        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
-            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {},
-            "serverInfo": {"name": "crashy", "version": "0"}}}) + "\\n")
-        sys.stdout.flush()
-    elif "id" in msg:
-        time.sleep(0.5)
-        os._exit(3)
-"""
-
-NODE_HOST = """\
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-const [server, n] = [process.argv[2], Number(process.argv[3])];
-const clients = [];
-for (let i = 0; i < n; i++) {
-  const c = new Client({ name: "soak", version: "0" });
-  await c.connect(new StdioClientTransport({ command: process.execPath, args: [server] }));
-  clients.push(c);
-}
-console.log("ready");
-process.on("SIGTERM", async () => {
-  for (const c of clients) await c.close();
-  process.exit(0);
-});
-setInterval(() => {}, 1000);
-"""
-
-NODE_CRASH_HOST = """\
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-const client = new Client({ name: "svc", version: "0" });
-await client.connect(new StdioClientTransport({ command: process.argv[2],
-                                                args: [process.argv[3]] }));
-client.ping().catch(() => {});  // the server crashes on it...
-setTimeout(() => {  // ...while the host blocks its event loop in synchronous work
-  console.log("ready");
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3600e3);
-}, 50);
-"""
-
-SERVICE = "import time\nwhile True:\n    time.sleep(1)\n"
-
-# Starts argv as a service (new session, stdin /dev/null read-only, stdout and stderr to
-# one log) or as a daemon (stdio /dev/null, the given fds passed), prints its pid, exits.
-LAUNCHER = """\
-import json, subprocess, sys
-spec = json.loads(sys.argv[1])
-if spec["log"]:
-    log = open(spec["log"], "ab")
-    p = subprocess.Popen(spec["argv"], stdin=open("/dev/null", "rb"), stdout=log,
-                         stderr=subprocess.STDOUT, start_new_session=True)
-else:
-    p = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, pass_fds=spec["fds"],
-                         start_new_session=True)
-print(p.pid, flush=True)
-"""
-
 
 def start_time(pid: int) -> int | None:
     try:
@@ -228,15 +142,33 @@ def children(pid: int) -> list[int]:
 class Proc:
     pid: int
     start: int
-    # host | server | service | daemon | leak | crashed-host | client | abandoned | reader-host
+    # host | server | service | daemon | leak | crashed-host | client | superseded | reader-host
     kind: str
     born: float
     stop_at: float = float("inf")  # when we retire it
     stopping: bool = False  # we asked it to go: its death is ours
-    leaked_at: float | None = None  # leaked, or (an abandoned copy) abandoned, since
+    leaked_at: float | None = None  # leaked, or (a superseded copy) last used, since
+    quiet_from: float | None = None  # a superseded copy: its last traffic was not before
     ended_at: float | None = None
     missed: bool = False
     servers: list[Proc] = field(default_factory=list)
+
+
+@dataclass
+class Driven:
+    """A host the soak talks to: `call I` on its stdin, `ok I` back (tests/hostcheck_hosts)."""
+
+    host: Proc
+    pop: subprocess.Popen[bytes]
+    copies: list[Proc]
+    scheme: str  # newer | edit | together | again
+    next_at: float
+    last_used: dict[int, tuple[float, float]] = field(default_factory=dict)  # i -> sent, ok
+    edit_at: float = float("inf")
+    phase_end: float = 0.0
+    phase: int = 1  # `again`: the copy in use this stretch
+    config: str = ""
+    entry: str = ""
 
 
 class Soak:
@@ -252,6 +184,10 @@ class Soak:
         self.counts: dict[str, int] = {}
         self.lock = threading.Lock()
         self.node = NODE_MODULES is not None and bool(_which("node"))
+        self.driven: list[Driven] = []
+        self.failed: list[str] = []
+        self.calls = 0
+        self.entries: dict[str, list[str]] = {"mini": [str(MINI)]}
         self._files()
 
     # ----- setup ---------------------------------------------------------------------
@@ -289,6 +225,8 @@ class Soak:
             (d / "ts_reconnect_host.mjs").write_text(
                 (HOSTS / "ts_reconnect_host.mjs").read_text())
         self.f["config"] = w("mcp.json", json.dumps({"mcpServers": {"mini": {
+            "command": sys.executable, "args": [str(MINI)]}}}))
+        self.f["host_config"] = w("host.json", json.dumps({"mcpServers": {"mini": {
             "command": sys.executable, "args": [str(MINI)]}}}))
 
     def track(self, pid: int, kind: str, **kw: object) -> Proc | None:
@@ -447,40 +385,203 @@ class Soak:
         for s in tracked:
             s.leaked_at = now
 
-    def reconnect_host(self) -> None:
-        """A real host starts copies A and B of the `mini` entry; A is abandoned, or both
-        are listened to, or the host waits in select (unknown)."""
-        kinds = ["threaded", "py_sdk"] + (["node"] if self.node else [])
-        kind = self.rng.choice(kinds)
-        mode = _weighted(self.rng, RECONNECT_MODES)
-        if mode == "select":
-            kind = "threaded"  # only the threaded host has a select() mode
-        head = {"threaded": [sys.executable, str(HOSTS / "threaded_host.py")],
-                "py_sdk": [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py")],
-                "node": ["node", self.f.get("node_reconnect", "")]}[kind]
-        pop = subprocess.Popen([*head, mode, sys.executable, str(MINI)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
+    def _host(self, argv: list[str], kind: str, life: float,
+              cwd: str | None = None) -> tuple[Proc, subprocess.Popen[bytes], list[int]] | None:
+        """Start a host that prints `ready PID...`; None (and a line) if it did not."""
+        pop = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, cwd=cwd)
         self.popens.append(pop)
-        h = self.track(pop.pid, "host", stop_at=time.monotonic() + self.rng.uniform(
-            self.a.min_age + 2 * self.a.interval + self.a.margin + 30, 300))
+        h = self.track(pop.pid, "host", stop_at=time.monotonic() + life)
         assert pop.stdout is not None
         words = pop.stdout.readline().split()
-        if h is None or len(words) != 3 or words[0] != b"ready":
+        if h is None or len(words) < 2 or words[0] != b"ready":
             if h is not None:
                 h.stopping = True
-            print(f"soak: a {kind} reconnecting host did not start", file=sys.stderr)
+            print(f"soak: a {kind} host did not start", file=sys.stderr)
+            return None
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        return h, pop, [int(w) for w in words[1:]]
+
+    def _copies(self, h: Proc, pids: list[int], kinds: list[str]) -> list[Proc]:
+        out = []
+        for pid, kind in zip(pids, kinds):
+            c = self.track(pid, kind)
+            if c is not None:
+                h.servers.append(c)
+                out.append(c)
+        return out
+
+    def _life(self) -> float:
+        """Long enough for a superseded copy's due time to pass while the host lives."""
+        a = self.a
+        return self.rng.uniform(a.min_age + 2 * a.interval + a.margin + 40, 300)
+
+    def superseding_host(self) -> None:
+        """A real host starts copies A and B, then uses only B: A is superseded."""
+        kind = _weighted(self.rng, SUPERSEDING)
+        if kind == "ts_forget" and not self.node:
+            kind = "py_exitstack"
+        if kind == "edit":
+            self.edit_host()
             return
+        argv = ([sys.executable, str(HOSTS / "py_sdk_exitstack_host.py"), sys.executable,
+                 str(MINI)] if kind == "py_exitstack"
+                else ["node", self.f["node_reconnect"], "forget", sys.executable, str(MINI)])
+        got = self._host(argv, f"superseding {kind}", self._life())
+        if got is None:
+            return
+        h, pop, pids = got
+        copies = self._copies(h, pids, ["superseded", "server"])
         now = time.monotonic()
-        a = self.track(int(words[1]), "abandoned" if mode == "abandon" else "server")
-        b = self.track(int(words[2]), "server")
-        for copy in (a, b):
-            if copy is not None:
-                h.servers.append(copy)
-        if a is not None and mode == "abandon":
-            a.leaked_at = now
-        self.counts[f"reconnect-{kind}-{mode}"] = \
-            self.counts.get(f"reconnect-{kind}-{mode}", 0) + 1
+        if copies and copies[0].kind == "superseded":
+            # its last traffic was the host's setup: after A started, before `ready`
+            copies[0].leaked_at, copies[0].quiet_from = now, copies[0].born
+        self.driven.append(Driven(h, pop, copies, "newer", now + self.rng.uniform(1, 4)))
+
+    def edit_host(self) -> None:
+        """A host with one copy of its own entry, used until the entry is edited; then the
+        host starts B from the edited entry, and only B is used: A is superseded."""
+        n = len(self.procs)
+        name = f"mini-{n}"
+        own = self._write(f"host-{n}.json", "")
+        self._entry(name, [str(MINI), "--host", str(n)], own)
+        got = self._host([sys.executable, str(HOSTS / "ondemand_host.py"), "sync", "1", own],
+                         "superseding edit", self._life())
+        if got is None:
+            return
+        h, pop, pids = got
+        copies = self._copies(h, pids, ["server"])
+        now = time.monotonic()
+        # the watcher must have seen A match the entry before the edit: two rounds
+        self.driven.append(Driven(h, pop, copies, "edit", now + 1, {0: (h.born, now)},
+                                  edit_at=now + self.rng.uniform(2.5 * self.a.interval, 40),
+                                  config=own, entry=name))
+
+    def keeping_host(self) -> None:
+        """A host that must keep every copy it has: a reconnecting host with no traffic
+        after its start, an on-demand host, or one that goes back to its older copy."""
+        kind = _weighted(self.rng, KEEPING)
+        if kind == "reconnect":
+            kinds = ["threaded", "py_sdk"] + (["node"] if self.node else [])
+            host = self.rng.choice(kinds)
+            mode = _weighted(self.rng, RECONNECT_MODES)
+            if mode == "select":
+                host = "threaded"  # only the threaded host has a select() mode
+            head = {"threaded": [sys.executable, str(HOSTS / "threaded_host.py")],
+                    "py_sdk": [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py")],
+                    "node": ["node", self.f.get("node_reconnect", "")]}[host]
+            got = self._host([*head, mode, sys.executable, str(MINI)],
+                             f"keeping reconnect-{host}-{mode}", self._life())
+            if got is not None:
+                self._copies(got[0], got[2], ["server", "server"])
+            return
+        mode = self.rng.choice(ONDEMAND_MODES)
+        count = 2 if kind == "again" else self.rng.choice([1, 2])
+        got = self._host([sys.executable, str(HOSTS / "ondemand_host.py"), mode, str(count),
+                          self.f["host_config"]], f"keeping {kind}-{mode}", self._life())
+        if got is None:
+            return
+        h, pop, pids = got
+        copies = self._copies(h, pids, ["server"] * count)
+        now = time.monotonic()
+        if kind == "again":
+            self.driven.append(Driven(h, pop, copies, "again", now + 1,
+                                      phase_end=now + self._stretch()))
+        else:
+            self.driven.append(Driven(h, pop, copies, "together",
+                                      now + self.rng.uniform(5, 90)))
+
+    def _pause(self, scheme: str) -> float:
+        """Until a driven host's next request: 5-90 s for `together`; else a burst of
+        calls 1-4 s apart, and now and then a pause of 6-15 s (a model thinking: what
+        lets a look see the copy in use quiet)."""
+        if scheme == "together":
+            return self.rng.uniform(5, 90)
+        if scheme == "again":  # no pause: the copy left alone must stay under --min-age
+            return self.rng.uniform(1, 4)
+        return self.rng.uniform(6, 15) if self.rng.random() < 0.3 else self.rng.uniform(1, 4)
+
+    def _stretch(self) -> float:
+        """How long an `again` host uses one copy: with the next call at most 4 s after
+        the stretch ends, the other copy's idle time stays under --min-age."""
+        return self.rng.uniform(0.2, 0.5) * self.a.min_age
+
+    def _entry(self, name: str, args: list[str], own: str) -> None:
+        """Set config entry `name` in the watcher's config and in the host's own file,
+        each written whole and renamed into place (the watcher reads it every round)."""
+        with self.lock:
+            self.entries[name] = args
+            for path, doc in ((self.f["config"], {"mcpServers": {
+                    k: {"command": sys.executable, "args": v} for k, v in self.entries.items()}}),
+                    (own, {"mcpServers": {"mini": {"command": sys.executable, "args": args}}})):
+                tmp = path + ".tmp"
+                Path(tmp).write_text(json.dumps(doc))
+                os.replace(tmp, path)
+
+    def _call(self, d: Driven, i: int) -> bool:
+        """`call i` to the host; its `ok i` within 30 s, else a failed call."""
+        assert d.pop.stdin is not None and d.pop.stdout is not None
+        try:
+            d.pop.stdin.write(f"call {i}\n".encode())
+            d.pop.stdin.flush()
+        except OSError:
+            return False
+        fd = d.pop.stdout.fileno()
+        if not select.select([fd], [], [], 30)[0]:
+            return False
+        return d.pop.stdout.readline().split() == [b"ok", str(i).encode()]
+
+    def drive(self) -> None:
+        """Each driven host's due requests (module docstring)."""
+        now = time.monotonic()
+        for d in self.driven:
+            if d.host.stopping or now < d.next_at:
+                continue
+            if d.scheme == "edit" and now >= d.edit_at:
+                self._edit(d)
+                continue
+            if d.scheme == "again" and now >= d.phase_end:
+                d.phase = 1 - d.phase if len(d.copies) > 1 else 0
+                d.phase_end = now + self._stretch()
+            use = {"newer": [1], "edit": [len(d.copies) - 1], "again": [d.phase],
+                   "together": list(range(len(d.copies)))}[d.scheme]
+            for i in use:
+                if i >= len(d.copies) or d.copies[i].ended_at is not None:
+                    continue
+                sent = time.monotonic()
+                if not self._call(d, i):
+                    self.failed.append(f"{d.host.pid} ({d.scheme}) call {i} to pid "
+                                       f"{d.copies[i].pid} failed")
+                    d.host.stopping = True  # judged once; its death is counted as wrong
+                    break
+                d.last_used[i] = (sent, time.monotonic())
+            self.calls += len(use)
+            d.next_at = time.monotonic() + self._pause(d.scheme)
+
+    def _edit(self, d: Driven) -> None:
+        """Edit the host's entry, have it start B from it; A is superseded from its last use."""
+        d.edit_at = float("inf")
+        self._entry(d.entry, [*self.entries[d.entry], "--generation", "2"], d.config)
+        assert d.pop.stdin is not None and d.pop.stdout is not None
+        try:
+            d.pop.stdin.write(b"start\n")
+            d.pop.stdin.flush()
+        except OSError:
+            return
+        fd = d.pop.stdout.fileno()
+        words = d.pop.stdout.readline().split() if select.select([fd], [], [], 30)[0] else []
+        if len(words) != 2 or words[0] != b"started":
+            self.failed.append(f"{d.host.pid} (edit) did not start its new copy")
+            return
+        [b] = self._copies(d.host, [int(words[1])], ["server"]) or [None]
+        a = d.copies[0]
+        a.kind = "superseded"
+        a.quiet_from, a.leaked_at = d.last_used[0]
+        self.counts["superseded (edited entry)"] = \
+            self.counts.get("superseded (edited entry)", 0) + 1
+        if b is not None:
+            d.copies.append(b)
+        d.next_at = time.monotonic() + 1
 
     # ----- bookkeeping ---------------------------------------------------------------
 
@@ -494,11 +595,18 @@ class Soak:
         with self.lock:
             p = self.by_pid.get(pid)
         self.reaped.append((now, outcome, pid))
-        early = p is not None and p.kind == "abandoned" and p.leaked_at is not None \
-            and now < p.leaked_at + self.a.min_age
-        if p is None or p.kind not in ("leak", "abandoned") or early:
+        early = p is not None and p.kind == "superseded" and p.quiet_from is not None \
+            and now < p.quiet_from + self.a.min_age
+        if p is None or p.kind not in ("leak", "superseded") or early:
             key = (pid, p.start if p else 0)
-            why = " before --min-age of abandonment" if early else ""
+            why = " before --min-age of idleness" if early else ""
+            for d in self.driven:  # a copy the soak talks to: how long since its last call
+                if p is not None and p in d.copies:
+                    i = d.copies.index(p)
+                    last = d.last_used.get(i)
+                    why += (f" (a {d.scheme} host's copy {i}, last called "
+                            f"{now - last[1]:.0f}s before)" if last else
+                            f" (a {d.scheme} host's copy {i}, never called)")
             self.wrong.setdefault(key, []).append(
                 f"reap {outcome} pid {pid} ({p.kind if p else 'not ours'}){why}: {line}")
         elif p.ended_at is None:
@@ -515,7 +623,7 @@ class Soak:
                 if p.ended_at is None and now > due and not p.missed:
                     p.missed = True
                 continue
-            if p.kind == "abandoned":
+            if p.kind == "superseded":
                 if p.ended_at is None and not alive(p.pid, p.start):
                     p.ended_at = now  # by reap (its line says so) or with its host
                 due = (p.leaked_at or now) + a.min_age + 2 * a.interval + a.margin
@@ -576,13 +684,15 @@ class Soak:
                      self.crashed_host):
             make()
         actions = [(self.live_host, 3.0), (self.leak, 3.0), (self.service, 1.0),
-                   (self.daemon, 1.0), (self.crashed_host, 1.0), (self.reconnect_host, 3.0),
-                   (self.reader_host, 3.0)]
+                   (self.daemon, 1.0), (self.crashed_host, 1.0), (self.superseding_host, 3.0),
+                   (self.keeping_host, 4.0), (self.reader_host, 3.0)]
         while time.monotonic() < end:
             self.check()
+            self.drive()
             live_hosts = sum(1 for p in self.procs if p.kind == "host" and not p.stopping)
             make = _weighted(self.rng, actions)
-            if make in (self.live_host, self.reconnect_host) and live_hosts >= a.max_hosts:
+            if make in (self.live_host, self.superseding_host, self.keeping_host) \
+                    and live_hosts >= a.max_hosts:
                 make = self.leak
             if make == self.reader_host and sum(
                     1 for p in self.procs if p.kind == "reader-host" and not p.stopping) \
@@ -594,14 +704,16 @@ class Soak:
             stop = time.monotonic() + step
             while time.monotonic() < stop:
                 self.check()
+                self.drive()
                 time.sleep(0.5)
         # Leaks made in the last minutes get their full due time before the count.
         grace_end = time.monotonic() + a.min_age + a.interval + a.margin
-        grace_end += a.interval  # an abandoned copy's due time has a second interval
+        grace_end += a.interval  # a superseded copy's due time has a second interval
         while time.monotonic() < grace_end and any(
-                p.kind in ("leak", "abandoned") and p.ended_at is None and not p.missed
+                p.kind in ("leak", "superseded") and p.ended_at is None and not p.missed
                 and not p.stopping for p in self.procs):
             self.check()
+            self.drive()
             time.sleep(0.5)
         self.check()
         watcher.send_signal(signal.SIGTERM)
@@ -613,7 +725,8 @@ class Soak:
         reader.join(timeout=5)
         self.report(time.monotonic() - t0, lines)
         self.cleanup()
-        return 0 if not self.wrong and not any(p.missed for p in self.procs) else 1  # both kinds
+        bad = self.wrong or self.failed or any(p.missed for p in self.procs)
+        return 1 if bad else 0  # wrong kills, failed calls, missed leaks and copies
 
     def report(self, elapsed: float, lines: list[str]) -> None:
         leaks = [p for p in self.procs if p.kind == "leak"]
@@ -637,22 +750,27 @@ class Soak:
         for p in missed:
             print(f"    pid {p.pid} leaked {p.leaked_at and p.leaked_at - p.born:.0f}s after "
                   "start, still alive")
-        gone = [p for p in self.procs if p.kind == "abandoned"]
+        print(f"  tools/calls asked of live hosts: {self.calls}; failed: {len(self.failed)}")
+        for f in self.failed:
+            print(f"    {f}")
+        gone = [p for p in self.procs if p.kind == "superseded"]
         by_reap = {pid for _, o, pid in self.reaped if o == "ended"}
         ended = [p for p in gone if p.pid in by_reap]
         late = sorted(p.ended_at - (p.leaked_at + self.a.min_age) for p in ended
                       if p.ended_at is not None and p.leaked_at is not None)
         first = sum(1 for p in gone if p.stopping and p not in ended)
-        print(f"  abandoned copies: {len(gone)}, ended by reap {len(ended)}, "
+        print(f"  superseded copies: {len(gone)}, ended by reap {len(ended)}, "
               f"retired with their host first {first}")
         if late:
-            print(f"  abandoned copy ended after --min-age of abandonment: median "
+            print(f"  superseded copy ended after --min-age of idleness: median "
                   f"{late[len(late) // 2]:.1f} s, max {late[-1]:.1f} s")
-        amissed = [p for p in gone if p.missed]
-        print(f"  missed abandoned: {len(amissed)} of {len(gone)}")
-        for p in amissed:
-            since = time.monotonic() - (p.leaked_at or 0)
-            print(f"    pid {p.pid} abandoned {since:.0f}s ago, still alive")
+        smissed = [p for p in gone if p.missed]
+        print(f"  missed superseded: {len(smissed)} of {len(gone)}")
+        for p in smissed:
+            scheme = next((d.scheme for d in self.driven if p in d.copies), "?")
+            alive_now = "still alive" if alive(p.pid, p.start) else "gone since"
+            print(f"    pid {p.pid} ({scheme} host) last called "
+                  f"{time.monotonic() - (p.leaked_at or 0):.0f}s ago, {alive_now}")
 
     def cleanup(self) -> None:
         for p in self.procs:
@@ -685,17 +803,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--seed", type=int, default=22)
-    ap.add_argument("--min-age", type=float, default=15.0)
+    ap.add_argument("--min-age", type=float, default=20.0)
     ap.add_argument("--interval", type=float, default=5.0)
     ap.add_argument("--margin", type=float, default=30.0,
                     help="seconds past min-age + interval before a live leak is missed")
     ap.add_argument("--include", action="append", default=None,
-                    choices=("guess", "stdio", "abandoned"),
-                    help="passed to reap (default: stdio and abandoned, the widest)")
+                    choices=("guess", "stdio", "superseded", "abandoned"),
+                    help="passed to reap (default: stdio, superseded and abandoned: the "
+                         "widest, abandoned to show it ends nothing)")
     ap.add_argument("--max-hosts", type=int, default=5)
     args = ap.parse_args()
     if args.include is None:
-        args.include = ["stdio", "abandoned"]
+        args.include = ["stdio", "superseded", "abandoned"]
     _pidns.enter()
     with tempfile.TemporaryDirectory(prefix="soak-reap-") as tmp:
         return Soak(args, Path(tmp)).run()

@@ -349,10 +349,15 @@ def assert_consistent(doc: dict[str, Any]) -> None:
         assert not (s["mcp"] and s["guess"]), s
         if "stdin-no-writer" in ev:
             assert s["stdin"]["writer"] == "no", s
+        # superseded exactly when a newer copy was seen used: never leaked or unknown
+        assert (s["state"] == "superseded") == (s["superseded"]["answer"] == "yes"
+                                                and "newer-copy-used" in ev
+                                                and s["state"] not in ("leaked", "unknown")), s
     t = doc["totals"]
-    assert t["leaked"] == sum(s["state"] == "leaked" for s in doc["results"])
-    assert t["leaked_rss_bytes"] == sum(s["rss_bytes"] for s in doc["results"]
-                                        if s["state"] == "leaked")
+    for state in ("leaked", "superseded"):
+        assert t[state] == sum(s["state"] == state for s in doc["results"])
+        assert t[f"{state}_rss_bytes"] == sum(s["rss_bytes"] for s in doc["results"]
+                                              if s["state"] == state)
 
 
 def ps_json(capsys: Any, *argv: str) -> dict[str, Any]:
@@ -369,7 +374,8 @@ def assert_ps_and_reap_agree(capsys: Any, pid: int, *include: str,
     """`ps --json` shows the verdict `reap` acts on (docs/leaked-servers.md, "The rules").
 
     A dry run with `--min-age 0` and these `--include`s plans only what ps lists as
-    leaked (or abandoned, with `--include abandoned`), and leaves a leaked one out only
+    leaked (or superseded, with `--include superseded`; never abandoned, a hint only),
+    and leaves a leaked one out only
     for a reason its options give (`--include`, `--allow`), never as not leaked or
     unknown. For `pid`, whose shape the caller's options admit: planned exactly when
     ps says so; if not, a `--yes` run leaves it too. Returns the ps document."""
@@ -385,7 +391,7 @@ def assert_ps_and_reap_agree(capsys: Any, pid: int, *include: str,
     states = {s["pid"]: s["state"] for s in doc["results"]}
 
     def plannable(state: str | None) -> bool:
-        return state == "leaked" or (state == "abandoned" and "abandoned" in include)
+        return state == "leaked" or (state == "superseded" and "superseded" in include)
 
     for p in planned:
         assert plannable(states.get(p)), (p, states.get(p), doc["results"])

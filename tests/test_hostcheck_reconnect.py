@@ -132,6 +132,23 @@ def test_a_host_that_reconnects_on_a_typed_command_is_driven_by_the_steps() -> N
     assert {p["state"] for p in row["ps"] if p["pid"] in old} == {"abandoned"}, row["ps"]
 
 
+def test_a_host_that_keeps_using_its_new_copy_shows_the_old_one_superseded() -> None:
+    """The same host pinging the copy it uses every second: over the window `ps` looks
+    every 0.5 s and sees the new copy quiet, then read, again and again, while the
+    dropped one has no traffic: the old copy is `superseded`, the new one is not."""
+    result = check([*KEYED, "--abandon", "--ping", "1"], host="claude-code",
+                   scope="project", pty=True, scenarios=["reconnect"],
+                   after_edit=["wait=ready>", "keys=reload<Enter>"],
+                   **{**FAST, "settle": 4.0})
+    row = result.results[0]
+    assert row["verdict"] == "abandoned", row["detail"]
+    old = {x["pid"] for x in row["left"] if x["role"] == "server"}
+    got = {p["pid"]: p for p in row["ps"]}
+    assert {got[p]["state"] for p in old} == {"superseded"}, row["ps"]
+    assert all("newer copy pid" in got[p]["superseded_why"] for p in old), row["ps"]
+    assert {p["state"] for pid, p in got.items() if pid not in old} <= {"live", "abandoned"}
+
+
 def test_a_wait_the_screen_never_satisfies_stops_the_steps_and_says_so() -> None:
     """wait=TEXT that never shows: the keys after it are not typed, the row says which
     text was missing (skipped: no reconnect)."""

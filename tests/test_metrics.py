@@ -87,6 +87,9 @@ def test_a_state_and_an_evidence_new_to_the_renderer_get_their_series_unchanged(
     fam = _samples(render_openmetrics(result))
     assert _value(fam["mcp_tether_servers"], state="abandoned") == 1
     assert _value(fam["mcp_tether_servers"], state="leaked") == 0
+    assert _value(fam["mcp_tether_servers"], state="superseded") == 0  # written even at 0
+    assert _value(fam["mcp_tether_evidence_servers"], state="superseded",
+                  evidence="newer-copy-used") == 0
     assert _value(fam["mcp_tether_server_rss_bytes"], state="abandoned") == 1000
     assert _value(fam["mcp_tether_evidence_servers"], state="abandoned",
                   evidence="new-evidence") == 1

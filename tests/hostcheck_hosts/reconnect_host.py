@@ -10,8 +10,10 @@ dropped copy (`abandoned`) from the one in use. On stdin EOF or SIGTERM/SIGINT/S
 ends all servers the same way and exits. With `--on-key` (under a terminal) it reloads
 the file only when a line with `reload` is typed, as hosts that reconnect on a command do
 (Claude Code's /mcp Reconnect), after printing `ready>`; `--config FILE` reads FILE
-(relative to the working folder) instead of Cursor's.
-Usage: reconnect_host.py [--abandon] [--on-key] [--config FILE]
+(relative to the working folder) instead of Cursor's. With `--ping SECONDS` it pings
+each server in use (not a dropped one) that often, as hosts that keep their servers warm
+do: what makes a dropped copy `superseded` in `ps`.
+Usage: reconnect_host.py [--abandon] [--on-key] [--config FILE] [--ping SECONDS]
 """
 
 import json
@@ -20,11 +22,13 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 
 CONFIG = (sys.argv[sys.argv.index("--config") + 1] if "--config" in sys.argv
           else os.path.expanduser("~/.cursor/mcp.json"))
 ABANDON = "--abandon" in sys.argv
 ON_KEY = "--on-key" in sys.argv
+PING = float(sys.argv[sys.argv.index("--ping") + 1]) if "--ping" in sys.argv else 0.0
 
 
 def start(entry: dict) -> subprocess.Popen:
@@ -74,6 +78,7 @@ for p in servers.values():
     sel.register(p.stdout, selectors.EVENT_READ)
 dropped = []  # copies dropped on a config edit: their pipes kept, never read again
 stop = False
+pinged = time.monotonic()
 if ON_KEY:
     sys.stdout.write("ready>")
     sys.stdout.flush()
@@ -88,6 +93,11 @@ while not stop:
             sel.unregister(key.fd)  # that server is gone
     if stop:
         break
+    if PING and time.monotonic() - pinged >= PING:
+        pinged = time.monotonic()
+        for p in servers.values():  # the answers are read (and dropped) by the loop
+            p.stdin.write(b'{"jsonrpc": "2.0", "id": 99, "method": "ping"}\n')
+            p.stdin.flush()
     now = os.stat(CONFIG).st_mtime_ns
     if (b"reload" not in typed) if ON_KEY else now == mtime:
         continue

@@ -326,14 +326,29 @@ def thread_waits(pid: int) -> list[tuple[int, str, int | None]] | None:
     return out
 
 
-def io_counters(pid: int) -> tuple[int, int] | None:
-    """(rchar, wchar) of `pid` from /proc/PID/io; None if unreadable."""
+def io_counters(pid: int) -> tuple[int, int, int, int] | None:
+    """(rchar, wchar, syscr, syscw) of `pid` from /proc/PID/io; None if unreadable
+    (another user's process without the right to trace it, or gone)."""
     try:
         data = _read(f"/proc/{pid}/io").decode("ascii", "replace")
     except OSError:
         return None
     got = dict(line.split(":", 1) for line in data.splitlines() if ":" in line)
     try:
-        return int(got["rchar"]), int(got["wchar"])
+        return (int(got["rchar"]), int(got["wchar"]), int(got["syscr"]), int(got["syscw"]))
     except (KeyError, ValueError):
         return None
+
+
+def environ(pid: int) -> dict[str, str] | None:
+    """The environment `pid` was started with (/proc/PID/environ); None if unreadable."""
+    try:
+        data = _read(f"/proc/{pid}/environ")
+    except OSError:
+        return None
+    out: dict[str, str] = {}
+    for item in data.split(b"\0"):
+        name, eq, value = item.partition(b"=")
+        if eq and name:
+            out[name.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+    return out

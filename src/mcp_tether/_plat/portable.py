@@ -311,5 +311,9 @@ def thread_waits(pid: int) -> list[tuple[int, str, int | None]] | None:
     return None
 
 
-def io_counters(pid: int) -> tuple[int, int] | None:
+def io_counters(pid: int) -> tuple[int, int, int, int] | None:
+    return None
+
+
+def environ(pid: int) -> dict[str, str] | None:
     return None

@@ -43,8 +43,11 @@ from mcp_tether.proc.keeper import Interrupted
 from mcp_tether.proc.keeper import Keeper as CoreKeeper
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import spawn
+from mcp_tether.scan.superseded import Samples
 
 __all__ = ["Spec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
+
+PS_LOOKS = 8  # reconnect: `ps` looks spread over the window (superseded needs several)
 
 RECORDER = str(Path(__file__).resolve().parent / "recorder.py")
 PLACEHOLDER = "{server}"
@@ -145,6 +148,9 @@ class Keeper(CoreKeeper):
         super().__init__()
         self.spec = spec
         self.sc = SCENARIOS[spec.scenario]
+        # reconnect: `ps`'s counter samples, from a look before the edit (which also
+        # shows the old copy matching the entry) to the end of the window
+        self.ps_samples = Samples()
         # Nothing is written to the driver's pipe; its EOF is its death: stop, leave nothing.
         self.watch(life_fd, lambda _chunk: None, on_eof=lambda: self.halt("driver died"))
         self.s = State()
@@ -339,6 +345,7 @@ class Keeper(CoreKeeper):
             self.mark(now, "hangup", host.pid)
         elif sc.action == "config-edit":
             assert self.placement is not None  # check() runs config scenarios with a host only
+            ps_view.look(self.placement.path, self.ps_samples)
             self.placement.edit(self.recorder_argv("--generation", "2"))
             self.mark(now, "config-edit", host.pid)
         else:
@@ -532,15 +539,25 @@ class Keeper(CoreKeeper):
         started = time.monotonic()
         self.mark(started, "window-start", None)
         self.mark(started + spec.settle, "window-end", None)
-        self.wait_until(lambda: not (set(self.live_recorders()) & old), started + spec.settle)
+        # `ps` judges `superseded` from counters seen across looks: one before the edit
+        # (`act`), then PS_LOOKS spread over the window (what the host sends meanwhile to
+        # each copy is what counts), ending early if the old copy goes
+        config = self.placement.path if self.placement else None
+        samples = self.ps_samples
+        step = spec.settle / PS_LOOKS
+        for i in range(1, PS_LOOKS + 1):
+            ps_view.look(config, samples)
+            if self.wait_until(lambda: not (set(self.live_recorders()) & old),
+                               started + step * i):
+                break
         left = [p for p in self.live_recorders() if p in old]
         verdict = decide(host_exited=False, left_roles=[],
                          abandoned_roles=[s.roles[p] for p in left])
         if verdict == "host-stayed":
             verdict = "clean"  # the old copy was ended while the host lives on: right
-        # What `ps` makes of the copies still running: the old one found `abandoned`?
+        # What `ps` makes of the copies still running: the old one `superseded`?
         copies = [p for p in self.live_recorders() if s.roles.get(p) == "server"]
-        ps = ps_view.states(copies, self.placement.path if self.placement else None)
+        ps = ps_view.states(copies, config, samples)
         return {"verdict": verdict, "detail": VERDICT_WORDS[verdict], "left": left, "ps": ps}
 
     def _adopt_unseen(self) -> None:

@@ -124,6 +124,9 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
         for row in r.get("ps") or []:  # reconnect: what `ps` says of each running copy
             ev = f" [{', '.join(row['evidence'])}]" if row["evidence"] else ""
             print(f"  ps: pid {row['pid']} {row['state']}{ev}: {terminal(row['why'])}", file=out)
+            if row.get("superseded", "n/a") != "n/a":
+                print(f"      superseded: {row['superseded']}: "
+                      f"{terminal(row.get('superseded_why', ''))}", file=out)
         if r["verdict"] not in ("clean", "host-stayed"):
             print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]

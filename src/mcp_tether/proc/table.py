@@ -45,6 +45,8 @@ __all__ = [
     "fd_file",
     "thread_waits",
     "io_counters",
+    "environ",
+    "pid_namespace",
     "owner",
     "username",
     "age_seconds",
@@ -166,9 +168,21 @@ def thread_waits(pid: int) -> list[tuple[int, str, int | None]] | None:
     return _ch.thread_waits(pid)
 
 
-def io_counters(pid: int) -> tuple[int, int] | None:
-    """(rchar, wchar): bytes `pid` has read and written so far; None if unknown."""
+def io_counters(pid: int) -> tuple[int, int, int, int] | None:
+    """(rchar, wchar, syscr, syscw): bytes `pid` has read and written so far and the
+    read and write calls it made; None if unknown."""
     return _ch.io_counters(pid)
+
+
+def environ(pid: int) -> dict[str, str] | None:
+    """The environment `pid` was started with; None if unknown (unreadable, or a backend
+    that cannot read another process's environment)."""
+    return _ch.environ(pid)
+
+
+def pid_namespace(pid: int) -> int | None:
+    """An id of `pid`'s pid namespace; None: unknown."""
+    return _impl.pid_namespace(pid)
 
 
 def owner(pid: int) -> int | None:

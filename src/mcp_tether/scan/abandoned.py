@@ -23,8 +23,11 @@ Guarantees:
 - How long it has been abandoned is what was observed, never guessed: the two looks
   of one scan apart, or, with a `Tracker` kept across scans (`reap --watch`), since
   the first scan that found it abandoned with every scan since agreeing.
-- Reads only: nothing here signals or writes. `recheck` looks again right before
-  `reap` signals an abandoned server.
+- A hint, never a reason to end anything: this is what the host could do (its waits),
+  and an idle synchronous or on-demand host (one that sleeps between requests, polls on
+  a timer, reads from a thread woken on demand) looks the same. `reap` ends a copy
+  only for what its host did (`scan.superseded`).
+- Reads only: nothing here signals or writes.
 """
 
 from __future__ import annotations
@@ -43,13 +46,9 @@ if TYPE_CHECKING:
     from mcp_tether.scan.evidence import Peers
     from mcp_tether.scan.model import Server
 
-__all__ = ["SAMPLE", "ABANDONED_MIN_AGE", "Waits", "look", "listens", "assess", "Tracker",
-           "recheck"]
+__all__ = ["SAMPLE", "Waits", "look", "listens", "assess", "Tracker"]
 
 SAMPLE = 0.25  # seconds between the two looks of one scan (only when a host looks away)
-# `reap --include abandoned`'s default `--min-age`: seconds of observed abandonment. A
-# host that reconnects may finish with the old copy late; ten minutes is far past that.
-ABANDONED_MIN_AGE = 600.0
 _EPOLL_READ = 0x1 | 0x2  # EPOLLIN | EPOLLPRI: an item that would wake for data
 
 
@@ -129,7 +128,7 @@ def _io(s: Server) -> tuple[int, int] | None:
         got = table.io_counters(m.ident.pid)
         if got is None:
             return None
-        total[0] += got[0]
+        total[0] += got[0]  # rchar, wchar: bytes read and written
         total[1] += got[1]
     return total[0], total[1]
 
@@ -260,19 +259,3 @@ def _newer_copy(s: Server, servers: list[Server],
                 and entries(o) == entries(s):
             return o
     return None
-
-
-def recheck(s: Server) -> bool:
-    """Right before a signal: is the same host still holding and not reading it?"""
-    info = s.listening
-    host = info.get("host")
-    if not isinstance(host, int) or info.get("answer") != "no":
-        return False
-    rec = table.record(host)
-    if rec is None or rec.start != info.get("host_start"):
-        return False  # the host is gone or another process: the scan's answer is stale
-    w = look(host)
-    links = w.links or {}
-    far = {fd: (link, table.fd_file(host, fd)) for fd, link in info.get("far_ends", ())
-           if links.get(fd) == link}
-    return bool(far) and listens(w, far)[0] == "no"

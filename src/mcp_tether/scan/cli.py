@@ -31,9 +31,11 @@ from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.reap import (
-    ABANDONED_MIN_AGE,
+    ABANDONED_ENDS_NOTHING,
+    ENDS_NOTHING,
     INCLUDE_CHOICES,
     REAP_MIN_AGE,
+    SUPERSEDED_MIN_AGE,
     Pins,
     ReapOutcome,
     plan,
@@ -104,15 +106,17 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         metavar="WHAT",
                         help="also end leaked processes not identified as MCP servers: "
                              "guess (named like one), stdio (any leaked stdio process); "
-                             "abandoned: servers a live host holds but no longer reads "
-                             f"(after --min-age, default {ABANDONED_MIN_AGE:g}s of it); "
-                             "repeatable")
+                             "superseded: old copies a live host replaced with a newer "
+                             "copy it uses, once idle for --min-age (default "
+                             f"{SUPERSEDED_MIN_AGE:g}s observed); abandoned: accepted, "
+                             "ends nothing (a hint in ps only); repeatable")
     parser.add_argument("--grace", type=positive_duration, default=ladder.TERM_GRACE,
                         metavar="SECONDS",
                         help="between SIGTERM and SIGKILL (default %(default)s)")
     parser.add_argument("--min-age", type=positive_duration, default=None, metavar="SECONDS",
                         help=f"never end anything younger (default {REAP_MIN_AGE:g}; "
-                             f"{WATCH_MIN_AGE:g} with --watch)")
+                             f"{WATCH_MIN_AGE:g} with --watch); a superseded copy: idle "
+                             f"for less (default {SUPERSEDED_MIN_AGE:g})")
     parser.add_argument("--allow", action="append", default=[], metavar="PATTERN",
                         help="never end a server whose command, package or config name "
                              "matches this glob (shared servers); repeatable")
@@ -233,10 +237,11 @@ def _reap(args: argparse.Namespace) -> int:
     if not (args.yes or args.dry_run or _terminal()):
         raise UsageError("no terminal to ask on and no --yes: refusing "
                          "(see the plan with --dry-run, then pass --yes)")
+    _ends_nothing(args)
     min_age = args.min_age if args.min_age is not None else REAP_MIN_AGE
     result = scan(config=args.config, users=users)
     _warn(result.config_errors)
-    p = plan(result, set(args.include), min_age, args.allow, _abandoned_min_age(args))
+    p = plan(result, set(args.include), min_age, args.allow, _superseded_min_age(args))
     off, listed = machine.listing()
     machine.say_off(off)
     boxes, boxes_skipped = machine.plan(listed, min_age, args.allow)
@@ -282,9 +287,15 @@ def _reap(args: argparse.Namespace) -> int:
     return EXIT_FAILED if bad or bad_boxes else EXIT_OK
 
 
-def _abandoned_min_age(args: argparse.Namespace) -> float:
-    """--min-age for abandoned servers: seconds of observed abandonment."""
-    return args.min_age if args.min_age is not None else ABANDONED_MIN_AGE
+def _superseded_min_age(args: argparse.Namespace) -> float:
+    """--min-age for superseded copies: seconds of observed idleness."""
+    return args.min_age if args.min_age is not None else SUPERSEDED_MIN_AGE
+
+
+def _ends_nothing(args: argparse.Namespace) -> None:
+    """One line, once, for an --include that is accepted but ends nothing any more."""
+    if set(args.include) & ENDS_NOTHING:
+        print(f"mcp-tether: {ABANDONED_ENDS_NOTHING}", file=sys.stderr)
 
 
 def _terminal() -> bool:
@@ -294,6 +305,7 @@ def _terminal() -> bool:
 
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
     interval = args.interval if args.interval is not None else WATCH_INTERVAL
+    _ends_nothing(args)
     with SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP)) as inbox:
         # Said once the stop signals are ours: from this line on, a stop is clean.
         print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
@@ -306,7 +318,7 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
         watch_mod.watch(interval=interval,
                         min_age=args.min_age if args.min_age is not None else WATCH_MIN_AGE,
                         allow=args.allow, include=set(args.include), grace=args.grace,
-                        abandoned_min_age=_abandoned_min_age(args),
+                        superseded_min_age=_superseded_min_age(args),
                         scan_kwargs={"config": args.config, "users": users},
                         emit=lambda line: print(line, flush=True), should_stop=should_stop,
                         after_round=_metrics_writer(args.textfile) if args.textfile else None)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
 from mcp_tether.proc.table import ProcRecord
-from mcp_tether.scan import abandoned, evidence, rules
+from mcp_tether.scan import abandoned, evidence, rules, superseded
 from mcp_tether.scan.identify import Identifier, identify, split_title
 from mcp_tether.scan.match import (
     HOST_NAMES,
@@ -68,12 +68,15 @@ _ARGV_NAMES = (RUNNERS | SHELLS | {"node", "nodejs", "ruby", "java", "fastmcp", 
 
 def scan(*, home: str | None = None, cwd: str | None = None, config: str | None = None,
          servers: Iterable[Any] | None = None, users: set[int] | None = None,
-         tracker: abandoned.Tracker | None = None) -> ScanResult:
+         tracker: abandoned.Tracker | None = None,
+         samples: superseded.Samples | None = None) -> ScanResult:
     """Find stdio server trees, their evidence and what they are. Sends nothing.
 
     `servers` replaces config discovery with the given entries (tests, `--config`
     callers that already read them); `users` limits the result to those uids;
-    `tracker` carries abandonment seen by earlier scans (`abandoned.Tracker`).
+    `tracker` carries abandonment seen by earlier scans (`abandoned.Tracker`);
+    `samples` the read/write counters seen by earlier scans (`superseded.Samples`;
+    default: the user's samples file, read and written back).
     """
     t0 = time.monotonic()
     # Thousands of short-lived records per scan, all freed by reference counting: the
@@ -93,6 +96,10 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
             s.group()
             out = s.servers(users)
             abandoned.assess(out, peers, lambda pid: _cwd(procs, pid), tracker=tracker)
+            kept = samples if samples is not None else superseded.Samples.open()
+            superseded.assess(out, kept, lambda pid: _cwd(procs, pid), s.env_keys)
+            kept.keep({rec.ident for rec in procs.values()})
+            kept.save()
         finally:
             peers.close()
         return ScanResult(out, len(procs), procs.unreadable, s.running_hosts, config_errors,
@@ -342,6 +349,12 @@ class _Scan:
         rules.settle(out, self.judge)
         out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
         return out
+
+    def env_keys(self, s: Server) -> set[str]:
+        """The variables the config entries `s` matches set (`superseded` compares them)."""
+        want = {(c["host"], c["name"], c["path"]) for c in s.config}
+        return {k for m in self.matchers if (m.host, m.name, m.path) in want
+                for k in m.env_keys}
 
     def comm_of(self, pid: int) -> str | None:
         rec = self.procs.get(pid)

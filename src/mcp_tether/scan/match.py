@@ -179,6 +179,7 @@ class Matcher:
     cmd: str
     sig: list[str]  # the entry's non-flag args, in order
     package: str | None  # what `npx -y X` / `uvx X` runs
+    env_keys: tuple[str, ...] = ()  # the variables the entry sets (`superseded` compares them)
 
     @classmethod
     def of(cls, entry: Any) -> Matcher:
@@ -194,8 +195,10 @@ class Matcher:
             first = words[1] if runner == "pipx" and words[0] == "run" and len(words) > 1 \
                 else words[0]
             package = package_spec(first)
+        env = getattr(entry, "env", None) or {}
         return cls(str(getattr(entry, "host", "") or ""), str(getattr(entry, "name", "") or ""),
-                   str(getattr(entry, "path", "") or ""), cmd, sig, package)
+                   str(getattr(entry, "path", "") or ""), cmd, sig, package,
+                   tuple(sorted(str(k) for k in env)))
 
     def matches(self, toks: list[str], bases: set[str]) -> bool:
         if not self.cmd:

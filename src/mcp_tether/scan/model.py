@@ -10,9 +10,14 @@ Guarantees:
 - One judgement: `state` is `rules.judge`'s verdict, read from the evidence, and it is
   what `reap` acts on: a process whose channel still has a live holder outside its tree
   (`writer-held`, `reader-held`) is not leaked, so `reap` never proposes it.
-- The state is "abandoned" exactly when `host-not-listening` is among the evidence
-  (`scan.abandoned`): its launcher is alive and holds the far ends of its channel, but
-  reads none of them. "abandoned" is never leaked and never unknown.
+- The state is "superseded" exactly when `newer-copy-used` is among the evidence
+  (`scan.superseded`: a newer copy of the same server under the same live host read
+  requests while this one had none, observed). "superseded" is never leaked, unknown or
+  the newest copy of its server.
+- The state is "abandoned" exactly when `host-not-listening` is among the evidence and
+  it is not superseded (`scan.abandoned`: its launcher holds the far ends of its channel
+  but waits on none of them now, which an idle host can look like too): a hint, which
+  `reap` never acts on. "abandoned" is never leaked and never unknown.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "READER_HELD",
     "HOST_GONE", "CHANNEL_GONE", "HELD", "FAR_END_UNSEEN", "HOST_NOT_LISTENING",
-    "NEWER_COPY", "IO_IDLE", "STATES", "EVIDENCE", "Channel", "What", "Member", "Server",
+    "NEWER_COPY", "IO_IDLE", "NEWER_COPY_USED", "NO_TRAFFIC", "STATES", "EVIDENCE", "Channel", "What", "Member", "Server",
     "ScanResult",
 ]
 
@@ -53,12 +58,17 @@ HOST_NOT_LISTENING = "host-not-listening"
 # host that the host does listen to; its read/write counters unchanged meanwhile.
 NEWER_COPY = "newer-copy-listened"
 IO_IDLE = "io-unchanged"
+# Superseded (`scan.superseded`): a newer copy of the same server under the same live
+# host read requests over a time in which this copy's read/write counters did not move.
+NEWER_COPY_USED = "newer-copy-used"
+NO_TRAFFIC = "no-traffic"
 
 # Every state a server can be in (`Server.state`) and every evidence line `find` and
 # `abandoned` write: what a consumer that must name them all (the metrics) reads.
-STATES = ("leaked", "abandoned", "live", "unknown")
+STATES = ("leaked", "superseded", "abandoned", "live", "unknown")
 EVIDENCE = (PARENT_GONE, STDIN_NO_WRITER, STDOUT_NO_READER, WRITER_HELD, READER_HELD,
-            HOST_GONE, FAR_END_UNSEEN, HOST_NOT_LISTENING, NEWER_COPY, IO_IDLE)
+            HOST_GONE, FAR_END_UNSEEN, HOST_NOT_LISTENING, NEWER_COPY, IO_IDLE,
+            NEWER_COPY_USED, NO_TRAFFIC)
 
 
 @dataclass
@@ -141,6 +151,9 @@ class Server:
     # Does the live launcher that holds its output's far end read it? (`scan.abandoned`)
     # answer yes | no | unknown | n/a, the host, the reason, the evidence lines.
     listening: dict[str, Any] = field(default_factory=lambda: {"answer": "n/a"})
+    # Did its live host supersede it with a newer copy? (`scan.superseded`) answer yes |
+    # no | unknown | n/a, the reason, and for a yes the newer copy, the idle time seen.
+    superseded: dict[str, Any] = field(default_factory=lambda: {"answer": "n/a"})
 
     @property
     def pid(self) -> int:
@@ -157,14 +170,21 @@ class Server:
         return FAR_END_UNSEEN in self.evidence
 
     @property
+    def is_superseded(self) -> bool:
+        return NEWER_COPY_USED in self.evidence and not self.unknown and not self.leaked
+
+    @property
     def abandoned(self) -> bool:
-        return HOST_NOT_LISTENING in self.evidence and not self.unknown and not self.leaked
+        return HOST_NOT_LISTENING in self.evidence and not self.unknown and not self.leaked \
+            and not self.is_superseded
 
     @property
     def state(self) -> str:
         if self.unknown:
             return "unknown"
-        return "leaked" if self.leaked else "abandoned" if self.abandoned else "live"
+        if self.leaked:
+            return "leaked"
+        return "superseded" if self.is_superseded else "abandoned" if self.abandoned else "live"
 
     @property
     def identified(self) -> bool:
@@ -225,6 +245,7 @@ class Server:
             "stdin_writers": self.writers,
             "stdout_readers": self.readers,
             "listening": self.listening,
+            "superseded": self.superseded,
             "members": [m.to_dict() for m in self.members],
         }
 
@@ -255,6 +276,10 @@ class ScanResult:
     def abandoned(self) -> list[Server]:
         return [s for s in self.servers if s.abandoned]
 
+    @property
+    def superseded(self) -> list[Server]:
+        return [s for s in self.servers if s.is_superseded]
+
     def totals(self) -> dict[str, int]:
         leaked = self.leaked
         mcp = [s for s in leaked if s.identified]
@@ -267,6 +292,8 @@ class ScanResult:
             "unknown": len(self.unknown),
             "abandoned": len(self.abandoned),
             "abandoned_rss_bytes": sum(s.rss_bytes for s in self.abandoned),
+            "superseded": len(self.superseded),
+            "superseded_rss_bytes": sum(s.rss_bytes for s in self.superseded),
             "leaked_rss_bytes": held,
             "live_rss_bytes": sum(s.rss_bytes for s in self.live),
             "orphans": len(leaked),  # the same numbers under their earlier names, kept

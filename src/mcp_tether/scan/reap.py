@@ -17,13 +17,17 @@ Guarantees:
   gone): SIGTERM, grace, SIGKILL. A group signal is sent only when every process in the
   group is one of the tree's own identified members; otherwise member by member.
 - A process that exits between the scan and the signal is `gone`, not an error.
-- An abandoned server (`scan.abandoned`: its live host holds its channel and reads it
-  nowhere) is proposed only with `include={"abandoned"}`, never by default and never
-  when the answer was `unknown`, and only once it was seen abandoned for
-  `abandoned_min_age` seconds. Right before its ladder the host is looked at again
-  (`abandoned.recheck`: same host, still holding, still not reading); if not, it is
-  `left`, unsignalled. The ladder signals the server's tree only: the host and its
-  fds are never touched.
+- An abandoned server (`scan.abandoned`: its live host holds its channel and waits on
+  none of it now) is never proposed, whatever `include`: that is what the host could do,
+  and an idle synchronous or on-demand host looks the same. `include={"abandoned"}` is
+  still accepted (old service files keep starting) and ends nothing.
+- A superseded copy (`scan.superseded`: a newer copy of the same server under the same
+  live host was used while this one had no traffic) is proposed only with
+  `include={"superseded"}`, never by default, never when the answer was `unknown`, and
+  only once it was seen idle for `superseded_min_age` seconds. Right before its ladder
+  the host is looked at again (`superseded.recheck`: same host, the newer copy still
+  there, still no traffic on this one); if not, it is `left`, unsignalled. The ladder
+  signals the copy's tree only: the host and its fds are never touched.
 """
 
 from __future__ import annotations
@@ -37,18 +41,24 @@ from mcp_tether import ladder
 from mcp_tether.proc import ExitWaiter, Pinned, ProcessId, pin, signal_group, snapshot, table
 from mcp_tether.proc.signals import DENIED, GONE, SENT
 from mcp_tether.proc.tree import children_map
-from mcp_tether.scan import abandoned
-from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE
+from mcp_tether.scan import superseded
 from mcp_tether.scan.model import HELD, READER_HELD, WRITER_HELD, ScanResult, Server
+from mcp_tether.scan.superseded import SUPERSEDED_MIN_AGE
 
-__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "ABANDONED_MIN_AGE", "Skipped", "Plan", "plan",
-           "ReapOutcome", "REAP_OUTCOMES",
-           "reap_servers", "Pins", "check_duration"]
+__all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "SUPERSEDED_MIN_AGE", "Skipped", "Plan", "plan",
+           "ReapOutcome", "REAP_OUTCOMES", "reap_servers", "Pins", "check_duration",
+           "ENDS_NOTHING", "ABANDONED_ENDS_NOTHING"]
 
-INCLUDE_CHOICES = ("guess", "stdio", "abandoned")
+INCLUDE_CHOICES = ("guess", "stdio", "superseded", "abandoned")
+# Accepted so service files written for it keep starting; they end nothing any more.
+ENDS_NOTHING = frozenset({"abandoned"})
+ABANDONED_ENDS_NOTHING = (
+    "--include abandoned ends nothing any more: a host that waits on none of a server's "
+    "pipes may just be idle; --include superseded ends copies a live host replaced with "
+    "a newer one it uses (docs/leaked-servers.md)")
 # What became of a tree `reap` acted on: ended (by our signal), gone (exited before we
-# signalled), denied (not ours to signal), survived (SIGKILL did not end it), left (an
-# abandoned server whose host reads it again).
+# signalled), denied (not ours to signal), survived (SIGKILL did not end it), left (a
+# superseded copy that its host used again, or that changed, right before the signal).
 REAP_OUTCOMES = ("ended", "gone", "denied", "survived", "left")
 # A one-off `reap`'s minimum age (`--min-age`): what it proposes is already proven leaked,
 # and the prompt (or `--yes`) is the user's own decision. `reap --watch` waits 60 s.
@@ -92,18 +102,21 @@ def _allowed(s: Server, allow: list[str]) -> str | None:
 
 def plan(result: ScanResult, include: set[str] | frozenset[str] = frozenset(),
          min_age: float = 0.0, allow: list[str] | None = None,
-         abandoned_min_age: float = ABANDONED_MIN_AGE) -> Plan:
-    """Which leaked processes `reap` would end, and why each other one whose launcher
-    is gone is left. Only `state` "leaked" (`rules.judge`'s verdict, what `ps` shows)
-    is chosen by default; "abandoned" ones too with `include={"abandoned"}`, after
-    `abandoned_min_age` seconds of observed abandonment. The rest of the choice is the
-    caller's policy."""
+         superseded_min_age: float = SUPERSEDED_MIN_AGE) -> Plan:
+    """Which processes `reap` would end, and why each other one whose launcher is gone
+    (or that is superseded or abandoned) is left. Only `state` "leaked" (`rules.judge`'s
+    verdict, what `ps` shows) is chosen by default; "superseded" ones too with
+    `include={"superseded"}`, after `superseded_min_age` seconds of observed idleness;
+    "abandoned" ones never. The rest of the choice is the caller's policy."""
     chosen: list[Server] = []
     skipped: list[Skipped] = []
     leaked = {m.ident.pid for s in result.leaked for m in s.members}
     for s in result.servers:
-        if s.abandoned:
-            why = _why_not_abandoned(s, include, abandoned_min_age, allow or [])
+        if s.is_superseded:
+            why = _why_not_superseded(s, include, superseded_min_age, allow or [])
+        elif s.abandoned:
+            why = ("abandoned is a hint only: its host waits on none of its pipes now, as an "
+                   "idle host may; reap ends it only once superseded (--include superseded)")
         elif s.leaked or s.unknown or set(s.evidence) & set(HELD):
             why = _why_not(s, include, min_age, allow or [], leaked)
         else:
@@ -115,20 +128,20 @@ def plan(result: ScanResult, include: set[str] | frozenset[str] = frozenset(),
     return Plan(chosen, skipped)
 
 
-def _why_not_abandoned(s: Server, include: set[str] | frozenset[str], min_age: float,
-                       allow: list[str]) -> str | None:
-    if not s.abandoned or s.listening.get("answer") != "no":
-        return "not abandoned"
-    if "abandoned" not in include:
-        return "abandoned (its host holds its channel but reads it nowhere): " \
-               "--include abandoned to end it"
+def _why_not_superseded(s: Server, include: set[str] | frozenset[str], min_age: float,
+                        allow: list[str]) -> str | None:
+    if s.superseded.get("answer") != "yes":
+        return "not superseded"
+    if "superseded" not in include:
+        return "superseded (a newer copy under its live host is used, this one is not): " \
+               "--include superseded to end it"
     pat = _allowed(s, allow)
     if pat is not None:
         return f"allowed by --allow {pat!r}"
-    seen = float(s.listening.get("abandoned_seconds") or 0.0)
-    if seen < min_age:
-        return (f"abandoned for less than --min-age ({seen:.1f}s seen of {min_age:g}s; "
-                "`reap --watch --include abandoned` keeps watching it)")
+    idle = float(s.superseded.get("idle_seconds") or 0.0)
+    if idle < min_age:
+        return (f"superseded but idle for less than --min-age ({idle:.0f}s observed of "
+                f"{min_age:g}s; a later `reap`, or `reap --watch`, counts on from here)")
     if s.identified or "stdio" in include or (s.guess and "guess" in include):
         return None
     return "not identified as an MCP server (no config, host, package or SDK): " \
@@ -329,8 +342,10 @@ def reap_servers(servers: list[Server], grace: float = ladder.TERM_GRACE,
             if not target.pins:
                 out.append(ReapOutcome(s, "gone", None, 0, target.log))
                 continue
-            if s.abandoned and not abandoned.recheck(s):
-                out.append(ReapOutcome(s, "left", None, 0, target.log))  # its host reads again
+            if not s.leaked and not (s.is_superseded and superseded.recheck(s)):
+                # its host used it again, or changed: only a leak or a copy still
+                # superseded right now is ever signalled
+                out.append(ReapOutcome(s, "left", None, 0, target.log))
                 continue
             res = ladder.run_ladder(target, close_stdin=False, grace=0.0, term_grace=grace)
             first = res.rungs[0].outcome if res.rungs else None

@@ -23,8 +23,8 @@ from mcp_tether.scan.model import EVIDENCE, STATES, ScanResult, Server
 from mcp_tether.scan.reap import REAP_OUTCOMES, Plan
 from mcp_tether.scan.watch import _size
 
-__all__ = ["print_ps", "print_plan", "abandoned_lines", "render_openmetrics", "what_text",
-           "HEADERS"]
+__all__ = ["print_ps", "print_plan", "abandoned_lines", "superseded_lines",
+           "render_openmetrics", "what_text", "HEADERS"]
 
 HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDENCE",
            "PARENT", "COMMAND"]
@@ -87,9 +87,12 @@ def _totals_line(result: ScanResult) -> str:
             f"{t['live']} live")
     if t["unknown"]:
         line += f", {t['unknown']} unknown (a far end not visible here: never reaped)"
+    if t["superseded"]:
+        line += (f", {t['superseded']} superseded by a newer copy holding "
+                 f"{_size(t['superseded_rss_bytes'])} (reap --include superseded)")
     if t["abandoned"]:
         line += (f", {t['abandoned']} abandoned by a live host holding "
-                 f"{_size(t['abandoned_rss_bytes'])} (reap --include abandoned)")
+                 f"{_size(t['abandoned_rss_bytes'])} (a hint: never reaped)")
     if result.unreadable:
         line += f"; {result.unreadable} process(es) not readable, skipped"
     return line
@@ -100,9 +103,25 @@ def abandoned_lines(result: ScanResult) -> list[str]:
     out: list[str] = []
     for s in result.abandoned:
         info = s.listening
-        out.append(f"abandoned pid {s.pid} (confidence {info.get('confidence', '?')}, "
+        out.append(f"abandoned pid {s.pid} (a hint, never reaped; confidence "
+                   f"{info.get('confidence', '?')}, "
                    f"seen abandoned {float(info.get('abandoned_seconds') or 0):.1f}s):")
         out += [f"  - {terminal(line)}" for line in info.get("lines", ())]
+    return out
+
+
+def superseded_lines(result: ScanResult) -> list[str]:
+    """The evidence of each superseded copy: the newer copy, the entry, the idle time."""
+    out: list[str] = []
+    for s in result.superseded:
+        info = s.superseded
+        entry = info.get("entry") or {}
+        where = entry.get("host") or os.path.basename(str(entry.get("path") or "")) or "config"
+        name = f", entry {where}/{entry.get('name')}" if entry else ""
+        line = (f"superseded pid {s.pid} by pid {(info.get('newer_copy') or {}).get('pid')}"
+                f"{name}, idle {float(info.get('idle_seconds') or 0):.0f}s observed: "
+                f"{info.get('reason', '')}")
+        out.append(terminal(line))  # config entry names are untrusted
     return out
 
 
@@ -118,11 +137,11 @@ def print_ps(result: ScanResult) -> None:
             table.add_column(h, overflow="fold" if h == "COMMAND" else "ellipsis")
         for r in rows:
             table.add_row(*map(escape, r), style={"leaked": "red", "unknown": "yellow",
-                                     "abandoned": "magenta"}.get(r[0]))
+                                                  "superseded": "magenta"}.get(r[0]))
         console = Console()
         if rows:
             console.print(table)
-        for line in abandoned_lines(result):
+        for line in superseded_lines(result) + abandoned_lines(result):
             console.print(line, markup=False, highlight=False)
         console.print(_totals_line(result))
         return
@@ -130,7 +149,7 @@ def print_ps(result: ScanResult) -> None:
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
         for r in [HEADERS, *rows]:
             print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    for line in abandoned_lines(result):
+    for line in superseded_lines(result) + abandoned_lines(result):
         print(line)
     print(_totals_line(result))
 

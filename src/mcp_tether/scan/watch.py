@@ -8,9 +8,13 @@ Guarantees:
   reason, not every round.
 - `should_stop` is polled between rounds and during the wait, so SIGTERM (systemd,
   launchd) or Ctrl-C ends the loop between actions, never in the middle of a ladder.
-- With `include={"abandoned"}`, abandonment is tracked across rounds
-  (`abandoned.Tracker`): a server is ended only after `abandoned_min_age` seconds in
-  which every round found its host holding and not reading it.
+- Read/write counters are sampled every round and kept across rounds
+  (`superseded.Samples`, also written to the user's samples file): with
+  `include={"superseded"}` a copy is ended only after `superseded_min_age` seconds in
+  which it had no traffic while a newer copy under the same host was used. What an
+  entry's command was is remembered the same way, so an old copy is known as the
+  entry's after an edit. Abandonment is tracked for `ps`'s hint (`abandoned.Tracker`)
+  and never ends anything.
 - `after_round(result, outcomes)` sees each round's scan and what it ended, once the
   round is done (`reap --watch --textfile` writes the metrics file there).
 - The service files run `reap --watch --yes` as the user, never as root.
@@ -30,10 +34,11 @@ from typing import Any
 from mcp_tether import ladder
 from mcp_tether.escape import xml_text
 from mcp_tether.proc import ProcessId
-from mcp_tether.scan.abandoned import ABANDONED_MIN_AGE, Tracker
+from mcp_tether.scan.abandoned import Tracker
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.reap import ReapOutcome, plan, reap_servers
+from mcp_tether.scan.superseded import SUPERSEDED_MIN_AGE, Samples
 
 __all__ = ["watch", "WATCH_MIN_AGE", "WATCH_INTERVAL", "render_unit", "describe"]
 
@@ -69,17 +74,19 @@ def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
           emit: Callable[[str], None] = print,
           should_stop: Callable[[], bool] = lambda: False,
           rounds: int | None = None,
-          abandoned_min_age: float = ABANDONED_MIN_AGE,
+          superseded_min_age: float = SUPERSEDED_MIN_AGE,
+          samples: Samples | None = None,
           after_round: Callable[[ScanResult, list[ReapOutcome]], None] | None = None,
           ) -> list[ReapOutcome]:
     """Scan, end leaks, wait `interval`; until `should_stop()` (or `rounds` rounds)."""
     told: set[tuple[ProcessId, str]] = set()
     done: list[ReapOutcome] = []
     tracker = Tracker()
+    kept = samples if samples is not None else Samples.open()
     n = 0
     while not should_stop():
-        result = scan(**(scan_kwargs or {}), tracker=tracker)
-        p = plan(result, include or set(), min_age, allow, abandoned_min_age)
+        result = scan(**(scan_kwargs or {}), tracker=tracker, samples=kept)
+        p = plan(result, include or set(), min_age, allow, superseded_min_age)
         for sk in p.skipped:
             key = (sk.server.ident, sk.reason.split(" (")[0])
             if key not in told:

@@ -1,0 +1,395 @@
+"""Copies a live host superseded, and hosts that must never lose a server.
+
+Real hosts (tests/hostcheck_hosts): the Python SDK's `stdio_client` reconnecting on an
+`AsyncExitStack` (the first never closed), the TypeScript SDK's dropped `Client`, a
+host whose config entry was edited (`ondemand_host.py start`), and stdlib hosts in each
+shape that uses a server on demand and sits idle between requests. Each copy is the
+`mini` server; each host answers `call I` on stdin with `ok I` once copy I answered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_tether.proc import ProcessId, identify, is_running
+from mcp_tether.scan.superseded import Samples
+from polling import until
+from scan_lab import (
+    DEADLINE,
+    NODE_MODULES,
+    Lab,
+    assert_ps_and_reap_agree,
+    entry,
+    lab_fixture,
+    ps_json,
+    run_cli,
+)
+
+pytestmark = [pytest.mark.linux,
+              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
+                                reason="needs node and the lab's pinned Node SDK")
+COUNTERS = "read/write counters of another process (/proc/<pid>/io) are unknown without /proc"
+
+HOSTS = Path(__file__).parent / "hostcheck_hosts"
+MINI = Path(__file__).parent / "servers" / "mini.py"
+SHAPES = ("sync", "sleep", "poll-nb", "queue", "fork", "select")
+EVERY_INCLUDE = ("guess", "stdio", "superseded", "abandoned")
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
+    yield from lab_fixture(tmp_path, monkeypatch)
+
+
+class Host:
+    """A host process that started copies of the `mini` config entry and uses them on
+    demand: `use(i)` asks it for a tools/call to copy i and waits for its `ok i`."""
+
+    def __init__(self, lab: Lab, argv: list[str], cwd: Path | None = None) -> None:
+        self.proc = lab.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd)
+        self.lab = lab
+        words = self._line().split()
+        assert words and words[0] == "ready", words
+        self.copies = [self._ident(int(w)) for w in words[1:]]
+        lab.started += self.copies
+
+    @staticmethod
+    def _ident(pid: int) -> ProcessId:
+        got = identify(pid)
+        assert got is not None
+        return got
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        until(lambda: select.select([fd], [], [], 0)[0], "the host to answer", DEADLINE * 2)
+        return self.proc.stdout.readline().decode()
+
+    def tell(self, command: str) -> str:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command.encode() + b"\n")
+        self.proc.stdin.flush()
+        return self._line().strip()
+
+    def use(self, i: int) -> None:
+        assert self.tell(f"call {i}") == f"ok {i}"
+
+    def start(self) -> ProcessId:
+        words = self.tell("start").split()
+        assert words[0] == "started", words
+        ident = self._ident(int(words[1]))
+        self.lab.started.append(ident)
+        self.copies.append(ident)
+        return ident
+
+
+def _config(lab: Lab, *extra: str) -> str:
+    path = lab.tmp / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"mini": {"command": sys.executable,
+                                                        "args": [str(MINI), *extra]}}}))
+    return str(path)
+
+
+def _ondemand(lab: Lab, mode: str, count: int, cfg: str) -> Host:
+    return Host(lab, [sys.executable, str(HOSTS / "ondemand_host.py"), mode, str(count), cfg])
+
+
+def _node_host(lab: Lab, mode: str) -> Host:
+    assert NODE_MODULES is not None
+    folder = NODE_MODULES.parent  # the script must sit beside node_modules to import the SDK
+    script = folder / "ts_reconnect_host.mjs"
+    shutil.copy2(HOSTS / "ts_reconnect_host.mjs", script)
+    return Host(lab, ["node", str(script), mode, sys.executable, str(MINI)], cwd=folder)
+
+
+def _reaped(capsys: pytest.CaptureFixture[str], cfg: str, *extra: str) -> dict[int, str]:
+    """pid -> outcome of what a `reap --yes` ended (none for a plan that ends nothing)."""
+    rc, out, err = run_cli(capsys, "reap", "--yes", "--json", "--config", cfg, *extra)
+    assert rc == 0, (out, err)
+    doc = json.loads(out)
+    return {r["pid"]: r["outcome"] for r in doc["results"]} \
+        if doc["schema"] == "mcp-tether/reap" else {}
+
+
+def _state(capsys: pytest.CaptureFixture[str], cfg: str, ident: ProcessId) -> dict[str, Any]:
+    e = entry(ps_json(capsys, "--config", cfg), ident.pid)
+    assert e is not None
+    return e
+
+
+def _superseded_after(capsys: pytest.CaptureFixture[str], cfg: str, h: Host, old: ProcessId,
+                      new: int, seconds: float) -> dict[str, Any]:
+    """Use copy `new` between looks (two looks in a row with no use: it is seen quiet
+    once, so what it reads after is not its start-up) until `old` is superseded for
+    `seconds`."""
+    def look() -> dict[str, Any] | None:
+        _state(capsys, cfg, old)
+        h.use(new)
+        e = _state(capsys, cfg, old)
+        sup = e["superseded"]
+        return e if e["state"] == "superseded" and sup["idle_seconds"] >= seconds else None
+    return until(look, f"copy {old.pid} superseded for {seconds}s", DEADLINE * 4,
+                 max_step=0.3)
+
+
+# ----- 1. safety: hosts that use a server on demand keep it under every reap form ---------
+
+
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_idle_on_demand_hosts_keep_every_server_under_every_reap_form(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """Six host shapes, two copies each (both used once, then idle): not one copy is
+    superseded, and no `reap` (one-off with each --include and --min-age 0, and three
+    rounds of --watch with them all) ends one; each host's next calls all answer."""
+    cfg = _config(lab)
+    hosts = [_ondemand(lab, mode, 2, cfg) for mode in SHAPES]
+    for h in hosts:
+        h.use(0)
+        h.use(1)
+    ours = {i.pid for h in hosts for i in h.copies}
+    doc = assert_ps_and_reap_agree(capsys, hosts[0].copies[0].pid, *EVERY_INCLUDE, config=cfg)
+    for pid in ours:
+        e = entry(doc, pid)
+        assert e is not None and e["state"] != "superseded", e
+    for inc in ((), *(("--include", x) for x in EVERY_INCLUDE)):
+        assert not set(_reaped(capsys, cfg, "--min-age", "0", *inc)) & ours, inc
+    assert "ends nothing any more" in run_cli(
+        capsys, "reap", "--dry-run", "--include", "abandoned", "--config", cfg)[2]
+    from mcp_tether.scan.watch import watch
+
+    lines: list[str] = []
+    watch(interval=0.3, min_age=0, superseded_min_age=0, include=set(EVERY_INCLUDE),
+          scan_kwargs={"config": cfg}, emit=lines.append, rounds=3)
+    assert not [line for line in lines if not line.startswith("left")], lines
+    for h in hosts:
+        assert all(is_running(i) for i in h.copies), h.proc.args
+        h.use(0)
+        h.use(1)
+
+
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_host_that_uses_its_older_copy_again_keeps_it(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """1. Only the newer copy is used: the older one becomes superseded. 2. The newer one
+    goes idle and the host uses the older one again: no longer superseded (its traffic
+    since), and `reap --include superseded --min-age 0` ends neither copy."""
+    cfg = _config(lab)
+    h = _ondemand(lab, "sync", 2, cfg)
+    old, new = h.copies
+    _superseded_after(capsys, cfg, h, old, 1, 0.5)
+    h.use(0)
+    e = _state(capsys, cfg, old)
+    assert e["state"] != "superseded" and e["superseded"]["answer"] == "no", e
+    assert not set(_reaped(capsys, cfg, "--include", "superseded", "--min-age", "0")) \
+        & {old.pid, new.pid}
+    h.use(0)
+    h.use(1)
+
+
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_look_between_the_two_calls_of_one_request_supersedes_nothing(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A host that uses both copies for each request, seen between its two calls: the
+    newer copy read once after the older went quiet, and nothing since: not superseded."""
+    cfg = _config(lab)
+    h = _ondemand(lab, "sync", 2, cfg)
+    old = h.copies[0]
+    h.use(0)
+    ps_json(capsys, "--config", cfg)  # the look between the two calls
+    h.use(1)
+    for _ in range(3):
+        e = _state(capsys, cfg, old)
+        assert e["state"] != "superseded", e
+    assert not set(_reaped(capsys, cfg, "--include", "superseded", "--min-age", "0")) \
+        & {i.pid for i in h.copies}
+
+
+# ----- 2. superseded copies of real hosts are ended, the current copy answers on ----------
+
+
+def _ends_old_keeps_new(capsys: pytest.CaptureFixture[str], cfg: str, h: Host,
+                        old: ProcessId, new: int) -> None:
+    """Plain reap and the default --min-age end nothing; --min-age 1 ends exactly `old`;
+    the host's current copy answers a tools/call afterwards."""
+    assert not set(_reaped(capsys, cfg, "--min-age", "0")) & {old.pid}
+    rc, out, _ = run_cli(capsys, "reap", "--dry-run", "--json", "--include", "superseded",
+                         "--config", cfg)
+    why = {s["pid"]: s["reason"] for s in json.loads(out)["not_selected"]}
+    assert "idle for less than --min-age" in why[old.pid], why
+    got = _reaped(capsys, cfg, "--include", "superseded", "--min-age", "1")
+    assert {p: o for p, o in got.items() if p in {c.pid for c in h.copies}} == \
+        {old.pid: "ended"}, got
+    until(lambda: not is_running(old), "the old copy to be gone", DEADLINE)
+    h.use(new)
+    assert h.proc.poll() is None
+
+
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_python_sdk_exit_stack_reconnect_leaves_a_superseded_copy(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second stdio_client on the stack, the first never closed (both still read by the
+    SDK): once only B is used, A is superseded with its evidence; reap ends A only."""
+    cfg = _config(lab)
+    h = Host(lab, [sys.executable, str(HOSTS / "py_sdk_exitstack_host.py"), sys.executable,
+                   str(MINI)])
+    a, b = h.copies
+    e = _superseded_after(capsys, cfg, h, a, 1, 1.0)
+    sup = e["superseded"]
+    assert {"newer-copy-used", "no-traffic"} <= set(e["evidence"]), e
+    assert sup["newer_copy"] == {"pid": b.pid, "start": b.start}
+    assert sup["host"] == h.proc.pid and sup["entry"]["name"] == "mini"
+    assert _state(capsys, cfg, b)["state"] != "superseded"
+    rc, out, _ = run_cli(capsys, "ps", "--config", cfg)
+    assert f"superseded pid {a.pid} by pid {b.pid}, entry " in out, out
+    _ends_old_keeps_new(capsys, cfg, h, a, 1)
+
+
+@needs_node
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_typescript_sdk_host_that_drops_its_client_is_reaped_by_watch(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """A's Client dropped without close() (its transport still reads A): while the host
+    uses B, `reap --watch --include superseded --min-age 1` ends A, and B answers on."""
+    from mcp_tether.scan.watch import watch
+
+    cfg = _config(lab)
+    h = _node_host(lab, "forget")
+    a, _ = h.copies
+    stop = threading.Event()
+
+    def traffic() -> None:  # a call now and then: rounds between calls see B quiet
+        while not stop.wait(1.0):
+            h.use(1)
+
+    user = threading.Thread(target=traffic)
+    user.start()
+    lines: list[str] = []
+    try:
+        watch(interval=0.3, min_age=0, superseded_min_age=1, include={"superseded"},
+              scan_kwargs={"config": cfg}, emit=lines.append,
+              should_stop=lambda: not is_running(a) or bool(stop.wait(0)), rounds=60)
+    finally:
+        stop.set()
+        user.join()
+    assert [line for line in lines if line.startswith("ended")] and not is_running(a), lines
+    assert all(f"pid {a.pid} " in line for line in lines if line.startswith("ended")), lines
+    h.use(1)
+
+
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_an_edited_entrys_old_copy_is_superseded_by_the_new_one(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """1. ps sees copy A match the entry. 2. The entry is edited, the host starts B from
+    it (A no longer matches). 3. Once only B is used: A superseded as the same entry,
+    edited; reap --include superseded ends A; B answers on."""
+    cfg = _config(lab)
+    h = _ondemand(lab, "sync", 1, cfg)
+    a = h.copies[0]
+    assert _state(capsys, cfg, a)["config"]
+    _config(lab, "--generation", "2")
+    b = h.start()
+    e = _superseded_after(capsys, cfg, h, a, 1, 1.0)
+    assert "edited" in e["superseded"]["same"] and not e["config"], e
+    assert e["superseded"]["newer_copy"]["pid"] == b.pid
+    _ends_old_keeps_new(capsys, cfg, h, a, 1)
+
+
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_copy_used_again_right_before_the_signal_is_left(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scan finds A superseded; the host uses A before the ladder: `left`, alive."""
+    from mcp_tether.scan.find import scan
+    from mcp_tether.scan.reap import reap_servers
+
+    cfg = _config(lab)
+    h = _ondemand(lab, "sync", 2, cfg)
+    a = h.copies[0]
+    _superseded_after(capsys, cfg, h, a, 1, 0.1)
+    h.use(1)
+    found = next(s for s in scan(config=cfg).servers if s.pid == a.pid)
+    assert found.state == "superseded"
+    h.use(0)
+    [out] = reap_servers([found])
+    assert out.outcome == "left" and is_running(a)
+
+
+def test_where_counters_cannot_be_read_nothing_is_superseded(
+        lab: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counters unreadable (another user, the portable backend): `unknown`, never
+    superseded, never reaped, however the newer copy is used."""
+    from mcp_tether.proc import table
+
+    cfg = _config(lab)
+    h = _ondemand(lab, "sync", 2, cfg)
+    monkeypatch.setattr(table, "io_counters", lambda pid: None)
+    for _ in range(3):
+        h.use(1)
+        e = _state(capsys, cfg, h.copies[0])
+        assert e["state"] != "superseded", e
+    if e["superseded"]["answer"] != "n/a":  # n/a: this backend sees no launcher's channel
+        assert e["superseded"]["answer"] == "unknown", e
+    assert not set(_reaped(capsys, cfg, "--include", "superseded", "--min-age", "0")) \
+        & {i.pid for i in h.copies}
+
+
+# ----- 3. the samples: idle time is what was observed -------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_idle_time_counts_from_the_first_sample_of_the_current_counters() -> None:
+    """Idle since the first look at its current counters; reads counted between looks
+    after a time, and only once it was seen quiet (a write alone is not a read)."""
+    s = Samples()
+    a = ProcessId(10, 5.0)
+    s.observe(a, 90.0, (0, 0, 0, 0), set())
+    s.observe(a, 95.0, (1, 0, 1, 0), set())  # starting up: read at every look
+    assert s.reads_since(a, 0.0) == 0  # never seen quiet: its start-up does not count
+    s.observe(a, 100.0, (1, 1, 1, 1), set())
+    s.observe(a, 110.0, (1, 1, 1, 1), set())  # quiet between 100 s and 110 s: settled
+    assert s.idle_since(a, (1, 1, 1, 1)) == 100.0
+    assert s.reads_since(a, 0.0) == 0
+    s.observe(a, 120.0, (2, 1, 2, 1), set())  # it read: idle since this look only
+    assert s.idle_since(a, (2, 1, 2, 1)) == 120.0
+    assert s.reads_since(a, 0.0) == 1  # between the looks at 110 s and 120 s
+    assert s.reads_since(a, 115.0) == 0  # no look at or after 115 s before the read
+    s.observe(a, 130.0, (2, 5, 2, 3), set())  # a write alone is traffic, not a read
+    assert s.reads_since(a, 110.0) == 1
+    s.observe(a, 140.0, (3, 5, 3, 3), set())
+    assert s.reads_since(a, 110.0) == 2
+    assert s.idle_since(a, (9, 9, 9, 9)) is None
+
+
+def test_samples_survive_a_round_trip_and_a_bad_file_starts_empty(tmp_path: Path) -> None:
+    path = str(tmp_path / "s" / "io.json")
+    s = Samples.open(path)
+    a, gone = ProcessId(10, 5.0), ProcessId(11, 6.0)
+    s.observe(a, 1.0, (1, 2, 3, 4), {"e"})
+    s.observe(gone, 1.0, (1, 2, 3, 4), set())
+    s.keep({a})
+    s.save()
+    back = Samples.open(path)
+    assert back.idle_since(a, (1, 2, 3, 4)) == 1.0 and back.entries(a) == {"e"}
+    assert back.idle_since(gone, (1, 2, 3, 4)) is None
+    Path(path).write_text('{"format": 1, "processes": {"10:5.0": {"runs": "x"}}}')
+    assert Samples.open(path).idle_since(a, (1, 2, 3, 4)) is None
+    Path(path).write_text("not json")
+    assert Samples.open(path).procs == {}
