@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -25,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tools import needed
 
 import mcp_tether
 
@@ -48,15 +48,6 @@ def test_the_python_and_the_node_package_carry_one_version() -> None:
     node = json.loads((NODE / "package.json").read_text())["version"]
     assert node == _version_in_init() == mcp_tether.__version__, (
         f"node/package.json says {node}, src/mcp_tether/__init__.py {_version_in_init()}")
-
-
-def _needed(tool: str) -> str:
-    found = shutil.which(tool)
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{tool} is missing (CI installs it: .ci/run)")
-        pytest.skip(f"{tool} is not installed")
-    return found
 
 
 def _run(argv: list[str | Path], cwd: Path, timeout: float = INSTALL_TIMEOUT,
@@ -148,8 +139,8 @@ def test_the_installed_wheel_runs_the_lab_reference_block_from_another_folder(
     """1. A fresh venv with the wheel; 2. --version from a folder outside the checkout;
     3. `mcp-tether lab --block reference --json` there: every row ran (exit 0) and the
     leaking fixtures leak, the fixed one does not."""
-    _needed("node")
-    _needed("npm")
+    needed("node")
+    needed("npm")
     bindir = _fresh_venv(tmp_path / "venv", _one(dist, "*.whl"))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -214,8 +205,8 @@ def test_the_npm_tarball_imports_every_export_in_a_fresh_project(tmp_path: Path)
     needed: the package has no dependencies); 3. every export imports as ESM and as
     CommonJS from inside node_modules, every file the exports name is packed;
     `tether` and `StdioClientTransport` are functions there."""
-    _needed("node")
-    npm = _needed("npm")
+    needed("node")
+    npm = needed("npm")
     packed = tmp_path / "packed"
     packed.mkdir()
     _run([npm, "pack", "--silent", "--pack-destination", packed, NODE], cwd=tmp_path)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tools import needed
 
 from mcp_tether.proc import wait_gone
 from polling import until
@@ -37,17 +38,8 @@ GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__range": "10m", "$instance": "
 SCRAPE_DEADLINE = 60.0  # seconds: Prometheus starting, then two scrapes, on a busy machine
 
 
-def _needed(tool: str) -> str:
-    found = shutil.which(tool)
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{tool} is missing (CI installs it: .ci/run)")
-        pytest.skip(f"{tool} is not installed")
-    return found
-
-
 def test_the_rules_pass_promtool_check_and_their_unit_tests() -> None:
-    promtool = _needed("promtool")
+    promtool = needed("promtool")
     check = subprocess.run([promtool, "check", "rules", RULES.name], cwd=FLEET,
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
@@ -158,8 +150,8 @@ def test_every_dashboard_query_returns_series_from_a_real_scrape(
     a Prometheus of ours on 127.0.0.1 scrapes it every second with the shipped rules
     loaded; 4. every dashboard query returns series; the counters say one tree ended and
     memory reclaimed; the rules loaded healthy."""
-    exporter = _needed("prometheus-node-exporter")
-    prometheus = _needed("prometheus")
+    exporter = needed("prometheus-node-exporter")
+    prometheus = needed("prometheus")
     kept = lab.pair([sys.executable, str(_packaged_server(lab, "keep-me", "keep-me-server"))])
     ended = lab.pair([sys.executable, str(_packaged_server(lab, "gone", "leaky-server"))])
     for p in (kept, ended):
