@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from mcp_tether.errors import TetherError
 from mcp_tether.lab import node_env
@@ -193,6 +196,9 @@ def _node_sdk_modules() -> Path | None:
 
 # Found at import, before a test points HOME at an empty directory.
 NODE_MODULES = _node_sdk_modules()
+# The scan tests' Node hosts need node and the lab's pinned SDK.
+needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
+                                reason="needs node and the lab's pinned Node SDK")
 
 
 @dataclasses.dataclass

@@ -26,6 +26,7 @@ from mcp_tether.scan import abandoned
 from mcp_tether.scan.abandoned import Waits, listens
 from polling import until
 from scan_lab import (
+    needs_node,
     DEADLINE,
     NODE_MODULES,
     Lab,
@@ -37,8 +38,6 @@ from scan_lab import (
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
-needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
-                                reason="needs node and the lab's pinned Node SDK")
 
 HOSTS = Path(__file__).parent / "hostcheck_hosts"
 WAITS = "how another process waits (epoll items, thread syscalls) is unknown without /proc"

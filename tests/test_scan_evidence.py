@@ -29,6 +29,7 @@ from mcp_tether import platform
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from polling import until
 from scan_lab import (
+    needs_node,
     DEADLINE,
     FAR_ENDS,
     NODE_MODULES,
@@ -44,8 +45,6 @@ from scan_lab import (
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
-needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
-                                reason="needs node and the lab's pinned Node SDK")
 needs_ns = pytest.mark.skipif(
     shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0,
     reason="needs unshare and nsenter as root")

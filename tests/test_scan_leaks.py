@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import pytest
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from polling import until
 from scan_lab import (
+    needs_node,
     DEADLINE,
     FAR_ENDS,
     NODE_MODULES,
@@ -36,8 +36,6 @@ from scan_lab import (
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
-needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
-                                reason="needs node and the lab's pinned Node SDK")
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from mcp_tether.proc import ProcessId, identify, is_running
 from mcp_tether.scan.superseded import Samples
 from polling import until
 from scan_lab import (
+    needs_node,
     DEADLINE,
     NODE_MODULES,
     Lab,
@@ -38,8 +39,6 @@ from scan_lab import (
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
-needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
-                                reason="needs node and the lab's pinned Node SDK")
 COUNTERS = "read/write counters of another process (/proc/<pid>/io) are unknown without /proc"
 
 HOSTS = Path(__file__).parent / "hostcheck_hosts"
