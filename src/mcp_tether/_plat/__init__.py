@@ -27,6 +27,9 @@ The contract every backend module keeps (same names, same meanings):
   `pid_namespace(pid)`, `cgroup(pid)`, `cgroup_memory(pid)`, `mapped_files(pid)`: what a
   process is doing and where it lives, for evidence and `inspect`; None where the
   backend cannot know (callers then say nothing, never "none").
+- `running_tasks()`, `running_threads(pid)`: runnable tasks on the whole machine, and
+  of one process (its threads in state R), now; None where the backend cannot know
+  (the survey then cannot tell its own load from other work's).
 """
 
 import os

@@ -419,6 +419,29 @@ def threads(pid: int, limit: int | None = None) -> list[tuple[int, str, str | No
     return out
 
 
+def running_tasks() -> int | None:
+    """Tasks (threads) runnable on the whole machine now, whatever pid namespace we are
+    in: /proc/loadavg's fourth field, the count the load average averages."""
+    text = _text("/proc/loadavg")
+    try:
+        return int(text.split()[3].split("/")[0]) if text else None
+    except (IndexError, ValueError):
+        return None
+
+
+def running_threads(pid: int) -> int | None:
+    """How many of `pid`'s threads are runnable now (state R); None: unreadable."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    n = 0
+    for tid in tids:
+        stat = _text(f"/proc/{pid}/task/{tid}/stat") or ""
+        n += stat[stat.rfind(")") + 2:stat.rfind(")") + 3] == "R"
+    return n
+
+
 def pid_namespace(pid: int) -> int | None:
     """An id of `pid`'s pid namespace (the inode of its ns/pid link); None: unknown."""
     try:

@@ -238,6 +238,14 @@ def threads(pid: int, limit: int | None = None) -> list[tuple[int, str, str | No
     return None  # psutil has thread ids, not names
 
 
+def running_tasks() -> int | None:
+    return None  # no portable count of the machine's runnable tasks
+
+
+def running_threads(pid: int) -> int | None:
+    return None  # psutil has a process's status, not each thread's
+
+
 def pid_namespace(pid: int) -> int | None:
     return None
 

@@ -46,7 +46,8 @@ from mcp_tether.inspect import inspect_path, server_uses
 from mcp_tether.packages import InstallPolicy, PackageError, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
-from mcp_tether.survey.repeat import REPEATS, Run, busy, judge, repeat_failing
+from mcp_tether.survey.loadshare import OthersLoad
+from mcp_tether.survey.repeat import REPEATS, Run, busy, busy_others, judge, repeat_failing
 
 __all__ = ["run_survey", "rerun", "Row", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
@@ -157,6 +158,9 @@ class SurveyResult:
     # A table put together from several surveys (`merge`): each one's own header facts.
     runs: list[dict[str, Any]] = field(default_factory=list)
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # Runnable tasks that were not the survey's own (`loadshare`): median, max, samples;
+    # None where the backend cannot count them (or a JSON from before they were kept).
+    others: dict[str, Any] | None = None
 
     def loads(self) -> list[float]:
         """Every load average taken: at the start and end, before every probe run."""
@@ -166,9 +170,22 @@ class SurveyResult:
             out += [float(run["load"]) for f in (*row.failures, *row.flaky) for run in f.runs]
         return out
 
+    def others_medians(self) -> list[float] | None:
+        """The median of other work's runnable tasks, per survey put together (one for a
+        single survey); None when a survey among them did not count it."""
+        facts = [r.get("others_running") for r in self.runs] if self.runs else [self.others]
+        if not facts or any(not f for f in facts):
+            return None
+        return [float(f["median"]) for f in facts if f]
+
     @property
     def busy(self) -> bool:
-        """Did the load stay above the CPU count? (Timings, then, are the machine's.)"""
+        """Did other work keep more tasks runnable than there are CPUs (the survey's own
+        not counted)? Where that was not counted: did the load average, the survey's own
+        probes included, stay above the CPU count? (Timings, then, are the machine's.)"""
+        medians = self.others_medians()
+        if medians is not None:
+            return busy_others(medians, self.cpus)
         return busy(self.loads(), self.cpus)
 
     @property
@@ -199,7 +216,8 @@ class SurveyResult:
         return cls([Row.from_dict(r) for r in rows], started, float(d["seconds"]),
                    int(d["jobs"]), bool(d["pid_namespace"]),
                    (float(load["start"]), float(load["end"])) if load else None,
-                   list(d.get("runs") or []), int(d.get("cpus") or os.cpu_count() or 1))
+                   list(d.get("runs") or []), int(d.get("cpus") or os.cpu_count() or 1),
+                   d.get("others_running"))
 
     def run_facts(self) -> dict[str, Any]:
         """This survey's own header facts (no rows), as `runs` keeps them."""
@@ -235,6 +253,8 @@ class SurveyResult:
             "cpus": self.cpus, "busy": self.busy}
         if self.load is not None:
             d["load_average"] = {"start": self.load[0], "end": self.load[1]}
+        if self.others is not None:
+            d["others_running"] = self.others
         if self.runs:
             d["runs"] = self.runs
         d["rows"] = [r.to_dict() for r in self.rows]
@@ -498,7 +518,7 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
     kids = _Children()
     started, t0, load_start = time.time(), time.monotonic(), _load()
     rows: dict[int, Row] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with OthersLoad() as others, ThreadPoolExecutor(max_workers=jobs) as pool:
         pending: dict[Future[Row], int] = {
             pool.submit(survey_one, e, kids, timeout=timeout, jobs=scenario_jobs,
                         ready_timeout=ready_timeout, scenarios=scenarios, policy=policy): i
@@ -529,7 +549,7 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
             rows[i] = Row(e.label, e.spec.text, status="stopped", note="not run: stopped")
     return SurveyResult([rows[i] for i in range(len(entries))], started,
                         time.monotonic() - t0, jobs, in_pid_namespace(),
-                        (load_start, _load()))
+                        (load_start, _load()), others=others.summary())
 
 
 def rerun(result: SurveyResult, entries: list[Entry], style: str,

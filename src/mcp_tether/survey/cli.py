@@ -17,7 +17,7 @@ from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
 from mcp_tether.survey import Row, SurveyResult, parse_list, run_survey
-from mcp_tether.survey.render import to_html, to_json, to_markdown
+from mcp_tether.survey.render import busy_text, to_html, to_json, to_markdown
 
 EPILOG = """\
 LIST: one server a line (# comments; words split like a shell's):
@@ -40,8 +40,10 @@ the survey runs in a pid namespace of its own where one can be made (root or use
   namespaces): when it ends, or is interrupted or killed, nothing it started is left.
 a failure is published only when it repeats: each failing scenario is probed twice
   more (the load average recorded before every run); one that passes once is shown as
-  `flaky` with its runs, never as FAIL. A survey whose load stayed above the CPU count
-  marks its table BUSY MACHINE, and --out then writes only BASE.json (--allow-busy: all).
+  `flaky` with its runs, never as FAIL. A survey during which other work (the survey's
+  own tasks not counted: its probes alone load the machine) kept more tasks runnable than
+  there are CPUs marks its table BUSY MACHINE, and --out then writes only BASE.json
+  (--allow-busy: all).
 exit code: 0 every row ran (whatever its verdicts: the survey reports, it does not
   judge), 1 some row could not be probed (install failed, error, timeout) or a busy
   survey's table was not written, 2 usage error
@@ -76,8 +78,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                      "repeated: one table from several surveys of the list, a later "
                      "file's row replacing an earlier one's")
     out.add_argument("--allow-busy", action="store_true",
-                     help="write --out's table even when the load average stayed above "
-                     "the CPU count (without it, only BASE.json is written)")
+                     help="write --out's table even when other work kept the machine busy "
+                     "(without it, only BASE.json is written)")
     which = parser.add_argument_group("what to probe, and how")
     which.add_argument("-s", "--scenario", action="append", metavar="NAME", dest="scenarios",
                        help="probe only this scenario (repeatable; default: every one)")
@@ -188,7 +190,7 @@ def _write(args: argparse.Namespace, result: SurveyResult) -> int | None:
         (("md", to_markdown), ("json", to_json), ("html", to_html)) if args.out else ())
     if files and result.busy and not args.allow_busy:
         # The data is kept (`--from-json` renders it again); the table is not published.
-        print(f"mcp-tether survey: the load average stayed above the {result.cpus} CPUs: "
+        print(f"mcp-tether survey: {busy_text(result)}: "
               f"only {args.out}.json written (--allow-busy writes the table too)",
               file=sys.stderr)
         files, code = (("json", to_json),), EXIT_FAILED

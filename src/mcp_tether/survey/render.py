@@ -18,7 +18,7 @@ from mcp_tether.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.jsonout import envelope
 from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, Row, SurveyResult
 
-__all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers"]
+__all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers", "busy_text"]
 
 COLUMNS = ("server", "used", "version", "language", "SDK", "launch", "spec (node / python)",
            "robust (node / python)", "`kill PID` (node / python)", "behind the guard",
@@ -130,6 +130,10 @@ def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
     load = d.get("load_average")
     load_text = "" if not load else \
         f", load average {load['start']:g} at the start and {load['end']:g} at the end"
+    others = d.get("others_running")
+    if others:
+        load_text += (f", other work's runnable tasks (the survey's own not counted) median "
+                      f"{float(others['median']):g}, max {others['max']}")
     floor = float(d.get("floor_seconds") or 0)
     extra = int(d.get("probe_runs") or 0) - probed * len(STYLES)
     runs = f"{probed} probed servers x {len(STYLES)} probes" + \
@@ -142,11 +146,20 @@ def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
             f"{d['jobs']} at once, {ns}{load_text}.{floor_text}")
 
 
+def busy_text(result: SurveyResult) -> str:
+    """Why a busy survey is busy, in one clause (its measure and median)."""
+    medians = result.others_medians()
+    if medians is not None:
+        return (f"other work kept more tasks runnable than the {result.cpus} CPUs (median "
+                f"{max(medians):g}, the survey's own not counted)")
+    return (f"the load average stayed above the {result.cpus} CPUs (median "
+            f"{statistics.median(result.loads()):g}, the survey's own probes included)")
+
+
 def _busy_line(result: SurveyResult) -> str:
     if not result.busy:
         return ""
-    return (f"BUSY MACHINE: the load average stayed above the {result.cpus} CPUs "
-            f"(median {statistics.median(result.loads()):g}); "
+    return (f"BUSY MACHINE: {busy_text(result)}; "
             "timings and start-ups here are the machine's, not the servers'. ")
 
 

@@ -19,8 +19,12 @@ Guarantees:
   clock of load as functions, so the policy is tested without any server.
 - A failure is a FAIL only when the cell failed at least twice and never passed.
 - Every run carries its verdict, whether it passed and the load before it (JSON).
-- `busy(loads, cpus)`: the machine stayed busy (the median load above the CPU count):
-  the survey's table says so, and `survey --out` publishes it only when told to.
+- `busy_others(medians, cpus)`: other work kept the machine busy (in some survey put
+  together, the median of the runnable tasks that were not the survey's own, counted by
+  `loadshare`, above the CPU count): the survey's table says so, and `survey --out`
+  publishes it only when told to. `busy(loads, cpus)` (the median load average above
+  the CPU count) is the same judgement where the survey's own tasks were not told apart:
+  on 2 cores a survey's own probes alone hold the load average at 8-14.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["REPEATS", "Run", "judge", "repeat_failing", "busy", "failing", "UNKNOWN"]
+__all__ = ["REPEATS", "Run", "judge", "repeat_failing", "busy", "busy_others", "failing",
+           "UNKNOWN"]
 
 REPEATS = 2  # runs after the first: three in all, so one failure never stands alone
 UNKNOWN = ("error", "early-exit")  # verdicts that say nothing about the scenario
@@ -89,3 +94,9 @@ def repeat_failing(first: list[dict[str, Any]], first_load: float,
 def busy(loads: list[float], cpus: int) -> bool:
     """Did the load stay above the CPU count (its median over the runs)?"""
     return bool(loads) and statistics.median(loads) > cpus
+
+
+def busy_others(medians: list[float], cpus: int) -> bool:
+    """Did other work (the survey's own tasks not counted) keep more tasks runnable than
+    there are CPUs, by its median, in any of the surveys put together?"""
+    return any(m > cpus for m in medians)
