@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
 from mcp_tether.errors import TetherError
-from mcp_tether.escape import xml_text
 from mcp_tether.probe.api import ScenarioResult
-from mcp_tether.probe.render import note
 from mcp_tether.probe.spec import ROBUST, SPEC
+from mcp_tether.report.escape import xml_text
+from mcp_tether.report.text import note
 
 __all__ = ["write_junit", "failure_message", "start_error_result"]
 
