@@ -49,7 +49,6 @@ from mcp_tether.probe.spec import (
 from mcp_tether.report.escape import terminal
 from mcp_tether.report.files import write_junit_or_say, write_pictures
 from mcp_tether.report.jsonout import print_json
-from mcp_tether.report.junit import start_error_result
 from mcp_tether.report.text import render_fixes, render_matrix, render_table
 from mcp_tether.report.timeline import print_timelines
 
@@ -347,10 +346,31 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
                               report.level) or code
 
 
+# What to check when the command could not be started: the remedy of its one result.
+START_REMEDY = {
+    127: "Install the server, or give its path; the probe runs the command as given "
+         "(relative to --cwd), looking it up on PATH",
+    126: "Make the file executable (chmod +x) or run it through its interpreter "
+         "(`node server.js`, `python server.py`)",
+}
+
+
+def _start_error_result(exc: TetherError, host_style: str = "node") -> ScenarioResult:
+    """The one result of a probe whose command could not be started (127 / 126)."""
+    code = int(getattr(exc, "exit_code", 127))
+    return ScenarioResult(
+        scenario="start", host_style=host_style, verdict="error", passed=False,
+        exit_ms=None, rung=None, exit_status=None, error_code=code,
+        detail=f"the command could not be started: {exc} (exit {code})",
+        diagnosis=f"The command could not be started: {exc} (exit {code}).",
+        remedy=START_REMEDY.get(code, "Check the command"),
+    )
+
+
 def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exception) -> None:
     """127/126: --junit and --markdown are still written (CI reads them), then the
     error goes on to the CLI's one line and exit code."""
-    r = start_error_result(exc, args.host_style)  # type: ignore[arg-type]
+    r = _start_error_result(exc, args.host_style)  # type: ignore[arg-type]
     title = f"mcp-tether probe: {shlex.join(cmd)}"
     d = r.to_dict()
     payload = {"command": cmd, "level": args.level, "passed": False, "meets": "none",
