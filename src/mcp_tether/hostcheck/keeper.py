@@ -3,7 +3,7 @@
     hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> [wrapper ->]
         recorder -> grandchild
 
-The loop, the subreaper and the end are the core's (`proc.keeper.Keeper`): the recorder
+The loop, the subreaper and the end are the core's (`proc.keeper.BaseKeeper`): the recorder
 and its grandchild reparent to the keeper when the host (or the recorder) goes, so after
 the host is gone "what is left" is exactly the keeper's live descendants.
 
@@ -12,8 +12,8 @@ Guarantees:
   pidfds, signals through the core's inbox; deadlines only bound them.
 - Besides SIGTERM/SIGINT, the driver's death stops it (PR_SET_PDEATHSIG SIGTERM, and EOF
   on a pipe whose write end only the driver holds): a SIGKILLed check leaves nothing.
-- Signals to the host go through `proc.signals.signal_process` (identity re-checked).
-- With a hold point (`Spec.hold`), the trigger is sent while the recorder still holds
+- Signals to the host go through the core's `signal_process` (identity re-checked).
+- With a hold point (`CheckSpec.hold`), the trigger is sent while the recorder still holds
   its answer (to `tools/list` or `initialize`), and the hold is released right after
   it: a one-shot host is ended by the scenario, not by its own end of work. A host
   that began ending the recorder before the trigger (closed its stdin, signalled it)
@@ -39,13 +39,11 @@ from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, de
 from mcp_tether.hostcheck.timeline import build
 from mcp_tether.hostcheck.who import SIGNS, processes
 from mcp_tether.proc import ProcessId, cmdline, descendants, identify, read_info, snapshot
-from mcp_tether.proc.keeper import Interrupted
-from mcp_tether.proc.keeper import Keeper as CoreKeeper
-from mcp_tether.proc.signals import signal_process
+from mcp_tether.proc.keeper import BaseKeeper, Interrupted
 from mcp_tether.proc.spawn import spawn
 from mcp_tether.scan.superseded import Samples
 
-__all__ = ["Spec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
+__all__ = ["CheckSpec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
 
 PS_LOOKS = 8  # reconnect: `ps` looks spread over the window (superseded needs several)
 
@@ -63,7 +61,9 @@ HOLDS = ("tools/list", "initialize", "none")
 
 
 @dataclass
-class Spec:
+class CheckSpec:
+    """One scenario of the host check as its keeper is told it (JSON from the driver)."""
+
     argv: list[str]  # the host's command line; PLACEHOLDER args become the recorder's
     scenario: str
     work: str  # this scenario's folder: events, throwaway HOME and project, host log
@@ -132,7 +132,7 @@ class State:
     host_family: tuple[int, int] | None = None  # the host's (pgid, sid) before the trigger
     recorders: dict[int, ProcessId] = field(default_factory=dict)  # pid -> ident
     roles: dict[int, str] = field(default_factory=dict)
-    statuses: dict[int, int] = field(default_factory=dict)
+    statuses: dict[int, int] = field(default_factory=dict)  # the keeper's (the core's)
     marks: list[dict[str, Any]] = field(default_factory=list)  # the keeper's own events
     cleanup_at: float = float("inf")  # exits after this instant are the clean-up's
     tail: bytes = b""
@@ -143,8 +143,12 @@ class State:
     host_tree: set[int] = field(default_factory=set)
 
 
-class Keeper(CoreKeeper):
-    def __init__(self, spec: Spec, life_fd: int) -> None:
+class HostKeeper(BaseKeeper):
+    """One host check scenario's keeper: the host it starts with the recorder, what the
+    recorder's events mean, the scenario's action on the host and the verdict on what the
+    host left."""
+
+    def __init__(self, spec: CheckSpec, life_fd: int) -> None:
         super().__init__()
         self.spec = spec
         self.sc = SCENARIOS[spec.scenario]
@@ -152,8 +156,8 @@ class Keeper(CoreKeeper):
         # shows the old copy matching the entry) to the end of the window
         self.ps_samples = Samples()
         # Nothing is written to the driver's pipe; its EOF is its death: stop, leave nothing.
-        self.watch(life_fd, lambda _chunk: None, on_eof=lambda: self.halt("driver died"))
-        self.s = State()
+        self.watch_parent(life_fd, "driver died")
+        self.s = State(statuses=self.statuses)
         self.events_dir = os.path.join(spec.work, "events")
         self.stdin_w: int | None = None
         self.master: int | None = None
@@ -170,7 +174,6 @@ class Keeper(CoreKeeper):
         self.s.marks.append({"t": t, "what": what, "pid": pid, **extra})
 
     def on_exit(self, pid: int, status: int) -> None:
-        self.s.statuses[pid] = status
         # The host's status: its own when it is our child, else its tty shell's (the
         # shell exits with its job's status).
         ours = [p.pid for p in (self.s.host, self.shell) if p is not None]
@@ -178,21 +181,29 @@ class Keeper(CoreKeeper):
             self.s.host_status = status
 
     def _on_recorder(self, ev: Any) -> None:
+        """One event of a recorder: its `what` says what it means (`handle_<what>`)."""
         pid = int(ev.get("pid", 0))
-        if ev.get("what") == "start" and pid not in self.s.recorders:
+        what = ev.get("what")
+        self.dispatch(what, ev, pid)
+        if what in SIGNS and self.s.first_sign is None:  # the host is ending it
+            self.s.first_sign = ev
+
+    def handle_start(self, ev: dict[str, Any], pid: int) -> None:
+        if pid not in self.s.recorders:
             ident = identify(pid)
             # Ours only if it runs the recorder: a pid is never taken on its word alone.
             if ident is not None and is_recorder(cmdline(pid)):
                 self.s.recorders[pid] = ident
                 self.s.roles[pid] = ev.get("role", "server")
                 self.waiter.add(ident)
-        what = ev.get("what")
-        if what == "initialized" and self.s.initialized_at is None:
+
+    def handle_initialized(self, ev: dict[str, Any], pid: int) -> None:
+        if self.s.initialized_at is None:
             self.s.initialized_at = float(ev["t"])
-        if what == "hold" and self.s.hold_at is None:
+
+    def handle_hold(self, ev: dict[str, Any], pid: int) -> None:
+        if self.s.hold_at is None:
             self.s.hold_at, self.s.hold_point = float(ev["t"]), str(ev.get("point"))
-        if what in SIGNS and self.s.first_sign is None:
-            self.s.first_sign = ev
 
     def _on_screen(self, chunk: bytes) -> None:
         self.s.tail = (self.s.tail + chunk)[-TAIL:]
@@ -350,7 +361,7 @@ class Keeper(CoreKeeper):
             self.mark(now, "config-edit", host.pid)
         else:
             sig = getattr(signal, sc.action)
-            outcome = signal_process(host, sig)
+            outcome = self.signal_process(host, sig)
             if outcome != "sent":
                 s.action_note = f"{sc.action} not sent to the host: {outcome}"
             self.mark(now, sc.action.lower(), host.pid)
@@ -402,22 +413,17 @@ class Keeper(CoreKeeper):
         return s.initialized_at is not None and (
             spec.hold != "tools/list" or time.monotonic() >= s.initialized_at + spec.hold_wait)
 
-    def wait_ready(self) -> None:
+    def hold_waited(self) -> float:
+        """When a tools/list hold stops waiting for the request (inf: none to wait for)."""
         s, spec = self.s, self.spec
-        deadline = s.t0 + spec.ready_timeout
-        while not self.ready():
-            wake = deadline
-            if s.initialized_at is not None and spec.hold == "tools/list":
-                wake = min(wake, s.initialized_at + spec.hold_wait)
-            now = time.monotonic()
-            if now >= deadline:
-                return
-            self.step(max(0.0, wake - now))
+        if s.initialized_at is not None and spec.hold == "tools/list":
+            return s.initialized_at + spec.hold_wait
+        return float("inf")
 
     def drive(self) -> dict[str, Any]:
         spec, s = self.spec, self.s
         self.start_host()
-        self.wait_ready()
+        self.wait_until(self.ready, s.t0 + spec.ready_timeout, wake=self.hold_waited)
         self.step(0)  # a one-shot host's last events may be in the FIFO still
         handshake = s.initialized_at is not None or s.hold_at is not None
         if not handshake and self.host_gone() and s.recorders:
@@ -470,7 +476,7 @@ class Keeper(CoreKeeper):
         self._adopt_unseen()
         # The host's helpers (a guard, a wrapper it started) may still be ending the
         # server for it: while one lives, the settle time stretches, up to HELPER_GRACE.
-        helpers = [i.ident for i in descendants(self.me, snapshot())
+        helpers = [i.ident for i in self.tree()
                    if not i.exited and i.pid not in self.s.recorders]
         for h in helpers:
             self.waiter.add(h)
@@ -563,7 +569,7 @@ class Keeper(CoreKeeper):
     def _adopt_unseen(self) -> None:
         """Recorder processes whose start event was not read yet: from a full scan."""
         self.drain(self.fifo)
-        for info in descendants(self.me, snapshot()):
+        for info in self.tree():
             if info.pid in self.s.recorders or info.exited:
                 continue
             argv = cmdline(info.pid)
@@ -575,7 +581,7 @@ class Keeper(CoreKeeper):
     def others_left(self) -> list[dict[str, Any]]:
         """Live descendants that are not the recorder's (a wrapper, a helper)."""
         out = []
-        for info in descendants(self.me, snapshot()):
+        for info in self.tree():
             if info.exited or info.pid in self.s.recorders or (
                     self.s.host is not None and info.pid == self.s.host.pid):
                 continue
@@ -712,14 +718,14 @@ class Keeper(CoreKeeper):
 
 def run_keeper(spec_json: str, result_fd: int, life_fd: int) -> None:
     """The keeper process's main (forked by the driver): one JSON line to `result_fd`."""
-    spec = Spec(**json.loads(spec_json))
+    spec = CheckSpec(**json.loads(spec_json))
     os.set_blocking(life_fd, False)
-    out = Keeper(spec, life_fd).run()
+    out = HostKeeper(spec, life_fd).run()
     data = (json.dumps(out) + "\n").encode()
     while data:
         data = data[os.write(result_fd, data):]
     os.close(result_fd)
 
 
-def spec_json(spec: Spec) -> str:
+def spec_json(spec: CheckSpec) -> str:
     return json.dumps(asdict(spec))
