@@ -16,7 +16,7 @@ from mcp_tether.cli import main
 from mcp_tether.errors import UsageError
 from mcp_tether.hostcheck import check
 from mcp_tether.hostcheck.config import ENTRY_NAME, write_recorder
-from mcp_tether.hostcheck.keeper import RECORDER
+from mcp_tether.hostcheck.spec import RECORDER
 from mcp_tether.hostcheck.keys import KeyStep, parse, screen_text, shown
 
 pytestmark = pytest.mark.linux

@@ -39,8 +39,9 @@ from typing import Any
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.hostcheck import keys
 from mcp_tether.hostcheck.config import SCOPES, host_names
-from mcp_tether.hostcheck.keeper import HOLDS, PLACEHOLDER, CheckSpec, run_keeper, spec_json
+from mcp_tether.hostcheck.keeper import run_keeper
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, HostScenario, decide
+from mcp_tether.hostcheck.spec import HOLDS, PLACEHOLDER, CheckSpec, spec_json
 from mcp_tether.proc import ProcessId, identify
 from mcp_tether.proc.reap import wait_child
 from mcp_tether.proc.signals import signal_process

@@ -29,26 +29,24 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcp_tether.hostcheck import keys, ps_view
 from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
-from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
-from mcp_tether.hostcheck.timeline import build
-from mcp_tether.hostcheck.who import SIGNS, processes
+from mcp_tether.hostcheck.outcome import State, preempted, recorded_events, result_row
+from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS, decide
+from mcp_tether.hostcheck.spec import PLACEHOLDER, CheckSpec, is_recorder, recorder_argv, role_of
+from mcp_tether.hostcheck.who import SIGNS
 from mcp_tether.proc import ProcessId, cmdline, descendants, identify, read_info, snapshot
 from mcp_tether.proc.keeper import BaseKeeper, Interrupted
 from mcp_tether.proc.spawn import spawn
 from mcp_tether.scan.superseded import Samples
 
-__all__ = ["CheckSpec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
+__all__ = ["HostKeeper", "run_keeper"]
 
 PS_LOOKS = 8  # reconnect: `ps` looks spread over the window (superseded needs several)
 
-RECORDER = str(Path(__file__).resolve().parent / "recorder.py")
-PLACEHOLDER = "{server}"
 TAIL = 2000
 SCREEN = 65536  # what an --after-edit wait looks at: the terminal's last output, this long
 # How long a host's helper that outlives it (a guard, a wrapper) may go on ending the
@@ -57,90 +55,6 @@ HELPER_GRACE = 5.0
 # Under a pty the host runs as the foreground job of this stand-in for a terminal's shell
 # (the session leader), which tells us the host's pid; see ttyshell.py.
 TTYSHELL = str(Path(__file__).resolve().parent / "ttyshell.py")
-HOLDS = ("tools/list", "initialize", "none")
-
-
-@dataclass
-class CheckSpec:
-    """One scenario of the host check as its keeper is told it (JSON from the driver)."""
-
-    argv: list[str]  # the host's command line; PLACEHOLDER args become the recorder's
-    scenario: str
-    work: str  # this scenario's folder: events, throwaway HOME and project, host log
-    host: str | None = None  # --host NAME: the recorder goes into this host's config
-    pty: bool = False
-    quit: str | None = None  # written to the host's stdin before EOF (the exit scenario)
-    env: dict[str, str] | None = None
-    cwd: str | None = None
-    ready_timeout: float = 30.0
-    host_timeout: float = 15.0
-    settle: float = 1.0
-    eof: str = "stay"  # the recorder at stdin EOF: stay (needs the whole ladder) or exit
-    grandchild: bool = True
-    hold: str = "tools/list"  # where the recorder holds the host until the trigger (HOLDS)
-    hold_wait: float = 5.0  # after `initialized`, how long a tools/list hold waits for one
-    wrapper: bool = False  # a wrapper that forwards no signal stands before the recorder
-    signals: str = "die"  # the recorder at a fatal signal: die (as servers do) or stay
-    scope: str | None = None  # --host-scope: the host's config file of this scope
-    after_edit: list[str] = field(default_factory=list)  # reconnect, pty: keys.parse steps
-
-
-def recorder_argv(events: str, eof: str = "stay", grandchild: bool = True, *,
-                  hold: str = "none", signals: str = "die", wrapper: bool = False) -> list[str]:
-    argv = [sys.executable, RECORDER, "--events", events]
-    if wrapper:
-        argv += ["--role", "wrapper"]
-    if eof != "stay":
-        argv += ["--eof", eof]
-    if signals != "die":
-        argv += ["--signals", signals]
-    if hold != "none":
-        argv += ["--hold", hold]
-    if not grandchild:
-        argv.append("--no-grandchild")
-    return argv
-
-
-def is_recorder(argv: list[str]) -> bool:
-    """A recorder process runs `python RECORDER ...`; a wrapper or guard that merely has
-    the recorder's path among its arguments is not one."""
-    return len(argv) > 1 and argv[1] == RECORDER
-
-
-def role_of(argv: list[str]) -> str:
-    """A recorder's role from its command line (`--role R`, else the server)."""
-    for flag, value in zip(argv, argv[1:], strict=False):
-        if flag == "--role":
-            return value
-    return "server"
-
-
-@dataclass
-class State:
-    t0: float = 0.0
-    host: ProcessId | None = None
-    host_exit: float | None = None
-    host_status: int | None = None
-    action_at: float | None = None
-    action_note: str = ""
-    triggered: bool = False  # the scenario's action reached a live host
-    initialized_at: float | None = None
-    hold_at: float | None = None  # the recorder began holding its answer
-    hold_point: str | None = None
-    released_at: float | None = None
-    first_sign: dict[str, Any] | None = None  # the first sign of an ending, as recorded
-    host_family: tuple[int, int] | None = None  # the host's (pgid, sid) before the trigger
-    recorders: dict[int, ProcessId] = field(default_factory=dict)  # pid -> ident
-    roles: dict[int, str] = field(default_factory=dict)
-    statuses: dict[int, int] = field(default_factory=dict)  # the keeper's (the core's)
-    marks: list[dict[str, Any]] = field(default_factory=list)  # the keeper's own events
-    cleanup_at: float = float("inf")  # exits after this instant are the clean-up's
-    tail: bytes = b""
-    # The processes between the host and the server it started (a hidden `sh -c`, a
-    # relaunched CLI), host side first, and every process of the host's tree: both read
-    # while the handshake holds them (`read_tree`).
-    layers: list[dict[str, Any]] = field(default_factory=list)
-    host_tree: set[int] = field(default_factory=set)
 
 
 class HostKeeper(BaseKeeper):
@@ -511,22 +425,6 @@ class HostKeeper(BaseKeeper):
             cur = snap[cur].ppid
         s.layers = list(reversed(chain)) if cur == s.host.pid else []
 
-    def named_left(self, verdict: str) -> str:
-        """What the detail adds to a verdict: every other process left (the host's own
-        said so) and every layer between the host and its server."""
-        s, out = self.s, []
-        if self.others and verdict not in ("error", "skipped"):
-            layers = {x["pid"] for x in s.layers}
-            out.append("also left: " + ", ".join(
-                f"pid {o['pid']} ({o['cmdline'][:80]})"
-                + (", a layer the host put before its server" if o["pid"] in layers else
-                   ", the host's own" if o["pid"] in s.host_tree else "")
-                for o in self.others))
-        if s.layers:
-            out.append("between the host and its server: " + " > ".join(
-                f"pid {x['pid']} ({x['cmdline'][:80]})" for x in s.layers))
-        return "".join(f"; {x}" for x in out)
-
     @property
     def direct(self) -> str:
         """The role of the host's own child: the wrapper, when there is one."""
@@ -601,27 +499,10 @@ class HostKeeper(BaseKeeper):
             self.release_fd = None
         self.killed = sorted(self.live_recorders())
 
-    def _file_events(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        try:
-            names = sorted(os.listdir(self.events_dir))
-        except OSError:
-            return out
-        for name in names:
-            if not name.endswith(".jsonl"):
-                continue
-            with open(os.path.join(self.events_dir, name), "rb") as fh:
-                for line in fh:
-                    try:
-                        out.append(json.loads(line))
-                    except ValueError:
-                        continue
-        return sorted(out, key=lambda e: e.get("t", 0.0))
-
     # -- the core's hooks -----------------------------------------------------------------
     def keep(self) -> dict[str, Any]:
         try:
-            outcome = self.preempted(self.drive())
+            outcome = preempted(self.drive(), self.s, self.events_dir)
         except Interrupted:
             raise
         except Exception as exc:  # noqa: BLE001  # one line in the result, never a trace
@@ -633,87 +514,24 @@ class HostKeeper(BaseKeeper):
     def interrupted(self) -> dict[str, Any]:
         return {"verdict": "error", "detail": "interrupted: the check was stopped"}
 
-    def preempted(self, outcome: dict[str, Any]) -> dict[str, Any]:
-        """`preempted` instead of a verdict when the recorder saw the host begin ending it
-        before the trigger (from the events files: the FIFO may lag)."""
-        s = self.s
-        acted = s.action_at
-        if outcome["verdict"] in ("error", "skipped") or not s.triggered or acted is None:
-            return outcome
-        signs = [e for e in self._file_events()
-                 if e.get("what") in SIGNS and float(e.get("t", 0.0)) < acted]
-        if not signs:
-            return outcome
-        first = signs[0]
-        what = first.get("signal") or first.get("what")
-        ms = round((float(first["t"]) - s.t0) * 1000, 1)
-        return {**outcome, "verdict": "preempted", "after": outcome["verdict"],
-                "detail": f"{VERDICT_WORDS['preempted']} (the {first.get('role')} saw {what} "
-                f"at {ms:g} ms, the trigger came at {(acted - s.t0) * 1000:.1f} ms; "
-                f"what was left after: {outcome['verdict']})"}
-
     def result(self, outcome: dict[str, Any]) -> dict[str, Any]:
         for _ in range(20):  # the pidfds of what the clean-up killed: readable at once
             if not self.waiter.pending or not self.waiter.wait(0):
                 break
-        s, sc, killed = self.s, self.sc, self.killed
-        left = outcome.pop("left", [])
+        s = self.s
         host_exit = s.host_exit
         if s.host is not None and host_exit is None and s.host in self.waiter.exited:
             host_exit = self.waiter.exited[s.host]
-        by_cleanup = host_exit is not None and host_exit >= s.cleanup_at
-        recorded = self._file_events()
-        verdict = outcome["verdict"]
         tail = s.tail
         if self.log_path is not None and os.path.exists(self.log_path):
             with open(self.log_path, "rb") as fh:
                 fh.seek(max(0, os.path.getsize(self.log_path) - TAIL))
                 tail = fh.read()
-
-        def ms(t: float | None) -> float | None:
-            return None if t is None else round((t - s.t0) * 1000, 1)
-
-        row = {
-            "scenario": sc.name,
-            "title": sc.title,
-            "verdict": verdict,
-            "after": outcome.get("after"),
-            "hold": self.spec.hold,
-            "hold_point": s.hold_point,
-            "held_ms": ms(s.hold_at),
-            "released_ms": ms(s.released_at),
-            "wrapper": self.spec.wrapper,
-            "recorder_signals": self.spec.signals,
-            "host_pgid": s.host_family[0] if s.host_family else None,
-            "host_sid": s.host_family[1] if s.host_family else None,
-            "passed": verdict in PASSING,
-            "detail": (outcome["detail"] + (f" ({s.action_note})" if s.action_note
-                                            and s.action_note not in outcome["detail"] else "")
-                       + self.named_left(verdict)),
-            "spec": sc.spec,
-            "host_argv": self.spec.argv,
-            "host_config": str(self.placement.path) if self.placement is not None else None,
-            "after_edit": self.spec.after_edit,  # reconnect: the steps typed after the edit
-            "host_pid": s.host.pid if s.host else None,
-            "host_exit_ms": ms(host_exit),
-            "host_status": s.host_status,
-            "host_ended_by_cleanup": by_cleanup,
-            "initialized_ms": ms(s.initialized_at),
-            "action": sc.action,
-            "action_ms": ms(s.action_at),
-            "left": [{"pid": p, "role": s.roles.get(p, "server")} for p in left],
-            "others_left": [{**o, "hosts_own": o["pid"] in s.host_tree} for o in self.others],
-            "layers": s.layers,
-            "also": self.named_left(verdict).removeprefix("; "),  # the detail's last words
-            "ps": outcome.get("ps"),  # reconnect: `ps` on the copies still running
-            "killed_by_cleanup": killed,
-            "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},
-                          "t_ms": ms(e.get("t"))} for e in recorded],
-            "events": build(s, recorded, self.waiter.exited, killed, ms),
-            "host_output_tail": tail.decode("utf-8", "replace"),
-        }
-        row["processes"] = processes(row)
-        return row
+        return result_row(
+            outcome, s, self.sc, self.spec, host_exit=host_exit,
+            host_config=str(self.placement.path) if self.placement is not None else None,
+            others=self.others, killed=self.killed, exited=self.waiter.exited,
+            recorded=recorded_events(self.events_dir), tail=tail)
 
 
 def run_keeper(spec_json: str, result_fd: int, life_fd: int) -> None:
@@ -725,7 +543,3 @@ def run_keeper(spec_json: str, result_fd: int, life_fd: int) -> None:
     while data:
         data = data[os.write(result_fd, data):]
     os.close(result_fd)
-
-
-def spec_json(spec: CheckSpec) -> str:
-    return json.dumps(asdict(spec))
