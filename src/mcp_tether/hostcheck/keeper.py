@@ -3,9 +3,12 @@
     hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> [wrapper ->]
         recorder -> grandchild
 
-The loop, the subreaper and the end are the core's (`proc.keeper.BaseKeeper`): the recorder
-and its grandchild reparent to the keeper when the host (or the recorder) goes, so after
-the host is gone "what is left" is exactly the keeper's live descendants.
+The loop, the subreaper, the tree scan, the signals and the end are the core's
+(`proc.keeper.BaseKeeper`): the recorder and its grandchild reparent to the keeper when
+the host (or the recorder) goes, so after the host is gone "what is left" is exactly the
+keeper's live descendants. What the keeper is told is `spec.py`'s, the row it makes of
+what it saw `outcome.py`'s; `HostKeeper` says what is the host check's own: how the host
+is started, what a recorder's event means, the scenario's action and the verdict.
 
 Guarantees:
 - Every wait is event-timed: the recorder's events arrive through a FIFO, exits through
@@ -18,7 +21,7 @@ Guarantees:
   it: a one-shot host is ended by the scenario, not by its own end of work. A host
   that began ending the recorder before the trigger (closed its stdin, signalled it)
   gets the verdict `preempted`, never one that would be the outcome of that race.
-- The result is one JSON object written to the driver's pipe (see `result()`).
+- The result is one JSON object written to the driver's pipe (`outcome.result_row`).
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ class HostKeeper(BaseKeeper):
         if pid in ours and self.s.host_status is None:
             self.s.host_status = status
 
+    # -- what the loop watches: the recorders' events, the terminal -----------------------
     def _on_recorder(self, ev: Any) -> None:
         """One event of a recorder: its `what` says what it means (`handle_<what>`)."""
         pid = int(ev.get("pid", 0))

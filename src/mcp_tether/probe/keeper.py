@@ -2,11 +2,13 @@
 
     probe (runner) -> keeper (child subreaper) -> client (forked) -> server -> ...
 
-The loop, the subreaper and the end are the core's (`proc.keeper.BaseKeeper`): every process
-of the scenario that loses its parent (the server when the client dies, a grandchild when
-a wrapper dies, a daemon after its double fork) reparents to the keeper, so the tree is
-exactly its descendants minus the client side, whatever the server does with sessions
-and groups. Exit instants come from pidfds, not sleeps.
+The loop, the subreaper, the tree scan, the signals and the end are the core's
+(`proc.keeper.BaseKeeper`); `ProbeKeeper` says what is the probe's own: the client it
+forks, what the client's events mean, the server's tree and the scenario's phases. Every
+process of the scenario that loses its parent (the server when the client dies, a
+grandchild when a wrapper dies, a daemon after its double fork) reparents to the keeper,
+so the tree is exactly its descendants minus the client side, whatever the server does
+with sessions and groups. Exit instants come from pidfds, not sleeps.
 
 What the scenario does is the scenario module's business (`scenarios/`); the keeper
 runs its phases: until the trigger, the window, then (for survivors) the horizon.
