@@ -273,15 +273,29 @@ class ProbeKeeper(BaseKeeper):
 
     # -- the scenario (the core's `keep`) ----------------------------------------------
     def keep(self) -> None:
+        """The scenario's phases: until the trigger, the window, the horizon."""
+        f = self.facts
+        if not self._until_trigger():
+            return
+        _tell_runner_ready(self.startup)
+        if f.early_exit:
+            self._name_leftovers()
+        if f.error is not None or f.early_exit or f.judge == "answer":
+            return
+        live = self._window()
+        if live:
+            self._horizon(live)
+
+    def _until_trigger(self) -> bool:
+        """Phase 1: until the trigger (or a failure); False: the client was too slow."""
         f = self.facts
         setup_deadline = time.monotonic() + 3 * self.spec.ready_ceiling + self.spec.idle + 5
-        # Phase 1: until the trigger (or a failure).
         while f.trigger is None and f.error is None and not f.early_exit:
             if f.judge == "answer" and f.answered is not None:
                 break
             if time.monotonic() > setup_deadline:
                 f.error = "the probe client did not reach the trigger in time"
-                return
+                return False
             self.step(SCAN_TICK)
             if self.server is not None:
                 self._members(force=False)
@@ -294,17 +308,17 @@ class ProbeKeeper(BaseKeeper):
                 and (not self.sc.early_exit_needs_handshake or self.handshake is not None)
             ):
                 f.early_exit = True
-        _tell_runner_ready(self.startup)
-        if f.early_exit:
-            self._name_leftovers()
-        if f.error is not None or f.early_exit or f.judge == "answer":
-            return
-        # Phase 2: the window, however the scenario places its end.
+        return True
+
+    def _window(self) -> list[ProcessId]:
+        """Phase 2: the window, however the scenario places its end; what is still live
+        at its end (none: the tree is gone, or the scenario could not place the end)."""
+        f = self.facts
         assert f.trigger is not None
         window_end_at = self.sc.window(self, f.trigger)
         end = window_end_at()
         if end is None:
-            return
+            return []
         # The window counts the tree's own time: what it waited for a CPU on a loaded
         # machine is added (slower, never wrong), at most STARVED_CAP windows.
         starved = Starvation()
@@ -329,8 +343,12 @@ class ProbeKeeper(BaseKeeper):
             if self.follow is not None and self.follow.stopped_at is not None:
                 exits.append(self.follow.stopped_at)
             f.gone_at = max(exits) if exits else f.trigger
-            return
-        # Phase 3: the horizon. Gone within it: lingered (and of what); else orphaned.
+        return live
+
+    def _horizon(self, live: list[ProcessId]) -> None:
+        """Phase 3: the survivors of the window, watched for the horizon. Gone within it:
+        lingered (and of what); else orphaned."""
+        f = self.facts
         window_closed = time.monotonic()
         f.survivors = [self._describe(p) for p in live]
         self._ev(window_closed, "horizon-start", None)
