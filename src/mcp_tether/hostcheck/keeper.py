@@ -144,32 +144,10 @@ class HostKeeper(BaseKeeper):
 
     # -- the scenario -------------------------------------------------------------------
     def start_host(self) -> None:
+        """The recorders' channels, then the host (under a pty: as its tty shell's job)."""
         spec = self.spec
-        os.makedirs(self.events_dir, exist_ok=True)
-        fifo_path = os.path.join(self.events_dir, "events.fifo")
-        os.mkfifo(fifo_path, 0o600)
-        # Read-write: opening never waits for a writer, and EOF never comes.
-        self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
-        self.watch(self.fifo, self._on_recorder, lines=True)
-        if spec.hold != "none":
-            release = os.path.join(self.events_dir, "release.fifo")
-            os.mkfifo(release, 0o600)
-            # Ours is the only writer: closing it is the release (see the recorder).
-            self.release_fd = os.open(release, os.O_RDWR | os.O_NONBLOCK)
-        rec = self.recorder_argv()
-        env = dict(os.environ if spec.env is None else spec.env)
-        cwd = spec.cwd
-        argv = list(spec.argv)
-        if spec.host is not None:
-            home = Path(spec.work) / "home"
-            project = Path(spec.work) / "project"
-            home.mkdir(parents=True, exist_ok=True)
-            project.mkdir(parents=True, exist_ok=True)
-            self.placement = write_recorder(spec.host, home, project, rec, scope=spec.scope,
-                                            env=env)
-            env = host_env(home, project, env)
-            cwd = cwd or str(project)
-        argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
+        self._open_channels()
+        argv, env, cwd = self._host_command()
         pid_r = pid_w = log = None
         try:
             if spec.pty or self.sc.pty:  # its output is the screen (s.tail), no host.log
@@ -208,6 +186,40 @@ class HostKeeper(BaseKeeper):
         self.s.host = host
         self.waiter.add(host)
         self.mark(self.s.t0, "spawn", host.pid, role="client", cmd=" ".join(spec.argv))
+
+    def _open_channels(self) -> None:
+        """The recorders' events FIFO (watched) and, with a hold, the FIFO that releases it."""
+        os.makedirs(self.events_dir, exist_ok=True)
+        fifo_path = os.path.join(self.events_dir, "events.fifo")
+        os.mkfifo(fifo_path, 0o600)
+        # Read-write: opening never waits for a writer, and EOF never comes.
+        self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
+        self.watch(self.fifo, self._on_recorder, lines=True)
+        if self.spec.hold != "none":
+            release = os.path.join(self.events_dir, "release.fifo")
+            os.mkfifo(release, 0o600)
+            # Ours is the only writer: closing it is the release (see the recorder).
+            self.release_fd = os.open(release, os.O_RDWR | os.O_NONBLOCK)
+
+    def _host_command(self) -> tuple[list[str], dict[str, str], str | None]:
+        """The host's argv (PLACEHOLDER made the recorder's command), environment and
+        folder; with --host, the recorder written into its config in a throwaway HOME."""
+        spec = self.spec
+        rec = self.recorder_argv()
+        env = dict(os.environ if spec.env is None else spec.env)
+        cwd = spec.cwd
+        argv = list(spec.argv)
+        if spec.host is not None:
+            home = Path(spec.work) / "home"
+            project = Path(spec.work) / "project"
+            home.mkdir(parents=True, exist_ok=True)
+            project.mkdir(parents=True, exist_ok=True)
+            self.placement = write_recorder(spec.host, home, project, rec, scope=spec.scope,
+                                            env=env)
+            env = host_env(home, project, env)
+            cwd = cwd or str(project)
+        argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
+        return argv, env, cwd
 
     def recorder_argv(self, *extra: str) -> list[str]:
         spec = self.spec
