@@ -1,6 +1,7 @@
-// Types for mcp-tether/client (hand-written; the package has no build step). Structural:
-// the class satisfies the TypeScript SDK's Transport interface (1.x and 2.x) without
-// importing either.
+// Types for mcp-tether/client (hand-written; the package has no build step; checked against
+// the code by tests/test_node_types.py: every export, its kind, each class's members).
+// Structural: the class satisfies the TypeScript SDK's Transport interface (1.x and 2.x)
+// without importing either.
 import type { IOType } from 'node:child_process';
 import type { Stream } from 'node:stream';
 
