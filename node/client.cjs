@@ -45,7 +45,9 @@ const { PassThrough } = require('node:stream');
 const { identify } = require('./lib/tree.cjs');
 const { GRACE_MS, TERM_GRACE_MS } = require('./lib/ladder.cjs');
 const { INHERITED_ENV_VARS: DEFAULT_INHERITED_ENV_VARS } = require('./lib/platform.cjs');
-const { getDefaultEnvironment, refusal, plan, announce, spawnOptions } = require('./lib/client/launch.cjs');
+const {
+  getDefaultEnvironment, refusal, plan, announce, spawnOptions,
+} = require('./lib/client/launch.cjs');
 const { ReadBuffer } = require('./lib/client/framing.cjs');
 const { endChild, exited } = require('./lib/client/end.cjs');
 

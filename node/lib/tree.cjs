@@ -17,9 +17,9 @@
 // - The group is signalled with kill(-pgid) only while a process of that group is a
 //   recorded member, and its members are recorded only while that holds or its leader (the
 //   server, pid = pgid) is gone or still itself: a pgid whose leader pid is now another
-//   process is never taken (the number could be a new group's). Each member outside the group is re-read right before its signal.
-//   Node has no pidfd: a pid that dies and is reused between that read and the kill is the
-//   one race left, microseconds wide.
+//   process is never taken (the number could be a new group's). Each member outside the
+//   group is re-read right before its signal. Node has no pidfd: a pid that dies and is
+//   reused between that read and the kill is the one race left, microseconds wide.
 // - Linux only (lib/platform.cjs `PROCFS`; the reads are lib/procfs.cjs). Elsewhere
 //   `SUPPORTED` is false and only the group is signalled.
 
@@ -221,7 +221,8 @@ class Tree {
  * handed the stdio to before it exited). */
 function stdioHolders(tree) {
   // Only a pipe or a socket is the host's: /dev/null or a file says nothing about who.
-  const ours = new Set([procfs.fdTarget(0), procfs.fdTarget(1)].filter((t) => /^(pipe|socket):/.test(t || '')));
+  const ours = new Set([procfs.fdTarget(0), procfs.fdTarget(1)]
+    .filter((t) => /^(pipe|socket):/.test(t || '')));
   // A whole-table look: a server the launcher started just before it left was likely
   // never seen by a look while the launcher lived; it is still in the group.
   return tree.full().filter((m) => [0, 1].some((n) => ours.has(procfs.fdTarget(n, m.pid))));

@@ -83,7 +83,8 @@ function plan(params, graceMs, termGraceMs) {
   let kind = wanted;
   let guard = null;
   if (wanted === 'auto' || wanted === 'mcp-tether') {
-    const found = POSIX ? resolveCommand('mcp-tether', process.env, undefined) : { error: 'ENOENT' };
+    const found = POSIX ? resolveCommand('mcp-tether', process.env, undefined)
+      : { error: 'ENOENT' };
     guard = found.file || null;
     if (wanted === 'mcp-tether' && !guard) {
       throw new Error('mcp-tether: supervisor "mcp-tether" asked for, but no mcp-tether is on PATH');

@@ -24,7 +24,9 @@ const HOST_POLL_MS = 200;
 
 /** Start watching; returns `{ host, hostWhy, adopted }`. `cleanups` gets the timer's undo. */
 function watchHost(options, shutdown, cleanups) {
-  if (options.watchHost === false) return { host: null, hostWhy: 'off (watchHost: false)', adopted: false };
+  if (options.watchHost === false) {
+    return { host: null, hostWhy: 'off (watchHost: false)', adopted: false };
+  }
   const adopted = hostlib.adoptedEarly() === true;
   const found = hostlib.findHost();
   const host = found.host;
