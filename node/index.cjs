@@ -43,7 +43,7 @@
 // decision in lib/platform.cjs. This file checks the arguments and arms or joins.
 
 const hostlib = require('./lib/host.cjs');
-const { arm, armed, DEFAULT_TIMEOUT_MS } = require('./lib/tether/arm.cjs');
+const { arm, armed, join, DEFAULT_TIMEOUT_MS } = require('./lib/tether/arm.cjs');
 
 function looksLikeOptions(x) {
   return x !== null && typeof x === 'object' && typeof x.close !== 'function' &&
@@ -79,15 +79,7 @@ function parseArguments(server, options) {
 function tether(server, options) {
   const call = parseArguments(server, options);
   const state = armed() || arm(call.options);
-  if (state.preloaded && !state.joined) {
-    // The first tether() after the preload (mcp-tether/register) brings what only the
-    // server's code knows: its deadline and, in tests, its exit.
-    state.joined = true;
-    state.timeoutMs = call.timeoutMs;
-    if (call.options.exit) state.exit = call.options.exit;
-  }
-  if (call.server != null) state.servers.push(call.server);
-  state.hooks.push(...call.hooks);
+  join(state, call);
   return state.handle;
 }
 

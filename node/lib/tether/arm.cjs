@@ -83,9 +83,23 @@ function arm(options, { preloaded = false } = {}) {
   return state;
 }
 
+/** A tether() call joins the armed state: its server is closed and its hooks run at the
+ * shutdown (in the order of the calls). */
+function join(state, { server, hooks, timeoutMs, options }) {
+  if (state.preloaded && !state.joined) {
+    // The first tether() after the preload (mcp-tether/register) brings what only the
+    // server's code knows: its deadline and, in tests, its exit.
+    state.joined = true;
+    state.timeoutMs = timeoutMs;
+    if (options.exit) state.exit = options.exit;
+  }
+  if (server != null) state.servers.push(server);
+  state.hooks.push(...hooks);
+}
+
 /** The preload's entry (register.cjs): arm before any of the server's code runs. */
 function preload() {
   return armed() || arm({}, { preloaded: true });
 }
 
-module.exports = { arm, armed, preload, DEFAULT_TIMEOUT_MS };
+module.exports = { arm, armed, join, preload, DEFAULT_TIMEOUT_MS };
