@@ -1,6 +1,7 @@
-// Types for mcp-tether/client (hand-written; the package has no build step). Structural:
-// the class satisfies the TypeScript SDK's Transport interface (1.x and 2.x) without
-// importing either.
+// Types for mcp-tether/client (hand-written; the package has no build step; checked against
+// the code by tests/test_node_types.py: every export, its kind, each class's members).
+// Structural: the class satisfies the TypeScript SDK's Transport interface (1.x and 2.x)
+// without importing either.
 import type { IOType } from 'node:child_process';
 import type { Stream } from 'node:stream';
 
@@ -34,6 +35,17 @@ export type StdioServerParameters = {
 export declare const DEFAULT_INHERITED_ENV_VARS: string[];
 export declare function getDefaultEnvironment(): Record<string, string>;
 
+/** Newline-delimited JSON-RPC 2.0, as the SDKs frame stdio (a line that is not JSON is
+ * skipped; one that is not a JSON-RPC 2.0 message throws). */
+export declare class ReadBuffer {
+  constructor(maxBufferSize?: number);
+  /** Throws (and clears) past `maxBufferSize` bytes (default 10 MB). */
+  append(chunk: Buffer): void;
+  /** The next whole message, or null until a newline comes. */
+  readMessage(): JSONRPCMessage | null;
+  clear(): void;
+}
+
 export declare class StdioClientTransport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -50,6 +62,7 @@ export declare class StdioClientTransport {
   /** End stdin, then the ladder on the whole tree; resolves when its last process is gone. */
   close(): Promise<void>;
   send(message: JSONRPCMessage, options?: unknown): Promise<void>;
+  private processReadBuffer;
 }
 
 export default StdioClientTransport;

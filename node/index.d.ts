@@ -1,4 +1,5 @@
-// Types for mcp-tether (hand-written; the package has no build step).
+// Types for mcp-tether (hand-written; the package has no build step). tests/test_node_types.py
+// checks them against the code: every export, its kind, and the handle tether() returns.
 
 /** Why the shutdown started: `stdin-end`, `stdin-close`, `stdin-error:<code>`,
  * `stdout-error:<code>`, `stderr-error:<code>`, `signal:SIGTERM` (SIGINT, SIGHUP),

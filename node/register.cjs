@@ -21,7 +21,8 @@
 //   not tethered to it behind its back; its shutdown ends them anyway.
 
 const { isMainThread } = require('node:worker_threads');
-const { _arm, isLauncher } = require('./index.cjs');
+const { preload } = require('./lib/tether/arm.cjs');
+const { isLauncher } = require('./lib/host.cjs');
 
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
@@ -72,7 +73,7 @@ function dropPreload() {
 // A worker thread (Node loads the preload there too) is not the process: only the main
 // thread arms, and a worker's exit ends nothing.
 if (isMainThread && !isLauncher(process.argv)) {
-  _arm();
+  preload();
   dropPreload();
 }
 

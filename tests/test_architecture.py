@@ -17,6 +17,9 @@
    exception is named below: the OS as data, the key of the hosts' per-OS tables.
 6. Every /proc read is the backend's: no string outside `_plat/` names /proc (docstrings
    may, to say where a backend reads), but for the one named below.
+7. Renderings are a room of their own: no module imports another command's `cli.py`
+   (what two commands print is in `report/`); `report/` imports no `cli.py` at all, and
+   the process core imports nothing from it.
 """
 
 from __future__ import annotations
@@ -331,3 +334,53 @@ def test_no_proc_read_outside_the_seam(path: Path) -> None:
         return
     found = _proc_literals(ast.parse(path.read_text(), str(path)))
     assert not found, f"{rel} names /proc outside the seam: {found}"
+
+
+# -- 7. renderings are a room of their own ----------------------------------------------------
+REPORT = "mcp_tether.report"
+# The dispatcher (`mcp_tether.cli`) is no command's: `probe` asks it for its own parser to
+# read the options written after a package spec.
+DISPATCHER = "mcp_tether.cli"
+CORE_MODULES = tuple(f"mcp_tether.{c}" for c in CORE) + tuple(
+    f"mcp_tether.{f.removesuffix('.py')}" for f in CORE_FILES)
+
+
+def _is_a_commands_cli(module: str) -> bool:
+    return module.endswith(".cli") and module != DISPATCHER
+
+
+def _room(module: str) -> str:
+    """`mcp_tether.probe.cli` -> `mcp_tether.probe`; a top-level module is its own room."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def _cli_imports(graph: dict[str, set[str]]) -> list[str]:
+    return [f"{m} imports {t}" for m, targets in sorted(graph.items()) for t in sorted(targets)
+            if _is_a_commands_cli(t) and _room(t) != _room(m)]
+
+
+def test_the_cli_finder_finds_another_commands_cli() -> None:
+    graph = {"mcp_tether.lab.cli": {"mcp_tether.probe.cli", "mcp_tether.report.files"},
+             "mcp_tether.probe.cli": {"mcp_tether.cli", "mcp_tether.probe.api"},
+             "mcp_tether.probe.api": set()}
+    assert _cli_imports(graph) == ["mcp_tether.lab.cli imports mcp_tether.probe.cli"]
+
+
+def test_no_module_imports_another_commands_cli() -> None:
+    """One command's CLI is never another's library: what both need is in report/ (or
+    in the command's Python API)."""
+    assert _cli_imports(import_graph()) == []
+
+
+def test_report_is_below_the_commands_and_above_the_core() -> None:
+    """report/ renders what the commands computed: it imports no `cli.py` (the dispatcher's
+    neither), and nothing in the process core imports a rendering."""
+    graph = import_graph()
+    assert REPORT in graph, "the report/ package is gone"
+    up = [f"{m} imports {t}" for m, targets in sorted(graph.items()) if _room(m) == REPORT
+          for t in sorted(targets) if t.endswith(".cli") or t == DISPATCHER]
+    assert not up, f"report/ imports a command-line module: {up}"
+    down = [f"{m} imports {t}" for m, targets in sorted(graph.items())
+            if m.startswith(CORE_MODULES) for t in sorted(targets) if _room(t) == REPORT]
+    assert not down, f"the process core imports a rendering: {down}"

@@ -16,8 +16,8 @@ from mcp_tether.cli import main
 from mcp_tether.errors import UsageError
 from mcp_tether.hostcheck import check
 from mcp_tether.hostcheck.config import ENTRY_NAME, write_recorder
-from mcp_tether.hostcheck.keeper import RECORDER
-from mcp_tether.hostcheck.keys import Step, parse, screen_text, shown
+from mcp_tether.hostcheck.spec import RECORDER
+from mcp_tether.hostcheck.keys import KeyStep, parse, screen_text, shown
 
 pytestmark = pytest.mark.linux
 
@@ -86,7 +86,7 @@ def test_the_scope_picks_the_hosts_user_or_project_file(tmp_path: Path) -> None:
 def test_steps_parse_keys_by_name_and_refuse_what_cannot_be_typed() -> None:
     """1. Named keys and <lt>; a wait's white space normalized. 2. Bad steps: one line."""
     assert parse(["keys=/mcp<Enter>", "wait=  Manage \n MCP ", "keys=<Down><lt>x"]) == [
-        Step("keys", "/mcp\r"), Step("wait", "Manage MCP"), Step("keys", "\x1b[B<x")]
+        KeyStep("keys", "/mcp\r"), KeyStep("wait", "Manage MCP"), KeyStep("keys", "\x1b[B<x")]
     for bad, why in (("keys=<Home>", "unknown key"), ("press=x", "wait=TEXT"),
                      ("wait=  ", "nothing to wait for")):
         with pytest.raises(UsageError, match=why):

@@ -137,7 +137,7 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
 ) -> None:
     """The lab's --html/--markdown: rows keep their label; one summary line per server."""
     from mcp_tether.lab.cli import TITLE, _annotated
-    from mcp_tether.probe.cli import write_pictures
+    from mcp_tether.report.files import write_pictures
     from mcp_tether.probe import ScenarioResult
 
     payload, _, _ = probed
@@ -163,7 +163,7 @@ def test_a_window_that_opens_after_the_tree_is_gone_does_not_stretch_the_time_ax
     """devnull on a server that exited at once, before any scenario measured its start-up:
     its window still says --ready-timeout (10 s), which must not squeeze every other
     card into the first fifth of the page."""
-    from mcp_tether.probe.html import render_html
+    from mcp_tether.report.html import render_html
 
     def result(scenario: str, gone: float, window: tuple[float, float]) -> dict[str, Any]:
         return {"scenario": scenario, "verdict": "exited", "passed": True, "events": [

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mcp_tether.probe.html import VERDICT_COLOUR, render_html, write_html
+from mcp_tether.report.html import VERDICT_COLOUR, render_html, write_html
 
 
 def _result(scenario: str, verdict: str, passed: bool, last_ms: float = 1200.0

@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from mcp_tether.probe.api import ScenarioResult
-from mcp_tether.probe.junit import failure_message, write_junit
+from mcp_tether.report.junit import failure_message, write_junit
 
 
 def _probe(tmp_path: Path, *cmd: str) -> tuple[int, ET.Element]:

@@ -1,6 +1,7 @@
-"""The core's keeper loop (`proc.keeper.Keeper`), which the probe's and the host check's
-keepers extend: it reads what it watches, reaps, stops on a signal or its driver's
-death, and never returns before the tree is ended."""
+"""The core's keeper loop (`proc.keeper.BaseKeeper`), which the probe's and the host check's
+keepers extend: it reads what it watches, reaps (keeping each child's status), stops on a
+signal or its driver's death, never returns before the tree is ended, and hands an event
+to the handler its name says."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 import textwrap
 
 import pytest
+
+from mcp_tether.proc.keeper import BaseKeeper
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux primitives"),
@@ -22,7 +25,7 @@ pytestmark = [
 # words are written by the keeper itself as `keep` returns, so only the end reads them.
 DEMO = """
 import json, os, signal, sys, time
-from mcp_tether.proc.keeper import Keeper
+from mcp_tether.proc.keeper import BaseKeeper
 from mcp_tether.proc.reap import has_children
 from mcp_tether.proc.spawn import spawn
 
@@ -33,10 +36,10 @@ print(json.dumps({"grandchild": g.pid}), flush=True)
 print("not json", flush=True)
 '''
 
-class Demo(Keeper):
+class Demo(BaseKeeper):
     def __init__(self, how):
         super().__init__()
-        self.how, self.msgs, self.statuses, self.err = how, [], {}, b""
+        self.how, self.msgs, self.err = how, [], b""
 
     def start(self):
         super().start()
@@ -49,13 +52,10 @@ class Demo(Keeper):
         os.close(out_w)
         self.watch(out_r, self.msgs.append, lines=True)
         self.watch(err_r, self.on_err, output=True)
-        self.watch(self.parent_r, lambda _: None, on_eof=lambda: self.halt("parent died"))
+        self.watch_parent(self.parent_r, "parent died")
 
     def on_err(self, chunk):
         self.err += chunk
-
-    def on_exit(self, pid, status):
-        self.statuses[pid] = status
 
     def keep(self):
         got = self.wait_until(lambda: self.msgs and self.child.pid in self.statuses,
@@ -111,3 +111,24 @@ def test_a_signal_or_the_drivers_death_stops_the_loop_and_the_tree_still_ends(
     out = _run(how)
     assert out["outcome"] == f"stopped: {why}"
     assert out["grandchild"] == 137 and out["left"] is False
+
+
+def test_an_event_goes_to_the_handler_its_name_says_and_no_other() -> None:
+    """1. `spawn-error` reaches `handle_spawn_error` with its arguments; 2. a name without a
+    handler, a name with an underscore (not how events are named) and a name that is not a
+    string reach nothing."""
+
+    class Events(BaseKeeper):
+        def __init__(self) -> None:
+            super().__init__()
+            self.got: list[tuple[object, ...]] = []
+
+        def handle_spawn_error(self, *args: object) -> None:
+            self.got.append(args)
+
+    k = Events()
+    k.dispatch("spawn-error", {"reason": "x"}, 7)
+    assert k.got == [({"reason": "x"}, 7)]
+    for name in ("spawned", "spawn_error", None, 5, ["spawn-error"]):
+        k.dispatch(name, {})
+    assert k.got == [({"reason": "x"}, 7)]

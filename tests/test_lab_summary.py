@@ -10,7 +10,7 @@ from html import escape
 
 from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe import ScenarioResult
-from mcp_tether.probe.legend import legend
+from mcp_tether.report.legend import legend
 
 LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"
 
@@ -107,8 +107,8 @@ def test_markdown_and_html_say_each_fix_once_and_each_row_points_to_it() -> None
     """Rows as `probe --json`/`lab` records: the Markdown has one "Fixes" list with each
     step once and each row's remedy as its pointers and guard command; the HTML links
     each card to the one list."""
-    from mcp_tether.probe.html import render_html
-    from mcp_tether.probe.markdown import render_markdown
+    from mcp_tether.report.html import render_html
+    from mcp_tether.report.markdown import render_markdown
 
     def rec(label: str, steps: list[str], guard: str) -> dict[str, object]:
         return {"label": label, "scenario": "exit", "host_style": "node", "verdict": "orphaned",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.cli import main
-from mcp_tether.probe.timeline import timeline_lines
+from mcp_tether.report.timeline import timeline_lines
 
 pytestmark = pytest.mark.linux
 MINI = str(Path(__file__).parent / "servers" / "mini.py")

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from mcp_tether.cli import main
-from mcp_tether.probe.render import render_fixes
+from mcp_tether.report.text import render_fixes
 
 
 def test_scenarios_sharing_a_remedy_are_listed_together_and_the_remedy_printed_once() -> None:

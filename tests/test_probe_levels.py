@@ -226,7 +226,7 @@ def _result(scenario: str, level: str, verdict: str, passed: bool) -> ScenarioRe
 
 
 def test_junit_reports_robust_failures_as_skipped_at_the_spec_level(tmp_path: Path) -> None:
-    from mcp_tether.probe.junit import write_junit
+    from mcp_tether.report.junit import write_junit
 
     rows = [_result("exit", "spec", "exited", True),
             _result("inherited-writer", "robust", "orphaned", False)]

@@ -20,12 +20,13 @@
 // - `onExit()` is the last resort when the process exits by any other path
 //   (process.exit in the server's own code, an uncaught exception): the same walk and a
 //   SIGTERM, synchronously, with no wait (an `exit` listener cannot wait).
-// - Linux only (/proc). Elsewhere one stderr line says, once, that descendants are not
-//   ended, and nothing is signalled.
+// - Linux only (/proc: lib/platform.cjs `PROCFS`). Elsewhere one stderr line says, once,
+//   that descendants are not ended, and nothing is signalled.
 
 const { Tree, identify, signalIdent, SUPPORTED } = require('./tree.cjs');
 const { endTree, POLL_FIRST_MS } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
+const { NAME } = require('./platform.cjs');
 
 // The same numbers as the Python helper (tether/children.py): the host's 2 s window
 // (the SDKs' TERM grace) holds the server's close, the hooks and this ladder.
@@ -41,7 +42,7 @@ let markValue = null;
 function unsupported() {
   if (SUPPORTED || warned) return !SUPPORTED;
   warned = true;
-  say('warning', `cannot list this process's descendants on ${process.platform}: ` +
+  say('warning', `cannot list this process's descendants on ${NAME}: ` +
     'its child processes are not ended at shutdown (run it behind `mcp-tether run`)');
   return true;
 }

@@ -1,26 +1,20 @@
 'use strict';
 // The host: the first ancestor of this process that is not a known launcher, and whether
-// it still lives. The only platform-bound file of the package.
+// it still lives. How ancestors are read is the platform's reader (lib/platform.cjs:
+// /proc on Linux, `ps` on macOS and the BSDs, none on Windows).
 //
 // Guarantees:
 // - A process is (pid, start time), never a bare pid. `readProcess(pid)` answers an
 //   object (it lives), `null` (positively gone: no such pid, a zombie, or a different
 //   start time) or `undefined` (this platform cannot tell). `undefined` never ends a server.
-// - Linux reads /proc/<pid>/stat (ppid is field 4, starttime in clock ticks since boot is
-//   field 22) and /proc/<pid>/cmdline: no process is spawned, one small read per poll.
-// - macOS and the BSDs ask `ps -o ppid= -o lstart= -o command=` once per ancestor at
-//   start-up; while watching, `kill(pid, 0)` says whether the pid is still taken, and the
-//   start time from `ps` is compared again every RECHECK_EVERY polls, so a reused pid is
-//   noticed within seconds. `lstart` has one-second resolution: a pid reused within the
-//   same second as the host's start would not be told apart.
-// - Windows: no ancestry without spawning PowerShell/WMI; the host watch is off there
-//   (stdin EOF, the dead-pipe errors and the signals still work).
+// - The launchers (`isLauncher`) are told by argv alone, the same on every platform.
+// - Where there is no reader (Windows) there is no host: `findHost()` says why, and the
+//   host watch is off (stdin EOF, the dead-pipe errors and the signals still work).
 
-const fs = require('node:fs');
 const path = require('node:path');
-const { execFileSync } = require('node:child_process');
+const { ANCESTRY, PROCFS, NAME } = require('./platform.cjs');
+const procfs = require('./procfs.cjs');
 
-const RECHECK_EVERY = 10;
 const MAX_DEPTH = 32;
 const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ash', 'ksh', 'mksh', 'busybox', 'fish']);
 // Always launchers: they exist to start something else.
@@ -62,88 +56,9 @@ function isLauncher(argv) {
   return false;
 }
 
-// ---- Linux: /proc --------------------------------------------------------------------
-
-// One read into a reused buffer: readFileSync on a /proc file (size 0) costs several
-// times more (fstat, then a growing read loop), which a whole-table look pays per process.
-const STAT_BUF = Buffer.alloc(4096);
-
-function readStat(pid) {
-  const fd = fs.openSync(`/proc/${pid}/stat`, 'r');
-  try {
-    return STAT_BUF.latin1Slice(0, fs.readSync(fd, STAT_BUF, 0, STAT_BUF.length, 0));
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-// `dead`: a zombie (our own unreaped child) is still itself, its pid not yet free: its
-// start time identifies it. Anyone else's zombie is gone for our purposes.
-function linuxStat(pid, { dead = false } = {}) {
-  let text;
-  try {
-    text = readStat(pid);
-  } catch (err) {
-    if (err && (err.code === 'ENOENT' || err.code === 'ESRCH')) return null;
-    return undefined;
-  }
-  // comm (field 2) may hold spaces and parentheses: the fields resume after the last ')'.
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const state = rest[0]; // field 3
-  if (!dead && (state === 'Z' || state === 'X')) return null; // dead, not yet reaped
-  return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), start: rest[19] }; // fields 4, 5, 22
-}
-
-function linuxRead(pid) {
-  const st = linuxStat(pid);
-  if (!st) return st;
-  let argv = [];
-  try {
-    argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').split('\0');
-  } catch {
-    argv = [];
-  }
-  return { ...st, argv };
-}
-
-// ---- macOS / BSD: ps -----------------------------------------------------------------
-
-function psRead(pid) {
-  let out;
-  try {
-    out = execFileSync('ps', ['-ww', '-o', 'ppid=', '-o', 'lstart=', '-o', 'command=', '-p',
-      String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'],
-      env: { ...process.env, LC_ALL: 'C' }, timeout: 2000 });
-  } catch (err) {
-    // ps exits 1 with no output when the pid does not exist.
-    if (err && err.status === 1 && !String(err.stdout || '').trim()) return null;
-    return undefined;
-  }
-  const m = /^\s*(\d+)\s+(\w{3}\s+\w{3}\s+\d+\s+[\d:]+\s+\d{4})\s+(.*)$/.exec(out.trim());
-  if (!m) return undefined;
-  return { pid, ppid: Number(m[1]), start: m[2].replace(/\s+/g, ' '), argv: m[3].split(/ +/) };
-}
-
-function pidTaken(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    if (err && err.code === 'ESRCH') return false;
-    return true; // EPERM: someone's process has that pid
-  }
-}
-
-// ---- dispatch, chosen once -----------------------------------------------------------
-
-const PLATFORM = process.platform === 'linux' ? 'linux'
-  : process.platform === 'win32' ? 'none' : 'ps';
-
 /** `{pid, ppid, start, argv}`, `null` (gone) or `undefined` (cannot tell here). */
 function readProcess(pid) {
-  if (PLATFORM === 'linux') return linuxRead(pid);
-  if (PLATFORM === 'ps') return psRead(pid);
-  return undefined;
+  return ANCESTRY ? ANCESTRY.readProcess(pid) : undefined;
 }
 
 /**
@@ -152,7 +67,7 @@ function readProcess(pid) {
  * ends at pid 1: started by init, or orphaned already).
  */
 function findHost(startPid = process.ppid) {
-  if (PLATFORM === 'none') return { host: null, why: `no host watch on ${process.platform}` };
+  if (!ANCESTRY) return { host: null, why: `no host watch on ${NAME}` };
   const chain = [];
   let pid = startPid;
   for (let depth = 0; depth < MAX_DEPTH; depth++) {
@@ -174,22 +89,7 @@ function findHost(startPid = process.ppid) {
  * undefined (cannot tell now).
  */
 function watcher(host) {
-  if (PLATFORM === 'linux') {
-    return () => {
-      const st = linuxStat(host.pid);
-      if (st === undefined) return undefined;
-      return st !== null && st.start === host.start;
-    };
-  }
-  let polls = 0;
-  return () => {
-    if (!pidTaken(host.pid)) return false;
-    polls += 1;
-    if (polls % RECHECK_EVERY !== 0) return true;
-    const p = psRead(host.pid);
-    if (p === undefined) return undefined;
-    return p !== null && p.start === host.start;
-  };
+  return ANCESTRY ? ANCESTRY.watcher(host) : () => undefined;
 }
 
 /**
@@ -205,14 +105,14 @@ function watcher(host) {
  * group or session of its own (the Python SDK's hosts) gets undefined: no evidence.
  */
 function adoptedEarly() {
-  if (PLATFORM !== 'linux') return undefined;
-  const me = linuxStat(process.pid);
+  if (!PROCFS) return undefined;
+  const me = procfs.stat(process.pid);
   if (!me || !(me.pgid > 1) || me.pgid === process.pid) return undefined;
-  const leader = linuxStat(me.pgid);
+  const leader = procfs.stat(me.pgid);
   if (leader !== null) return leader === undefined ? undefined : false;
-  const parent = linuxStat(process.ppid, { dead: true });
+  const parent = procfs.stat(process.ppid, { dead: true });
   if (!parent) return undefined;
   return parent.pgid !== me.pgid;
 }
 
-module.exports = { findHost, isLauncher, readProcess, watcher, linuxStat, adoptedEarly, PLATFORM };
+module.exports = { findHost, isLauncher, readProcess, watcher, adoptedEarly };

@@ -14,6 +14,13 @@ function threshold(env = process.env) {
 
 const current = threshold();
 
+/** An error as one short line: the first line of its stack, or `Name: message`. */
+function oneLine(err) {
+  const text = err && err.stack ? String(err.stack).split('\n')[0]
+    : err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return text.replace(/\s+/g, ' ').slice(0, 300);
+}
+
 function say(level, text, who = 'mcp-tether') {
   if (LEVELS[level] < current) return;
   try {
@@ -23,4 +30,4 @@ function say(level, text, who = 'mcp-tether') {
   }
 }
 
-module.exports = { say, threshold, LEVELS };
+module.exports = { say, oneLine, threshold, LEVELS };

@@ -17,72 +17,26 @@
 // - The group is signalled with kill(-pgid) only while a process of that group is a
 //   recorded member, and its members are recorded only while that holds or its leader (the
 //   server, pid = pgid) is gone or still itself: a pgid whose leader pid is now another
-//   process is never taken (the number could be a new group's). Each member outside the group is re-read right before its signal.
-//   Node has no pidfd: a pid that dies and is reused between that read and the kill is the
-//   one race left, microseconds wide.
-// - Linux only. Elsewhere `supported` is false and only the group is signalled.
+//   process is never taken (the number could be a new group's). Each member outside the
+//   group is re-read right before its signal. Node has no pidfd: a pid that dies and is
+//   reused between that read and the kill is the one race left, microseconds wide.
+// - Linux only (lib/platform.cjs `PROCFS`; the reads are lib/procfs.cjs). Elsewhere
+//   `SUPPORTED` is false and only the group is signalled.
 
-const fs = require('node:fs');
-const { linuxStat } = require('./host.cjs');
-
-const SUPPORTED = process.platform === 'linux';
-
-let childrenFiles = SUPPORTED ? undefined : false; // probed on first use
-
-function readChildren(pid) {
-  let tids;
-  try {
-    tids = fs.readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return [];
-  }
-  const out = [];
-  for (const tid of tids) {
-    let text;
-    try {
-      text = fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1');
-    } catch (err) {
-      if (err && err.code === 'ENOENT' && childrenFiles === undefined) {
-        // The task is there but not its children file: a kernel without
-        // CONFIG_PROC_CHILDREN. Whole-table reads from now on.
-        try { fs.statSync(`/proc/${pid}/task/${tid}`); childrenFiles = false; } catch { /* gone */ }
-      }
-      continue;
-    }
-    childrenFiles = true;
-    for (const word of text.split(' ')) if (word) out.push(Number(word));
-  }
-  return out;
-}
-
-/** Every process: [{pid, ppid, pgid, start}], read from /proc. */
-function table() {
-  const out = [];
-  let names;
-  try {
-    names = fs.readdirSync('/proc');
-  } catch {
-    return out;
-  }
-  for (const name of names) {
-    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
-    const st = linuxStat(Number(name));
-    if (st) out.push(st);
-  }
-  return out;
-}
+const { PROCFS: SUPPORTED } = require('./platform.cjs');
+const procfs = require('./procfs.cjs');
 
 /** `{pid, start}` of a live process, `null` if gone, `undefined` if it cannot be told. */
 function identify(pid, { dead = false } = {}) {
   if (!SUPPORTED) return undefined;
-  const st = linuxStat(pid, { dead });
+  const st = procfs.stat(pid, { dead });
   return st && { pid, start: st.start, pgid: st.pgid };
 }
 
 /** true (the same process lives), false (gone or replaced), undefined (cannot tell). */
 function same(ident) {
   if (!SUPPORTED) return undefined;
-  const st = linuxStat(ident.pid);
+  const st = procfs.stat(ident.pid);
   if (st === undefined) return undefined;
   return st !== null && st.start === ident.start;
 }
@@ -126,7 +80,7 @@ class Tree {
   _prune() {
     const live = [];
     for (const [pid, m] of this.members) {
-      const st = linuxStat(pid);
+      const st = procfs.stat(pid);
       if (st === null || (st && st.start !== m.start)) {
         this.members.delete(pid);
       } else {
@@ -149,22 +103,22 @@ class Tree {
   /** A cheap look: the children of the root and of every known member. */
   look() {
     if (!SUPPORTED) return [];
-    if (childrenFiles === false) return this.full();
+    if (procfs.childrenFilesMissing()) return this.full();
     const queue = this._starts().starts;
     const seen = new Set();
     while (queue.length) {
       const pid = queue.shift();
       if (seen.has(pid)) continue;
       seen.add(pid);
-      for (const child of readChildren(pid)) {
-        const st = linuxStat(child);
+      for (const child of procfs.children(pid)) {
+        const st = procfs.stat(child);
         if (st && st.ppid === pid) {
           this._add(st);
           queue.push(child);
         }
       }
     }
-    if (childrenFiles === false) return this.full();
+    if (procfs.childrenFilesMissing()) return this.full();
     return this._prune();
   }
 
@@ -176,7 +130,7 @@ class Tree {
     const groupHeld = this.pgid !== null && (live.some((m) => m.pgid === this.pgid) ||
       this._leaderKept());
     const kids = new Map();
-    const all = table();
+    const all = procfs.table();
     for (const st of all) {
       if (!kids.has(st.ppid)) kids.set(st.ppid, []);
       kids.get(st.ppid).push(st);
@@ -210,12 +164,8 @@ class Tree {
       // A descendant of a newer process is found from it, by ppid: only the top of each
       // newer subtree (its parent older than the root: init, a subreaper) is read.
       if (newer.has(st.ppid)) continue;
-      let env;
-      try {
-        env = fs.readFileSync(`/proc/${st.pid}/environ`, 'latin1');
-      } catch {
-        continue; // gone, or not ours to read: not ours to signal either
-      }
+      const env = procfs.environ(st.pid);
+      if (env === null) continue; // gone, or not ours to read: not ours to signal either
       const at = env.startsWith(name) ? 0 : env.indexOf(`\0${name}`) + 1;
       if (at <= 0 && !env.startsWith(name)) continue;
       const end = env.indexOf('\0', at);
@@ -228,7 +178,7 @@ class Tree {
    * replaced (a new group of that number needs a new process of that pid). */
   _leaderKept() {
     if (!this.leader) return false;
-    const st = linuxStat(this.leader.pid);
+    const st = procfs.stat(this.leader.pid);
     return st === null || (st !== undefined && st.start === this.leader.start);
   }
 
@@ -267,23 +217,15 @@ class Tree {
   }
 }
 
-/** What this process's fd `n` is (`socket:[123]`, `pipe:[456]`), or null. */
-function fdTarget(n, pid = 'self') {
-  try {
-    return fs.readlinkSync(`/proc/${pid}/fd/${n}`);
-  } catch {
-    return null;
-  }
-}
-
 /** Live members of `tree` that hold this process's stdin or stdout (a server a launcher
  * handed the stdio to before it exited). */
 function stdioHolders(tree) {
   // Only a pipe or a socket is the host's: /dev/null or a file says nothing about who.
-  const ours = new Set([fdTarget(0), fdTarget(1)].filter((t) => /^(pipe|socket):/.test(t || '')));
+  const ours = new Set([procfs.fdTarget(0), procfs.fdTarget(1)]
+    .filter((t) => /^(pipe|socket):/.test(t || '')));
   // A whole-table look: a server the launcher started just before it left was likely
   // never seen by a look while the launcher lived; it is still in the group.
-  return tree.full().filter((m) => [0, 1].some((n) => ours.has(fdTarget(n, m.pid))));
+  return tree.full().filter((m) => [0, 1].some((n) => ours.has(procfs.fdTarget(n, m.pid))));
 }
 
-module.exports = { Tree, identify, same, signalIdent, table, stdioHolders, SUPPORTED };
+module.exports = { Tree, identify, same, signalIdent, stdioHolders, SUPPORTED };

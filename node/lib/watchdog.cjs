@@ -47,21 +47,26 @@ function usage() {
   process.exit(2);
 }
 
-function main(argv) {
+/** `{ graceMs, termGraceMs, unset, command, args }` from argv, or the usage line and 2. */
+function parse(argv) {
   const sep = argv.indexOf('--');
   if (sep < 2 || argv.length < sep + 2) usage();
   const [graceMs, termGraceMs] = argv.slice(0, 2).map(Number);
   if (![graceMs, termGraceMs].every((n) => Number.isFinite(n) && n >= 0)) usage();
   const opts = argv.slice(2, sep);
+  const unset = [];
   for (let i = 0; i < opts.length; i += 2) {
     if (opts[i] !== '--unset' || !opts[i + 1]) usage();
-    delete process.env[opts[i + 1]];
+    unset.push(opts[i + 1]);
   }
   const [command, ...args] = argv.slice(sep + 1);
+  return { graceMs, termGraceMs, unset, command, args };
+}
 
-  let status = null; // the server's exit status, once reaped
-  let ending = null;
-  const nudge = new Nudge(); // the server's exit cuts a ladder's poll short
+/** Start the server in a session of its own, its environment marked; its tree recorded
+ * from now on. Returns `{ child, tree }`, or null when spawn failed at once (its 'error'
+ * event follows and exits 127 / 126). */
+function startServer(command, args) {
   // The tree's mark: a process that daemonized (setsid and a double fork, its parent gone
   // before any look saw it) still carries it in its environment, and is found by it.
   const me = identify(process.pid);
@@ -72,13 +77,37 @@ function main(argv) {
     say('error', `cannot start ${command}: ${err.message}`, WHO);
     process.exit(err.code === 'EACCES' ? 126 : 127);
   });
-  if (child.pid === undefined) return; // the 'error' event follows
+  if (child.pid === undefined) return null; // the 'error' event follows
   // Our unreaped child: the pid is still its own, a zombie included (a launcher such as
   // `sh -c 'server & exit 0'` may have exited before this line runs).
   const leader = identify(child.pid, { dead: true });
   const tree = new Tree(me, { pgid: child.pid, leader: leader || null,
     mark: mark && `${MARK}=${mark}` });
   tree.look();
+  return { child, tree };
+}
+
+/** `end(reason, fromSigterm)` when the lifeline on fd 3 ends: the host closed or died. */
+function watchLifeline(end) {
+  let lifeline;
+  try {
+    lifeline = new net.Socket({ fd: 3, readable: true, writable: false });
+  } catch (err) {
+    say('warning', `no lifeline on fd 3 (${err.code || err.message}): the host's death ` +
+      'will not be seen', WHO);
+    return;
+  }
+  lifeline.on('data', () => {}); // nobody writes; reading is how EOF is seen
+  lifeline.on('end', () => end('lifeline EOF (host closed or died)', false));
+  lifeline.on('close', () => end('lifeline closed (host closed or died)', false));
+  lifeline.on('error', (err) => end(`lifeline error ${err.code}`, false));
+}
+
+/** Guard the tree until it is empty, then exit with the server's status. */
+function supervise({ child, tree }, { graceMs, termGraceMs }) {
+  let status = null; // the server's exit status, once reaped
+  let ending = null;
+  const nudge = new Nudge(); // the server's exit cuts a ladder's poll short
 
   function finish() {
     say('debug', `tree gone; exit ${status ?? 0}`, WHO);
@@ -120,20 +149,15 @@ function main(argv) {
   const look = setInterval(() => tree.look(), LOOK_MS);
   look.unref(); // the child, the lifeline or the ladder keep the loop alive, not this
 
-  let lifeline;
-  try {
-    lifeline = new net.Socket({ fd: 3, readable: true, writable: false });
-  } catch (err) {
-    say('warning', `no lifeline on fd 3 (${err.code || err.message}): the host's death ` +
-      'will not be seen', WHO);
-  }
-  if (lifeline) {
-    lifeline.on('data', () => {}); // nobody writes; reading is how EOF is seen
-    lifeline.on('end', () => end('lifeline EOF (host closed or died)', false));
-    lifeline.on('close', () => end('lifeline closed (host closed or died)', false));
-    lifeline.on('error', (err) => end(`lifeline error ${err.code}`, false));
-  }
+  watchLifeline(end);
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(sig, () => end(`got ${sig}`, true));
+}
+
+function main(argv) {
+  const opts = parse(argv);
+  for (const name of opts.unset) delete process.env[name];
+  const started = startServer(opts.command, opts.args);
+  if (started) supervise(started, opts);
 }
 
 main(process.argv.slice(2));

@@ -39,15 +39,16 @@ from typing import Any
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.hostcheck import keys
 from mcp_tether.hostcheck.config import SCOPES, host_names
-from mcp_tether.hostcheck.keeper import HOLDS, PLACEHOLDER, Spec, run_keeper, spec_json
-from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, Scenario, decide
+from mcp_tether.hostcheck.keeper import run_keeper
+from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, HostScenario, decide
+from mcp_tether.hostcheck.spec import HOLDS, PLACEHOLDER, CheckSpec, spec_json
 from mcp_tether.proc import ProcessId, identify
 from mcp_tether.proc.reap import wait_child
 from mcp_tether.proc.signals import signal_process
 from mcp_tether.proc.spawn import fork_call
 from mcp_tether.tempdirs import owned_tempdir
 
-__all__ = ["check", "HostCheck", "SCENARIOS", "Scenario", "decide", "PLACEHOLDER",
+__all__ = ["check", "HostCheck", "SCENARIOS", "HostScenario", "decide", "PLACEHOLDER",
            "HOLDS", "default_scenarios", "TEMP_PREFIX"]
 
 TEMP_PREFIX = "mcp-tether-hostcheck-"  # the check's throwaway folders (`tempdirs`)
@@ -164,7 +165,7 @@ def check(
         for n in names:
             work = os.path.join(tmp, n)
             os.makedirs(work)
-            specs.append(Spec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
+            specs.append(CheckSpec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
                               env=env, cwd=cwd, ready_timeout=ready_timeout,
                               host_timeout=host_timeout, settle=settle, eof=eof,
                               grandchild=grandchild, hold=hold, hold_wait=hold_wait,
@@ -177,7 +178,7 @@ def check(
 
 @dataclass
 class _Running:
-    spec: Spec
+    spec: CheckSpec
     pid: int
     ident: ProcessId | None
     res_r: int
@@ -185,7 +186,7 @@ class _Running:
     data: bytes = b""
 
 
-def _start(spec: Spec) -> _Running:
+def _start(spec: CheckSpec) -> _Running:
     """Fork one scenario's keeper (own session; SIGTERM when we die)."""
     text = spec_json(spec)
     res_r, res_w = os.pipe()
@@ -214,7 +215,7 @@ def _finish(run: _Running) -> dict[str, Any]:
 
 
 def run_scenarios(
-    specs: list[Spec],
+    specs: list[CheckSpec],
     *,
     jobs: int = 1,
     on_result: Callable[[dict[str, Any]], None] | None = None,

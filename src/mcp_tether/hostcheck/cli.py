@@ -11,8 +11,8 @@ from mcp_tether.hostcheck import HOLDS, check, default_scenarios, render
 from mcp_tether.hostcheck.config import SCOPES
 from mcp_tether.hostcheck.keys import KEYS
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
-from mcp_tether.jsonout import print_json
 from mcp_tether.probe.runner import StopSignals
+from mcp_tether.report.jsonout import print_json
 
 EXAMPLES = (
     "mcp-tether hostcheck -- node host.mjs {server}      # {server}: the recorder's command",

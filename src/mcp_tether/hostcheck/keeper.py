@@ -3,22 +3,25 @@
     hostcheck (driver) -> keeper (child subreaper) -> [ttyshell ->] host -> [wrapper ->]
         recorder -> grandchild
 
-The loop, the subreaper and the end are the core's (`proc.keeper.Keeper`): the recorder
-and its grandchild reparent to the keeper when the host (or the recorder) goes, so after
-the host is gone "what is left" is exactly the keeper's live descendants.
+The loop, the subreaper, the tree scan, the signals and the end are the core's
+(`proc.keeper.BaseKeeper`): the recorder and its grandchild reparent to the keeper when
+the host (or the recorder) goes, so after the host is gone "what is left" is exactly the
+keeper's live descendants. What the keeper is told is `spec.py`'s, the row it makes of
+what it saw `outcome.py`'s; `HostKeeper` says what is the host check's own: how the host
+is started, what a recorder's event means, the scenario's action and the verdict.
 
 Guarantees:
 - Every wait is event-timed: the recorder's events arrive through a FIFO, exits through
   pidfds, signals through the core's inbox; deadlines only bound them.
 - Besides SIGTERM/SIGINT, the driver's death stops it (PR_SET_PDEATHSIG SIGTERM, and EOF
   on a pipe whose write end only the driver holds): a SIGKILLed check leaves nothing.
-- Signals to the host go through `proc.signals.signal_process` (identity re-checked).
-- With a hold point (`Spec.hold`), the trigger is sent while the recorder still holds
+- Signals to the host go through the core's `signal_process` (identity re-checked).
+- With a hold point (`CheckSpec.hold`), the trigger is sent while the recorder still holds
   its answer (to `tools/list` or `initialize`), and the hold is released right after
   it: a one-shot host is ended by the scenario, not by its own end of work. A host
   that began ending the recorder before the trigger (closed its stdin, signalled it)
   gets the verdict `preempted`, never one that would be the outcome of that race.
-- The result is one JSON object written to the driver's pipe (see `result()`).
+- The result is one JSON object written to the driver's pipe (`outcome.result_row`).
 """
 
 from __future__ import annotations
@@ -29,28 +32,24 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcp_tether.hostcheck import keys, ps_view
 from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
-from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, VERDICT_WORDS, decide
-from mcp_tether.hostcheck.timeline import build
-from mcp_tether.hostcheck.who import SIGNS, processes
+from mcp_tether.hostcheck.outcome import State, preempted, recorded_events, result_row
+from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS, decide
+from mcp_tether.hostcheck.spec import PLACEHOLDER, CheckSpec, is_recorder, recorder_argv, role_of
+from mcp_tether.hostcheck.who import SIGNS
 from mcp_tether.proc import ProcessId, cmdline, descendants, identify, read_info, snapshot
-from mcp_tether.proc.keeper import Interrupted
-from mcp_tether.proc.keeper import Keeper as CoreKeeper
-from mcp_tether.proc.signals import signal_process
+from mcp_tether.proc.keeper import BaseKeeper, Interrupted
 from mcp_tether.proc.spawn import spawn
 from mcp_tether.scan.superseded import Samples
 
-__all__ = ["Spec", "RECORDER", "PLACEHOLDER", "run_keeper", "recorder_argv"]
+__all__ = ["HostKeeper", "run_keeper"]
 
 PS_LOOKS = 8  # reconnect: `ps` looks spread over the window (superseded needs several)
 
-RECORDER = str(Path(__file__).resolve().parent / "recorder.py")
-PLACEHOLDER = "{server}"
 TAIL = 2000
 SCREEN = 65536  # what an --after-edit wait looks at: the terminal's last output, this long
 # How long a host's helper that outlives it (a guard, a wrapper) may go on ending the
@@ -59,92 +58,14 @@ HELPER_GRACE = 5.0
 # Under a pty the host runs as the foreground job of this stand-in for a terminal's shell
 # (the session leader), which tells us the host's pid; see ttyshell.py.
 TTYSHELL = str(Path(__file__).resolve().parent / "ttyshell.py")
-HOLDS = ("tools/list", "initialize", "none")
 
 
-@dataclass
-class Spec:
-    argv: list[str]  # the host's command line; PLACEHOLDER args become the recorder's
-    scenario: str
-    work: str  # this scenario's folder: events, throwaway HOME and project, host log
-    host: str | None = None  # --host NAME: the recorder goes into this host's config
-    pty: bool = False
-    quit: str | None = None  # written to the host's stdin before EOF (the exit scenario)
-    env: dict[str, str] | None = None
-    cwd: str | None = None
-    ready_timeout: float = 30.0
-    host_timeout: float = 15.0
-    settle: float = 1.0
-    eof: str = "stay"  # the recorder at stdin EOF: stay (needs the whole ladder) or exit
-    grandchild: bool = True
-    hold: str = "tools/list"  # where the recorder holds the host until the trigger (HOLDS)
-    hold_wait: float = 5.0  # after `initialized`, how long a tools/list hold waits for one
-    wrapper: bool = False  # a wrapper that forwards no signal stands before the recorder
-    signals: str = "die"  # the recorder at a fatal signal: die (as servers do) or stay
-    scope: str | None = None  # --host-scope: the host's config file of this scope
-    after_edit: list[str] = field(default_factory=list)  # reconnect, pty: keys.parse steps
+class HostKeeper(BaseKeeper):
+    """One host check scenario's keeper: the host it starts with the recorder, what the
+    recorder's events mean, the scenario's action on the host and the verdict on what the
+    host left."""
 
-
-def recorder_argv(events: str, eof: str = "stay", grandchild: bool = True, *,
-                  hold: str = "none", signals: str = "die", wrapper: bool = False) -> list[str]:
-    argv = [sys.executable, RECORDER, "--events", events]
-    if wrapper:
-        argv += ["--role", "wrapper"]
-    if eof != "stay":
-        argv += ["--eof", eof]
-    if signals != "die":
-        argv += ["--signals", signals]
-    if hold != "none":
-        argv += ["--hold", hold]
-    if not grandchild:
-        argv.append("--no-grandchild")
-    return argv
-
-
-def is_recorder(argv: list[str]) -> bool:
-    """A recorder process runs `python RECORDER ...`; a wrapper or guard that merely has
-    the recorder's path among its arguments is not one."""
-    return len(argv) > 1 and argv[1] == RECORDER
-
-
-def role_of(argv: list[str]) -> str:
-    """A recorder's role from its command line (`--role R`, else the server)."""
-    for flag, value in zip(argv, argv[1:], strict=False):
-        if flag == "--role":
-            return value
-    return "server"
-
-
-@dataclass
-class State:
-    t0: float = 0.0
-    host: ProcessId | None = None
-    host_exit: float | None = None
-    host_status: int | None = None
-    action_at: float | None = None
-    action_note: str = ""
-    triggered: bool = False  # the scenario's action reached a live host
-    initialized_at: float | None = None
-    hold_at: float | None = None  # the recorder began holding its answer
-    hold_point: str | None = None
-    released_at: float | None = None
-    first_sign: dict[str, Any] | None = None  # the first sign of an ending, as recorded
-    host_family: tuple[int, int] | None = None  # the host's (pgid, sid) before the trigger
-    recorders: dict[int, ProcessId] = field(default_factory=dict)  # pid -> ident
-    roles: dict[int, str] = field(default_factory=dict)
-    statuses: dict[int, int] = field(default_factory=dict)
-    marks: list[dict[str, Any]] = field(default_factory=list)  # the keeper's own events
-    cleanup_at: float = float("inf")  # exits after this instant are the clean-up's
-    tail: bytes = b""
-    # The processes between the host and the server it started (a hidden `sh -c`, a
-    # relaunched CLI), host side first, and every process of the host's tree: both read
-    # while the handshake holds them (`read_tree`).
-    layers: list[dict[str, Any]] = field(default_factory=list)
-    host_tree: set[int] = field(default_factory=set)
-
-
-class Keeper(CoreKeeper):
-    def __init__(self, spec: Spec, life_fd: int) -> None:
+    def __init__(self, spec: CheckSpec, life_fd: int) -> None:
         super().__init__()
         self.spec = spec
         self.sc = SCENARIOS[spec.scenario]
@@ -152,8 +73,8 @@ class Keeper(CoreKeeper):
         # shows the old copy matching the entry) to the end of the window
         self.ps_samples = Samples()
         # Nothing is written to the driver's pipe; its EOF is its death: stop, leave nothing.
-        self.watch(life_fd, lambda _chunk: None, on_eof=lambda: self.halt("driver died"))
-        self.s = State()
+        self.watch_parent(life_fd, "driver died")
+        self.s = State(statuses=self.statuses)
         self.events_dir = os.path.join(spec.work, "events")
         self.stdin_w: int | None = None
         self.master: int | None = None
@@ -170,29 +91,37 @@ class Keeper(CoreKeeper):
         self.s.marks.append({"t": t, "what": what, "pid": pid, **extra})
 
     def on_exit(self, pid: int, status: int) -> None:
-        self.s.statuses[pid] = status
         # The host's status: its own when it is our child, else its tty shell's (the
         # shell exits with its job's status).
         ours = [p.pid for p in (self.s.host, self.shell) if p is not None]
         if pid in ours and self.s.host_status is None:
             self.s.host_status = status
 
+    # -- what the loop watches: the recorders' events, the terminal -----------------------
     def _on_recorder(self, ev: Any) -> None:
+        """One event of a recorder: its `what` says what it means (`handle_<what>`)."""
         pid = int(ev.get("pid", 0))
-        if ev.get("what") == "start" and pid not in self.s.recorders:
+        what = ev.get("what")
+        self.dispatch(what, ev, pid)
+        if what in SIGNS and self.s.first_sign is None:  # the host is ending it
+            self.s.first_sign = ev
+
+    def handle_start(self, ev: dict[str, Any], pid: int) -> None:
+        if pid not in self.s.recorders:
             ident = identify(pid)
             # Ours only if it runs the recorder: a pid is never taken on its word alone.
             if ident is not None and is_recorder(cmdline(pid)):
                 self.s.recorders[pid] = ident
                 self.s.roles[pid] = ev.get("role", "server")
                 self.waiter.add(ident)
-        what = ev.get("what")
-        if what == "initialized" and self.s.initialized_at is None:
+
+    def handle_initialized(self, ev: dict[str, Any], pid: int) -> None:
+        if self.s.initialized_at is None:
             self.s.initialized_at = float(ev["t"])
-        if what == "hold" and self.s.hold_at is None:
+
+    def handle_hold(self, ev: dict[str, Any], pid: int) -> None:
+        if self.s.hold_at is None:
             self.s.hold_at, self.s.hold_point = float(ev["t"]), str(ev.get("point"))
-        if what in SIGNS and self.s.first_sign is None:
-            self.s.first_sign = ev
 
     def _on_screen(self, chunk: bytes) -> None:
         self.s.tail = (self.s.tail + chunk)[-TAIL:]
@@ -215,32 +144,10 @@ class Keeper(CoreKeeper):
 
     # -- the scenario -------------------------------------------------------------------
     def start_host(self) -> None:
+        """The recorders' channels, then the host (under a pty: as its tty shell's job)."""
         spec = self.spec
-        os.makedirs(self.events_dir, exist_ok=True)
-        fifo_path = os.path.join(self.events_dir, "events.fifo")
-        os.mkfifo(fifo_path, 0o600)
-        # Read-write: opening never waits for a writer, and EOF never comes.
-        self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
-        self.watch(self.fifo, self._on_recorder, lines=True)
-        if spec.hold != "none":
-            release = os.path.join(self.events_dir, "release.fifo")
-            os.mkfifo(release, 0o600)
-            # Ours is the only writer: closing it is the release (see the recorder).
-            self.release_fd = os.open(release, os.O_RDWR | os.O_NONBLOCK)
-        rec = self.recorder_argv()
-        env = dict(os.environ if spec.env is None else spec.env)
-        cwd = spec.cwd
-        argv = list(spec.argv)
-        if spec.host is not None:
-            home = Path(spec.work) / "home"
-            project = Path(spec.work) / "project"
-            home.mkdir(parents=True, exist_ok=True)
-            project.mkdir(parents=True, exist_ok=True)
-            self.placement = write_recorder(spec.host, home, project, rec, scope=spec.scope,
-                                            env=env)
-            env = host_env(home, project, env)
-            cwd = cwd or str(project)
-        argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
+        self._open_channels()
+        argv, env, cwd = self._host_command()
         pid_r = pid_w = log = None
         try:
             if spec.pty or self.sc.pty:  # its output is the screen (s.tail), no host.log
@@ -279,6 +186,40 @@ class Keeper(CoreKeeper):
         self.s.host = host
         self.waiter.add(host)
         self.mark(self.s.t0, "spawn", host.pid, role="client", cmd=" ".join(spec.argv))
+
+    def _open_channels(self) -> None:
+        """The recorders' events FIFO (watched) and, with a hold, the FIFO that releases it."""
+        os.makedirs(self.events_dir, exist_ok=True)
+        fifo_path = os.path.join(self.events_dir, "events.fifo")
+        os.mkfifo(fifo_path, 0o600)
+        # Read-write: opening never waits for a writer, and EOF never comes.
+        self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
+        self.watch(self.fifo, self._on_recorder, lines=True)
+        if self.spec.hold != "none":
+            release = os.path.join(self.events_dir, "release.fifo")
+            os.mkfifo(release, 0o600)
+            # Ours is the only writer: closing it is the release (see the recorder).
+            self.release_fd = os.open(release, os.O_RDWR | os.O_NONBLOCK)
+
+    def _host_command(self) -> tuple[list[str], dict[str, str], str | None]:
+        """The host's argv (PLACEHOLDER made the recorder's command), environment and
+        folder; with --host, the recorder written into its config in a throwaway HOME."""
+        spec = self.spec
+        rec = self.recorder_argv()
+        env = dict(os.environ if spec.env is None else spec.env)
+        cwd = spec.cwd
+        argv = list(spec.argv)
+        if spec.host is not None:
+            home = Path(spec.work) / "home"
+            project = Path(spec.work) / "project"
+            home.mkdir(parents=True, exist_ok=True)
+            project.mkdir(parents=True, exist_ok=True)
+            self.placement = write_recorder(spec.host, home, project, rec, scope=spec.scope,
+                                            env=env)
+            env = host_env(home, project, env)
+            cwd = cwd or str(project)
+        argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
+        return argv, env, cwd
 
     def recorder_argv(self, *extra: str) -> list[str]:
         spec = self.spec
@@ -350,7 +291,7 @@ class Keeper(CoreKeeper):
             self.mark(now, "config-edit", host.pid)
         else:
             sig = getattr(signal, sc.action)
-            outcome = signal_process(host, sig)
+            outcome = self.signal_process(host, sig)
             if outcome != "sent":
                 s.action_note = f"{sc.action} not sent to the host: {outcome}"
             self.mark(now, sc.action.lower(), host.pid)
@@ -402,22 +343,17 @@ class Keeper(CoreKeeper):
         return s.initialized_at is not None and (
             spec.hold != "tools/list" or time.monotonic() >= s.initialized_at + spec.hold_wait)
 
-    def wait_ready(self) -> None:
+    def hold_waited(self) -> float:
+        """When a tools/list hold stops waiting for the request (inf: none to wait for)."""
         s, spec = self.s, self.spec
-        deadline = s.t0 + spec.ready_timeout
-        while not self.ready():
-            wake = deadline
-            if s.initialized_at is not None and spec.hold == "tools/list":
-                wake = min(wake, s.initialized_at + spec.hold_wait)
-            now = time.monotonic()
-            if now >= deadline:
-                return
-            self.step(max(0.0, wake - now))
+        if s.initialized_at is not None and spec.hold == "tools/list":
+            return s.initialized_at + spec.hold_wait
+        return float("inf")
 
     def drive(self) -> dict[str, Any]:
         spec, s = self.spec, self.s
         self.start_host()
-        self.wait_ready()
+        self.wait_until(self.ready, s.t0 + spec.ready_timeout, wake=self.hold_waited)
         self.step(0)  # a one-shot host's last events may be in the FIFO still
         handshake = s.initialized_at is not None or s.hold_at is not None
         if not handshake and self.host_gone() and s.recorders:
@@ -470,7 +406,7 @@ class Keeper(CoreKeeper):
         self._adopt_unseen()
         # The host's helpers (a guard, a wrapper it started) may still be ending the
         # server for it: while one lives, the settle time stretches, up to HELPER_GRACE.
-        helpers = [i.ident for i in descendants(self.me, snapshot())
+        helpers = [i.ident for i in self.tree()
                    if not i.exited and i.pid not in self.s.recorders]
         for h in helpers:
             self.waiter.add(h)
@@ -504,22 +440,6 @@ class Keeper(CoreKeeper):
             chain.append({"pid": cur, "cmdline": " ".join(cmdline(cur))[:200]})
             cur = snap[cur].ppid
         s.layers = list(reversed(chain)) if cur == s.host.pid else []
-
-    def named_left(self, verdict: str) -> str:
-        """What the detail adds to a verdict: every other process left (the host's own
-        said so) and every layer between the host and its server."""
-        s, out = self.s, []
-        if self.others and verdict not in ("error", "skipped"):
-            layers = {x["pid"] for x in s.layers}
-            out.append("also left: " + ", ".join(
-                f"pid {o['pid']} ({o['cmdline'][:80]})"
-                + (", a layer the host put before its server" if o["pid"] in layers else
-                   ", the host's own" if o["pid"] in s.host_tree else "")
-                for o in self.others))
-        if s.layers:
-            out.append("between the host and its server: " + " > ".join(
-                f"pid {x['pid']} ({x['cmdline'][:80]})" for x in s.layers))
-        return "".join(f"; {x}" for x in out)
 
     @property
     def direct(self) -> str:
@@ -563,7 +483,7 @@ class Keeper(CoreKeeper):
     def _adopt_unseen(self) -> None:
         """Recorder processes whose start event was not read yet: from a full scan."""
         self.drain(self.fifo)
-        for info in descendants(self.me, snapshot()):
+        for info in self.tree():
             if info.pid in self.s.recorders or info.exited:
                 continue
             argv = cmdline(info.pid)
@@ -575,7 +495,7 @@ class Keeper(CoreKeeper):
     def others_left(self) -> list[dict[str, Any]]:
         """Live descendants that are not the recorder's (a wrapper, a helper)."""
         out = []
-        for info in descendants(self.me, snapshot()):
+        for info in self.tree():
             if info.exited or info.pid in self.s.recorders or (
                     self.s.host is not None and info.pid == self.s.host.pid):
                 continue
@@ -595,27 +515,10 @@ class Keeper(CoreKeeper):
             self.release_fd = None
         self.killed = sorted(self.live_recorders())
 
-    def _file_events(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        try:
-            names = sorted(os.listdir(self.events_dir))
-        except OSError:
-            return out
-        for name in names:
-            if not name.endswith(".jsonl"):
-                continue
-            with open(os.path.join(self.events_dir, name), "rb") as fh:
-                for line in fh:
-                    try:
-                        out.append(json.loads(line))
-                    except ValueError:
-                        continue
-        return sorted(out, key=lambda e: e.get("t", 0.0))
-
     # -- the core's hooks -----------------------------------------------------------------
     def keep(self) -> dict[str, Any]:
         try:
-            outcome = self.preempted(self.drive())
+            outcome = preempted(self.drive(), self.s, self.events_dir)
         except Interrupted:
             raise
         except Exception as exc:  # noqa: BLE001  # one line in the result, never a trace
@@ -627,99 +530,32 @@ class Keeper(CoreKeeper):
     def interrupted(self) -> dict[str, Any]:
         return {"verdict": "error", "detail": "interrupted: the check was stopped"}
 
-    def preempted(self, outcome: dict[str, Any]) -> dict[str, Any]:
-        """`preempted` instead of a verdict when the recorder saw the host begin ending it
-        before the trigger (from the events files: the FIFO may lag)."""
-        s = self.s
-        acted = s.action_at
-        if outcome["verdict"] in ("error", "skipped") or not s.triggered or acted is None:
-            return outcome
-        signs = [e for e in self._file_events()
-                 if e.get("what") in SIGNS and float(e.get("t", 0.0)) < acted]
-        if not signs:
-            return outcome
-        first = signs[0]
-        what = first.get("signal") or first.get("what")
-        ms = round((float(first["t"]) - s.t0) * 1000, 1)
-        return {**outcome, "verdict": "preempted", "after": outcome["verdict"],
-                "detail": f"{VERDICT_WORDS['preempted']} (the {first.get('role')} saw {what} "
-                f"at {ms:g} ms, the trigger came at {(acted - s.t0) * 1000:.1f} ms; "
-                f"what was left after: {outcome['verdict']})"}
-
     def result(self, outcome: dict[str, Any]) -> dict[str, Any]:
         for _ in range(20):  # the pidfds of what the clean-up killed: readable at once
             if not self.waiter.pending or not self.waiter.wait(0):
                 break
-        s, sc, killed = self.s, self.sc, self.killed
-        left = outcome.pop("left", [])
+        s = self.s
         host_exit = s.host_exit
         if s.host is not None and host_exit is None and s.host in self.waiter.exited:
             host_exit = self.waiter.exited[s.host]
-        by_cleanup = host_exit is not None and host_exit >= s.cleanup_at
-        recorded = self._file_events()
-        verdict = outcome["verdict"]
         tail = s.tail
         if self.log_path is not None and os.path.exists(self.log_path):
             with open(self.log_path, "rb") as fh:
                 fh.seek(max(0, os.path.getsize(self.log_path) - TAIL))
                 tail = fh.read()
-
-        def ms(t: float | None) -> float | None:
-            return None if t is None else round((t - s.t0) * 1000, 1)
-
-        row = {
-            "scenario": sc.name,
-            "title": sc.title,
-            "verdict": verdict,
-            "after": outcome.get("after"),
-            "hold": self.spec.hold,
-            "hold_point": s.hold_point,
-            "held_ms": ms(s.hold_at),
-            "released_ms": ms(s.released_at),
-            "wrapper": self.spec.wrapper,
-            "recorder_signals": self.spec.signals,
-            "host_pgid": s.host_family[0] if s.host_family else None,
-            "host_sid": s.host_family[1] if s.host_family else None,
-            "passed": verdict in PASSING,
-            "detail": (outcome["detail"] + (f" ({s.action_note})" if s.action_note
-                                            and s.action_note not in outcome["detail"] else "")
-                       + self.named_left(verdict)),
-            "spec": sc.spec,
-            "host_argv": self.spec.argv,
-            "host_config": str(self.placement.path) if self.placement is not None else None,
-            "after_edit": self.spec.after_edit,  # reconnect: the steps typed after the edit
-            "host_pid": s.host.pid if s.host else None,
-            "host_exit_ms": ms(host_exit),
-            "host_status": s.host_status,
-            "host_ended_by_cleanup": by_cleanup,
-            "initialized_ms": ms(s.initialized_at),
-            "action": sc.action,
-            "action_ms": ms(s.action_at),
-            "left": [{"pid": p, "role": s.roles.get(p, "server")} for p in left],
-            "others_left": [{**o, "hosts_own": o["pid"] in s.host_tree} for o in self.others],
-            "layers": s.layers,
-            "also": self.named_left(verdict).removeprefix("; "),  # the detail's last words
-            "ps": outcome.get("ps"),  # reconnect: `ps` on the copies still running
-            "killed_by_cleanup": killed,
-            "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},
-                          "t_ms": ms(e.get("t"))} for e in recorded],
-            "events": build(s, recorded, self.waiter.exited, killed, ms),
-            "host_output_tail": tail.decode("utf-8", "replace"),
-        }
-        row["processes"] = processes(row)
-        return row
+        return result_row(
+            outcome, s, self.sc, self.spec, host_exit=host_exit,
+            host_config=str(self.placement.path) if self.placement is not None else None,
+            others=self.others, killed=self.killed, exited=self.waiter.exited,
+            recorded=recorded_events(self.events_dir), tail=tail)
 
 
 def run_keeper(spec_json: str, result_fd: int, life_fd: int) -> None:
     """The keeper process's main (forked by the driver): one JSON line to `result_fd`."""
-    spec = Spec(**json.loads(spec_json))
+    spec = CheckSpec(**json.loads(spec_json))
     os.set_blocking(life_fd, False)
-    out = Keeper(spec, life_fd).run()
+    out = HostKeeper(spec, life_fd).run()
     data = (json.dumps(out) + "\n").encode()
     while data:
         data = data[os.write(result_fd, data):]
     os.close(result_fd)
-
-
-def spec_json(spec: Spec) -> str:
-    return json.dumps(asdict(spec))

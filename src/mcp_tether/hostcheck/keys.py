@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from mcp_tether.errors import UsageError
 
-__all__ = ["Step", "KEYS", "parse", "screen_text", "shown"]
+__all__ = ["KeyStep", "KEYS", "parse", "screen_text", "shown"]
 
 # What a terminal sends for each key (xterm's normal cursor mode; Enter is CR, as typed).
 KEYS = {
@@ -42,7 +42,9 @@ _SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
-class Step:
+class KeyStep:
+    """One --after-edit step: keys to type, or text to wait for (not a `ladder.Step`)."""
+
     kind: str  # "wait" or "keys"
     text: str  # wait: the text, white space normalized; keys: the characters to type
 
@@ -57,7 +59,7 @@ def _keys(text: str, spec: str) -> str:
     return _NAME.sub(one, text)
 
 
-def parse(specs: list[str]) -> list[Step]:
+def parse(specs: list[str]) -> list[KeyStep]:
     out = []
     for spec in specs:
         kind, sep, text = spec.partition("=")
@@ -67,9 +69,9 @@ def parse(specs: list[str]) -> list[Step]:
             text = _SPACE.sub(" ", text).strip()
             if not text:
                 raise UsageError(f"--after-edit {spec!r}: nothing to wait for")
-            out.append(Step("wait", text))
+            out.append(KeyStep("wait", text))
         else:
-            out.append(Step("keys", _keys(text, spec)))
+            out.append(KeyStep("keys", _keys(text, spec)))
     return out
 
 

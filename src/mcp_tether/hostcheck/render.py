@@ -1,7 +1,7 @@
 """The host check's renderings: text, JSON, Markdown and HTML of one `HostCheck`.
 
 Pure rendering of the results' own numbers (ms since the host was spawned); the HTML
-page is the probe's timeline renderer (`probe.html.render_html`), fed the same events.
+page is the probe's timeline renderer (`report.html.render_html`), fed the same events.
 The host's command, its output and every process's command line are untrusted: text
 shows them through `escape.terminal`, Markdown through `escape.md_text` / `md_code`.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
-from mcp_tether.probe.html import render_html as page
+from mcp_tether.report.escape import md_cell, md_code, md_text, terminal
+from mcp_tether.report.html import render_html as page
 
 __all__ = ["render_text", "render_markdown", "render_html", "saw_line",
            "hold_line", "process_cell"]

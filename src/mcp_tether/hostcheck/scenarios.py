@@ -1,7 +1,7 @@
 """The ways a host can end, what the spec asks of it then, and the verdict (a pure function).
 
 Guarantees:
-- One `Scenario` per way the driver ends a host: its action, whether it needs a
+- One `HostScenario` per way the driver ends a host: its action, whether it needs a
   terminal (a pty) or a config file to edit, and the words of the MCP specification
   (stdio transport, 2026-07-28 and the 2025-11-25 lifecycle) for what a client should
   do to its server then. Nothing here touches a process.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Scenario", "SCENARIOS", "VERDICTS", "PASSING", "SPEC_SHUTDOWN", "decide"]
+__all__ = ["HostScenario", "SCENARIOS", "VERDICTS", "PASSING", "SPEC_SHUTDOWN", "decide"]
 
 # Spec text, quoted (basic/transports/stdio, 2026-07-28; basic/lifecycle 2025-11-25).
 SPEC_SHUTDOWN = (
@@ -31,7 +31,9 @@ SPEC_BOUNDARY = (
 
 
 @dataclass(frozen=True)
-class Scenario:
+class HostScenario:
+    """One way the driver ends a host (not a probe scenario: `probe/scenarios/`)."""
+
     name: str
     action: str  # what the driver does to the host once it initialized the recorder
     title: str
@@ -40,25 +42,26 @@ class Scenario:
     config: bool = False  # needs a host config file (--host NAME) to edit
 
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    Scenario("exit", "quit", "its own clean exit (the quit text if given, then stdin EOF)",
-             "On shutdown " + SPEC_SHUTDOWN + "."),
-    Scenario("sigint", "SIGINT", "SIGINT sent to the host (Ctrl-C, `kill -INT`)",
-             "A host that quits on SIGINT is shutting down: " + SPEC_SHUTDOWN + "."),
-    Scenario("sighup", "hangup", "its terminal closed (the pty's master end closed: SIGHUP)",
-             "A host that quits because its terminal went away is shutting down: "
-             + SPEC_SHUTDOWN + ".", pty=True),
-    Scenario("sigterm", "SIGTERM", "SIGTERM sent to the host",
-             "A host that quits on SIGTERM is shutting down: " + SPEC_SHUTDOWN + "."),
-    Scenario("sigkill", "SIGKILL", "SIGKILL sent to the host (a crash)",
-             "The host can do nothing once SIGKILLed; the spec's remaining safeguard is the "
-             "server's: \"Servers SHOULD exit promptly when their standard input is closed "
-             "or reads return end-of-file\". A host that wants no orphans after a crash "
-             "must arrange it before (a process group or job object, a guard, "
-             "PR_SET_PDEATHSIG)."),
-    Scenario("reconnect", "config-edit", "the recorder's config entry edited while the host runs",
-             "A server the host stops using is a shutdown of that connection: "
-             + SPEC_SHUTDOWN + "; " + SPEC_BOUNDARY + ".", config=True),
+SCENARIOS: dict[str, HostScenario] = {s.name: s for s in (
+    HostScenario("exit", "quit", "its own clean exit (the quit text if given, then stdin EOF)",
+                 "On shutdown " + SPEC_SHUTDOWN + "."),
+    HostScenario("sigint", "SIGINT", "SIGINT sent to the host (Ctrl-C, `kill -INT`)",
+                 "A host that quits on SIGINT is shutting down: " + SPEC_SHUTDOWN + "."),
+    HostScenario("sighup", "hangup", "its terminal closed (the pty's master end closed: SIGHUP)",
+                 "A host that quits because its terminal went away is shutting down: "
+                 + SPEC_SHUTDOWN + ".", pty=True),
+    HostScenario("sigterm", "SIGTERM", "SIGTERM sent to the host",
+                 "A host that quits on SIGTERM is shutting down: " + SPEC_SHUTDOWN + "."),
+    HostScenario("sigkill", "SIGKILL", "SIGKILL sent to the host (a crash)",
+                 "The host can do nothing once SIGKILLed; the spec's remaining safeguard is "
+                 "the server's: \"Servers SHOULD exit promptly when their standard input is "
+                 "closed or reads return end-of-file\". A host that wants no orphans after a "
+                 "crash must arrange it before (a process group or job object, a guard, "
+                 "PR_SET_PDEATHSIG)."),
+    HostScenario("reconnect", "config-edit",
+                 "the recorder's config entry edited while the host runs",
+                 "A server the host stops using is a shutdown of that connection: "
+                 + SPEC_SHUTDOWN + "; " + SPEC_BOUNDARY + ".", config=True),
 )}
 
 VERDICTS = ("clean", "server-left", "wrapper-child-left", "abandoned", "host-stayed",

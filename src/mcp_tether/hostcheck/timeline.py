@@ -1,6 +1,6 @@
 """A scenario's events in the probe's timeline form (`events`: what, pid, t_ms, ...).
 
-The probe's HTML renderer (`probe.html`) draws them: the host is the "client" lane, the
+The probe's HTML renderer (`report.html`) draws them: the host is the "client" lane, the
 recorder the "server" lane, its grandchild a child lane. Pure data shaping.
 """
 

@@ -15,19 +15,15 @@ from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.errors import (
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_USAGE,
     CommandNotExecutable,
     CommandNotFound,
     TetherError,
     UsageError,
 )
-from mcp_tether.escape import terminal
 from mcp_tether.hosts.model import ServerEntry
-from mcp_tether.jsonout import print_json
 from mcp_tether.packages import policy_line, prepare
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec, parse_spec
-from mcp_tether.probe import render
 from mcp_tether.probe.api import ProbeOptions, ProbeReport, ScenarioResult, probe
 from mcp_tether.probe.configured import (
     NOT_RUN,
@@ -38,10 +34,7 @@ from mcp_tether.probe.configured import (
     probe_planned,
 )
 from mcp_tether.probe.diagnose import explain_line, summary
-from mcp_tether.probe.html import write_html
 from mcp_tether.probe.interfere import rerun_note, suggest_jobs_1
-from mcp_tether.probe.junit import start_error_result, write_junit
-from mcp_tether.probe.markdown import write_markdown
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.probe.scenarios import HOST_STYLES, SCENARIOS, all_scenarios
 from mcp_tether.probe.spec import (
@@ -53,7 +46,11 @@ from mcp_tether.probe.spec import (
     SPEC,
     WINDOW,
 )
-from mcp_tether.probe.timeline import print_timelines
+from mcp_tether.report.escape import terminal
+from mcp_tether.report.files import write_junit_or_say, write_pictures
+from mcp_tether.report.jsonout import print_json
+from mcp_tether.report.text import render_fixes, render_matrix, render_table
+from mcp_tether.report.timeline import print_timelines
 
 
 def _examples() -> str:
@@ -325,8 +322,8 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
         for r, d in zip(report.results, payload["results"], strict=True):
             setattr(r, "explain", explain_line(d))  # noqa: B010  # shown under the row
         passed = sum(r.passed for r in report.results)
-        render.render_table(report.results, title=title, level=report.level)
-        render.render_fixes(payload["results"])
+        render_table(report.results, title=title, level=report.level)
+        render_fixes(payload["results"])
         warn = [r.scenario for r in report.results if r.warning_only and report.level != ROBUST]
         extra = f"; robust warnings: {', '.join(warn)}" if warn else ""
         print(f"{passed}/{len(report.results)} scenarios passed; meets level: {report.meets}"
@@ -349,10 +346,31 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
                               report.level) or code
 
 
+# What to check when the command could not be started: the remedy of its one result.
+START_REMEDY = {
+    127: "Install the server, or give its path; the probe runs the command as given "
+         "(relative to --cwd), looking it up on PATH",
+    126: "Make the file executable (chmod +x) or run it through its interpreter "
+         "(`node server.js`, `python server.py`)",
+}
+
+
+def _start_error_result(exc: TetherError, host_style: str = "node") -> ScenarioResult:
+    """The one result of a probe whose command could not be started (127 / 126)."""
+    code = int(getattr(exc, "exit_code", 127))
+    return ScenarioResult(
+        scenario="start", host_style=host_style, verdict="error", passed=False,
+        exit_ms=None, rung=None, exit_status=None, error_code=code,
+        detail=f"the command could not be started: {exc} (exit {code})",
+        diagnosis=f"The command could not be started: {exc} (exit {code}).",
+        remedy=START_REMEDY.get(code, "Check the command"),
+    )
+
+
 def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exception) -> None:
     """127/126: --junit and --markdown are still written (CI reads them), then the
     error goes on to the CLI's one line and exit code."""
-    r = start_error_result(exc, args.host_style)  # type: ignore[arg-type]
+    r = _start_error_result(exc, args.host_style)  # type: ignore[arg-type]
     title = f"mcp-tether probe: {shlex.join(cmd)}"
     d = r.to_dict()
     payload = {"command": cmd, "level": args.level, "passed": False, "meets": "none",
@@ -360,38 +378,6 @@ def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exce
     write_pictures("probe", [(title, payload)], html=getattr(args, "html", None),
                    markdown=getattr(args, "markdown", None))
     write_junit_or_say(args.junit, {shlex.join(cmd): [r]}, args.level)
-
-
-def write_pictures(command: str, sections: list[tuple[str, dict[str, Any]]], *,
-                   html: str | None, markdown: str | None, title: str = "") -> int | None:
-    """--html / --markdown, after the results were shown; a file that cannot be written is
-    one line and exit 2, and the other files asked for are still written (CI reads
-    --junit)."""
-    code = None
-    for path, kind in ((html, "html"), (markdown, "markdown")):
-        if not path:
-            continue
-        try:
-            if kind == "html":
-                write_html(path, sections, title=title)
-            else:
-                write_markdown(path, sections)
-        except UsageError as exc:  # the writers' one line: "--html PATH: why"
-            print(f"mcp-tether {command}: {exc.msg}", file=sys.stderr)
-            code = EXIT_USAGE
-    return code
-
-
-def write_junit_or_say(path: str | None, suites: dict[str, Any], level: str) -> int | None:
-    """Write JUnit after the results were shown; on failure, one line and exit 2."""
-    if not path:
-        return None
-    try:
-        write_junit(path, suites, level)
-    except OSError as exc:
-        print(f"mcp-tether: cannot write --junit {path}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return None
 
 
 # --- configured servers: --host NAME / --config FILE --------------------------------
@@ -474,10 +460,10 @@ def _emit_configured(report: ConfiguredReport, args: argparse.Namespace) -> int 
         doc = report.to_dict()
         print_json("probe-config", doc.pop("servers"), **doc)
     else:
-        render.render_matrix(report.results, [s.label for s in report.servers])
+        render_matrix(report.results, [s.label for s in report.servers])
         if args.detail:
             for s in report.probed:
-                render.render_table(s.results, title=s.label, level=level)
+                render_table(s.results, title=s.label, level=level)
                 print_timelines([dict(getattr(r, "raw", {}), **r.to_dict())
                                  for r in s.results])
         for s in report.probed:

@@ -2,11 +2,13 @@
 
     probe (runner) -> keeper (child subreaper) -> client (forked) -> server -> ...
 
-The loop, the subreaper and the end are the core's (`proc.keeper.Keeper`): every process
-of the scenario that loses its parent (the server when the client dies, a grandchild when
-a wrapper dies, a daemon after its double fork) reparents to the keeper, so the tree is
-exactly its descendants minus the client side, whatever the server does with sessions
-and groups. Exit instants come from pidfds, not sleeps.
+The loop, the subreaper, the tree scan, the signals and the end are the core's
+(`proc.keeper.BaseKeeper`); `ProbeKeeper` says what is the probe's own: the client it
+forks, what the client's events mean, the server's tree and the scenario's phases. Every
+process of the scenario that loses its parent (the server when the client dies, a
+grandchild when a wrapper dies, a daemon after its double fork) reparents to the keeper,
+so the tree is exactly its descendants minus the client side, whatever the server does
+with sessions and groups. Exit instants come from pidfds, not sleeps.
 
 What the scenario does is the scenario module's business (`scenarios/`); the keeper
 runs its phases: until the trigger, the window, then (for survivors) the horizon.
@@ -28,7 +30,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from mcp_tether import platform
@@ -44,13 +46,11 @@ from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.shutdowns import ShutdownFile
 from mcp_tether.probe.spec import READY_CEILING, STARVED_CAP, Spec
 from mcp_tether.probe.verdict import Facts, Rung, Survivor
-from mcp_tether.proc import ProcessId, cmdline, descendants, identify, read_info, snapshot
-from mcp_tether.proc import keeper as core
+from mcp_tether.proc import ProcessId, cmdline, identify, read_info
 from mcp_tether.proc.fds import holds
+from mcp_tether.proc.keeper import BaseKeeper
 from mcp_tether.proc.progress import Starvation
-from mcp_tether.proc.signals import signal_group, signal_process
 from mcp_tether.proc.spawn import fork_call
-from mcp_tether.proc.tree import own_tree
 
 # The container of a `docker run -i` server, as one member of the tree: never a real pid.
 CONTAINER = ProcessId(0, -1.0)
@@ -61,7 +61,10 @@ STDERR_TAIL = 2000
 SCAN_TICK = 0.25  # seconds between tree rescans while nothing happens
 
 
-class Keeper(core.Keeper):
+class ProbeKeeper(BaseKeeper):
+    """One probe scenario's keeper: the server's tree as the client starts it, what the
+    client's events mean, the scenario's phases and the facts its verdict is judged on."""
+
     def __init__(self, spec: Spec, in_fd: int | None = None, in_buf: bytes = b"") -> None:
         super().__init__()
         self.spec = spec
@@ -76,7 +79,6 @@ class Keeper(core.Keeper):
         self.facts = Facts(self.scenario, judge=self.sc.judge)
         self.warnings: list[str] = []
         self.status: int | None = None
-        self.reaped: dict[int, int] = {}
         self.stderr_tail = b""
         self.in_r = in_fd  # the runner's pipe: later messages, and EOF when it dies
         self.in_buf = in_buf  # what was read of it after the spec
@@ -100,78 +102,89 @@ class Keeper(core.Keeper):
         self.report: ReportPipe | None = None
         self.shutdowns: ShutdownFile | None = None  # a Node tether()'s records (shutdowns.py)
 
-    # -- events ---------------------------------------------------------------------
-    def _on_event(self, ev: dict[str, Any]) -> None:
-        kind = ev["kind"]
-        self.client_cpu = max(self.client_cpu, float(ev.get("cpu", 0.0)))
+    # -- what an event of the client means (the core's `dispatch`: kind -> handle_<kind>) --
+    def handle_spawned(self, ev: dict[str, Any]) -> None:
+        self.spawned_at = ev["t"]
+        self.wire_keys = {(int(d), int(i)) for d, i in ev.get("wire") or ()}
+        self.server = ProcessId(ev["pid"], ev["start"]) if ev.get("start") else None
+        if self.server is not None:
+            self.seen.add(self.server)
+            self.waiter.add(self.server)
+            self.wire = stdio_links(self.server.pid)
+            cmd = " ".join(cmdline(self.server.pid)) or " ".join(self.spec.argv)
+            self._ev(ev["t"], "spawn", ev["pid"], role="server", cmd=cmd)
+
+    def handle_spawn_error(self, ev: dict[str, Any]) -> None:
+        self.facts.error = ev["reason"]
+        self.error_code = ev.get("code")
+
+    def handle_handshake(self, ev: dict[str, Any]) -> None:
         f = self.facts
-        if kind == "spawned":
-            self.spawned_at = ev["t"]
-            self.wire_keys = {(int(d), int(i)) for d, i in ev.get("wire") or ()}
-            self.server = ProcessId(ev["pid"], ev["start"]) if ev.get("start") else None
-            if self.server is not None:
-                self.seen.add(self.server)
-                self.waiter.add(self.server)
-                self.wire = stdio_links(self.server.pid)
-                cmd = " ".join(cmdline(self.server.pid)) or " ".join(self.spec.argv)
-                self._ev(ev["t"], "spawn", ev["pid"], role="server", cmd=cmd)
-        elif kind == "spawn-error":
-            f.error = ev["reason"]
-            self.error_code = ev.get("code")
-        elif kind == "handshake":
-            if ev["ok"]:
-                self.handshake = ev.get("method")
-                self._ev(ev["t"], "handshake", self.server.pid if self.server else None)
-                if self.spawned_at is not None:
-                    self.startup = ev["t"] - self.spawned_at
-                if ev.get("warn"):
-                    self.warnings.append(ev["warn"])
-            elif ev["why"] == "exited" or self.launcher_gone_alone():
-                f.early_exit = True
-            else:
-                f.error = _handshake_reason(ev, self.spec.ready_timeout)
-                if self.warnings:
-                    f.error += f" ({self.warnings[0]})"
-        elif kind == "noise":
-            self.warnings.append(f"stdout-noise: {ev['line']!r}")
-        elif kind == "reaped":
-            if ev.get("at", ev["t"]) < self.cleanup_at:  # not our clean-up's SIGKILL
-                self.status = ev["status"]
-        elif kind == "helper":
-            self.client_side.add(ev["pid"])
-            if ev.get("start") is not None:  # without a subreaper, found by identity only
-                self.helpers.add(ProcessId(ev["pid"], ev["start"]))
-            self._ev(ev["t"], "spawn", ev["pid"], role="helper", cmd="stdin writer holder")
-        elif kind == "trigger":
-            f.trigger, f.trigger_what = ev["t"], ev["what"]
-            on = self.client if self.sc.trigger_is_client_exit else self.server
-            what = "client-exit" if self.sc.trigger_is_client_exit else ev["what"]
-            self._ev(ev["t"], what, on.pid if on else None)
-        elif kind == "ready":
-            pulled = self.sc.keeper_trigger(self)
-            if pulled is None:
-                f.early_exit = True
-            else:
-                f.trigger, f.trigger_what = pulled.at, pulled.what
-                if pulled.missed:  # meant for the server, which was already gone
-                    pid = self.server.pid if self.server else None
-                    self._ev(pulled.at, pulled.what, pid, missed="gone")
-        elif kind == "ladder":
-            f.rungs = [Rung(r["action"], r["sent_at"], r.get("outcome")) for r in ev["rungs"]]
-            for r in f.rungs:
-                what = {"close-stdin": "eof"}.get(r.action, r.action)
-                self._ev(r.sent_at, what, self.server.pid if self.server else None)
-            if f.rungs:
-                f.trigger, f.trigger_what = f.rungs[0].sent_at, "eof"
-            self.ladder_done_at = ev["t"]
-        elif kind == "idle":
-            f.answered = bool(ev["answered"])
-            if ev.get("why") == "exited":
-                f.early_exit = True
-        elif kind == "call":
-            f.call_answered = bool(ev["answered"])
-        elif kind == "client-error":
-            f.error = f"probe client failed: {ev['reason']}"
+        if ev["ok"]:
+            self.handshake = ev.get("method")
+            self._ev(ev["t"], "handshake", self.server.pid if self.server else None)
+            if self.spawned_at is not None:
+                self.startup = ev["t"] - self.spawned_at
+            if ev.get("warn"):
+                self.warnings.append(ev["warn"])
+        elif ev["why"] == "exited" or self.launcher_gone_alone():
+            f.early_exit = True
+        else:
+            f.error = _handshake_reason(ev, self.spec.ready_timeout)
+            if self.warnings:
+                f.error += f" ({self.warnings[0]})"
+
+    def handle_noise(self, ev: dict[str, Any]) -> None:
+        self.warnings.append(f"stdout-noise: {ev['line']!r}")
+
+    def handle_reaped(self, ev: dict[str, Any]) -> None:
+        if ev.get("at", ev["t"]) < self.cleanup_at:  # not our clean-up's SIGKILL
+            self.status = ev["status"]
+
+    def handle_helper(self, ev: dict[str, Any]) -> None:
+        self.client_side.add(ev["pid"])
+        if ev.get("start") is not None:  # without a subreaper, found by identity only
+            self.helpers.add(ProcessId(ev["pid"], ev["start"]))
+        self._ev(ev["t"], "spawn", ev["pid"], role="helper", cmd="stdin writer holder")
+
+    def handle_trigger(self, ev: dict[str, Any]) -> None:
+        f = self.facts
+        f.trigger, f.trigger_what = ev["t"], ev["what"]
+        on = self.client if self.sc.trigger_is_client_exit else self.server
+        what = "client-exit" if self.sc.trigger_is_client_exit else ev["what"]
+        self._ev(ev["t"], what, on.pid if on else None)
+
+    def handle_ready(self, ev: dict[str, Any]) -> None:
+        f = self.facts
+        pulled = self.sc.keeper_trigger(self)
+        if pulled is None:
+            f.early_exit = True
+        else:
+            f.trigger, f.trigger_what = pulled.at, pulled.what
+            if pulled.missed:  # meant for the server, which was already gone
+                pid = self.server.pid if self.server else None
+                self._ev(pulled.at, pulled.what, pid, missed="gone")
+
+    def handle_ladder(self, ev: dict[str, Any]) -> None:
+        f = self.facts
+        f.rungs = [Rung(r["action"], r["sent_at"], r.get("outcome")) for r in ev["rungs"]]
+        for r in f.rungs:
+            what = {"close-stdin": "eof"}.get(r.action, r.action)
+            self._ev(r.sent_at, what, self.server.pid if self.server else None)
+        if f.rungs:
+            f.trigger, f.trigger_what = f.rungs[0].sent_at, "eof"
+        self.ladder_done_at = ev["t"]
+
+    def handle_idle(self, ev: dict[str, Any]) -> None:
+        self.facts.answered = bool(ev["answered"])
+        if ev.get("why") == "exited":
+            self.facts.early_exit = True
+
+    def handle_call(self, ev: dict[str, Any]) -> None:
+        self.facts.call_answered = bool(ev["answered"])
+
+    def handle_client_error(self, ev: dict[str, Any]) -> None:
+        self.facts.error = f"probe client failed: {ev['reason']}"
 
     def _server_gone(self) -> bool:
         return self.server is not None and (
@@ -195,7 +208,7 @@ class Keeper(core.Keeper):
     def kill_client(self, sig: int) -> None:
         assert self.client is not None
         t = time.monotonic()
-        signal_process(self.client, sig)
+        self.signal_process(self.client, sig)
         self._ev(t, "client-killed", self.client.pid)
 
     def signal_server(self, sig: int, *, group: bool = False) -> bool:
@@ -211,9 +224,9 @@ class Keeper(core.Keeper):
             return False
         if group:
             members = [self.server, *self._members(force=False)]
-            sent = signal_group(self.server.pid, sig, members) == "sent"
+            sent = self.signal_group(self.server.pid, sig, members) == "sent"
         else:
-            sent = signal_process(self.server, sig) == "sent"
+            sent = self.signal_process(self.server, sig) == "sent"
         if sent:
             extra = {"group": True} if group else {}
             self._ev(t, signame(sig).lower(), self.server.pid, **extra)
@@ -249,10 +262,10 @@ class Keeper(core.Keeper):
         described = [self._describe(p) for p in live]
         killed = time.monotonic()
         if group:
-            if signal_group(self.server.pid, signal.SIGKILL, live) != "sent":
+            if self.signal_group(self.server.pid, signal.SIGKILL, live) != "sent":
                 return live  # nobody left in the group: what is left escaped it
         else:
-            signal_process(self.server, signal.SIGKILL)
+            self.signal_process(self.server, signal.SIGKILL)
         self.at_window_end = described
         self.facts.killed_by_probe = killed
         self._ev(killed, "sigkill", self.server.pid, **({"group": True} if group else {}))
@@ -260,15 +273,29 @@ class Keeper(core.Keeper):
 
     # -- the scenario (the core's `keep`) ----------------------------------------------
     def keep(self) -> None:
+        """The scenario's phases: until the trigger, the window, the horizon."""
+        f = self.facts
+        if not self._until_trigger():
+            return
+        _tell_runner_ready(self.startup)
+        if f.early_exit:
+            self._name_leftovers()
+        if f.error is not None or f.early_exit or f.judge == "answer":
+            return
+        live = self._window()
+        if live:
+            self._horizon(live)
+
+    def _until_trigger(self) -> bool:
+        """Phase 1: until the trigger (or a failure); False: the client was too slow."""
         f = self.facts
         setup_deadline = time.monotonic() + 3 * self.spec.ready_ceiling + self.spec.idle + 5
-        # Phase 1: until the trigger (or a failure).
         while f.trigger is None and f.error is None and not f.early_exit:
             if f.judge == "answer" and f.answered is not None:
                 break
             if time.monotonic() > setup_deadline:
                 f.error = "the probe client did not reach the trigger in time"
-                return
+                return False
             self.step(SCAN_TICK)
             if self.server is not None:
                 self._members(force=False)
@@ -281,17 +308,17 @@ class Keeper(core.Keeper):
                 and (not self.sc.early_exit_needs_handshake or self.handshake is not None)
             ):
                 f.early_exit = True
-        _tell_runner_ready(self.startup)
-        if f.early_exit:
-            self._name_leftovers()
-        if f.error is not None or f.early_exit or f.judge == "answer":
-            return
-        # Phase 2: the window, however the scenario places its end.
+        return True
+
+    def _window(self) -> list[ProcessId]:
+        """Phase 2: the window, however the scenario places its end; what is still live
+        at its end (none: the tree is gone, or the scenario could not place the end)."""
+        f = self.facts
         assert f.trigger is not None
         window_end_at = self.sc.window(self, f.trigger)
         end = window_end_at()
         if end is None:
-            return
+            return []
         # The window counts the tree's own time: what it waited for a CPU on a loaded
         # machine is added (slower, never wrong), at most STARVED_CAP windows.
         starved = Starvation()
@@ -316,8 +343,12 @@ class Keeper(core.Keeper):
             if self.follow is not None and self.follow.stopped_at is not None:
                 exits.append(self.follow.stopped_at)
             f.gone_at = max(exits) if exits else f.trigger
-            return
-        # Phase 3: the horizon. Gone within it: lingered (and of what); else orphaned.
+        return live
+
+    def _horizon(self, live: list[ProcessId]) -> None:
+        """Phase 3: the survivors of the window, watched for the horizon. Gone within it:
+        lingered (and of what); else orphaned."""
+        f = self.facts
         window_closed = time.monotonic()
         f.survivors = [self._describe(p) for p in live]
         self._ev(window_closed, "horizon-start", None)
@@ -329,7 +360,7 @@ class Keeper(core.Keeper):
                 s.gone_at, s.status = self.follow.stopped_at, self.follow.exit_code
             elif p in exited and exited[p] < self.cleanup_at:
                 s.gone_at = exited[p]
-                s.status = self.reaped.get(p.pid)
+                s.status = self.statuses.get(p.pid)
 
     def _name_leftovers(self) -> None:
         """An early exit that left members of the tree running: name them (the clean-up
@@ -371,7 +402,7 @@ class Keeper(core.Keeper):
         while (
             self.status is None
             and self.server is not None
-            and self.server.pid not in self.reaped
+            and self.server.pid not in self.statuses
             and self.ctrl_r is not None
             and time.monotonic() < end
         ):
@@ -392,13 +423,12 @@ class Keeper(core.Keeper):
                         ppid_is_probe=bool(info and info.ppid == self.me),
                         evidence=collect(p.pid, self.wire))
 
-    # -- plumbing: the timeline, reaping, the tree scan -----------------------------------
+    # -- plumbing: the timeline, the server's status, the tree scan -----------------------
     def _ev(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
         """Note one event of the timeline (monotonic instant, what, which process)."""
         self.events.append(Event(t, what, pid, extra))
 
     def on_exit(self, pid: int, status: int) -> None:
-        self.reaped[pid] = status
         if (
             self.server
             and pid == self.server.pid
@@ -414,7 +444,7 @@ class Keeper(core.Keeper):
         process table, nine keepers at a time. Between triggers (force=False) the scan
         is done at most every SCAN_TICK, or at once after an exit (an exited member's
         children have just reparented to us), and walks only our own tree
-        (`own_tree`) where the kernel lists children. A forced scan (confirming that
+        (`tree(full=False)`) where the kernel lists children. A forced scan (confirming that
         the tree is gone, listing the survivors at a deadline) always reads all of /proc.
         """
         now = time.monotonic()
@@ -423,8 +453,7 @@ class Keeper(core.Keeper):
             return self._scan_live
         self._scan_at, self._scan_exits = now, exits
         out = []
-        tree = None if force else own_tree(self.me)
-        for info in tree if tree is not None else descendants(self.me, snapshot()):
+        for info in self.tree(full=force):
             if info.pid in self.client_side:
                 continue
             ident = info.ident
@@ -455,9 +484,12 @@ class Keeper(core.Keeper):
         self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
 
     def _on_client(self, ev: Any) -> None:
+        """One event of the client: its kind says what it means (`handle_<kind>`)."""
         # An event with a field that does not parse is skipped, as a line that is not JSON.
         with contextlib.suppress(ValueError):
-            self._on_event(ev)
+            kind = ev["kind"]
+            self.client_cpu = max(self.client_cpu, float(ev.get("cpu", 0.0)))
+            self.dispatch(kind, ev)
 
     def _on_runner(self, msg: Any) -> None:
         """Messages from the runner (EOF means it died, a SIGKILLed probe: stop)."""
@@ -506,8 +538,8 @@ class Keeper(core.Keeper):
         self.watch(err_r, self._on_stderr, output=True)
         self.watch(ctrl_r, self._on_client, on_eof=self._ctrl_closed, lines=True)
         if self.in_r is not None:
-            self.watch(self.in_r, self._on_runner, lines=True, buf=self.in_buf, on_eof=lambda:
-                       self.halt("the probe that ran this scenario died"))
+            self.watch_parent(self.in_r, "the probe that ran this scenario died",
+                              self._on_runner, lines=True, buf=self.in_buf)
         self.client = identify(pid) or ProcessId(pid, -1)
         self.client_side.add(pid)
         self._ev(self.t0, "spawn", pid, role="client", cmd="probe client")
@@ -519,8 +551,10 @@ class Keeper(core.Keeper):
         if self.follow is not None:
             self.follow.end()  # removes it if it still runs (rm -f), or if --rm / ours
 
-    def end(self, known: Iterable[ProcessId] = ()) -> None:
-        super().end({*known, *self.seen, *self.helpers})
+    def known(self) -> set[ProcessId]:
+        return {*self.seen, *self.helpers}
+
+    def after_end(self) -> None:
         if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
             end_owned_by(self.spec.argv, self.seen)
 
@@ -533,7 +567,7 @@ class Keeper(core.Keeper):
         return Observation(
             spec=self.spec, facts=self.facts, stderr=self.stderr_tail.decode(errors="replace"),
             status=self.status, server=self.server,
-            exits=[Exit(p, exited[p], self.reaped.get(p.pid)) for p in self.seen if p in exited],
+            exits=[Exit(p, exited[p], self.statuses.get(p.pid)) for p in self.seen if p in exited],
             cleanup_at=self.cleanup_at, t0=self.t0, events=self.events,
             at_window_end=self.at_window_end, warnings=self.warnings, startup=self.startup,
             handshake=self.handshake, error_code=self.error_code, client_cpu=self.client_cpu,
@@ -603,7 +637,7 @@ def main() -> None:
     if spec.parent and os.getppid() != spec.parent:
         os._exit(1)  # our parent is already gone: nobody wants the answer
     os.set_blocking(0, False)
-    out = Keeper(spec, in_fd=0, in_buf=rest).run()
+    out = ProbeKeeper(spec, in_fd=0, in_buf=rest).run()
     with contextlib.suppress(OSError):  # the runner is gone (a killed probe)
         os.write(1, (json.dumps(out) + "\n").encode())
     os._exit(0)

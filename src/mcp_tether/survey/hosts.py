@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_tether.escape import html_text, md_cell, md_text
+from mcp_tether.report.escape import html_text, md_cell, md_text
 
 __all__ = ["HostLadder", "Cell", "Join", "parse_hosts_md", "parse_hostcheck_json",
            "derive", "join", "to_markdown", "to_json", "to_html", "EVENTS"]

@@ -45,7 +45,7 @@ class Trigger:
 
 
 class KeeperPort(Protocol):
-    """The keeper, as a scenario may use it (implemented by `keeper.Keeper`)."""
+    """The keeper, as a scenario may use it (implemented by `keeper.ProbeKeeper`)."""
 
     spec: Spec
 

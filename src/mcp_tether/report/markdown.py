@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_tether.errors import UsageError
-from mcp_tether.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.probe.diagnose import explain_line, summary
-from mcp_tether.probe.fixes import GUARD_LEGEND, Fixes, number_fixes
-from mcp_tether.probe.legend import legend
+from mcp_tether.report.escape import html_text, md_cell, md_code, md_text
+from mcp_tether.report.fixes import GUARD_LEGEND, Fixes, number_fixes
+from mcp_tether.report.legend import legend
 
 __all__ = ["render_markdown", "write_markdown"]
 

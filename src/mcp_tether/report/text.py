@@ -1,9 +1,9 @@
-"""Renderings of the probe's typed results (`api.ScenarioResult`): table, JSON, JUnit XML.
+"""The text renderings of the probe's typed results (`probe.api.ScenarioResult`): the
+table (`probe`, `lab --table`), the fixes under it, the configured servers' matrix.
 
 Text goes through rich with colour only on a TTY; every string a result carries from the
 server (notes, labels, diagnoses) goes through `escape.rich_text` / `escape.terminal`, so
-it can neither drive the terminal nor inject rich markup;
-JSON is the stable contract; JUnit is for CI dashboards. Nothing here computes a verdict.
+it can neither drive the terminal nor inject rich markup. Nothing here computes a verdict.
 Each scenario's level is shown; a failed robust scenario judged at the `spec` level is a
 warning (table), skipped-with-reason (JUnit): shown, never hidden, never failing.
 """
@@ -19,10 +19,10 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
-from mcp_tether.escape import rich_text, terminal
 from mcp_tether.probe.api import ScenarioResult, level_met
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.spec import ROBUST, SPEC
+from mcp_tether.report.escape import rich_text, terminal
 
 __all__ = ["render_table", "render_matrix", "VERDICT_STYLE"]
 

@@ -1,7 +1,6 @@
 """JUnit XML of probe results, for CI dashboards: written in every outcome.
 
     write_junit(path, {suite_name: results}, level)
-    start_error_result(exc, host_style)    # 127/126: a result to write all the same
 
 Guarantees:
 - One <testsuite> per server (or lab block), one <testcase> per scenario.
@@ -24,20 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
-from mcp_tether.errors import TetherError
-from mcp_tether.escape import xml_text
 from mcp_tether.probe.api import ScenarioResult
-from mcp_tether.probe.render import note
 from mcp_tether.probe.spec import ROBUST, SPEC
+from mcp_tether.report.escape import xml_text
+from mcp_tether.report.text import note
 
-__all__ = ["write_junit", "failure_message", "start_error_result"]
-
-START_REMEDY = {
-    127: "Install the server, or give its path; the probe runs the command as given "
-         "(relative to --cwd), looking it up on PATH",
-    126: "Make the file executable (chmod +x) or run it through its interpreter "
-         "(`node server.js`, `python server.py`)",
-}
+__all__ = ["write_junit", "failure_message"]
 
 
 def failure_message(r: ScenarioResult) -> str:
@@ -54,18 +45,6 @@ def failure_message(r: ScenarioResult) -> str:
     if r.remedy:
         parts.append(f"Fix: {r.remedy}")
     return ". ".join(p.rstrip(".") for p in parts) + "."
-
-
-def start_error_result(exc: TetherError, host_style: str = "node") -> ScenarioResult:
-    """The one result of a probe whose command could not be started (127 / 126)."""
-    code = int(getattr(exc, "exit_code", 127))
-    return ScenarioResult(
-        scenario="start", host_style=host_style, verdict="error", passed=False,
-        exit_ms=None, rung=None, exit_status=None, error_code=code,
-        detail=f"the command could not be started: {exc} (exit {code})",
-        diagnosis=f"The command could not be started: {exc} (exit {code}).",
-        remedy=START_REMEDY.get(code, "Check the command"),
-    )
 
 
 def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:

@@ -1,0 +1,48 @@
+'use strict';
+// Every platform decision of the package, made once, here. No other file of the package
+// reads `process.platform` (tests/test_node_layout.py says so): callers ask for a
+// capability by name, and a capability this platform lacks answers `unknown` where it is
+// used, never a guess.
+//
+// Guarantees:
+// - `PROCFS` (Linux): /proc is read for a process's identity (pid, start time), its
+//   children, its environment and its fds, without spawning anything (lib/procfs.cjs).
+//   The tree (lib/tree.cjs) and the server's descendants (lib/descendants.cjs) need it;
+//   elsewhere they answer that they cannot tell, and nothing is signalled by pid.
+// - `ANCESTRY`: how the host above this process is read and watched, chosen once: the
+//   /proc reader on Linux, `ps` on macOS and the BSDs (lib/ps.cjs), null on Windows (no
+//   ancestry without spawning PowerShell/WMI: the host watch is off; stdin EOF, the
+//   dead-pipe errors and the signals still work).
+// - `POSIX`: sessions, process groups and signals to a group: the transport starts its
+//   server detached (a session of its own) behind a supervisor. On Windows it starts the
+//   server itself, hidden, and no supervisor is looked for.
+// - `GUARD_AUTO` (Linux): `supervisor: "auto"` picks `mcp-tether run` (the Python guard, a
+//   subreaper) when it is on PATH; elsewhere the Node watchdog.
+// - `INHERITED_ENV_VARS`: the environment a server gets when the host gives none (sudo's
+//   list on POSIX, the SDKs' Windows list), as in both TypeScript SDK lines.
+
+const NAME = process.platform;
+const LINUX = NAME === 'linux';
+const WINDOWS = NAME === 'win32';
+
+const INHERITED_ENV_VARS = WINDOWS
+  ? ['APPDATA', 'COMSPEC', 'HOMEDRIVE', 'HOMEPATH', 'LOCALAPPDATA', 'PATH', 'PATHEXT',
+    'PROCESSOR_ARCHITECTURE', 'PROGRAMDATA', 'PROGRAMFILES', 'PROGRAMFILES(X86)',
+    'PROGRAMW6432', 'SYSTEMDRIVE', 'SYSTEMROOT', 'TEMP', 'USERNAME', 'USERPROFILE', 'WINDIR']
+  : ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER']; // sudo's list, as in both SDKs
+
+/** The host's reader: `readProcess(pid)` and `watcher(host)`, or null (no ancestry here). */
+function ancestry() {
+  if (LINUX) return require('./procfs.cjs');
+  if (WINDOWS) return null;
+  return require('./ps.cjs');
+}
+
+module.exports = {
+  NAME,
+  PROCFS: LINUX,
+  ANCESTRY: ancestry(),
+  POSIX: !WINDOWS,
+  GUARD_AUTO: LINUX,
+  INHERITED_ENV_VARS,
+};
