@@ -242,31 +242,53 @@ def run_lab(
     extra: dict[str, float] = {} if window is None else {"window": window}
     if ready_timeout is not None:
         extra["ready_timeout"] = ready_timeout
-    # The reference block runs alone, all its rows at once (its times are the reference);
-    # every other block shares one run, so no block waits for the slowest of the last.
+    plan = [(group, [r for b in group for r in rows(node_dir, (b,))
+                     if not (r.needs_node and skip_reason)]) for group in _groups(blocks)]
+    if progress is not None:
+        progress.expect(sum(len(runnable) for _, runnable in plan))
+    done: dict[tuple[str, str], ScenarioResult] = {}
+    for group, runnable in plan:
+        n = len(runnable) if group == ("reference",) else (jobs or default_jobs())
+        done.update(_run_rows(runnable, extra, n, should_stop, retry, progress))
+    return _in_table_order(blocks, node_dir, skip_reason, done)
+
+
+def _groups(blocks: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The reference block runs alone, all its rows at once (its times are the reference);
+    every other block shares one run, so no block waits for the slowest of the last."""
     groups: list[tuple[str, ...]] = [(b,) for b in blocks if b == "reference"]
     rest = tuple(b for b in blocks if b != "reference")
     if rest:
         groups.append(rest)
+    return groups
+
+
+def _run_rows(
+    runnable: list[RowPlan], extra: dict[str, float], jobs: int,
+    should_stop: Callable[[], bool], retry: bool, progress: Progress | None,
+) -> dict[tuple[str, str], ScenarioResult]:
+    """One run of the probe's runner over these rows, `jobs` at once; each row's result
+    by (block, row id), with its probe record kept for --html."""
+    specs = [spec_for(r, **extra) for r in runnable]
+    tell = progress.per_index([f"{r.label} {r.scenario}" for r in runnable],
+                              expected=True) if progress else None
+    raws = run_specs(specs, jobs=jobs, should_stop=should_stop, on_result=tell)
+    if retry:
+        raws = _retry_alone(specs, raws, should_stop, tell)
     done: dict[tuple[str, str], ScenarioResult] = {}
-    plan = []
-    for group in groups:
-        todo = [r for b in group for r in rows(node_dir, (b,))]
-        plan.append((group, [r for r in todo if not (r.needs_node and skip_reason)]))
-    if progress is not None:
-        progress.expect(sum(len(runnable) for _, runnable in plan))
-    for group, runnable in plan:
-        specs = [spec_for(r, **extra) for r in runnable]
-        n = len(specs) if group == ("reference",) else (jobs or default_jobs())
-        tell = progress.per_index([f"{r.label} {r.scenario}" for r in runnable],
-                                  expected=True) if progress else None
-        raws = run_specs(specs, jobs=n, should_stop=should_stop, on_result=tell)
-        if retry:
-            raws = _retry_alone(specs, raws, should_stop, tell)
-        for r, raw in zip(runnable, raws, strict=True):
-            res = ScenarioResult.from_dict(raw)
-            setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
-            done[(r.block, r.row)] = res
+    for r, raw in zip(runnable, raws, strict=True):
+        res = ScenarioResult.from_dict(raw)
+        setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
+        done[(r.block, r.row)] = res
+    return done
+
+
+def _in_table_order(
+    blocks: tuple[str, ...], node_dir: Path | None, skip_reason: str | None,
+    done: dict[tuple[str, str], ScenarioResult],
+) -> list[ScenarioResult]:
+    """Every row's result in table order, labelled with its row and block; a row that
+    needs Node where Node is missing is `skipped`, with the reason."""
     out: list[ScenarioResult] = []
     for block in blocks:
         for r in rows(node_dir, (block,)):
