@@ -201,7 +201,6 @@ class _Session:
             for fd in watched:
                 os.close(fd)
 
-
     def wait_for_trigger(self, parents: list[ParentWatch], stdin_fd: int) -> _Trigger:
         """Watch until something ends the run; what it was."""
         reason, hung_up = self.watch(parents, stdin_fd)
