@@ -181,14 +181,14 @@ def test_a_survey_of_hostile_rows_is_text_in_its_markdown_file_and_on_stdout(
     rendered again (`--from-json`): the .md file and stdout render to text only; the
     HTML page has no element from the input."""
     from mcp_tether.cli import main
-    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey import ServerResult, SurveyResult
     from mcp_tether.survey.render import to_json
 
     failure = {"style": "node", "scenario": "close", "level": "spec", "verdict": "orphaned",
                "diagnosis": HOSTILE, "remedy": "Fix " + HOSTILE}
-    row = Row(HOSTILE, "npm:x@1", version=HOSTILE,
-              command=["node", HOSTILE], verdicts={"node": {"close": "orphaned"}},
-              language="node", launch="npx", status="ok", note=HOSTILE)
+    row = ServerResult(HOSTILE, "npm:x@1", version=HOSTILE,
+                       command=["node", HOSTILE], verdicts={"node": {"close": "orphaned"}},
+                       language="node", launch="npx", status="ok", note=HOSTILE)
     data = json.loads(to_json(SurveyResult([row], 1.8e9, 12.0, 2, True)))
     data["results"][0]["failures"] = [failure]
     data["results"][0]["spec_pass"] = {"node": False, "python": True}

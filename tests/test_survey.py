@@ -141,30 +141,34 @@ def _server_running(root: int) -> bool:
 
 def test_a_server_that_only_passes_devnull_did_not_start() -> None:
     """`devnull` needs no handshake: its pass does not mean the server started."""
-    from mcp_tether.survey import Failure, Row
+    from mcp_tether.survey import Failure, ServerResult
 
-    row = Row("x", "npm:x@1", verdicts={"node": {"devnull": "exited", "close": "early-exit"}},
-              failures=[Failure("node", "close", "spec", "early-exit",
-                                "Exited during start-up (status 1): Error: boom.", "")])
+    row = ServerResult("x", "npm:x@1",
+                       verdicts={"node": {"devnull": "exited", "close": "early-exit"}},
+                       failures=[Failure("node", "close", "spec", "early-exit",
+                                         "Exited during start-up (status 1): Error: boom.",
+                                         "")])
     row.reclassify()
     assert row.status == "did-not-start" and "boom" in row.note
-    row = Row("y", "npm:y@1", needs="postgres", verdicts={"node": {"close": "early-exit"}})
+    row = ServerResult("y", "npm:y@1", needs="postgres",
+                       verdicts={"node": {"close": "early-exit"}})
     row.reclassify()
     assert row.status == "needs-service" and row.note.startswith("needs postgres")
-    row = Row("z", "npm:z@1", verdicts={"node": {"devnull": "exited", "close": "orphaned"}})
+    row = ServerResult("z", "npm:z@1",
+                       verdicts={"node": {"devnull": "exited", "close": "orphaned"}})
     row.reclassify()
     assert row.status == "ok"
 
 
 def test_a_survey_json_renders_again_without_probing(tmp_path: Path) -> None:
     """`survey LIST --from-json FILE --out BASE`: the same table, no server started."""
-    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey import ServerResult, SurveyResult
     from mcp_tether.survey.render import to_json
 
     listing = tmp_path / "servers.list"
     listing.write_text("npm:db@1.0.0 needs=postgres\n")
-    row = Row("npm:db@1.0.0", "npm:db@1.0.0", version="1.0.0",
-              verdicts={"node": {"close": "early-exit"}})
+    row = ServerResult("npm:db@1.0.0", "npm:db@1.0.0", version="1.0.0",
+                       verdicts={"node": {"close": "early-exit"}})
     saved = tmp_path / "old.json"
     saved.write_text(to_json(SurveyResult([row], 1.8e9, 12.0, 2, True)))
     assert main(["survey", str(listing), "--from-json", str(saved),
@@ -178,11 +182,11 @@ def test_a_survey_says_its_load_and_its_run_time_against_the_floor() -> None:
     """The table's header gives the load average at the start and end, and the run time
     as a ratio of its floor (probed servers x 3 probes x 15 s / jobs); rows that never
     got to a probe (install failed) do not count toward the floor."""
-    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey import ServerResult, SurveyResult
     from mcp_tether.survey.render import to_json, to_markdown
 
-    rows = [Row("npm:a@1", "npm:a@1"), Row("npm:b@1", "npm:b@1"),
-            Row("npm:c@1", "npm:c@1", status="install-failed")]
+    rows = [ServerResult("npm:a@1", "npm:a@1"), ServerResult("npm:b@1", "npm:b@1"),
+            ServerResult("npm:c@1", "npm:c@1", status="install-failed")]
     result = SurveyResult(rows, 1.8e9, 60.0, 2, True, (0.41, 1.9))
     assert result.probed == 2 and result.floor == 2 * 3 * 15.0 / 2
     header = to_markdown(result).splitlines()[0]
@@ -195,7 +199,7 @@ def test_a_survey_says_its_load_and_its_run_time_against_the_floor() -> None:
 def test_a_list_line_carries_how_much_the_server_is_used_into_its_row() -> None:
     """`downloads=` (npm, a month) and `rank=` (PyPI) reach the row and the table's
     "used" column; a figure that is not a whole number is the line's error."""
-    from mcp_tether.survey import Row
+    from mcp_tether.survey import ServerResult
     from mcp_tether.survey.listfile import parse_line
     from mcp_tether.survey.render import cells
 
@@ -203,9 +207,11 @@ def test_a_list_line_carries_how_much_the_server_is_used_into_its_row() -> None:
     pypi = parse_line("pypi:b==2.0 rank=812")
     assert npm is not None and npm.downloads == 1234567 and npm.args == ["x"]
     assert pypi is not None and pypi.rank == 812 and pypi.downloads is None
-    row = Row("npm:a@1.0.0", "npm:a@1.0.0", downloads=npm.downloads, status="did-not-start")
+    row = ServerResult("npm:a@1.0.0", "npm:a@1.0.0", downloads=npm.downloads,
+                       status="did-not-start")
     assert cells(row)[1] == "1,234,567/month"
-    assert cells(Row("pypi:b==2.0", "pypi:b==2.0", rank=812, status="error"))[1] == "PyPI #812"
+    pypi_row = ServerResult("pypi:b==2.0", "pypi:b==2.0", rank=812, status="error")
+    assert cells(pypi_row)[1] == "PyPI #812"
     with pytest.raises(ValueError, match="whole number"):
         parse_line("npm:a@1.0.0 downloads=lots")
 
@@ -213,15 +219,16 @@ def test_a_list_line_carries_how_much_the_server_is_used_into_its_row() -> None:
 def test_surveys_of_one_list_put_together_keep_each_runs_facts(tmp_path: Path) -> None:
     """`--from-json A --from-json B`: B's row replaces A's for the same server, rows follow
     the list's order, and the header gives each survey's own time, load and floor."""
-    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey import ServerResult, SurveyResult
     from mcp_tether.survey.render import to_json
 
     listing = tmp_path / "servers.list"
     listing.write_text("npm:a@1 downloads=9\nnpm:b@1\nnpm:c@1\n")
-    first = SurveyResult([Row("npm:c@1", "npm:c@1"), Row("npm:a@1", "npm:a@1",
-                                                          status="did-not-start")],
+    first = SurveyResult([ServerResult("npm:c@1", "npm:c@1"),
+                          ServerResult("npm:a@1", "npm:a@1", status="did-not-start")],
                          1.8e9, 100.0, 2, True, (0.5, 9.0))
-    second = SurveyResult([Row("npm:a@1", "npm:a@1", version="1"), Row("npm:b@1", "npm:b@1")],
+    second = SurveyResult([ServerResult("npm:a@1", "npm:a@1", version="1"),
+                           ServerResult("npm:b@1", "npm:b@1")],
                           1.8e9 + 500, 50.0, 2, True, (0.3, 4.0))
     for name, part in (("one", first), ("two", second)):
         (tmp_path / f"{name}.json").write_text(to_json(part))
@@ -256,12 +263,12 @@ def test_a_survey_with_a_bad_cache_stops_at_once_with_one_line(
 def test_a_fix_many_rows_share_is_said_once_and_the_rows_point_to_it() -> None:
     """The survey's Markdown and HTML number each distinct remedy once; every failing row
     names its fix by that number, however many rows share it."""
-    from mcp_tether.survey import Failure, Row, SurveyResult
+    from mcp_tether.survey import Failure, ServerResult, SurveyResult
     from mcp_tether.survey.render import to_html, to_markdown
 
     fix = "Add `tether(server)` right after `server.connect(...)`."
-    rows = [Row(f"npm:s{i}@1", f"npm:s{i}@1", version="1", spec_pass={"node": False},
-                failures=[Failure("node", "close", "spec", "orphaned", f"diag {i}", fix)])
+    rows = [ServerResult(f"npm:s{i}@1", f"npm:s{i}@1", version="1", spec_pass={"node": False},
+                         failures=[Failure("node", "close", "spec", "orphaned", f"diag {i}", fix)])
             for i in range(3)]
     result = SurveyResult(rows, 1.8e9, 1.0, 2, True)
     md, page = to_markdown(result), to_html(result)
@@ -293,14 +300,14 @@ def test_a_file_of_out_that_cannot_be_written_still_leaves_the_table_on_stdout(
 ) -> None:
     """BASE.json is a folder: the others are written, stdout has the table, one line
     names the file, exit 2."""
-    from mcp_tether.survey import Row, SurveyResult
+    from mcp_tether.survey import ServerResult, SurveyResult
     from mcp_tether.survey.render import to_json
 
     listing = tmp_path / "servers.list"
     listing.write_text("npm:db@1.0.0\n")
     saved = tmp_path / "old.json"
-    saved.write_text(to_json(SurveyResult([Row("npm:db@1.0.0", "npm:db@1.0.0")], 1.8e9, 1.0,
-                                          2, True)))
+    saved.write_text(to_json(SurveyResult([ServerResult("npm:db@1.0.0", "npm:db@1.0.0")],
+                                          1.8e9, 1.0, 2, True)))
     (tmp_path / "new.json").mkdir()
     code = main(["survey", str(listing), "--from-json", str(saved), "--out",
                  str(tmp_path / "new")])

@@ -29,6 +29,11 @@ from mcp_tether.proc.reap import exit_status, wait_child
 from mcp_tether.proc.spawn import Spawned, spawn
 from mcp_tether.watch import HANGUP_MASK, ParentWatch, hangup_events, is_null_device
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp_tether.container import ContainerFollow
+    from mcp_tether.ladder import LadderResult, Rung
+
 __all__ = ["run_guarded", "STOP_SIGNALS", "FATAL_SIGNALS"]
 
 # Signals that mean "stop" when sent to the guard; forwarded to the server's group.
@@ -48,6 +53,19 @@ FATAL_SIGNALS = platform.signals(
 PPID_POLL = 0.1
 
 
+class _Trigger:
+    """What ended the watch: the reason, whether stdin had hung up, when (None for a
+    server exit: nothing triggered the ladder) and the stop signal (SIGNALLED only)."""
+
+    __slots__ = ("reason", "hung_up", "at", "signal")
+
+    def __init__(self, reason: str, hung_up: bool, sig: int | None) -> None:
+        self.reason = reason
+        self.hung_up = hung_up
+        self.at = None if reason == SERVER_EXIT else time.monotonic()
+        self.signal = sig
+
+
 class _Session:
     """The state of one run; also the hooks the Tree calls (on_reap, on_signal)."""
 
@@ -65,6 +83,19 @@ class _Session:
         self.holders: dict[int, ProcessId] = {}  # pid -> ident, holding our stdio
         self.handed_over: set[ProcessId] = set()  # every holder ever seen
         self.holder_status: int | None = None  # raw status of the last holder we reaped
+
+    # -- start-up ---------------------------------------------------------------------
+    def start(self, run_argv: list[str]) -> tuple[Spawned, Tree]:
+        """Spawn the server in a session of its own, and the Tree that will end it."""
+        since = last_pid()  # every process of the server's tree will have a newer pid
+        server = self.server = spawn(run_argv, new_session=True, pdeathsig=signal.SIGKILL)
+        log.debug(f"server {server.pid} started: {' '.join(self.argv)}")
+        tree = self.tree = Tree(group=server.pid, inbox=self.inbox, on_reap=self.on_reap,
+                                on_signal=self.on_signal, since=since)
+        info = read_info(server.pid)
+        if info is not None:
+            tree.note(info)
+        return server, tree
 
     # -- hooks -------------------------------------------------------------------------
     def on_reap(self, pid: int, status: int) -> None:
@@ -170,6 +201,37 @@ class _Session:
             for fd in watched:
                 os.close(fd)
 
+    def wait_for_trigger(self, parents: list[ParentWatch], stdin_fd: int) -> _Trigger:
+        """Watch until something ends the run; what it was."""
+        reason, hung_up = self.watch(parents, stdin_fd)
+        trigger = _Trigger(reason, hung_up, self.pending[0] if reason == SIGNALLED else None)
+        log.debug(f"stopping: {reason}, stdin {'hung up' if hung_up else 'open'}")
+        return trigger
+
+    # -- stopping ----------------------------------------------------------------------
+    def begin_stop(self, reason: str, stdin_fd: int) -> None:
+        """The ladder is next: take over from a launcher that left just before the
+        client did, then forward the stop signals seen while watching."""
+        self.stopping = True
+        if reason != SERVER_EXIT and self.status is not None and not self.handed_over:
+            # The launcher left just before the client did: whoever holds our stdio now
+            # is the real server, whose status we mirror (as if we had seen it first).
+            self.holders = self.stdio_holders(stdin_fd)
+            self.handed_over.update(self.holders.values())
+        for sig in self.pending:  # forward stop signals to the group (and escapees) first
+            self.on_signal(sig)
+        self.pending.clear()
+
+    def reap_server(self, rungs: list[Rung]) -> None:
+        """Never return before the server is reaped: it was SIGKILLed (or is leaving)."""
+        assert self.server is not None and self.tree is not None
+        if self.status is None:
+            if any(r.outcome == "denied" for r in rungs):
+                log.warning(f"server {self.server.pid} could not be signalled (permission)")
+            else:
+                self.on_reap(self.server.pid, wait_child(self.server.pid))
+        self.tree.reap()
+
 
 def _hung_up(fd: int, events: int | None) -> bool:
     if events is None:
@@ -239,66 +301,58 @@ def _run(
     kill_wait: float | None,
     stdin_fd: int,
 ) -> GuardResult:
+    """The run in the order of its ladder: start the server (following its container),
+    watch for the trigger, take over from a launcher and forward stop signals, choose
+    the first rung, climb, reap the server, and say what happened."""
     s = _Session(argv, inbox)
     started = time.monotonic()
-    # A container run: its processes live under the engine, not under us; follow the
-    # container (cidfile + labels added to argv) so the ladder reaches it too.
-    follow = container.follow_for(argv) if container.maybe_container_run(argv) else None
-    run_argv = argv if follow is None else follow.argv
-    since = last_pid()  # every process of the server's tree will have a newer pid
-    server = s.server = spawn(run_argv, new_session=True, pdeathsig=signal.SIGKILL)
-    log.debug(f"server {server.pid} started: {' '.join(argv)}")
-    tree = s.tree = Tree(group=server.pid, inbox=inbox, on_reap=s.on_reap,
-                         on_signal=s.on_signal, since=since)
-    info = read_info(server.pid)
-    if info is not None:
-        tree.note(info)
+    follow = _follow_container(argv)
+    server, tree = s.start(argv if follow is None else follow.argv)
     # Imported only now, while the server starts up in parallel: the ladder module is
     # the heaviest import on this path and nothing before the fork needs it.
     from mcp_tether import ladder as _ladder
 
-    grace = _ladder.GRACE_AFTER_EOF if grace is None else grace
-    term_grace = _ladder.TERM_GRACE if term_grace is None else term_grace
-    kill_wait = _ladder.KILL_WAIT if kill_wait is None else kill_wait
     try:
-        reason, hung_up = s.watch(parents, stdin_fd)
-        triggered = None if reason == SERVER_EXIT else time.monotonic()
-        trigger_sig = s.pending[0] if reason == SIGNALLED else None
-        log.debug(f"stopping: {reason}, stdin {'hung up' if hung_up else 'open'}")
-        s.stopping = True
-        if reason != SERVER_EXIT and s.status is not None and not s.handed_over:
-            # The launcher left just before the client did: whoever holds our stdio now
-            # is the real server, whose status we mirror (as if we had seen it first).
-            s.holders = s.stdio_holders(stdin_fd)
-            s.handed_over.update(s.holders.values())
-        for sig in s.pending:  # forward stop signals to the group (and escapees) first
-            s.on_signal(sig)
-        s.pending.clear()
-        forwarded = trigger_sig in STOP_SIGNALS
-        if reason == SERVER_EXIT:
-            grace_now, close_stdin = 0.0, False
-        elif hung_up:
-            # Whatever the trigger, the server has (or will) read EOF: let it leave.
-            grace_now, close_stdin = grace, True
-        else:
-            # A forwarded stop signal gets its grace; a stray signal to the guard (not
-            # forwarded) is like a parent death with stdin open: nothing else will come.
-            grace_now, close_stdin = (grace if forwarded else 0.0), False
+        trigger = s.wait_for_trigger(parents, stdin_fd)
+        s.begin_stop(trigger.reason, stdin_fd)
+        grace_now, close_stdin = _first_rung(
+            trigger, _ladder.GRACE_AFTER_EOF if grace is None else grace)
         target = tree if follow is None else container.WithContainer(tree, follow)
-        ladder = _ladder.run_ladder(target, close_stdin=close_stdin, grace=grace_now,
-                                    term_grace=term_grace, kill_wait=kill_wait)
-        if s.status is None:
-            # Never return before the server is reaped: it was SIGKILLed (or is leaving).
-            if any(r.outcome == "denied" for r in ladder.rungs):
-                log.warning(f"server {server.pid} could not be signalled (permission)")
-            else:
-                s.on_reap(server.pid, wait_child(server.pid))
-        tree.reap()
+        ladder = _ladder.run_ladder(
+            target, close_stdin=close_stdin, grace=grace_now,
+            term_grace=_ladder.TERM_GRACE if term_grace is None else term_grace,
+            kill_wait=_ladder.KILL_WAIT if kill_wait is None else kill_wait)
+        s.reap_server(ladder.rungs)
         survivors = [p.ident for p in tree.members_now()] if ladder.survived else []
     finally:
         server.close()
         if follow is not None:
             follow.end()
+    return _result(s, started, trigger, ladder, survivors, _mirrored_status(s, follow))
+
+
+def _follow_container(argv: list[str]) -> ContainerFollow | None:
+    """A container run: its processes live under the engine, not under us; follow the
+    container (cidfile + labels added to argv) so the ladder reaches it too."""
+    return container.follow_for(argv) if container.maybe_container_run(argv) else None
+
+
+def _first_rung(trigger: _Trigger, grace: float) -> tuple[float, bool]:
+    """The ladder's first rung for this trigger: (its grace, close the server's stdin?)."""
+    if trigger.reason == SERVER_EXIT:
+        return 0.0, False
+    if trigger.hung_up:
+        # Whatever the trigger, the server has (or will) read EOF: let it leave.
+        return grace, True
+    # A forwarded stop signal gets its grace; a stray signal to the guard (not
+    # forwarded) is like a parent death with stdin open: nothing else will come.
+    return (grace if trigger.signal in STOP_SIGNALS else 0.0), False
+
+
+def _mirrored_status(s: _Session, follow: ContainerFollow | None) -> int:
+    """The guard's exit status, a shell's mirror of the server's: its own (1 if never
+    reaped), the container's when the engine client died first, the real server's when
+    a launcher handed over."""
     own = None if s.status is None else exit_status(s.status)
     status = 1 if own is None else own
     if follow is not None and follow.exit_code is not None and (
@@ -306,20 +360,33 @@ def _run(
         status = follow.exit_code  # the engine client died first: the container's own
     if s.handed_over and own == 0 and s.holder_status is not None:
         status = exit_status(s.holder_status)  # the real server's, behind the launcher
+    return status
+
+
+def _result(
+    s: _Session,
+    started: float,
+    trigger: _Trigger,
+    ladder: LadderResult,
+    survivors: list[ProcessId],
+    status: int,
+) -> GuardResult:
+    """What the run did, for the report and the summary line."""
+    assert s.server is not None and s.tree is not None
     return GuardResult(
-        argv=argv,
+        argv=s.argv,
         exit_status=status,
-        reason=reason,
-        server_pid=server.pid,
+        reason=trigger.reason,
+        server_pid=s.server.pid,
         started_at=started,
         ended_at=time.monotonic(),
-        triggered_at=triggered,
+        triggered_at=trigger.at,
         server_exited_at=s.exited_at,
-        signal=trigger_sig,
-        stdin_open=not hung_up,
+        signal=trigger.signal,
+        stdin_open=not trigger.hung_up,
         rungs=ladder.rungs,
-        others=sorted(i for i in tree.seen if i != server.ident),
-        escapees=sorted(tree.escapees),
+        others=sorted(i for i in s.tree.seen if i != s.server.ident),
+        escapees=sorted(s.tree.escapees),
         survivors=survivors,
         hurried=s.hurried,
         server_signal=(
@@ -327,5 +394,5 @@ def _run(
             else None
         ),
         holders=sorted(s.handed_over),
-        server_status=own,
+        server_status=None if s.status is None else exit_status(s.status),
     )

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from mcp_tether.cliprogress import Progress
 
 __all__ = [
-    "Row", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
+    "RowPlan", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
     "python_fixture", "spec_for", "default_jobs", "server_name",
 ]
 
@@ -43,7 +43,10 @@ TETHER_ENV = {"MCP_TETHER_LAB_TETHERED": "1"}
 
 
 @dataclass(frozen=True)
-class Row:
+class RowPlan:
+    """What one row of the lab runs: which server, under which host style, in which
+    scenario; its block and short id place it in the table."""
+
     block: str
     row: str  # short id shown in the table (A..J for the reference rows)
     server: str  # human name, e.g. "node timer" or "sh -c + node timer"
@@ -77,33 +80,41 @@ def _sh(argv: list[str]) -> list[str]:
     return ["sh", "-c", f"{shlex.join(argv)}; true"]
 
 
-def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list[Row]:
-    """Every row of the lab, in table order."""
-    out: list[Row] = []
+def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list[RowPlan]:
+    """Every row of the lab, in table order (the order of BLOCKS, whatever `blocks` says)."""
+    return [r for block, make in _BLOCK_ROWS if block in blocks for r in make(node_dir)]
 
-    def add(
-        block: str, rid: str, server: str, argv: list[str], style: str, sc: str,
-        env: dict[str, str] | None = None, window: float | None = None,
-    ) -> None:
-        node = any(os.path.basename(a) == "node" or a.endswith(".mjs") for a in argv) or (
-            "node " in " ".join(argv)
-        )
-        if block in blocks:
-            out.append(Row(block, rid, server, tuple(argv), style, sc, node,
-                           tuple(sorted((env or {}).items())), window))
 
+def _plan(
+    block: str, rid: str, server: str, argv: list[str], style: str, sc: str,
+    env: dict[str, str] | None = None,
+) -> RowPlan:
+    node = any(os.path.basename(a) == "node" or a.endswith(".mjs") for a in argv) or (
+        "node " in " ".join(argv)
+    )
+    return RowPlan(block, rid, server, tuple(argv), style, sc, node,
+                   tuple(sorted((env or {}).items())))
+
+
+def _reference_rows(node_dir: Path | None) -> list[RowPlan]:
+    """A..J: the reference experiment, the Node fixtures in the reference's order."""
     letters = iter("ABCDEFGHIJ")
-    for fx in ("plain", "timer", "fixed"):
-        for sc in ("close", "exit", "crash"):
-            add("reference", next(letters), f"node {fx}", _node(node_dir, fx), "node", sc)
-    add("reference", next(letters), "node stubborn", _node(node_dir, "stubborn"), "node", "close")
+    out = [_plan("reference", next(letters), f"node {fx}", _node(node_dir, fx), "node", sc)
+           for fx in ("plain", "timer", "fixed") for sc in ("close", "exit", "crash")]
+    out.append(_plan("reference", next(letters), "node stubborn", _node(node_dir, "stubborn"),
+                     "node", "close"))
+    return out
 
-    n = 0
-    for fx in PY_FIXTURES:
-        for sc in ("close", "exit", "crash"):
-            n += 1
-            add("python", f"P{n}", f"python {fx}", python_fixture(fx), "python", sc)
 
+def _python_rows(node_dir: Path | None) -> list[RowPlan]:
+    """P1..: every Python fixture in the three reference scenarios."""
+    cells = [(fx, sc) for fx in PY_FIXTURES for sc in ("close", "exit", "crash")]
+    return [_plan("python", f"P{n}", f"python {fx}", python_fixture(fx), "python", sc)
+            for n, (fx, sc) in enumerate(cells, 1)]
+
+
+def _wrapper_rows(node_dir: Path | None) -> list[RowPlan]:
+    """W1..: Node fixtures behind `sh -c`, a real wrapper process as npx is."""
     timer, fixed = _node(node_dir, "timer"), _node(node_dir, "fixed")
     w = [
         ("sh -c + node timer", _sh(timer), "node", "close"),
@@ -113,9 +124,13 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
         ("sh -c + node fixed", _sh(fixed), "node", "exit"),
         ("sh -c + node fixed", _sh(fixed), "node", "crash"),
     ]
-    for i, (server, argv, style, sc) in enumerate(w, 1):
-        add("wrappers", f"W{i}", server, argv, style, sc)
+    return [_plan("wrappers", f"W{i}", server, argv, style, sc)
+            for i, (server, argv, style, sc) in enumerate(w, 1)]
 
+
+def _extra_rows(node_dir: Path | None) -> list[RowPlan]:
+    """X1..: the scenarios beyond the reference's three."""
+    timer, fixed = _node(node_dir, "timer"), _node(node_dir, "fixed")
     x = [
         ("node plain", _node(node_dir, "plain"), "node", "devnull"),
         ("node timer", timer, "node", "devnull"),
@@ -135,11 +150,14 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
         ("node plain", _node(node_dir, "plain"), "node", "idle"),
         ("python daemonizer", python_fixture("daemonizer"), "python", "exit"),
     ]
-    for i, (server, argv, style, sc) in enumerate(x, 1):
-        add("extra", f"X{i}", server, argv, style, sc)
+    return [_plan("extra", f"X{i}", server, argv, style, sc)
+            for i, (server, argv, style, sc) in enumerate(x, 1)]
 
-    # Every orphan row above, behind `mcp-tether run`: nothing may be left orphaned.
-    stubborn = _node(node_dir, "stubborn")
+
+def _guarded_rows(node_dir: Path | None) -> list[RowPlan]:
+    """G1..: every orphan row of the other blocks, behind `mcp-tether run`: nothing may
+    be left orphaned."""
+    timer, stubborn = _node(node_dir, "timer"), _node(node_dir, "stubborn")
     g = [
         ("node timer", timer, "node", "close"),
         ("node timer", timer, "node", "exit"),
@@ -157,22 +175,33 @@ def rows(node_dir: Path | None = None, blocks: tuple[str, ...] = BLOCKS) -> list
         ("node timer", timer, "node", "half-close"),
         ("python daemonizer", python_fixture("daemonizer"), "python", "exit"),
     ]
-    for i, (server, argv, style, sc) in enumerate(g, 1):
-        add("guarded", f"G{i}", f"run -- {server}", guarded(argv), style, sc)
-
-    # The Python fixtures that orphan, with the library helper's one call added.
-    n = 0
-    for fx in ("thread", "anyio_group", "executor", "stubborn"):
-        for scenario in all_scenarios():
-            sc = scenario.name
-            if scenario.applies("python") and not scenario.needs_call:
-                n += 1
-                add("tethered", f"T{n}", f"python {fx} + mcp_tether.run", python_fixture(fx),
-                    "python", sc, env=TETHER_ENV)
-    return out
+    return [_plan("guarded", f"G{i}", f"run -- {server}", guarded(argv), style, sc)
+            for i, (server, argv, style, sc) in enumerate(g, 1)]
 
 
-def spec_for(row: Row, **opts: Any) -> Spec:
+def _tethered_rows(node_dir: Path | None) -> list[RowPlan]:
+    """T1..: the Python fixtures that orphan, with the library helper's one call added,
+    in every scenario that applies to a Python host and needs no tool call."""
+    cells = [(fx, scenario.name) for fx in ("thread", "anyio_group", "executor", "stubborn")
+             for scenario in all_scenarios()
+             if scenario.applies("python") and not scenario.needs_call]
+    return [_plan("tethered", f"T{n}", f"python {fx} + mcp_tether.run", python_fixture(fx),
+                  "python", sc, env=TETHER_ENV)
+            for n, (fx, sc) in enumerate(cells, 1)]
+
+
+# Each block's rows, in table order.
+_BLOCK_ROWS: tuple[tuple[str, Callable[[Path | None], list[RowPlan]]], ...] = (
+    ("reference", _reference_rows),
+    ("python", _python_rows),
+    ("wrappers", _wrapper_rows),
+    ("extra", _extra_rows),
+    ("guarded", _guarded_rows),
+    ("tethered", _tethered_rows),
+)
+
+
+def spec_for(row: RowPlan, **opts: Any) -> Spec:
     if row.window is not None:
         opts["window"] = max(row.window, opts.get("window", 0.0))
     if row.env:
@@ -213,31 +242,53 @@ def run_lab(
     extra: dict[str, float] = {} if window is None else {"window": window}
     if ready_timeout is not None:
         extra["ready_timeout"] = ready_timeout
-    # The reference block runs alone, all its rows at once (its times are the reference);
-    # every other block shares one run, so no block waits for the slowest of the last.
+    plan = [(group, [r for b in group for r in rows(node_dir, (b,))
+                     if not (r.needs_node and skip_reason)]) for group in _groups(blocks)]
+    if progress is not None:
+        progress.expect(sum(len(runnable) for _, runnable in plan))
+    done: dict[tuple[str, str], ScenarioResult] = {}
+    for group, runnable in plan:
+        n = len(runnable) if group == ("reference",) else (jobs or default_jobs())
+        done.update(_run_rows(runnable, extra, n, should_stop, retry, progress))
+    return _in_table_order(blocks, node_dir, skip_reason, done)
+
+
+def _groups(blocks: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The reference block runs alone, all its rows at once (its times are the reference);
+    every other block shares one run, so no block waits for the slowest of the last."""
     groups: list[tuple[str, ...]] = [(b,) for b in blocks if b == "reference"]
     rest = tuple(b for b in blocks if b != "reference")
     if rest:
         groups.append(rest)
+    return groups
+
+
+def _run_rows(
+    runnable: list[RowPlan], extra: dict[str, float], jobs: int,
+    should_stop: Callable[[], bool], retry: bool, progress: Progress | None,
+) -> dict[tuple[str, str], ScenarioResult]:
+    """One run of the probe's runner over these rows, `jobs` at once; each row's result
+    by (block, row id), with its probe record kept for --html."""
+    specs = [spec_for(r, **extra) for r in runnable]
+    tell = progress.per_index([f"{r.label} {r.scenario}" for r in runnable],
+                              expected=True) if progress else None
+    raws = run_specs(specs, jobs=jobs, should_stop=should_stop, on_result=tell)
+    if retry:
+        raws = _retry_alone(specs, raws, should_stop, tell)
     done: dict[tuple[str, str], ScenarioResult] = {}
-    plan = []
-    for group in groups:
-        todo = [r for b in group for r in rows(node_dir, (b,))]
-        plan.append((group, [r for r in todo if not (r.needs_node and skip_reason)]))
-    if progress is not None:
-        progress.expect(sum(len(runnable) for _, runnable in plan))
-    for group, runnable in plan:
-        specs = [spec_for(r, **extra) for r in runnable]
-        n = len(specs) if group == ("reference",) else (jobs or default_jobs())
-        tell = progress.per_index([f"{r.label} {r.scenario}" for r in runnable],
-                                  expected=True) if progress else None
-        raws = run_specs(specs, jobs=n, should_stop=should_stop, on_result=tell)
-        if retry:
-            raws = _retry_alone(specs, raws, should_stop, tell)
-        for r, raw in zip(runnable, raws, strict=True):
-            res = ScenarioResult.from_dict(raw)
-            setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
-            done[(r.block, r.row)] = res
+    for r, raw in zip(runnable, raws, strict=True):
+        res = ScenarioResult.from_dict(raw)
+        setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
+        done[(r.block, r.row)] = res
+    return done
+
+
+def _in_table_order(
+    blocks: tuple[str, ...], node_dir: Path | None, skip_reason: str | None,
+    done: dict[tuple[str, str], ScenarioResult],
+) -> list[ScenarioResult]:
+    """Every row's result in table order, labelled with its row and block; a row that
+    needs Node where Node is missing is `skipped`, with the reason."""
     out: list[ScenarioResult] = []
     for block in blocks:
         for r in rows(node_dir, (block,)):

@@ -129,56 +129,17 @@ def described(s: Survivor) -> dict[str, Any]:
 
 
 def result(o: Observation) -> dict[str, Any]:
+    """The result line: the verdict (`verdict.decide`), the words that explain it, and
+    the facts behind it, as the JSON object the runner parses."""
     f = o.facts
     spec = o.spec
     sc = get_scenario(spec.scenario)
-    window_s = spec.effective_window
     verdict, rung, exit_ms = decide(f)
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    stderr = o.stderr
-    detail = f.error or ""
-    window = f"{window_s:g} s"
-    if verdict in ("orphaned", "lingered"):
-        gone = [s for s in f.survivors if s.gone_at is not None]
-        alive = [s for s in f.survivors if s.gone_at is None]
-        parts = []
-        if o.at_window_end:
-            parts.append(f"alive {window} after {spec.scenario.upper()}: "
-                         f"{_who(o.at_window_end)}; the probe then SIGKILLed the server, "
-                         "as a host would")
-            parts.append(f"outlived that: {_who(f.survivors)}")
-        else:
-            parts.append(f"alive {window} after the trigger: {_who(f.survivors)}")
-        for s in gone:
-            assert f.trigger is not None and s.gone_at is not None
-            ms = (s.gone_at - f.trigger) * 1000
-            parts.append(f"pid {s.pid} lingered: gone {ms:.0f} ms after the trigger, "
-                         + cause(s.status, stderr))
-        if alive and gone:
-            parts.append(f"still alive {spec.horizon_s:g} s after the window")
-        elif alive:
-            parts.append(f"still alive {spec.horizon_s:g} s after the window (orphaned)")
-        detail = "; ".join(parts)
-    elif verdict == "early-exit":
-        detail = f"server exited before the trigger (status {o.status})"
-        if f.survivors:  # named, never removed silently; the clean-up ended them
-            detail += (f"; it left running: {_who(f.survivors)} "
-                       "(the probe's clean-up ended them)")
-    elif verdict == "killed" and f.killed_by_probe is not None:
-        detail = (f"did not exit within {window} of {spec.scenario.upper()}: "
-                  f"alive then: {_who(o.at_window_end)}; the probe SIGKILLed the server, "
-                  "as a host would; nothing outlived that")
-    server_status = o.status
-    if o.server is not None and server_status is None:
-        # Only an exit seen before our clean-up is the server's own doing.
-        for e in o.exits:
-            if e.ident == o.server and e.t < o.cleanup_at:
-                server_status = e.status
-    status = None if verdict in ("alive", "error") else server_status
-    # ...what our clean-up did to an idle or failed server says nothing about it.
-    g_rung = guard_rung(o.report) if spec.guarded and verdict != "error" else None
-    if g_rung is not None and o.report is not None and o.report.error:
-        o.warnings.append(o.report.error)
+    detail = _detail(o, verdict)
+    # What our clean-up did to an idle or failed server says nothing about it.
+    status = None if verdict in ("alive", "error") else _server_status(o)
+    g_rung = _guard_rung(o, verdict)
     if spec.guarded and detail == "" and g_rung:
         detail = f"guarded: the guard ended it at rung {g_rung}"
     return {
@@ -190,24 +151,17 @@ def result(o: Observation) -> dict[str, Any]:
         "exit_ms": exit_ms,
         "rung": rung,
         "exit_status": status,
-        "survivors": [
-            {"pid": s.pid, "ppid": s.ppid, "cmdline": s.cmdline,
-             "evidence": s.evidence, "container": s.container,
-             "lingered_ms": None if s.gone_at is None or f.trigger is None
-             else round((s.gone_at - f.trigger) * 1000, 1),
-             "cause": None if s.gone_at is None else cause(s.status, stderr)}
-            for s in f.survivors
-        ],
+        "survivors": [_survivor(s, f.trigger, o.stderr) for s in f.survivors],
         "warnings": o.warnings,
         "detail": detail,
         "guarded": spec.guarded,
         "guard_rung": g_rung,
         "call_answered": f.call_answered,
-        "window_s": window_s,
+        "window_s": spec.effective_window,
         "startup_ms": None if o.startup is None else round(o.startup * 1000, 1),
         "handshake": o.handshake,
         "error_code": o.error_code,
-        "stderr_tail": stderr,
+        "stderr_tail": o.stderr,
         "probe_cpu_ms": round((ru.ru_utime + ru.ru_stime + o.client_cpu) * 1000, 1),
         "trigger_at": f.trigger,
         "gone_at": f.gone_at,
@@ -216,6 +170,85 @@ def result(o: Observation) -> dict[str, Any]:
         "killed_at_window": [described(s) for s in o.at_window_end],
         "tether": _tether_shutdowns(o),
     }
+
+
+def _detail(o: Observation, verdict: str) -> str:
+    """The words that explain the verdict: who was alive at the window's end, what the
+    probe then did, what outlived that; else the observation's own error, if any."""
+    f = o.facts
+    spec = o.spec
+    window = f"{spec.effective_window:g} s"
+    if verdict in ("orphaned", "lingered"):
+        return _leak_detail(o, window)
+    if verdict == "early-exit":
+        detail = f"server exited before the trigger (status {o.status})"
+        if f.survivors:  # named, never removed silently; the clean-up ended them
+            detail += (f"; it left running: {_who(f.survivors)} "
+                       "(the probe's clean-up ended them)")
+        return detail
+    if verdict == "killed" and f.killed_by_probe is not None:
+        return (f"did not exit within {window} of {spec.scenario.upper()}: "
+                f"alive then: {_who(o.at_window_end)}; the probe SIGKILLed the server, "
+                "as a host would; nothing outlived that")
+    return f.error or ""
+
+
+def _leak_detail(o: Observation, window: str) -> str:
+    """An orphaned or lingered tree: who was alive after the window (and what the probe
+    did then), how long each that lingered took and what ended it, who is still alive."""
+    f = o.facts
+    spec = o.spec
+    gone = [s for s in f.survivors if s.gone_at is not None]
+    alive = [s for s in f.survivors if s.gone_at is None]
+    parts = []
+    if o.at_window_end:
+        parts.append(f"alive {window} after {spec.scenario.upper()}: "
+                     f"{_who(o.at_window_end)}; the probe then SIGKILLed the server, "
+                     "as a host would")
+        parts.append(f"outlived that: {_who(f.survivors)}")
+    else:
+        parts.append(f"alive {window} after the trigger: {_who(f.survivors)}")
+    for s in gone:
+        assert f.trigger is not None and s.gone_at is not None
+        ms = (s.gone_at - f.trigger) * 1000
+        parts.append(f"pid {s.pid} lingered: gone {ms:.0f} ms after the trigger, "
+                     + cause(s.status, o.stderr))
+    if alive and gone:
+        parts.append(f"still alive {spec.horizon_s:g} s after the window")
+    elif alive:
+        parts.append(f"still alive {spec.horizon_s:g} s after the window (orphaned)")
+    return "; ".join(parts)
+
+
+def _server_status(o: Observation) -> int | None:
+    """The server's exit status: as the scenario saw it, or from its exit seen before
+    our clean-up began (only that one is the server's own doing)."""
+    if o.server is None or o.status is not None:
+        return o.status
+    status = None
+    for e in o.exits:
+        if e.ident == o.server and e.t < o.cleanup_at:
+            status = e.status
+    return status
+
+
+def _guard_rung(o: Observation, verdict: str) -> str | None:
+    """A guarded server's: which rung of the guard ended it (`guard_rung`); a report the
+    probe could not read is named in the warnings."""
+    g_rung = guard_rung(o.report) if o.spec.guarded and verdict != "error" else None
+    if g_rung is not None and o.report is not None and o.report.error:
+        o.warnings.append(o.report.error)
+    return g_rung
+
+
+def _survivor(s: Survivor, trigger: float | None, stderr: str) -> dict[str, Any]:
+    """A survivor as the result line lists it: how long it lingered and what ended it
+    (None for one still alive)."""
+    return {"pid": s.pid, "ppid": s.ppid, "cmdline": s.cmdline,
+            "evidence": s.evidence, "container": s.container,
+            "lingered_ms": None if s.gone_at is None or trigger is None
+            else round((s.gone_at - trigger) * 1000, 1),
+            "cause": None if s.gone_at is None else cause(s.status, stderr)}
 
 
 def _tether_shutdowns(o: Observation) -> list[dict[str, Any]]:

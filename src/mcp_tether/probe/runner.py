@@ -131,103 +131,141 @@ def _run_specs(
     should_stop: Callable[[], bool] = lambda: False,
     on_result: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    jobs = max(1, jobs or len(specs) or 1)
-    results: list[dict[str, Any] | None] = [None] * len(specs)
-    # Longest worst case first: the scenarios that may sit through window + horizon, or
-    # the whole ladder (close), bound the run, so they start before the short ones.
-    # Among equals, robust ones first: they ask more than the spec, so more servers
-    # fail them and sit through the horizon (inherited-writer: EOF never comes).
-    pending = sorted(range(len(specs)), key=lambda i: (-expected_duration(specs[i]),
-                                                       _level(specs[i]) != ROBUST))
-    starting: dict[int, float] = {}  # keepers still in their start-up, since when
-    running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
-    sel = selectors.DefaultSelector()
+    batch = _Batch(specs, max(1, jobs or len(specs) or 1), on_result)
     wake = getattr(should_stop, "fileno", None)
     if wake is not None:  # a StopSignals: its signal wakes the select at once
-        sel.register(wake(), selectors.EVENT_READ, None)
-    me = os.getpid()
-    startup: dict[str, float] = {}  # server_key -> start-up seconds, once one measured it
-    told: set[int] = set()  # keepers already sent the start-up of their server
-
-    def tell_startup() -> None:
-        for j, (proc, _d, _b) in running.items():
-            key = specs[j].server_key
-            if j in told or key not in startup or proc.stdin is None:
-                continue
-            told.add(j)
-            with contextlib.suppress(OSError):
-                proc.stdin.write((json.dumps({"startup": startup[key]}) + "\n").encode())
-                proc.stdin.flush()
-
+        batch.sel.register(wake(), selectors.EVENT_READ, None)
     try:
-        while pending or running:
+        while batch.pending or batch.running:
             if should_stop():
                 raise KeyboardInterrupt
-            now = time.monotonic()
-            for i in [i for i, t in starting.items() if now - t > START_TIMEOUT_SHARE]:
-                del starting[i]
-            while pending and len(running) < jobs and len(starting) < STARTING_AT_ONCE:
-                i = pending.pop(0)
-                starting[i] = time.monotonic()
-                known = specs[i].startup
-                if known is None:
-                    known = startup.get(specs[i].server_key)
-                spec = specs[i].replace(parent=me, startup=known)
-                p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, **_OWN_GROUP)
-                assert p.stdout is not None and p.stdin is not None
-                try:
-                    p.stdin.write((spec.to_json() + "\n").encode())
-                    p.stdin.flush()
-                except OSError:
-                    pass  # it died at once: its empty output is reported as a failure
-                os.set_blocking(p.stdout.fileno(), False)
-                sel.register(p.stdout, selectors.EVENT_READ, i)
-                running[i] = (p, time.monotonic() + spec_budget(spec), bytearray())
-                if spec.startup is not None:
-                    told.add(i)
-            wait = 0.2 if not starting else 0.05
-            for key, _ in sel.select(timeout=wait):
-                i = key.data
-                if i is None:
-                    continue  # the stop signal: should_stop() sees it next round
-                p, _deadline, buf = running[i]
-                chunk = os.read(key.fd, 65536)
-                if chunk:
-                    buf += chunk
-                    if b"\n" in buf:
-                        starting.pop(i, None)
-                        # Whenever its first line comes, even after its start-up share
-                        # ran out (a loaded machine): devnull keepers wait for it.
-                        key = specs[i].server_key
-                        if key not in startup:
-                            measured = _ready_startup(bytes(buf))
-                            if measured is not None:
-                                startup[key] = measured
-                                tell_startup()
-                    continue
-                starting.pop(i, None)
-                sel.unregister(key.fileobj)
-                p.wait()
-                assert p.stdout is not None
-                p.stdout.close()
-                if p.stdin is not None:
-                    with contextlib.suppress(OSError):
-                        p.stdin.close()
-                del running[i]
-                results[i] = _parse(specs[i], bytes(buf), p.returncode)
-                if on_result:
-                    on_result(i, results[i])
-            now = time.monotonic()
-            for _i, (p, deadline, _buf) in list(running.items()):
-                if now > deadline:
-                    p.terminate()  # our own unreaped child: its pid is still ours
+            batch.start_keepers()
+            batch.read_keepers()
+            batch.end_overdue()
     except BaseException:
-        _stop_keepers([p for p, _, _ in running.values()])
+        _stop_keepers([p for p, _, _ in batch.running.values()])
         raise
     finally:
-        sel.close()
-    return [r for r in results if r is not None]
+        batch.sel.close()
+    return [r for r in batch.results if r is not None]
+
+
+class _Batch:
+    """The keepers of one `_run_specs`: which specs wait, which keepers are in their
+    start-up or running (each with its deadline and output so far), their results, and
+    the start-up time of each server once one of its scenarios measured it."""
+
+    def __init__(
+        self, specs: list[Spec], jobs: int,
+        on_result: Callable[[int, dict[str, Any]], None] | None,
+    ) -> None:
+        self.specs = specs
+        self.jobs = jobs
+        self.on_result = on_result
+        self.results: list[dict[str, Any] | None] = [None] * len(specs)
+        # Longest worst case first: the scenarios that may sit through window + horizon,
+        # or the whole ladder (close), bound the run, so they start before the short
+        # ones. Among equals, robust ones first: they ask more than the spec, so more
+        # servers fail them and sit through the horizon (inherited-writer: EOF never comes).
+        self.pending = sorted(range(len(specs)), key=lambda i: (-expected_duration(specs[i]),
+                                                                _level(specs[i]) != ROBUST))
+        self.starting: dict[int, float] = {}  # keepers still in their start-up, since when
+        self.running: dict[int, tuple[subprocess.Popen[bytes], float, bytearray]] = {}
+        self.sel = selectors.DefaultSelector()
+        self.me = os.getpid()
+        self.startup: dict[str, float] = {}  # server_key -> start-up seconds, once measured
+        self.told: set[int] = set()  # keepers already sent the start-up of their server
+
+    def start_keepers(self) -> None:
+        """Start keepers while a job is free and few enough are in their start-up (a
+        keeper counts as starting until its first line, or its start-up share ran out)."""
+        now = time.monotonic()
+        for i in [i for i, t in self.starting.items() if now - t > START_TIMEOUT_SHARE]:
+            del self.starting[i]
+        while (self.pending and len(self.running) < self.jobs
+               and len(self.starting) < STARTING_AT_ONCE):
+            self._start(self.pending.pop(0))
+
+    def _start(self, i: int) -> None:
+        self.starting[i] = time.monotonic()
+        known = self.specs[i].startup
+        if known is None:
+            known = self.startup.get(self.specs[i].server_key)
+        spec = self.specs[i].replace(parent=self.me, startup=known)
+        p = subprocess.Popen(keeper_argv(), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, **_OWN_GROUP)
+        assert p.stdout is not None and p.stdin is not None
+        try:
+            p.stdin.write((spec.to_json() + "\n").encode())
+            p.stdin.flush()
+        except OSError:
+            pass  # it died at once: its empty output is reported as a failure
+        os.set_blocking(p.stdout.fileno(), False)
+        self.sel.register(p.stdout, selectors.EVENT_READ, i)
+        self.running[i] = (p, time.monotonic() + spec_budget(spec), bytearray())
+        if spec.startup is not None:
+            self.told.add(i)
+
+    def read_keepers(self) -> None:
+        """Take what keepers wrote; collect the result of each that closed its output."""
+        wait = 0.2 if not self.starting else 0.05
+        for key, _ in self.sel.select(timeout=wait):
+            i = key.data
+            if i is None:
+                continue  # the stop signal: should_stop() sees it next round
+            chunk = os.read(key.fd, 65536)
+            if chunk:
+                self._output(i, chunk)
+            else:
+                self._collect(i, key.fileobj)
+
+    def _output(self, i: int, chunk: bytes) -> None:
+        buf = self.running[i][2]
+        buf += chunk
+        if b"\n" not in buf:
+            return
+        self.starting.pop(i, None)
+        # Whenever its first line comes, even after its start-up share ran out (a
+        # loaded machine): devnull keepers wait for it.
+        key = self.specs[i].server_key
+        if key not in self.startup:
+            measured = _ready_startup(bytes(buf))
+            if measured is not None:
+                self.startup[key] = measured
+                self._tell_startup()
+
+    def _tell_startup(self) -> None:
+        """Send each running keeper the start-up of its server, once it is known."""
+        for j, (proc, _d, _b) in self.running.items():
+            key = self.specs[j].server_key
+            if j in self.told or key not in self.startup or proc.stdin is None:
+                continue
+            self.told.add(j)
+            with contextlib.suppress(OSError):
+                proc.stdin.write((json.dumps({"startup": self.startup[key]}) + "\n").encode())
+                proc.stdin.flush()
+
+    def _collect(self, i: int, stdout: Any) -> None:
+        p, _deadline, buf = self.running[i]
+        self.starting.pop(i, None)
+        self.sel.unregister(stdout)
+        p.wait()
+        assert p.stdout is not None
+        p.stdout.close()
+        if p.stdin is not None:
+            with contextlib.suppress(OSError):
+                p.stdin.close()
+        del self.running[i]
+        record = self.results[i] = _parse(self.specs[i], bytes(buf), p.returncode)
+        if self.on_result:
+            self.on_result(i, record)
+
+    def end_overdue(self) -> None:
+        """SIGTERM each keeper past its budget (`spec_budget`)."""
+        now = time.monotonic()
+        for p, deadline, _buf in list(self.running.values()):
+            if now > deadline:
+                p.terminate()  # our own unreaped child: its pid is still ours
 
 
 def _level(spec: Spec) -> str:

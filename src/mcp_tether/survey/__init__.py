@@ -16,7 +16,7 @@ Guarantees:
   trees) and, 30 s later, SIGKILL; only our own unreaped children are signalled.
 - A failure is published only when it repeats (`repeat`): each failing scenario of a
   host style is probed twice more, the load average taken before every run; a cell that
-  passes once is `flaky` (in `Row.flaky`, with its runs), never a FAIL, and the levels
+  passes once is `flaky` (in `ServerResult.flaky`, with its runs), never a FAIL, and the levels
   are judged on the failures that repeat. A survey whose load stayed above the CPU
   count says so (`SurveyResult.busy`).
 - A server that does not start is not a leak: when no scenario got through the
@@ -43,13 +43,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mcp_tether.inspect import inspect_path, server_uses
-from mcp_tether.packages import InstallPolicy, PackageError, prepare
+from mcp_tether.packages import InstallPolicy, PackageError, Prepared, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
 from mcp_tether.survey.loadshare import OthersLoad
 from mcp_tether.survey.repeat import REPEATS, Run, busy, busy_others, judge, repeat_failing
 
-__all__ = ["run_survey", "rerun", "Row", "SurveyResult", "Entry", "parse_list",
+__all__ = ["run_survey", "rerun", "ServerResult", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
 
 PROBE_TIMEOUT = 240.0  # seconds for one probe run (every scenario of one host style)
@@ -87,7 +87,11 @@ class Failure:
 
 
 @dataclass
-class Row:
+class ServerResult:
+    """One server's row of the survey: what was installed and launched, what its entry
+    point loads, and how each host style fared (passes, verdicts, failures that repeat,
+    flaky cells, the load before each probe run)."""
+
     label: str
     spec: str
     name: str = ""
@@ -123,7 +127,7 @@ class Row:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Row:
+    def from_dict(cls, d: dict[str, Any]) -> ServerResult:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["failures"] = [Failure(**f) for f in d.get("failures") or []]
         known["flaky"] = [Failure(**f) for f in d.get("flaky") or []]
@@ -135,19 +139,25 @@ class Row:
         if self.status != "ok" or not self.verdicts or any(
                 started(v) for v in self.verdicts.values()):
             return
-        text = "\n".join(f.diagnosis for f in self.failures)
+        self.not_started("\n".join(f.diagnosis for f in self.failures))
+
+    def not_started(self, text: str, *, last: bool = False) -> None:
+        """The server never got past the handshake: `needs-service` when the entry
+        declares needs= or `text` (its stderr, or its failures' diagnoses) says it could
+        not reach something, else `did-not-start`; the note quotes the line that says so
+        (the first such line of `text`, or the last)."""
         if self.needs or _SERVICE.search(text):
             what = f"needs {self.needs}" if self.needs else "needs a service"
             self.status = "needs-service"
-            self.note = f"{what} it cannot reach here: {_first_line(text, _SERVICE)}"
+            self.note = f"{what} it cannot reach here: {_first_line(text, _SERVICE, last)}"
         else:
             self.status = "did-not-start"
-            self.note = _first_line(text) or "no answer to initialize"
+            self.note = _first_line(text, last=last) or "no answer to initialize"
 
 
 @dataclass
 class SurveyResult:
-    rows: list[Row]
+    rows: list[ServerResult]
     started: float
     seconds: float
     jobs: int
@@ -213,7 +223,7 @@ class SurveyResult:
             time.timezone
         rows = d["results"] if "results" in d else d["rows"]  # "rows": before the envelope
         load = d.get("load_average")
-        return cls([Row.from_dict(r) for r in rows], started, float(d["seconds"]),
+        return cls([ServerResult.from_dict(r) for r in rows], started, float(d["seconds"]),
                    int(d["jobs"]), bool(d["pid_namespace"]),
                    (float(load["start"]), float(load["end"])) if load else None,
                    list(d.get("runs") or []), int(d.get("cpus") or os.cpu_count() or 1),
@@ -233,7 +243,7 @@ class SurveyResult:
         """One table from several surveys of one list: a row of a later part replaces the
         same server's row of an earlier one; rows in the list's order (`order`: labels).
         Each part's own facts (start, run time, load, floor) are kept in `runs`."""
-        by_label: dict[str, Row] = {}
+        by_label: dict[str, ServerResult] = {}
         runs: list[dict[str, Any]] = []
         for part in parts:
             runs.extend(part.runs or [part.run_facts()])
@@ -382,7 +392,7 @@ def _results(run: tuple[str, dict[str, Any] | None, str]) -> list[dict[str, Any]
     return payload.get("results") or [] if outcome == "ok" and payload is not None else None
 
 
-def record(row: Row, style: str, results: list[dict[str, Any]],
+def record(row: ServerResult, style: str, results: list[dict[str, Any]],
            cells: dict[str, list[Run]]) -> None:
     """One style's probe results into `row`, in place of what it had for those scenarios:
     verdicts, failures judged on their runs (`cells`: scenario -> runs, from
@@ -421,29 +431,60 @@ def record(row: Row, style: str, results: list[dict[str, Any]],
 
 def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
                jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
-               scenarios: tuple[str, ...] = (), policy: InstallPolicy | None = None) -> Row:
+               scenarios: tuple[str, ...] = (),
+               policy: InstallPolicy | None = None) -> ServerResult:
+    """One entry: install it, read its SDK, probe it in each host style (failures run
+    again), then say whether it started at all."""
     t0 = time.monotonic()
     policy = policy or InstallPolicy()
-    row = Row(entry.label, entry.spec.text, launch=entry.launch or "", needs=entry.needs,
-              downloads=entry.downloads, rank=entry.rank, scripts_ran=policy.scripts)
+    row = ServerResult(entry.label, entry.spec.text, launch=entry.launch or "",
+                       needs=entry.needs, downloads=entry.downloads, rank=entry.rank,
+                       scripts_ran=policy.scripts)
+    got = _install(row, entry, policy)
+    if got is None:
+        row.seconds = time.monotonic() - t0
+        return row
+    _read_sdk(row, got)
+    limit = entry.timeout or timeout or PROBE_TIMEOUT
+
+    def probe(style: str, names: tuple[str, ...]) -> tuple[str, dict[str, Any] | None, str]:
+        return _run_probe(_probe_argv(style, entry, got.argv, jobs, ready_timeout, names),
+                          got.cwd, limit, kids)
+
+    for style in STYLES:
+        if not _probe_style(row, style, scenarios, probe):
+            break
+    row.seconds = time.monotonic() - t0
+    row.reclassify()
+    if row.status == "did-not-start" and row.install_scripts and not policy.scripts:
+        row.note += f" (install scripts not run: {', '.join(row.install_scripts)}; " \
+            "--allow-scripts runs them)"
+    return row
+
+
+def _install(row: ServerResult, entry: Entry, policy: InstallPolicy) -> Prepared | None:
+    """Install the entry as its host launches it, and note what came; None when there
+    is nothing to probe (the row's status and note say why)."""
     try:
         got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args,
                       policy=policy)
     except PackageError as exc:
         row.status = "no-command" if exc.exit_code == 126 else "install-failed"
         row.note = exc.msg
-        row.seconds = time.monotonic() - t0
-        return row
+        return None
     except Exception as exc:  # a usage error in the list (several bins) is this row's
         row.status, row.note = "error", str(exc)
-        row.seconds = time.monotonic() - t0
-        return row
+        return None
     row.name, row.version, row.language = got.name, got.version, got.language
     row.launch, row.command = got.launch, got.argv
     row.install_scripts = got.install_scripts
-    # The one answer the probe's diagnosis gives too: what the launch command's entry
-    # point loads, resolved as the host's launcher resolves it (not the first SDK merely
-    # installed in the package's tree, which a diagnosis could then contradict).
+    return got
+
+
+def _read_sdk(row: ServerResult, got: Prepared) -> None:
+    """The one answer the probe's diagnosis gives too: what the launch command's entry
+    point loads, resolved as the host's launcher resolves it (not the first SDK merely
+    installed in the package's tree, which a diagnosis could then contradict)."""
     uses = server_uses(got.argv, got.cwd)
     if uses.package:
         row.sdk = uses.label() if uses.found else \
@@ -459,48 +500,34 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
         if sdks and sdks[0].package:
             row.sdk = f"{sdks[0].package} {sdks[0].version} (installed; its use not read)"
             row.sdk_exits_on_eof = sdks[0].exits_on_eof
-    limit = entry.timeout or timeout or PROBE_TIMEOUT
-
-    def probe(style: str, names: tuple[str, ...]) -> tuple[str, dict[str, Any] | None, str]:
-        return _run_probe(_probe_argv(style, entry, got.argv, jobs, ready_timeout, names),
-                          got.cwd, limit, kids)
-
-    for style in STYLES:
-        row.loads[style] = _load()
-        outcome, payload, tail = probe(style, scenarios)
-        if outcome != "ok" or payload is None:
-            row.status = outcome
-            row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail, last=True)}"
-                                                           if tail else "")
-            if outcome == "stopped":
-                break
-            continue
-        results = payload.get("results") or []
-        if not _started(results):
-            text = _stderr(results)
-            if entry.needs or _SERVICE.search(text):
-                row.status = "needs-service"
-                what = f"needs {entry.needs}" if entry.needs else "needs a service"
-                row.note = f"{what} it cannot reach here: " \
-                    f"{_first_line(text, _SERVICE, last=True)}"
-            else:
-                row.status = "did-not-start"
-                row.note = _first_line(text, last=True) or "no answer to initialize"
-            break  # the other styles would say the same
-
-        def again(names: tuple[str, ...], s: str = style) -> list[dict[str, Any]] | None:
-            return _results(probe(s, names))
-
-        record(row, style, results, repeat_failing(results, row.loads[style], again, _load))
-    row.seconds = time.monotonic() - t0
-    row.reclassify()
-    if row.status == "did-not-start" and row.install_scripts and not policy.scripts:
-        row.note += f" (install scripts not run: {', '.join(row.install_scripts)}; " \
-            "--allow-scripts runs them)"
-    return row
 
 
-def _stop(kids: _Children, pending: dict[Future[Row], int]) -> None:
+def _probe_style(
+    row: ServerResult, style: str, scenarios: tuple[str, ...],
+    probe: Callable[[str, tuple[str, ...]], tuple[str, dict[str, Any] | None, str]],
+) -> bool:
+    """One host style's probe run into `row`, its failures run again (`repeat`); False
+    when the other styles need not run (stopped, or the server did not start)."""
+    row.loads[style] = _load()
+    outcome, payload, tail = probe(style, scenarios)
+    if outcome != "ok" or payload is None:
+        row.status = outcome
+        row.note = row.note or f"{style}: {outcome}" + (f": {_first_line(tail, last=True)}"
+                                                       if tail else "")
+        return outcome != "stopped"
+    results = payload.get("results") or []
+    if not _started(results):
+        row.not_started(_stderr(results), last=True)
+        return False  # the other styles would say the same
+
+    def again(names: tuple[str, ...]) -> list[dict[str, Any]] | None:
+        return _results(probe(style, names))
+
+    record(row, style, results, repeat_failing(results, row.loads[style], again, _load))
+    return True
+
+
+def _stop(kids: _Children, pending: dict[Future[ServerResult], int]) -> None:
     kids.stop_all()
     for f in pending:
         f.cancel()
@@ -510,16 +537,16 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
                scenario_jobs: int | None = None, ready_timeout: float = READY_TIMEOUT,
                scenarios: tuple[str, ...] = (),
                should_stop: Callable[[], bool] = lambda: False,
-               on_row: Callable[[Row], None] | None = None,
+               on_row: Callable[[ServerResult], None] | None = None,
                policy: InstallPolicy | None = None) -> SurveyResult:
     """Probe every entry; rows in list order. Returns once every child is reaped; when
     stopped (should_stop, Ctrl-C), with the rows done and the others `stopped`."""
     jobs = jobs or os.cpu_count() or 2
     kids = _Children()
     started, t0, load_start = time.time(), time.monotonic(), _load()
-    rows: dict[int, Row] = {}
+    rows: dict[int, ServerResult] = {}
     with OthersLoad() as others, ThreadPoolExecutor(max_workers=jobs) as pool:
-        pending: dict[Future[Row], int] = {
+        pending: dict[Future[ServerResult], int] = {
             pool.submit(survey_one, e, kids, timeout=timeout, jobs=scenario_jobs,
                         ready_timeout=ready_timeout, scenarios=scenarios, policy=policy): i
             for i, e in enumerate(entries)}
@@ -546,7 +573,7 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
             rows[i] = f.result()
     for i, e in enumerate(entries):
         if i not in rows:
-            rows[i] = Row(e.label, e.spec.text, status="stopped", note="not run: stopped")
+            rows[i] = ServerResult(e.label, e.spec.text, status="stopped", note="not run: stopped")
     return SurveyResult([rows[i] for i in range(len(entries))], started,
                         time.monotonic() - t0, jobs, in_pid_namespace(),
                         (load_start, _load()), others=others.summary())
@@ -555,7 +582,7 @@ def run_survey(entries: list[Entry], *, jobs: int | None = None, timeout: float 
 def rerun(result: SurveyResult, entries: list[Entry], style: str,
           scenarios: tuple[str, ...], *, jobs: int | None = None,
           ready_timeout: float = READY_TIMEOUT, only: tuple[str, ...] = (),
-          on_row: Callable[[Row], None] | None = None) -> SurveyResult:
+          on_row: Callable[[ServerResult], None] | None = None) -> SurveyResult:
     """Probe `scenarios` again in one host `style` for every probed row of `result`,
     and put the new verdicts (and failures, and the style's level passes) in place of
     the old: for when one style's scenario changed and a whole survey is not needed.
@@ -569,7 +596,7 @@ def rerun(result: SurveyResult, entries: list[Entry], style: str,
             and r.label in by_label and (not only or any(t in r.label for t in only))]
     kids = _Children()
 
-    def one(row: Row) -> Row:
+    def one(row: ServerResult) -> ServerResult:
         entry = by_label[row.label]
         try:
             got = prepare(entry.spec, bin=entry.bin, launch=entry.launch, args=entry.args)

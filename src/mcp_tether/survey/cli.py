@@ -16,7 +16,7 @@ from mcp_tether.packages import check_cache, policy_summary
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.proc.pidns import in_pid_namespace, run_in_pid_namespace
-from mcp_tether.survey import Row, SurveyResult, parse_list, run_survey
+from mcp_tether.survey import ServerResult, SurveyResult, parse_list, run_survey
 from mcp_tether.survey.render import busy_text, to_html, to_json, to_markdown
 
 EPILOG = """\
@@ -124,7 +124,7 @@ def command(args: argparse.Namespace) -> int:
         print("mcp-tether survey: no pid namespace here (unshare not permitted); servers "
               "run in the host's", file=sys.stderr)
 
-    def tell(row: Row) -> None:
+    def tell(row: ServerResult) -> None:
         progress.done(row.label, f"{row.status} in {row.seconds:.0f} s")
 
     print(f"mcp-tether survey: {policy_summary(policy)}", file=sys.stderr)

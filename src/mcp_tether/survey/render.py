@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp_tether.report.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.report.jsonout import envelope
-from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, Row, SurveyResult
+from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, ServerResult, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers", "busy_text"]
 
@@ -29,7 +29,7 @@ _KILL_PID = {"exited": "ends", "orphaned": "LEFT", "killed": "LEFT", "lingered":
              "terminated": "ends"}
 
 
-def used(row: Row) -> str:
+def used(row: ServerResult) -> str:
     """How much the server is used, as the list says: npm downloads a month, PyPI rank."""
     if row.downloads is not None:
         return f"{row.downloads:,}/month"
@@ -40,7 +40,7 @@ def _mark(v: bool | None) -> str:
     return "?" if v is None else ("pass" if v else "FAIL")
 
 
-def _failed_scenarios(row: Row, style: str) -> list[str]:
+def _failed_scenarios(row: ServerResult, style: str) -> list[str]:
     return [f.scenario + (f" (SDK host: {f.sdk_recheck})"
                           if f.sdk_recheck.startswith("not confirmed") else "")
             for f in row.failures if f.style == style]
@@ -51,7 +51,7 @@ def runs_text(f: Failure) -> str:
     return ", ".join(f"{r['verdict']} at load {float(r['load']):g}" for r in f.runs)
 
 
-def _flaky_text(row: Row) -> str:
+def _flaky_text(row: ServerResult) -> str:
     if not row.flaky:
         return ""
     what = {"flaky": "flaky", "unrepeated": "failed once, not rerun"}
@@ -59,7 +59,7 @@ def _flaky_text(row: Row) -> str:
                      for f in row.flaky)
 
 
-def cells(row: Row) -> list[str]:
+def cells(row: ServerResult) -> list[str]:
     if row.status not in ("ok", "timeout") or not row.spec_pass:
         what = {"needs-service": "needs a service", "did-not-start": "did not start",
                 "install-failed": "cannot be installed here", "no-command": "no server command",
@@ -88,7 +88,7 @@ def cells(row: Row) -> list[str]:
             robust, kill_pid, guard_text, "; ".join(fails) or "none"]
 
 
-def _details(row: Row) -> list[tuple[str, str, str]]:
+def _details(row: ServerResult) -> list[tuple[str, str, str]]:
     """(what, diagnosis, remedy) per distinct failure: one line for a scenario that fails
     alike under several host styles."""
     groups: dict[tuple[str, str, str, str], list[str]] = {}
