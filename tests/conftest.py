@@ -9,7 +9,6 @@ the session's cookie in its environment (orphans reparented to init keep their e
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -18,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import shards
 from mcp_tether.proc import ProcessId, cmdline, descendants, snapshot
 from mcp_tether.proc.signals import signal_process
 
@@ -55,14 +55,11 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     yield
 
 
-DURATIONS = os.path.join(os.path.dirname(__file__), "durations.json")
-
-
 def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     """MCP_TETHER_SHARD=K/N keeps the K-th of N halves of the suite (tests/run runs them at
-    once, each in a pid namespace of its own): whole files, dealt heaviest first to the
-    lightest shard by their seconds in tests/durations.json (a file not listed there
-    weighs the median), so each file's shared fixtures stay in one pass."""
+    once, each in a pid namespace of its own): whole files, balanced by their seconds in
+    tests/durations.json (tests/shards.py), so each file's shared fixtures stay in one
+    pass."""
     shard = os.environ.get("MCP_TETHER_SHARD")
     if not shard:
         return
@@ -72,25 +69,42 @@ def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
         raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: expected K/N, e.g. 1/2") from None
     if not 1 <= k <= n:
         raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: K must be 1..N")
-    try:
-        with open(DURATIONS) as fh:
-            weights: dict[str, float] = json.load(fh)
-    except (OSError, ValueError):
-        weights = {}
-    files = sorted({item.path.name for item in items})
-    known = sorted(weights.values()) or [1.0]
-    median = known[len(known) // 2]
-    load = [0.0] * n
-    owner: dict[str, int] = {}
-    for name in sorted(files, key=lambda f: (-weights.get(f, median), f)):
-        i = load.index(min(load))
-        owner[name] = i
-        load[i] += weights.get(name, median)
+    seconds, _ = shards.load()
+    owner = shards.deal((item.path.name for item in items), seconds, n)
     keep = [item for item in items if owner[item.path.name] == k - 1]
     dropped = [item for item in items if owner[item.path.name] != k - 1]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+# MCP_TETHER_RECORD_DURATIONS=1 tests/run: each half writes its files' seconds here, and
+# tests/run rewrites tests/durations.json from both (tests/shards.py).
+TIMINGS_OUT = os.environ.get("MCP_TETHER_DURATIONS_OUT", "")
+_timings = shards.Timings()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if TIMINGS_OUT:
+        _timings.add(report.nodeid, report.duration)
+
+
+def _narrowed(config: pytest.Config) -> str | None:
+    """Why this pass did not run every test of its files, if it did not."""
+    o = config.option
+    for flag, value in (("-k", o.keyword), ("-m", o.markexpr), ("-x/--maxfail", o.maxfail),
+                        ("--lf", getattr(o, "lf", False)), ("--deselect", o.deselect)):
+        if value:
+            return flag
+    return None
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not TIMINGS_OUT:
+        return
+    why = _narrowed(session.config)
+    if why is None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        _timings.write(TIMINGS_OUT)  # tests/run notices a pass that wrote none
 
 
 # -- the portable backend: `MCP_TETHER_BACKEND=portable tests/run -m portable`
