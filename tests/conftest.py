@@ -5,6 +5,10 @@ after it, polls (with a deadline, never a fixed sleep) until every process the t
 started is gone. Anything still alive fails the test and is then SIGKILLed, identity
 checked. "Started by this session" = a descendant of pytest, or any process carrying
 the session's cookie in its environment (orphans reparented to init keep their env).
+
+Also here: the fixtures many files share (`lab`, the scan tests' clients and servers;
+`backend`), the suite's halves (MCP_TETHER_SHARD, tests/shards.py) and the hang guard
+that scales with the machine's load.
 """
 
 from __future__ import annotations
@@ -14,12 +18,17 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import shards
 from mcp_tether.proc import ProcessId, cmdline, descendants, snapshot
 from mcp_tether.proc.signals import signal_process
+
+if TYPE_CHECKING:
+    from scan_lab import Lab
 
 # A suite started from a background shell (`cmd &`, nohup, some CI runners) inherits
 # SIGINT ignored, and every Python server a test starts would inherit that too and never
@@ -135,6 +144,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             why = mark.args[0] if mark.args else "a Linux backend promise"
             item.add_marker(pytest.mark.skip(reason=f"portable backend: {why}"))
     _shard(config, items)
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
+    """The scan tests' lab (tests/scan_lab.py `Lab`): real clients and servers, every one
+    killed by identity at the end; an empty HOME, the working directory in tmp_path,
+    leaks adopted by init as on a user's machine. A test file with a `lab` of another
+    kind (test_guard.py, test_lab.py) defines its own, which pytest uses there instead."""
+    from scan_lab import lab_fixture  # here: scan_lab looks for the Node SDK at import
+
+    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 @pytest.fixture

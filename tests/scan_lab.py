@@ -303,7 +303,7 @@ def _is_subreaper() -> bool:
 
 
 def lab_fixture(tmp_path: Path, monkeypatch: Any) -> Any:
-    """The body of each scan test file's `lab` fixture (a generator)."""
+    """The body of the `lab` fixture (tests/conftest.py), a generator."""
     from mcp_tether import platform
 
     # No real host configs: an empty home and a project directory of our own.

@@ -16,7 +16,6 @@ import select
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +31,6 @@ from scan_lab import (
     Lab,
     assert_ps_and_reap_agree,
     entry,
-    lab_fixture,
     run_cli,
 )
 
@@ -42,11 +40,6 @@ pytestmark = [pytest.mark.linux,
 HOSTS = Path(__file__).parent / "hostcheck_hosts"
 WAITS = "how another process waits (epoll items, thread syscalls) is unknown without /proc"
 MINI = Path(__file__).parent / "servers" / "mini.py"
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 class Host:

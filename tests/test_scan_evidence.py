@@ -20,7 +20,6 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,7 +38,6 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
-    lab_fixture,
     run_cli,
 )
 
@@ -48,11 +46,6 @@ pytestmark = [pytest.mark.linux,
 needs_ns = pytest.mark.skipif(
     shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0,
     reason="needs unshare and nsenter as root")
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 # A server that answers `initialize`, then crashes (exit 3) half a second after the

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,17 +29,11 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
-    lab_fixture,
     run_cli,
 )
 
 pytestmark = [pytest.mark.linux,
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 def _node_package(root: Path, name: str, version: str) -> Path:

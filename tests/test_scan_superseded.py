@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ from scan_lab import (
     Lab,
     assert_ps_and_reap_agree,
     entry,
-    lab_fixture,
     ps_json,
     run_cli,
 )
@@ -45,11 +43,6 @@ HOSTS = Path(__file__).parent / "hostcheck_hosts"
 MINI = Path(__file__).parent / "servers" / "mini.py"
 SHAPES = ("sync", "sleep", "poll-nb", "queue", "fork", "select")
 EVERY_INCLUDE = ("guess", "stdio", "superseded", "abandoned")
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 class Host:
