@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import select
 import shutil
 import signal
 import subprocess
@@ -177,6 +178,11 @@ while True:
 
 READER_SHAPES = ["one-socketpair", "two-socketpairs", "pipe-pair"]
 
+# The hosts of the abandoned and superseded tests (tests/hostcheck_hosts) and the server
+# each starts copies of (the `mini` config entry).
+HOSTS = Path(__file__).parent / "hostcheck_hosts"
+MINI = Path(__file__).parent / "servers" / "mini.py"
+
 
 def kids(pid: int) -> list[ProcessId]:
     return [p.ident for p in descendants(pid)]
@@ -287,6 +293,35 @@ class Lab:
             signal_process(ident, signal.SIGKILL)
         for ident in self.started:
             wait_gone(ident, DEADLINE)
+
+
+def mini_config(lab: Lab, *extra: str) -> str:
+    """A config file of the lab's with one entry, `mini` (MINI with `extra` arguments):
+    what ties a host's copies to one entry."""
+    path = lab.tmp / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"mini": {"command": sys.executable,
+                                                        "args": [str(MINI), *extra]}}}))
+    return str(path)
+
+
+def ts_reconnect_host(*args: str) -> tuple[list[str], Path]:
+    """The TypeScript SDK host (hostcheck_hosts/ts_reconnect_host.mjs) with `args`: its
+    argv and the folder to run it in, beside the lab's node_modules (the script must sit
+    there to import the SDK)."""
+    assert NODE_MODULES is not None
+    folder = NODE_MODULES.parent
+    script = folder / "ts_reconnect_host.mjs"
+    shutil.copy2(HOSTS / "ts_reconnect_host.mjs", script)
+    return ["node", str(script), *args], folder
+
+
+def host_line(proc: subprocess.Popen[bytes], what: str) -> bytes:
+    """A host's next line on stdout, once there is one: polled with a deadline, so a host
+    that never says it fails the test (timed out waiting for `what`) instead of hanging."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    until(lambda: select.select([fd], [], [], 0)[0], what, DEADLINE * 2)
+    return proc.stdout.readline()
 
 
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
