@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import select
 import shutil
 import signal
@@ -205,6 +206,8 @@ NODE_MODULES = _node_sdk_modules()
 # The scan tests' Node hosts need node and the lab's pinned SDK.
 needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
                                 reason="needs node and the lab's pinned Node SDK")
+# A scan reads other processes' fds, stat and io in /proc.
+needs_proc = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 
 
 @dataclasses.dataclass

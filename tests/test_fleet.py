@@ -27,7 +27,7 @@ from tools import needed
 
 from mcp_tether.proc import wait_gone
 from polling import until
-from scan_lab import DEADLINE, FAR_ENDS, Lab, run_cli
+from scan_lab import DEADLINE, FAR_ENDS, Lab, needs_proc, run_cli
 
 FLEET = Path(__file__).resolve().parents[1] / "contrib" / "fleet"
 RULES = FLEET / "mcp-tether.rules.yml"
@@ -135,7 +135,7 @@ def _query(port: int, expr: str) -> list[dict[str, Any]]:
 @pytest.mark.slow
 @pytest.mark.linux
 @pytest.mark.requires_linux_backend(FAR_ENDS)
-@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+@needs_proc
 def test_every_dashboard_query_returns_series_from_a_real_scrape(
     lab: Lab, tmp_path: Path,
 ) -> None:

@@ -20,10 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families as prometheu
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.render import render_openmetrics
 from polling import until
-from scan_lab import DEADLINE, Lab, run_cli
+from scan_lab import DEADLINE, Lab, needs_proc, run_cli
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 
 
 def _samples(text: str) -> dict[str, list[Any]]:

@@ -29,11 +29,12 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
+    needs_proc,
     ps_json,
     run_cli,
 )
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+pytestmark = needs_proc
 
 
 # ----- ps ----------------------------------------------------------------------------

@@ -11,7 +11,6 @@ blocked in read(). Each starts copy A, then copy B of one config entry.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -32,12 +31,12 @@ from scan_lab import (
     host_line,
     mini_config,
     needs_node,
+    needs_proc,
     run_cli,
     ts_reconnect_host,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 
 WAITS = "how another process waits (epoll items, thread syscalls) is unknown without /proc"
 

@@ -14,7 +14,6 @@ Under the portable backend (no far ends visible) it is `unknown`, never leaked.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +34,10 @@ from scan_lab import (
     Lab,
     assert_ps_and_reap_agree,
     entry,
+    needs_proc,
 )
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+pytestmark = needs_proc
 
 
 def _ppid(pid: int) -> int | None:

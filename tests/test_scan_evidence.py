@@ -28,7 +28,6 @@ from mcp_tether import platform
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from polling import until
 from scan_lab import (
-    needs_node,
     DEADLINE,
     FAR_ENDS,
     NODE_MODULES,
@@ -38,11 +37,12 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
+    needs_node,
+    needs_proc,
     run_cli,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 needs_ns = pytest.mark.skipif(
     shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0,
     reason="needs unshare and nsenter as root")

@@ -18,7 +18,6 @@ import pytest
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from polling import until
 from scan_lab import (
-    needs_node,
     DEADLINE,
     FAR_ENDS,
     NODE_MODULES,
@@ -29,11 +28,12 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
+    needs_node,
+    needs_proc,
     run_cli,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 
 
 def _node_package(root: Path, name: str, version: str) -> Path:

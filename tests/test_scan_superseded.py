@@ -10,7 +10,6 @@ shape that uses a server on demand and sits idle between requests. Each copy is 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -32,13 +31,13 @@ from scan_lab import (
     host_line,
     mini_config,
     needs_node,
+    needs_proc,
     ps_json,
     run_cli,
     ts_reconnect_host,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 COUNTERS = "read/write counters of another process (/proc/<pid>/io) are unknown without /proc"
 
 SHAPES = ("sync", "sleep", "poll-nb", "queue", "fork", "select")

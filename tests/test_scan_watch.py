@@ -15,10 +15,9 @@ import pytest
 
 from mcp_tether.proc import SAME, compare, table, wait_gone
 from polling import until
-from scan_lab import DEADLINE, FAR_ENDS, Lab, run_cli
+from scan_lab import DEADLINE, FAR_ENDS, Lab, needs_proc, run_cli
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 
 MIN_AGE = 4.0
 
