@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -112,7 +113,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not TIMINGS_OUT:
         return
     why = _narrowed(session.config)
-    if why is None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+    if why is not None:  # a part of its files' tests: their seconds would be too few
+        print(f"\nconftest: timings not recorded: the run was narrowed ({why})", file=sys.stderr)
+    elif exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         _timings.write(TIMINGS_OUT)  # tests/run notices a pass that wrote none
 
 
