@@ -5,21 +5,31 @@ after it, polls (with a deadline, never a fixed sleep) until every process the t
 started is gone. Anything still alive fails the test and is then SIGKILLed, identity
 checked. "Started by this session" = a descendant of pytest, or any process carrying
 the session's cookie in its environment (orphans reparented to init keep their env).
+
+Also here: the fixtures many files share (`lab`, the scan tests' clients and servers;
+`backend`), the suite's halves (MCP_TETHER_SHARD, tests/shards.py) and the hang guard
+that scales with the machine's load.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+import shards
 from mcp_tether.proc import ProcessId, cmdline, descendants, snapshot
 from mcp_tether.proc.signals import signal_process
+
+if TYPE_CHECKING:
+    from scan_lab import Lab
 
 # A suite started from a background shell (`cmd &`, nohup, some CI runners) inherits
 # SIGINT ignored, and every Python server a test starts would inherit that too and never
@@ -55,14 +65,11 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     yield
 
 
-DURATIONS = os.path.join(os.path.dirname(__file__), "durations.json")
-
-
 def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     """MCP_TETHER_SHARD=K/N keeps the K-th of N halves of the suite (tests/run runs them at
-    once, each in a pid namespace of its own): whole files, dealt heaviest first to the
-    lightest shard by their seconds in tests/durations.json (a file not listed there
-    weighs the median), so each file's shared fixtures stay in one pass."""
+    once, each in a pid namespace of its own): whole files, balanced by their seconds in
+    tests/durations.json (tests/shards.py), so each file's shared fixtures stay in one
+    pass."""
     shard = os.environ.get("MCP_TETHER_SHARD")
     if not shard:
         return
@@ -72,25 +79,44 @@ def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
         raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: expected K/N, e.g. 1/2") from None
     if not 1 <= k <= n:
         raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: K must be 1..N")
-    try:
-        with open(DURATIONS) as fh:
-            weights: dict[str, float] = json.load(fh)
-    except (OSError, ValueError):
-        weights = {}
-    files = sorted({item.path.name for item in items})
-    known = sorted(weights.values()) or [1.0]
-    median = known[len(known) // 2]
-    load = [0.0] * n
-    owner: dict[str, int] = {}
-    for name in sorted(files, key=lambda f: (-weights.get(f, median), f)):
-        i = load.index(min(load))
-        owner[name] = i
-        load[i] += weights.get(name, median)
+    seconds, _ = shards.load()
+    owner = shards.deal((item.path.name for item in items), seconds, n)
     keep = [item for item in items if owner[item.path.name] == k - 1]
     dropped = [item for item in items if owner[item.path.name] != k - 1]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+# MCP_TETHER_RECORD_DURATIONS=1 tests/run: each half writes its files' seconds here, and
+# tests/run rewrites tests/durations.json from both (tests/shards.py).
+TIMINGS_OUT = os.environ.get("MCP_TETHER_DURATIONS_OUT", "")
+_timings = shards.Timings()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if TIMINGS_OUT:
+        _timings.add(report.nodeid, report.duration)
+
+
+def _narrowed(config: pytest.Config) -> str | None:
+    """Why this pass did not run every test of its files, if it did not."""
+    o = config.option
+    for flag, value in (("-k", o.keyword), ("-m", o.markexpr), ("-x/--maxfail", o.maxfail),
+                        ("--lf", getattr(o, "lf", False)), ("--deselect", o.deselect)):
+        if value:
+            return flag
+    return None
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not TIMINGS_OUT:
+        return
+    why = _narrowed(session.config)
+    if why is not None:  # a part of its files' tests: their seconds would be too few
+        print(f"\nconftest: timings not recorded: the run was narrowed ({why})", file=sys.stderr)
+    elif exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        _timings.write(TIMINGS_OUT)  # tests/run notices a pass that wrote none
 
 
 # -- the portable backend: `MCP_TETHER_BACKEND=portable tests/run -m portable`
@@ -121,6 +147,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             why = mark.args[0] if mark.args else "a Linux backend promise"
             item.add_marker(pytest.mark.skip(reason=f"portable backend: {why}"))
     _shard(config, items)
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
+    """The scan tests' lab (tests/scan_lab.py `Lab`): real clients and servers, every one
+    killed by identity at the end; an empty HOME, the working directory in tmp_path,
+    leaks adopted by init as on a user's machine. A test file with a `lab` of another
+    kind (test_guard.py, test_lab.py) defines its own, which pytest uses there instead."""
+    from scan_lab import lab_fixture  # here: scan_lab looks for the Node SDK at import
+
+    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import select
 import shutil
 import signal
 import subprocess
@@ -177,6 +179,11 @@ while True:
 
 READER_SHAPES = ["one-socketpair", "two-socketpairs", "pipe-pair"]
 
+# The hosts of the abandoned and superseded tests (tests/hostcheck_hosts) and the server
+# each starts copies of (the `mini` config entry).
+HOSTS = Path(__file__).parent / "hostcheck_hosts"
+MINI = Path(__file__).parent / "servers" / "mini.py"
+
 
 def kids(pid: int) -> list[ProcessId]:
     return [p.ident for p in descendants(pid)]
@@ -199,6 +206,8 @@ NODE_MODULES = _node_sdk_modules()
 # The scan tests' Node hosts need node and the lab's pinned SDK.
 needs_node = pytest.mark.skipif(shutil.which("node") is None or NODE_MODULES is None,
                                 reason="needs node and the lab's pinned Node SDK")
+# A scan reads other processes' fds, stat and io in /proc.
+needs_proc = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 
 
 @dataclasses.dataclass
@@ -289,6 +298,35 @@ class Lab:
             wait_gone(ident, DEADLINE)
 
 
+def mini_config(lab: Lab, *extra: str) -> str:
+    """A config file of the lab's with one entry, `mini` (MINI with `extra` arguments):
+    what ties a host's copies to one entry."""
+    path = lab.tmp / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"mini": {"command": sys.executable,
+                                                        "args": [str(MINI), *extra]}}}))
+    return str(path)
+
+
+def ts_reconnect_host(*args: str) -> tuple[list[str], Path]:
+    """The TypeScript SDK host (hostcheck_hosts/ts_reconnect_host.mjs) with `args`: its
+    argv and the folder to run it in, beside the lab's node_modules (the script must sit
+    there to import the SDK)."""
+    assert NODE_MODULES is not None
+    folder = NODE_MODULES.parent
+    script = folder / "ts_reconnect_host.mjs"
+    shutil.copy2(HOSTS / "ts_reconnect_host.mjs", script)
+    return ["node", str(script), *args], folder
+
+
+def host_line(proc: subprocess.Popen[bytes], what: str) -> bytes:
+    """A host's next line on stdout, once there is one: polled with a deadline, so a host
+    that never says it fails the test (timed out waiting for `what`) instead of hanging."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    until(lambda: select.select([fd], [], [], 0)[0], what, DEADLINE * 2)
+    return proc.stdout.readline()
+
+
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 
 
@@ -303,7 +341,7 @@ def _is_subreaper() -> bool:
 
 
 def lab_fixture(tmp_path: Path, monkeypatch: Any) -> Any:
-    """The body of each scan test file's `lab` fixture (a generator)."""
+    """The body of the `lab` fixture (tests/conftest.py), a generator."""
     from mcp_tether import platform
 
     # No real host configs: an empty home and a project directory of our own.

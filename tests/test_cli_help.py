@@ -4,13 +4,17 @@ examples first, then what its words mean, then the options."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from mcp_tether.cli import COMMAND_EPILOG, COMMANDS, build_parser, main
+from mcp_tether.errors import EXIT_USAGE
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -98,3 +102,41 @@ def test_the_top_level_help_opens_with_examples(capsys: pytest.CaptureFixture[st
     head, *lines = blocks[2].splitlines()
     assert head == "examples:" and 1 <= len(lines) <= 3
     assert all(line.split()[1] in COMMANDS for line in lines)
+
+
+def _into_a_closed_pipe(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
+    """`mcp-tether ARGV | head -0`, made certain: stdout is a pipe whose reader is gone
+    before the command starts. Its exit status and its stderr."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "mcp_tether", *argv], stdout=w,
+                           stderr=subprocess.PIPE, env=env, cwd=cwd, timeout=60)
+    finally:
+        os.close(w)
+    return p.returncode, p.stderr.decode(errors="replace")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["hosts", "--json"]]
+                         + [[name, "--help"] for name in sorted(COMMANDS)], ids=" ".join)
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_output_into_a_closed_pipe_ends_quietly_with_the_usual_status(
+    argv: list[str], buffered: bool, tmp_path: Path
+) -> None:
+    """`mcp-tether --help | head -1`: the reader gone is not an error worth a trace.
+    1. every command's output goes into a pipe nobody reads, stdout buffered as a pipe
+    is by default (the failure then comes at the last flush) or not (it comes at the
+    first write); 2. it exits 0, stderr empty: no BrokenPipeError trace, no
+    "Exception ignored" from the interpreter's exit-time flush (status 120)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["HOME"] = str(tmp_path)  # `hosts --json` reads no real host config
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    rc, err = _into_a_closed_pipe(argv, env, tmp_path)
+    assert (rc, err) == (0, ""), err
+
+
+def test_a_bare_command_into_a_closed_pipe_stays_a_usage_error(tmp_path: Path) -> None:
+    """`mcp-tether | head`: the help goes nowhere, quietly; the status is still 2."""
+    rc, err = _into_a_closed_pipe([], dict(os.environ, HOME=str(tmp_path)), tmp_path)
+    assert (rc, err) == (EXIT_USAGE, ""), err

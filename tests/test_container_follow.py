@@ -3,10 +3,12 @@ against real containers of the offline test image."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -46,6 +48,28 @@ def stop_client(proc: subprocess.Popen[bytes]) -> None:
     for fh in (proc.stdin, proc.stdout):
         if fh is not None:
             fh.close()
+
+
+@contextlib.contextmanager
+def _leaked_and_live(
+    docker_image: str, dead_owner: str
+) -> Iterator[tuple[ContainerFollow, subprocess.Popen[bytes], ContainerFollow]]:
+    """Two followed containers, each with its docker client started: one labelled with
+    `dead_owner` (a process that has exited), one owned by this test (alive). Yields the
+    first, its client, and the second; at the end the live one is SIGKILLed and both are
+    removed."""
+    leaked = follow_for(box_cmd(docker_image, "ignore-eof"), owner=dead_owner)
+    live = follow_for(box_cmd(docker_image, "ignore-eof"), owner=owner_label(os.getpid()))
+    assert leaked is not None and live is not None
+    leaked_client, live_client = start(leaked), start(live)
+    try:
+        yield leaked, leaked_client, live
+    finally:
+        stop_client(live_client)
+        live.signal(signal.SIGKILL)
+        live.wait_gone(30)
+        live.end()
+        leaked.end()
 
 
 def test_a_followed_container_is_found_listed_signalled_and_removed(
@@ -106,12 +130,7 @@ def test_ps_finds_a_container_whose_owner_died_and_reap_ends_it_leaving_a_live_o
     assert owner.stdin is not None
     owner.stdin.close()
     owner.wait()
-    leaked = follow_for(box_cmd(docker_image, "ignore-eof"), owner=dead_owner)
-    live = follow_for(box_cmd(docker_image, "ignore-eof"), owner=owner_label(os.getpid()))
-    assert leaked is not None and live is not None
-    leaked_client = start(leaked)
-    live_client = start(live)
-    try:
+    with _leaked_and_live(docker_image, dead_owner) as (leaked, leaked_client, live):
         stop_client(leaked_client)
         ids = {leaked.find(): leaked, live.find(): live}
         found = {c.id: c for c in stdio_containers() if c.id in ids}
@@ -124,12 +143,6 @@ def test_ps_finds_a_container_whose_owner_died_and_reap_ends_it_leaving_a_live_o
         until(lambda: leaked.container_id not in session_containers(docker_engine),
               "the reaped container to be removed", DEADLINE, max_step=ENGINE_STEP)
         assert live.state() == "running"
-    finally:
-        stop_client(live_client)
-        live.signal(signal.SIGKILL)
-        live.wait_gone(30)
-        live.end()
-        leaked.end()
 
 
 def test_end_container_leaves_alone_a_container_that_is_not_the_one_listed(
@@ -166,12 +179,8 @@ def test_ps_lists_a_leaked_container_and_reap_ends_it_but_not_one_with_a_live_cl
     owner = subprocess.Popen([sys.executable, "-c", "pass"])
     dead_owner = owner_label(owner.pid)
     owner.wait()
-    leaked = follow_for(box_cmd(docker_image, "ignore-eof"), owner=dead_owner)
-    live = follow_for(box_cmd(docker_image, "ignore-eof"), owner=owner_label(os.getpid()))
-    assert leaked is not None and live is not None
-    leaked_client, live_client = start(leaked), start(live)
     cli = [sys.executable, "-m", "mcp_tether"]
-    try:
+    with _leaked_and_live(docker_image, dead_owner) as (leaked, leaked_client, live):
         stop_client(leaked_client)
         ids = {leaked.find(): "leaked", live.find(): "live"}
         ps = json.loads(subprocess.run([*cli, "ps", "--json"], capture_output=True,
@@ -188,9 +197,3 @@ def test_ps_lists_a_leaked_container_and_reap_ends_it_but_not_one_with_a_live_cl
         assert reaped.get(leaked.container_id) == "sigterm", done.stderr
         assert live.container_id not in reaped
         assert live.state() == "running"
-    finally:
-        stop_client(live_client)
-        live.signal(signal.SIGKILL)
-        live.wait_gone(30)
-        live.end()
-        leaked.end()

@@ -9,6 +9,7 @@ the container, which runs under the engine's shim, kept running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -144,16 +145,16 @@ def test_a_container_without_rm_is_removed_when_the_ladder_had_to_end_it(
     assert not session_containers(docker_engine)
 
 
-def test_a_guard_whose_client_is_sigkilled_ends_its_container(
-    docker_engine: Engine, docker_image: str, tmp_path: Path
-) -> None:
-    """1. a client process starts the guard and is SIGKILLed; 2. the guard sees its
-    client go and climbs the ladder into the container: none of ours runs after."""
+@contextlib.contextmanager
+def _a_client_then_sigkilled(server: list[str], tmp_path: Path) -> Iterator[None]:
+    """A client process starts the guard on `server` and gets the initialize answer; the
+    block runs while both live; then the client is SIGKILLed, and the block's end waits
+    until the guard has exited."""
     report = tmp_path / "guard.pid"
     client_src = (
         "import subprocess, sys, time\n"
-        f"g = subprocess.Popen({guard(box_cmd(docker_image, 'stubborn'))!r},"
-        " stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        f"g = subprocess.Popen({guard(server)!r}, stdin=subprocess.PIPE,"
+        " stdout=subprocess.PIPE)\n"
         f"g.stdin.write({INIT!r}); g.stdin.flush(); g.stdout.readline()\n"
         f"open({str(report)!r}, 'w').write(str(g.pid))\n"
         "time.sleep(600)\n"
@@ -166,13 +167,22 @@ def test_a_guard_whose_client_is_sigkilled_ends_its_container(
 
         guard_ident = identify(guard_pid)
         assert guard_ident is not None
-        assert session_containers(docker_engine, running_only=True)
+        yield
     finally:
         client.kill()  # our own child, not reaped: its pid is its own
         client.wait()
     from mcp_tether.proc import SAME, compare
 
     until(lambda: compare(guard_ident) != SAME, "the guard to exit", DEADLINE)
+
+
+def test_a_guard_whose_client_is_sigkilled_ends_its_container(
+    docker_engine: Engine, docker_image: str, tmp_path: Path
+) -> None:
+    """1. a client process starts the guard and is SIGKILLed; 2. the guard sees its
+    client go and climbs the ladder into the container: none of ours runs after."""
+    with _a_client_then_sigkilled(box_cmd(docker_image, "stubborn"), tmp_path):
+        assert session_containers(docker_engine, running_only=True)
     assert not session_containers(docker_engine, running_only=True)
 
 
@@ -206,29 +216,8 @@ def test_without_an_engine_on_path_the_guard_says_so_and_exits_127(tmp_path: Pat
 def _sigkilled_client(server: list[str], tmp_path: Path) -> None:
     """A client process starts the guard, gets the initialize answer, and is SIGKILLed
     while the guard runs; returns once the guard has exited."""
-    report = tmp_path / "guard.pid"
-    client_src = (
-        "import subprocess, sys, time\n"
-        f"g = subprocess.Popen({guard(server)!r}, stdin=subprocess.PIPE,"
-        " stdout=subprocess.PIPE)\n"
-        f"g.stdin.write({INIT!r}); g.stdin.flush(); g.stdout.readline()\n"
-        f"open({str(report)!r}, 'w').write(str(g.pid))\n"
-        "time.sleep(600)\n"
-    )
-    client = subprocess.Popen([sys.executable, "-c", client_src])
-    try:
-        guard_pid = int(until(lambda: report.exists() and report.read_text(), "the guard",
-                              DEADLINE))
-        from mcp_tether.proc import identify
-
-        guard_ident = identify(guard_pid)
-        assert guard_ident is not None
-    finally:
-        client.kill()  # our own child, not reaped: its pid is its own
-        client.wait()
-    from mcp_tether.proc import SAME, compare
-
-    until(lambda: compare(guard_ident) != SAME, "the guard to exit", DEADLINE)
+    with _a_client_then_sigkilled(server, tmp_path):
+        pass
 
 
 def _cat_then_sleep(docker_image: str) -> list[str]:

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from tools import needed
 
 from mcp_tether.proc import wait_gone
 from polling import until
-from scan_lab import DEADLINE, FAR_ENDS, Lab, lab_fixture, run_cli
+from scan_lab import DEADLINE, FAR_ENDS, Lab, needs_proc, run_cli
 
 FLEET = Path(__file__).resolve().parents[1] / "contrib" / "fleet"
 RULES = FLEET / "mcp-tether.rules.yml"
@@ -71,11 +70,6 @@ def test_the_dashboard_is_importable_json_with_a_query_per_panel() -> None:
     names = {v["name"] for v in doc["templating"]["list"]}
     assert {"datasource", "instance"} <= names
     assert len(_queries()) >= len(doc["panels"])
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 def _free_port() -> int:
@@ -141,7 +135,7 @@ def _query(port: int, expr: str) -> list[dict[str, Any]]:
 @pytest.mark.slow
 @pytest.mark.linux
 @pytest.mark.requires_linux_backend(FAR_ENDS)
-@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+@needs_proc
 def test_every_dashboard_query_returns_series_from_a_real_scrape(
     lab: Lab, tmp_path: Path,
 ) -> None:

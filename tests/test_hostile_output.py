@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 import xml.dom.minidom
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +24,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from mcp_tether.report.escape import md_cell, md_code, md_text, rich_text, terminal, xml_text
-from scan_lab import Lab, lab_fixture, run_cli
+from scan_lab import Lab, run_cli
 
 HERE = Path(__file__).parent
 HOSTILE_SERVER = HERE / "servers" / "hostile.py"
@@ -244,11 +243,6 @@ def test_the_labs_and_hostchecks_markdown_of_hostile_words_is_text(tmp_path: Pat
 
 
 # 3. ps and reap: one row per server, whatever its argv.
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 @pytest.mark.linux

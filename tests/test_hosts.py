@@ -10,20 +10,15 @@ from typing import Any
 
 import pytest
 
+import hosts_helpers
+from hosts_helpers import TETHER
 from mcp_tether import hosts
 from mcp_tether.cli import main
 from mcp_tether.errors import ConfigError
 from mcp_tether.hosts import atomic, jsonc
 
-TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")  # exists: wrap checks
+state_dir = hosts_helpers.state_dir  # autouse: backups under tmp_path
 
-
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Backups go to a state folder under tmp_path, never the real one."""
-    folder = tmp_path / "state"
-    monkeypatch.setenv("MCP_TETHER_STATE_DIR", str(folder))
-    return folder
 CURSOR_WITH_REMOTE = '{"mcpServers": {"a": {"command": "x"}, "r": {"url": "u"}}}'
 
 

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from hosts_helpers import TETHER
 from mcp_tether.cli import main
 
-TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")
 PROJECT = '{"mcpServers": {"a": {"command": "node", "args": ["x.js"]}, "b": {"command": ""}}}\n'
 
 

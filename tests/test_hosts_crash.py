@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from hosts_helpers import TETHER
 from mcp_tether import hosts
 from mcp_tether.hosts import atomic
 from polling import until
 
 pytestmark = [pytest.mark.linux, pytest.mark.slow]
-TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")  # exists: wrap checks
 KILLS = 16
 SEED = 1501
 

@@ -11,19 +11,15 @@ from pathlib import Path
 
 import pytest
 
+import hosts_helpers
+from hosts_helpers import TETHER
 from mcp_tether import hosts
 from mcp_tether.cli import main
 from mcp_tether.hosts import atomic
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
-TETHER = str(Path(__file__).parent / "fixtures" / "bin" / "mcp-tether")  # exists: wrap checks
 
-
-@pytest.fixture(autouse=True)
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "state"
-    monkeypatch.setenv("MCP_TETHER_STATE_DIR", str(folder))
-    return folder
+state_dir = hosts_helpers.state_dir  # autouse: backups under tmp_path
 
 
 def write(path: Path, text: str) -> Path:

@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,15 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families as prometheu
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.render import render_openmetrics
 from polling import until
-from scan_lab import DEADLINE, Lab, lab_fixture, run_cli
+from scan_lab import DEADLINE, Lab, needs_proc, run_cli
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
+pytestmark = [pytest.mark.linux, needs_proc]
 
 
 def _samples(text: str) -> dict[str, list[Any]]:

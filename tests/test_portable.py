@@ -9,22 +9,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from mcp_tether import platform
 from mcp_tether.proc import SAME, compare
-from scan_lab import FAKE_SERVER, Lab, entry, lab_fixture, ps_json, run_cli
+from scan_lab import FAKE_SERVER, Lab, entry, ps_json, run_cli
 
 pytestmark = pytest.mark.skipif(platform.BACKEND == "linux",
                                 reason="asserts the portable backend's weaker promises")
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 def test_a_leak_whose_stdin_cannot_be_seen_is_unknown_and_reap_ends_nothing(

@@ -16,11 +16,9 @@ from mcp_tether.probe import ProbeOptions, probe
 from mcp_tether.probe.verdict import Facts, Rung, Survivor, decide
 from mcp_tether.proc import descendants, identify, signal_process
 from polling import until
+from probe_helpers import FAST, MINI, PY
 
 pytestmark = pytest.mark.linux
-MINI = str(Path(__file__).parent / "servers" / "mini.py")
-PY = [sys.executable, "-S"]
-FAST = {"grace": 0.3, "term_grace": 0.3, "window": 1.0, "idle": 0.3, "ready_timeout": 5.0}
 
 
 def verdicts(report) -> dict[str, str]:  # type: ignore[no-untyped-def]

@@ -15,11 +15,9 @@ from mcp_tether.cli import main
 from mcp_tether.probe import ProbeOptions, probe
 from mcp_tether.proc import cmdline, identify, snapshot
 from polling import until
+from probe_helpers import FAST, MINI, PY
 
 pytestmark = pytest.mark.linux
-MINI = str(Path(__file__).parent / "servers" / "mini.py")
-PY = [sys.executable, "-S"]
-FAST = {"grace": 0.3, "term_grace": 0.3, "window": 1.0, "idle": 0.3, "ready_timeout": 5.0}
 
 # Writes one 40 MB line of noise before anything else, then serves like mini.py.
 HUGE_LINE = r"""

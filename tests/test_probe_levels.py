@@ -16,11 +16,9 @@ from mcp_tether.cli import main
 from mcp_tether.probe import ProbeOptions, ScenarioResult, probe
 from mcp_tether.probe.verdict import Facts, Survivor, decide
 from mcp_tether.pytest_plugin import run_lifecycle
+from probe_helpers import FAST, MINI, PY
 
 pytestmark = pytest.mark.linux
-MINI = str(Path(__file__).parent / "servers" / "mini.py")
-PY = [sys.executable, "-S"]
-FAST = {"grace": 0.3, "term_grace": 0.3, "window": 1.0, "idle": 0.3, "ready_timeout": 5.0}
 
 # Exits 1.2 s after stdin's EOF, with status 3: a server that lingers, then dies.
 LINGERING = r"""

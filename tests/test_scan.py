@@ -12,7 +12,6 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,17 +29,12 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
-    lab_fixture,
+    needs_proc,
     ps_json,
     run_cli,
 )
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
+pytestmark = needs_proc
 
 
 # ----- ps ----------------------------------------------------------------------------

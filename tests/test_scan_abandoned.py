@@ -11,12 +11,9 @@ blocked in read(). Each starts copy A, then copy B of one config entry.
 from __future__ import annotations
 
 import json
-import os
-import select
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,29 +21,24 @@ import pytest
 from mcp_tether.proc import ProcessId, identify, is_running
 from mcp_tether.scan import abandoned
 from mcp_tether.scan.abandoned import Waits, listens
-from polling import until
 from scan_lab import (
-    needs_node,
-    DEADLINE,
+    HOSTS,
+    MINI,
     NODE_MODULES,
     Lab,
     assert_ps_and_reap_agree,
     entry,
-    lab_fixture,
+    host_line,
+    mini_config,
+    needs_node,
+    needs_proc,
     run_cli,
+    ts_reconnect_host,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 
-HOSTS = Path(__file__).parent / "hostcheck_hosts"
 WAITS = "how another process waits (epoll items, thread syscalls) is unknown without /proc"
-MINI = Path(__file__).parent / "servers" / "mini.py"
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 class Host:
@@ -60,22 +52,11 @@ class Host:
         lab.started += [self.a, self.b]
 
     def _ready(self) -> tuple[ProcessId, ProcessId]:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        until(lambda: select.select([fd], [], [], 0)[0], "the host to start both copies",
-             DEADLINE * 2)
-        words = self.proc.stdout.readline().split()
+        words = host_line(self.proc, "the host to start both copies").split()
         assert words and words[0] == b"ready", words
         a, b = identify(int(words[1])), identify(int(words[2]))
         assert a is not None and b is not None
         return a, b
-
-
-def _config(lab: Lab) -> str:
-    path = lab.tmp / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"mini": {"command": sys.executable,
-                                                        "args": [str(MINI)]}}}))
-    return str(path)
 
 
 def _reap(capsys: pytest.CaptureFixture[str], cfg: str, *extra: str) -> dict:  # type: ignore[type-arg]
@@ -88,11 +69,7 @@ def _reap(capsys: pytest.CaptureFixture[str], cfg: str, *extra: str) -> dict:  #
 
 
 def _node_host(lab: Lab, mode: str) -> Host:
-    assert NODE_MODULES is not None
-    folder = NODE_MODULES.parent  # the script must sit beside node_modules to import the SDK
-    script = folder / "ts_reconnect_host.mjs"
-    shutil.copy2(HOSTS / "ts_reconnect_host.mjs", script)
-    return Host(lab, ["node", str(script), mode], cwd=folder)
+    return Host(lab, *ts_reconnect_host(mode))
 
 
 def _abandoned_by(doc: dict, h: Host) -> None:  # type: ignore[type-arg]
@@ -129,7 +106,7 @@ def test_a_threaded_host_that_stops_reading_its_old_copy_abandons_it(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """1. A stdlib host reads A and B with threads blocked in read(); A's thread quits,
     its pipes stay held. 2. ps: A abandoned (text and JSON), B live. 3. No reap ends A."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
     _abandoned_by(assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg), h)
     rc, out, _ = run_cli(capsys, "ps", "--config", cfg)
@@ -142,7 +119,7 @@ def test_a_threaded_host_that_stops_reading_its_old_copy_abandons_it(
 def test_a_typescript_sdk_host_that_abandons_its_old_transport(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """StdioClientTransport A kept (child and sockets) but no longer read; B connected."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = _node_host(lab, "abandon")
     _abandoned_by(assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg), h)
     _reap_ends_neither(capsys, cfg, h)
@@ -152,7 +129,7 @@ def test_a_typescript_sdk_host_that_abandons_its_old_transport(
 def test_a_python_sdk_host_that_abandons_its_old_stdio_client(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """stdio_client block A never left (process, pipes held), its reading paused."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py"), "abandon"])
     _abandoned_by(assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg), h)
     _reap_ends_neither(capsys, cfg, h)
@@ -164,7 +141,7 @@ def test_idle_hosts_that_still_listen_keep_every_copy_live(
     """The same hosts, both copies still read (epoll, or a thread blocked in read; a TS
     SDK Client dropped without close() is still read): every copy is live, and
     `reap --include abandoned --min-age 0` ends none."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     hosts = [Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "listen"]),
              Host(lab, [sys.executable, str(HOSTS / "py_sdk_reconnect_host.py"), "listen"])]
     if shutil.which("node") is not None and NODE_MODULES is not None:
@@ -185,7 +162,7 @@ def test_idle_hosts_that_still_listen_keep_every_copy_live(
 def test_a_host_waiting_in_select_is_unknown_and_never_reaped(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """select(): what it watches is in its memory, not in /proc: the answer is unknown."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "select"])
     doc = assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg)
     for ident in (h.a, h.b):
@@ -202,7 +179,7 @@ def test_abandonment_is_timed_across_scans_by_a_tracker(lab: Lab) -> None:
     """`reap --watch`'s tracker: the second scan counts from the first one's look."""
     from mcp_tether.scan.find import scan
 
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
     tracker = abandoned.Tracker()
     first = next(s for s in scan(config=cfg, tracker=tracker).servers if s.pid == h.a.pid)
@@ -220,7 +197,7 @@ def test_where_the_backend_cannot_see_how_a_host_waits_nothing_is_abandoned(
     copy is never called abandoned where its waiting cannot be read; reap ends nothing."""
     from mcp_tether.proc import table
 
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "threaded_host.py"), "abandon"])
     doc = assert_ps_and_reap_agree(capsys, h.a.pid, "abandoned", config=cfg)
     a = entry(doc, h.a.pid)

@@ -14,10 +14,8 @@ Under the portable backend (no far ends visible) it is `unknown`, never leaked.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,16 +34,10 @@ from scan_lab import (
     Lab,
     assert_ps_and_reap_agree,
     entry,
-    lab_fixture,
+    needs_proc,
 )
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
-
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
+pytestmark = needs_proc
 
 
 def _ppid(pid: int) -> int | None:

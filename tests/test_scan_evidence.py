@@ -20,7 +20,6 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,6 @@ from mcp_tether import platform
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from polling import until
 from scan_lab import (
-    needs_node,
     DEADLINE,
     FAR_ENDS,
     NODE_MODULES,
@@ -39,20 +37,15 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
-    lab_fixture,
+    needs_node,
+    needs_proc,
     run_cli,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 needs_ns = pytest.mark.skipif(
     shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0,
     reason="needs unshare and nsenter as root")
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 # A server that answers `initialize`, then crashes (exit 3) half a second after the

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ import pytest
 from mcp_tether.proc import SAME, compare, identify, wait_gone
 from polling import until
 from scan_lab import (
-    needs_node,
     DEADLINE,
     FAR_ENDS,
     NODE_MODULES,
@@ -30,17 +28,12 @@ from scan_lab import (
     assert_ps_and_reap_agree,
     entry,
     kids,
-    lab_fixture,
+    needs_node,
+    needs_proc,
     run_cli,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
+pytestmark = [pytest.mark.linux, needs_proc]
 
 
 def _node_package(root: Path, name: str, version: str) -> Path:

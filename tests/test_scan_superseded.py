@@ -10,13 +10,9 @@ shape that uses a server on demand and sits idle between requests. Each copy is 
 from __future__ import annotations
 
 import json
-import os
-import select
-import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,30 +22,26 @@ from mcp_tether.proc import ProcessId, identify, is_running
 from mcp_tether.scan.superseded import Samples
 from polling import until
 from scan_lab import (
-    needs_node,
     DEADLINE,
-    NODE_MODULES,
+    HOSTS,
+    MINI,
     Lab,
     assert_ps_and_reap_agree,
     entry,
-    lab_fixture,
+    host_line,
+    mini_config,
+    needs_node,
+    needs_proc,
     ps_json,
     run_cli,
+    ts_reconnect_host,
 )
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 COUNTERS = "read/write counters of another process (/proc/<pid>/io) are unknown without /proc"
 
-HOSTS = Path(__file__).parent / "hostcheck_hosts"
-MINI = Path(__file__).parent / "servers" / "mini.py"
 SHAPES = ("sync", "sleep", "poll-nb", "queue", "fork", "select")
 EVERY_INCLUDE = ("guess", "stdio", "superseded", "abandoned")
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 class Host:
@@ -71,10 +63,7 @@ class Host:
         return got
 
     def _line(self) -> str:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        until(lambda: select.select([fd], [], [], 0)[0], "the host to answer", DEADLINE * 2)
-        return self.proc.stdout.readline().decode()
+        return host_line(self.proc, "the host to answer").decode()
 
     def tell(self, command: str) -> str:
         assert self.proc.stdin is not None
@@ -94,23 +83,12 @@ class Host:
         return ident
 
 
-def _config(lab: Lab, *extra: str) -> str:
-    path = lab.tmp / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"mini": {"command": sys.executable,
-                                                        "args": [str(MINI), *extra]}}}))
-    return str(path)
-
-
 def _ondemand(lab: Lab, mode: str, count: int, cfg: str) -> Host:
     return Host(lab, [sys.executable, str(HOSTS / "ondemand_host.py"), mode, str(count), cfg])
 
 
 def _node_host(lab: Lab, mode: str) -> Host:
-    assert NODE_MODULES is not None
-    folder = NODE_MODULES.parent  # the script must sit beside node_modules to import the SDK
-    script = folder / "ts_reconnect_host.mjs"
-    shutil.copy2(HOSTS / "ts_reconnect_host.mjs", script)
-    return Host(lab, ["node", str(script), mode, sys.executable, str(MINI)], cwd=folder)
+    return Host(lab, *ts_reconnect_host(mode, sys.executable, str(MINI)))
 
 
 def _reaped(capsys: pytest.CaptureFixture[str], cfg: str, *extra: str) -> dict[int, str]:
@@ -152,7 +130,7 @@ def test_idle_on_demand_hosts_keep_every_server_under_every_reap_form(
     """Six host shapes, two copies each (both used once, then idle): not one copy is
     superseded, and no `reap` (one-off with each --include and --min-age 0, and three
     rounds of --watch with them all) ends one; each host's next calls all answer."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     hosts = [_ondemand(lab, mode, 2, cfg) for mode in SHAPES]
     for h in hosts:
         h.use(0)
@@ -184,7 +162,7 @@ def test_a_host_that_uses_its_older_copy_again_keeps_it(
     """1. Only the newer copy is used: the older one becomes superseded. 2. The newer one
     goes idle and the host uses the older one again: no longer superseded (its traffic
     since), and `reap --include superseded --min-age 0` ends neither copy."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = _ondemand(lab, "sync", 2, cfg)
     old, new = h.copies
     _superseded_after(capsys, cfg, h, old, 1, 0.5)
@@ -202,7 +180,7 @@ def test_a_look_between_the_two_calls_of_one_request_supersedes_nothing(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """A host that uses both copies for each request, seen between its two calls: the
     newer copy read once after the older went quiet, and nothing since: not superseded."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = _ondemand(lab, "sync", 2, cfg)
     old = h.copies[0]
     h.use(0)
@@ -240,7 +218,7 @@ def test_a_python_sdk_exit_stack_reconnect_leaves_a_superseded_copy(
         lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     """A second stdio_client on the stack, the first never closed (both still read by the
     SDK): once only B is used, A is superseded with its evidence; reap ends A only."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = Host(lab, [sys.executable, str(HOSTS / "py_sdk_exitstack_host.py"), sys.executable,
                    str(MINI)])
     a, b = h.copies
@@ -263,7 +241,7 @@ def test_a_typescript_sdk_host_that_drops_its_client_is_reaped_by_watch(
     uses B, `reap --watch --include superseded --min-age 1` ends A, and B answers on."""
     from mcp_tether.scan.watch import watch
 
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = _node_host(lab, "forget")
     a, _ = h.copies
     stop = threading.Event()
@@ -293,11 +271,11 @@ def test_an_edited_entrys_old_copy_is_superseded_by_the_new_one(
     """1. ps sees copy A match the entry. 2. The entry is edited, the host starts B from
     it (A no longer matches). 3. Once only B is used: A superseded as the same entry,
     edited; reap --include superseded ends A; B answers on."""
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = _ondemand(lab, "sync", 1, cfg)
     a = h.copies[0]
     assert _state(capsys, cfg, a)["config"]
-    _config(lab, "--generation", "2")
+    mini_config(lab, "--generation", "2")
     b = h.start()
     e = _superseded_after(capsys, cfg, h, a, 1, 1.0)
     assert "edited" in e["superseded"]["same"] and not e["config"], e
@@ -312,7 +290,7 @@ def test_a_copy_used_again_right_before_the_signal_is_left(
     from mcp_tether.scan.find import scan
     from mcp_tether.scan.reap import reap_servers
 
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = _ondemand(lab, "sync", 2, cfg)
     a = h.copies[0]
     _superseded_after(capsys, cfg, h, a, 1, 0.1)
@@ -330,7 +308,7 @@ def test_where_counters_cannot_be_read_nothing_is_superseded(
     superseded, never reaped, however the newer copy is used."""
     from mcp_tether.proc import table
 
-    cfg = _config(lab)
+    cfg = mini_config(lab)
     h = _ondemand(lab, "sync", 2, cfg)
     monkeypatch.setattr(table, "io_counters", lambda pid: None)
     for _ in range(3):

@@ -14,9 +14,9 @@ from mcp_tether._plat import linux as _linux_table
 from mcp_tether._plat import portable as _psutil_table
 from mcp_tether.proc import table
 from polling import until
-from scan_lab import DEADLINE
+from scan_lab import DEADLINE, needs_proc
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
+pytestmark = needs_proc
 CHANNELS = "fd modes, pipe peers and sock_diag are unknown without /proc"
 
 

@@ -10,24 +10,16 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from mcp_tether.proc import SAME, compare, table, wait_gone
 from polling import until
-from scan_lab import DEADLINE, FAR_ENDS, Lab, lab_fixture, run_cli
+from scan_lab import DEADLINE, FAR_ENDS, Lab, needs_proc, run_cli
 
-pytestmark = [pytest.mark.linux,
-              pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")]
+pytestmark = [pytest.mark.linux, needs_proc]
 
 MIN_AGE = 4.0
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 class Lines:

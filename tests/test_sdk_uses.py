@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from mcp_tether.inspect.uses import uses_for_command
 from mcp_tether.probe.diagnose import annotate
 from mcp_tether.proc import wait_gone
 from mcp_tether.scan.identify import Identifier
-from scan_lab import DEADLINE, Lab, entry, lab_fixture, ps_json, run_cli
+from scan_lab import DEADLINE, Lab, entry, ps_json, run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "sdk"
 BOTH = FIX / "node-both-lines"
@@ -121,10 +120,6 @@ def test_a_fastmcp_server_is_named_fastmcp_through_mcp() -> None:
 
 
 # ----- ps and reap on a 2.x split-package server ----------------------------------------
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    yield from lab_fixture(tmp_path, monkeypatch)
 
 
 @needs_node

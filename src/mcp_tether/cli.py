@@ -93,6 +93,32 @@ def build_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _dispatch(args, at_once=argv is None)
+        sys.stdout.flush()  # here, not at exit: a reader gone is met by the handler below
+    except BrokenPipeError:
+        # Our stdout reader went away (`mcp-tether --help | head -1`): not an error worth
+        # a trace. The output is what was cut short, not the command: ok (0), but a bare
+        # `mcp-tether` stays the usage error it is.
+        _stdout_to_devnull()
+        return 0 if args else EXIT_USAGE
+    return status
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, fd and all (the `signal` module docs' recipe for
+    SIGPIPE), so that what is still buffered goes nowhere: the interpreter's exit-time
+    flush would otherwise fail again, with a trace and status 120."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no fd (a test's capture): drop the stream instead
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # lives until the process ends
+    finally:
+        os.close(devnull)
+
+
+def _dispatch(args: list[str], *, at_once: bool) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(_top_help())
         return 0 if args else EXIT_USAGE
@@ -107,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fast = getattr(importlib.import_module(COMMANDS[name][0]), "fast_command", None)
         status = fast(args[1:]) if fast is not None else None
         if status is not None:
-            if argv is None:
+            if at_once:
                 exit_at_once(int(status))
             return int(status)
         parser, module = build_parser(name)
@@ -122,13 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mcp-tether {name}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # Our stdout reader went away (`| head`): not an error worth a trace.
-        import contextlib  # here, not at the top: `run` starts through this module
-
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # silence the exit-time flush
-        return 0
     except SystemExit as exc:  # argparse: usage errors are exit 2 already
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
