@@ -30,7 +30,7 @@ import threading
 from typing import Any
 
 from mcp_tether import platform
-from mcp_tether.proc.table import table
+from mcp_tether.proc.tree import descendants
 
 __all__ = ["OthersLoad", "sample", "own_pids", "INTERVAL"]
 
@@ -48,17 +48,9 @@ def sample(machine: int | None, own: list[int | None]) -> int | None:
 
 
 def own_pids(root: int | None = None) -> list[int]:
-    """`root` (default: this process) and its descendants, by the table's parent links."""
+    """`root` (default: this process) and its live descendants (`proc.tree`)."""
     root = os.getpid() if root is None else root
-    kids: dict[int, list[int]] = {}
-    for rec in table(lambda _name: False).values():
-        kids.setdefault(rec.ppid, []).append(rec.pid)
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(kids.get(pid, ()))
-    return out
+    return [root] + [rec.pid for rec in descendants(root)]
 
 
 class OthersLoad:
