@@ -219,3 +219,45 @@ def test_watch_keeps_reaping_when_its_textfile_and_samples_cannot_be_written(
         ("--textfile", "Read-only file system"), ("samples file", "No space left on device"),
         ("samples file", "Read-only file system")], err.lines
 
+
+@pytest.mark.requires_linux_backend(FAR_ENDS)
+def test_a_newline_in_a_command_line_or_a_package_name_keeps_each_record_on_one_line(
+    lab: Lab, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """1. A leaked `python -c` whose program holds a newline (not identified: left alone)
+    and a leaked server whose package name holds one (identified: ended); 2. `ps`,
+    `reap --dry-run` and 3. `reap --watch` print one line per record, the newline shown
+    as `\\n`, never sent."""
+    script = lab.fake_server("hostile/server.py", sdk_import=True)
+    (script.parent / "pyproject.toml").write_text(
+        '[project]\nname = "leaky\nwhile-true"\nversion = "1.0"\n')
+    ended = lab.pair([sys.executable, str(script)])
+    left = lab.pair([sys.executable, "-c", "import time\nprint('up', flush=True)\n"
+                     "while True: time.sleep(1)"])  # the client waits for a first line
+    for p in (ended, left):
+        p.orphan()
+    rc, out, _ = run_cli(capsys, "ps")
+    assert rc == 0
+    rows = {int(ln.split()[1]): ln for ln in out.splitlines()[1:-1] if ln.split()[1].isdigit()}
+    assert "\\nwhile True" in rows[left.server.pid]
+    assert "leaky\\nwhile-true" in rows[ended.server.pid]
+    rc, out, _ = run_cli(capsys, "reap", "--dry-run")
+    assert rc == 0
+    assert any(ln.startswith(f"left alone: pid {left.server.pid} ") and "\\nwhile True" in ln
+               for ln in out.splitlines())
+    assert any(ln.startswith(f"would end pid {ended.server.pid} ") and "leaky\\nwhile" in ln
+               for ln in out.splitlines())
+    for text in (out, run_cli(capsys, "ps")[1]):
+        assert not [ln for ln in text.splitlines() if ln.startswith("while")]
+    watcher = lab.popen(
+        [sys.executable, "-m", "mcp_tether", "reap", "--watch", "--yes", "--interval", "0.2",
+         "--min-age", "0", "--grace", "5"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    lines = Lines(watcher.stdout)
+    until(lambda: lines.has(f"left: pid {left.server.pid} ", "-c import time\\nprint("),
+          "the line for the leak left alone", DEADLINE)
+    until(lambda: lines.has(f"ended by sigterm: pid {ended.server.pid} leaky\\nwhile-true@1.0"),
+          "the line for the leak ended", DEADLINE)
+    watcher.send_signal(signal.SIGTERM)
+    assert watcher.wait(DEADLINE) == 128 + signal.SIGTERM
+    assert all(re.match(r"(ended|gone|denied|survived|left)\b", ln) for ln in lines.all()), \
+        lines.lines

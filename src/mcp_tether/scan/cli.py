@@ -28,6 +28,7 @@ from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.guard.result import signame
 from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.report.escape import terminal
 from mcp_tether.report.jsonout import print_json
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
@@ -43,7 +44,7 @@ from mcp_tether.scan.reap import (
     plan,
     reap_servers,
 )
-from mcp_tether.scan.render import print_plan, print_ps, render_openmetrics
+from mcp_tether.scan.render import counted, print_plan, print_ps, render_openmetrics
 from mcp_tether.scan.textfile import missing_folder, write_textfile
 from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE, WriteErrors
 
@@ -251,8 +252,11 @@ def _reap(args: argparse.Namespace) -> int:
         if not args.yes:
             print_plan(p, to=sys.stderr, containers=bool(boxes))
             machine.print_plan(boxes, [], to=sys.stderr)
+            kinds = [(k, word) for k, word in ((len(p.chosen), "server tree"),
+                                               (len(boxes), "container")) if k]
+            what = kinds[0][1] if n == 1 else " and ".join(counted(k, w) for k, w in kinds)
             try:
-                answer = input(f"End these {n} server tree(s) and container(s) "
+                answer = input(f"End {'this' if n == 1 else 'these'} {what} "
                                f"(minimum age {min_age:g}s, --min-age to change)? [y/N] ")
             except EOFError:
                 answer = ""
@@ -272,7 +276,7 @@ def _reap(args: argparse.Namespace) -> int:
         print(f"ended {len(ended)} of {len(outcomes)}, reclaimed "
               f"{watch_mod._size(sum(o.reclaimed_bytes for o in outcomes))}")
         for b in ended_boxes:
-            print(f"container {b['container']} {b['image']}: {b['outcome']}")
+            print(terminal(f"container {b['container']} {b['image']}: {b['outcome']}"))
     bad = [o for o in outcomes if o.outcome in ("survived", "denied")]
     bad_boxes = [b for b in ended_boxes if b["outcome"] in ("survived", "denied")]
     return EXIT_FAILED if bad or bad_boxes else EXIT_OK

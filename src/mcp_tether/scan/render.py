@@ -26,10 +26,15 @@ from mcp_tether.scan.reap import REAP_OUTCOMES, Plan
 from mcp_tether.scan.watch import _size
 
 __all__ = ["print_ps", "print_plan", "abandoned_lines", "superseded_lines",
-           "render_openmetrics", "what_text", "HEADERS", "DIALECTS"]
+           "render_openmetrics", "what_text", "counted", "HEADERS", "DIALECTS"]
 
 HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDENCE",
            "PARENT", "COMMAND"]
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`n` and the word for that many: "1 server tree", "2 server trees"."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
 def _age(s: float) -> str:
@@ -84,7 +89,7 @@ def _rows(result: ScanResult) -> list[list[str]]:
 
 def _totals_line(result: ScanResult) -> str:
     t = result.totals()
-    line = (f"{t['servers']} stdio server(s): {t['leaked']} leaked holding "
+    line = (f"{counted(t['servers'], 'stdio server')}: {t['leaked']} leaked holding "
             f"{_size(t['leaked_rss_bytes'])} ({t['leaked_mcp']} identified as MCP), "
             f"{t['live']} live")
     if t["unknown"]:
@@ -96,7 +101,8 @@ def _totals_line(result: ScanResult) -> str:
         line += (f", {t['abandoned']} abandoned by a live host holding "
                  f"{_size(t['abandoned_rss_bytes'])} (a hint: never reaped)")
     if result.unreadable:
-        line += f"; {result.unreadable} process(es) not readable, skipped"
+        line += (f"; {counted(result.unreadable, 'process', 'processes')} not readable, "
+                 "skipped")
     return line
 
 
@@ -162,14 +168,16 @@ def print_plan(p: Plan, to: Any = None, containers: bool = False) -> None:
     if not p.chosen and not containers:
         print("nothing to reap", file=out)
     for s in p.chosen:
-        print(terminal(f"would end pid {s.pid} ({len(s.members)} process(es), "
+        tree = counted(len(s.members), "process", "processes")
+        print(terminal(f"would end pid {s.pid} ({tree}, "
                        f"{_size(s.rss_bytes)}) {what_text(s)} [{', '.join(s.evidence)}]: "
                        f"{_short(s.shown)}"), file=out)
     for sk in p.skipped:
         print(terminal(f"left alone: pid {sk.server.pid} {_short(sk.server.shown, 60)}: "
                        f"{sk.reason}"), file=out)
     if p.chosen:
-        print(f"total: {len(p.chosen)} tree(s), {_size(sum(s.rss_bytes for s in p.chosen))}",
+        print(f"total: {counted(len(p.chosen), 'tree')}, "
+              f"{_size(sum(s.rss_bytes for s in p.chosen))}",
               file=out)
 
 

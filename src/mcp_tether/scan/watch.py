@@ -21,6 +21,8 @@ Guarantees:
   stops it: `WriteErrors` counts every failed write by file and says each distinct
   error once, whatever the number of rounds it lasts (a full disk is one line, not one
   every 30 s); the counts go into the next textfile that can be written.
+- One line per record whatever a command line or a process name holds: each line is
+  escaped for the terminal (`escape.terminal`: a newline is shown as `\n`).
 - The service files run `reap --watch --yes` as the user, never as root.
 """
 
@@ -98,8 +100,8 @@ def describe(o: ReapOutcome) -> str:
         name += f"@{w.version}"
     sdk = f" sdk {w.sdk} {w.sdk_version or ''}".rstrip() if w.sdk else ""
     how = f" by {o.ended_by}" if o.ended_by else ""
-    return (f"{o.outcome}{how}: pid {s.pid} {name}{sdk} [{', '.join(s.evidence)}] "
-            f"reclaimed {_size(o.reclaimed_bytes)}")
+    return terminal(f"{o.outcome}{how}: pid {s.pid} {name}{sdk} [{', '.join(s.evidence)}] "
+                    f"reclaimed {_size(o.reclaimed_bytes)}")
 
 
 def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
@@ -129,7 +131,8 @@ def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
             key = (sk.server.ident, sk.reason.split(" (")[0])
             if key not in told:
                 told.add(key)
-                emit(f"left: pid {sk.server.pid} {' '.join(sk.server.shown)[:60]}: {sk.reason}")
+                emit(terminal(f"left: pid {sk.server.pid} {' '.join(sk.server.shown)[:60]}: "
+                              f"{sk.reason}"))
         outcomes = reap_servers(p.chosen, grace)
         for o in outcomes:
             emit(describe(o))
