@@ -386,3 +386,17 @@ def test_a_server_that_never_starts_does_not_pass_devnull() -> None:
            {"scenario": "devnull", "verdict": "exited", "passed": True, "exit_status": 0}]
     never_started(raw)
     assert raw[2]["verdict"] == "exited" and raw[2]["passed"] is True
+
+
+def test_a_survivors_children_are_named_as_pids_not_as_a_count() -> None:
+    """`children: 46` read as forty-six children: the evidence says `child pid 46`, and
+    `child pids 46, 47` for more than one."""
+    from mcp_tether.probe.describe import kept_alive
+
+    def line(children: list[int]) -> str:
+        return kept_alive({"pid": 45, "cmdline": "node server.js",
+                           "evidence": {"alive": True, "children": children}})
+
+    assert line([46]) == "pid 45 (node server.js) is alive: child pid 46"
+    assert line([46, 47]) == "pid 45 (node server.js) is alive: child pids 46, 47"
+    assert line([]) == "pid 45 (node server.js) is alive"
