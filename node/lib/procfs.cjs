@@ -9,6 +9,7 @@
 //   read). One small read into a reused buffer per call.
 // - `readProcess(pid)` adds the argv (/proc/<pid>/cmdline); `watcher(host)` answers, one
 //   stat read per poll, whether that process still lives as itself.
+// - `uptime()` is now on the clock start times are counted on (seconds since boot).
 // - `children(pid)` reads /proc/<pid>/task/<tid>/children; on a kernel without them
 //   (no CONFIG_PROC_CHILDREN) `childrenFilesMissing()` turns true, and callers read the
 //   whole table (`table()`) instead.
@@ -125,6 +126,17 @@ function environ(pid) {
   }
 }
 
+/** Seconds since boot now (/proc/uptime: the clock /proc/<pid>/stat's start times are
+ * counted on), or null where it cannot be read. */
+function uptime() {
+  try {
+    const s = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
+    return Number.isFinite(s) ? s : null;
+  } catch {
+    return null;
+  }
+}
+
 /** What fd `n` of `pid` is (`socket:[123]`, `pipe:[456]`), or null. */
 function fdTarget(n, pid = 'self') {
   try {
@@ -135,5 +147,5 @@ function fdTarget(n, pid = 'self') {
 }
 
 module.exports = {
-  stat, readProcess, watcher, children, childrenFilesMissing, table, environ, fdTarget,
+  stat, readProcess, watcher, children, childrenFilesMissing, table, environ, fdTarget, uptime,
 };
