@@ -197,8 +197,13 @@ def test_watch_keeps_reaping_when_its_textfile_and_samples_cannot_be_written(
 
     # 4. read-only: remounted from inside the watcher's mount namespace
     def remount(mode: str) -> None:
-        subprocess.run(["nsenter", "-t", str(watcher.pid), "-m", "mount", "-o",
-                        f"remount,{mode}", str(disk)], check=True, timeout=60)
+        # A remount read-only fails (EBUSY, status 32) while a file on it is open for
+        # writing: the watcher may be in the middle of writing its textfile. Try again.
+        def done() -> bool:
+            return subprocess.run(["nsenter", "-t", str(watcher.pid), "-m", "mount", "-o",
+                                   f"remount,{mode}", str(disk)], timeout=60,
+                                  capture_output=True).returncode == 0
+        until(done, f"the disk remounted {mode}", DEADLINE)
 
     remount("ro")
     leak_and_see_it_ended()
