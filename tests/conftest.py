@@ -7,7 +7,7 @@ checked. "Started by this session" = a descendant of pytest, or any process carr
 the session's cookie in its environment (orphans reparented to init keep their env).
 
 Also here: the fixtures many files share (`lab`, the scan tests' clients and servers;
-`backend`), the suite's halves (MCP_TETHER_SHARD, tests/shards.py) and the hang guard
+`backend`), the timings of a pass (tests/shards.py deals the passes) and the hang guard
 that scales with the machine's load.
 """
 
@@ -65,31 +65,8 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     yield
 
 
-def _shard(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """MCP_TETHER_SHARD=K/N keeps the K-th of N halves of the suite (tests/run runs them at
-    once, each in a pid namespace of its own): whole files, balanced by their seconds in
-    tests/durations.json (tests/shards.py), so each file's shared fixtures stay in one
-    pass."""
-    shard = os.environ.get("MCP_TETHER_SHARD")
-    if not shard:
-        return
-    try:
-        k, n = (int(x) for x in shard.split("/"))
-    except ValueError:
-        raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: expected K/N, e.g. 1/2") from None
-    if not 1 <= k <= n:
-        raise pytest.UsageError(f"MCP_TETHER_SHARD={shard!r}: K must be 1..N")
-    seconds, _ = shards.load()
-    owner = shards.deal((item.path.name for item in items), seconds, n)
-    keep = [item for item in items if owner[item.path.name] == k - 1]
-    dropped = [item for item in items if owner[item.path.name] != k - 1]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-    items[:] = keep
-
-
-# MCP_TETHER_RECORD_DURATIONS=1 tests/run: each half writes its files' seconds here, and
-# tests/run rewrites tests/durations.json from both (tests/shards.py).
+# MCP_TETHER_RECORD_DURATIONS=1 tests/run: each pass writes its files' seconds here, and
+# tests/run rewrites tests/durations.json from them all (tests/shards.py).
 TIMINGS_OUT = os.environ.get("MCP_TETHER_DURATIONS_OUT", "")
 _timings = shards.Timings()
 
@@ -116,16 +93,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if why is not None:  # a part of its files' tests: their seconds would be too few
         print(f"\nconftest: timings not recorded: the run was narrowed ({why})", file=sys.stderr)
     elif exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        _timings.write(TIMINGS_OUT)  # tests/run notices a pass that wrote none
+        from mcp_tether import platform
+
+        _timings.write(TIMINGS_OUT, platform.BACKEND)  # tests/run notices a pass that wrote none
 
 
-# -- the portable backend: `MCP_TETHER_BACKEND=portable tests/run -m portable`
-# runs these files on psutil + POSIX only. A test whose promise is the Linux backend's
-# alone says so with `@pytest.mark.requires_linux_backend("why")`: skipped, with that
-# reason, under the portable backend only; a test beside it asserts the weaker promise.
-PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_client.py",
-                  "test_probe.py", "test_probe_levels.py", "test_portable.py")
-PORTABLE_PREFIXES = ("test_tether", "test_scan")
+# -- the portable backend: `MCP_TETHER_BACKEND=portable tests/run -m portable` runs the
+# files tests/shards.py names (`is_portable`) on psutil + POSIX only. A test whose promise
+# is the Linux backend's alone says so with `@pytest.mark.requires_linux_backend("why")`:
+# skipped, with that reason, under the portable backend only; a test beside it asserts
+# the weaker promise.
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,14 +116,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from mcp_tether import platform
 
     for item in items:
-        name = item.path.name
-        if name in PORTABLE_FILES or name.startswith(PORTABLE_PREFIXES):
+        if shards.is_portable(item.path.name):
             item.add_marker(pytest.mark.portable)
         mark = item.get_closest_marker("requires_linux_backend")
         if mark is not None and platform.BACKEND != "linux":
             why = mark.args[0] if mark.args else "a Linux backend promise"
             item.add_marker(pytest.mark.skip(reason=f"portable backend: {why}"))
-    _shard(config, items)
 
 
 @pytest.fixture

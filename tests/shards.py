@@ -1,20 +1,27 @@
-"""The suite's two halves, balanced by each test file's seconds, and how those seconds are
-kept true: tests/durations.json, recorded from a whole run and checked against the files.
+"""The suite's passes: which backend runs which test files, dealt by each file's seconds
+so that every pass ends at about the same time, and how those seconds are kept true
+(tests/durations.json, recorded from a whole run and checked against the files).
 
-`tests/run` runs the suite as two passes at once (MCP_TETHER_SHARD=1/2 and 2/2): `deal`
-gives each whole file (its module fixtures stay in one pass) to the lighter half,
-heaviest first, by its seconds in tests/durations.json. Those seconds go stale as files
-come and go, so:
-- `MCP_TETHER_RECORD_DURATIONS=1 tests/run` records them: each half writes what its own
-  files took (set-up, call and tear-down of every test, `Timings`), and `record` rewrites
-  tests/durations.json from both halves once they have ended;
+`tests/run` (no path) runs the whole suite as several pytest passes at once, each in a
+pid namespace of its own. Each backend's subset (`BACKENDS`: the Linux backend runs
+every file, the portable one the files of `PORTABLE_FILES`) is split into as many passes
+as keep it from being the last to end (`plan`), and its files are dealt whole (a
+file's module fixtures stay in one pass) to the lightest pass, heaviest first (`deal`).
+The suite mostly waits on processes (grace periods, windows), so on 2 cores six passes
+overlap the waiting of one with the work of another; more only queue for the CPU
+(docs/benchmarks.md has the measurements).
+
+Those seconds go stale as files come and go, so:
+- `MCP_TETHER_RECORD_DURATIONS=1 tests/run` records them: each pass writes what its own
+  files took (set-up, call and tear-down of every test, `Timings`), and `record`
+  rewrites tests/durations.json from every pass once they have ended;
 - tests/test_shards.py fails when the file names a test file that is gone or misses one
   that exists (`stale`), saying that command.
 A file added by hand before the next recording carries an estimate, listed under
 "estimated" until a recording times it.
 
-Run as `python tests/shards.py record OUT PART...` (tests/run does), it writes OUT from
-the parts; the test files are those beside OUT.
+    python tests/shards.py plan N        # the passes, one a line: BACKEND MARK FILE...
+    python tests/shards.py record OUT PART...   # tests/run does both
 """
 
 from __future__ import annotations
@@ -30,9 +37,32 @@ HERE = Path(__file__).resolve().parent
 DURATIONS = HERE / "durations.json"
 REFRESH = "MCP_TETHER_RECORD_DURATIONS=1 tests/run"
 HOW = (f"Seconds each test file takes in a whole run of the suite (`tests/run`), by which it "
-       f"deals the files into two halves of equal weight (tests/shards.py). Refresh with "
+       f"deals the files into passes of equal weight (tests/shards.py): \"seconds\" on the "
+       f"Linux backend, \"backends\" the other backends' subsets. Refresh with "
        f"`{REFRESH}`, then commit this file; \"estimated\" lists files whose seconds are a "
        f"guess, not a recorded time.")
+
+# -- the portable backend: `MCP_TETHER_BACKEND=portable tests/run -m portable` runs these
+# files on psutil + POSIX only (conftest.py marks their tests `portable`). A test whose
+# promise is the Linux backend's alone says so with
+# `@pytest.mark.requires_linux_backend("why")`: skipped, with that reason, under the
+# portable backend only; a test beside it asserts the weaker promise.
+PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_client.py",
+                  "test_probe.py", "test_probe_levels.py", "test_portable.py")
+PORTABLE_PREFIXES = ("test_tether", "test_scan")
+
+# Each backend a whole run covers: its MCP_TETHER_BACKEND, the -m mark that selects its
+# tests ("" for all), and which files hold them.
+BACKENDS: tuple[tuple[str, str], ...] = (("linux", ""), ("portable", "portable"))
+
+
+def is_portable(name: str) -> bool:
+    return name in PORTABLE_FILES or name.startswith(PORTABLE_PREFIXES)
+
+
+def files_of(backend: str, files: Iterable[str]) -> list[str]:
+    """The test files a backend's passes run."""
+    return sorted(f for f in files if backend == "linux" or is_portable(f))
 
 
 def test_files(folder: Path = HERE) -> list[str]:
@@ -40,15 +70,37 @@ def test_files(folder: Path = HERE) -> list[str]:
     return sorted(p.name for p in folder.glob("test_*.py"))
 
 
+def _doc(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def load(path: Path = DURATIONS) -> tuple[dict[str, float], list[str]]:
-    """Each file's seconds, and the files whose seconds are estimates. A missing or
-    unreadable file is no weights at all (every file then weighs the same)."""
+    """Each file's seconds on the Linux backend, and the files whose seconds are
+    estimates. A missing or unreadable file is no weights at all (every file then weighs
+    the same)."""
     try:
         doc: Any = json.loads(path.read_text())
         seconds = {str(k): float(v) for k, v in doc["seconds"].items()}
         return seconds, [str(f) for f in doc.get("estimated", [])]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}, []
+
+
+def seconds_on(backend: str, path: Path = DURATIONS) -> dict[str, float]:
+    """A backend's seconds per file: its own where recorded, else the Linux backend's (a
+    file the other backend has not timed weighs what it weighs there)."""
+    linux, _ = load(path)
+    if backend == "linux":
+        return linux
+    try:
+        own = {str(k): float(v) for k, v in _doc(path)["backends"][backend].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        own = {}
+    return {**linux, **own}
 
 
 def deal(files: Iterable[str], seconds: dict[str, float], n: int) -> dict[str, int]:
@@ -63,6 +115,46 @@ def deal(files: Iterable[str], seconds: dict[str, float], n: int) -> dict[str, i
         owner[name] = i
         load_[i] += seconds.get(name, median)
     return owner
+
+
+def _longest(files: list[str], seconds: dict[str, float], n: int) -> float:
+    """The heaviest of `n` shards of `files`, dealt by `deal`."""
+    known = sorted(seconds.values()) or [1.0]
+    median = known[len(known) // 2]
+    sums = [0.0] * n
+    for f, i in deal(files, seconds, n).items():
+        sums[i] += seconds.get(f, median)
+    return max(sums)
+
+
+def plan(files: Iterable[str], seconds: dict[str, dict[str, float]], passes: int,
+         ) -> list[tuple[str, str, list[str]]]:
+    """The passes of a whole run, (backend, mark, files) each: every backend at least one,
+    then each further pass to the backend whose heaviest pass is the heaviest, while that
+    splits it further (a pass holding one file cannot be split)."""
+    files = list(files)
+    subsets = {b: files_of(b, files) for b, _ in BACKENDS}
+    count = {b: 1 for b, _ in BACKENDS if subsets[b]}
+    while sum(count.values()) < passes:
+        load_ = {b: _longest(subsets[b], seconds.get(b, {}), n) for b, n in count.items()}
+        b = max(load_, key=lambda k: load_[k])
+        if _longest(subsets[b], seconds.get(b, {}), count[b] + 1) >= load_[b]:
+            break  # its heaviest file alone is that long: another pass would not help
+        count[b] += 1
+    out = []
+    for b, mark in BACKENDS:
+        if b not in count:
+            continue
+        owner = deal(subsets[b], seconds.get(b, {}), count[b])
+        out += [(b, mark, sorted(f for f, i in owner.items() if i == k))
+                for k in range(count[b])]
+    return out
+
+
+def default_passes() -> int:
+    """Three passes per CPU: measured on 2 cores (docs/benchmarks.md), two left CPU idle
+    while passes waited on processes, four and more were as fast as the CPU allows."""
+    return 3 * (os.cpu_count() or 1)
 
 
 def stale(seconds: dict[str, float], files: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -82,19 +174,27 @@ class Timings:
         name = os.path.basename(nodeid.split("::", 1)[0])
         self.seconds[name] = self.seconds.get(name, 0.0) + duration
 
-    def write(self, path: str) -> None:
-        Path(path).write_text(json.dumps(self.seconds, indent=1, sort_keys=True) + "\n")
+    def write(self, path: str, backend: str = "linux") -> None:
+        doc = {"backend": backend, "seconds": self.seconds}
+        Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
-def merged(parts: Iterable[dict[str, float]], files: Iterable[str],
-           before: tuple[dict[str, float], list[str]]) -> dict[str, Any]:
-    """The new durations.json: every test file, with its recorded seconds where a part
-    timed it; a file no part timed (it ran no test) keeps its old seconds, or 0, as an
-    estimate. Files that are gone are dropped."""
+def _sums(parts: Iterable[dict[str, float]]) -> dict[str, float]:
     timed: dict[str, float] = {}
     for part in parts:
         for name, s in part.items():
             timed[name] = timed.get(name, 0.0) + s
+    return timed
+
+
+def merged(parts: Iterable[dict[str, float]], files: Iterable[str],
+           before: tuple[dict[str, float], list[str]],
+           others: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """The new durations.json: every test file, with its recorded seconds where a part
+    timed it; a file no part timed (it ran no test) keeps its old seconds, or 0, as an
+    estimate. Files that are gone are dropped. `others`: each other backend's seconds,
+    summed from its passes' parts the same way."""
+    timed = _sums(parts)
     old, _ = before
     seconds, estimated = {}, []
     for name in sorted(set(files)):
@@ -103,7 +203,9 @@ def merged(parts: Iterable[dict[str, float]], files: Iterable[str],
         else:
             seconds[name] = old.get(name, 0.0)
             estimated.append(name)
-    return {"how": HOW, "estimated": estimated, "seconds": seconds}
+    backends = {b: {f: round(s, 1) for f, s in sorted(sec.items()) if f in seconds}
+                for b, sec in sorted((others or {}).items())}
+    return {"how": HOW, "estimated": estimated, "seconds": seconds, "backends": backends}
 
 
 def dump(doc: dict[str, Any]) -> str:
@@ -111,14 +213,18 @@ def dump(doc: dict[str, Any]) -> str:
 
 
 def record(out: Path, part_paths: list[str]) -> str:
-    """Rewrite `out` from the halves' parts; the line to print. Refuses (ValueError)
-    when a part is missing: that half did not run to its end."""
+    """Rewrite `out` from the passes' parts; the line to print. Refuses (ValueError)
+    when a part is missing: that pass did not run to its end."""
     missing = [p for p in part_paths if not os.path.exists(p)]
     if missing:
         raise ValueError(f"not recorded: {len(missing)} of {len(part_paths)} passes wrote no "
                          f"timings (interrupted, or a narrowed run: -k, -m, -x, --lf)")
-    parts = [json.loads(Path(p).read_text()) for p in part_paths]
-    doc = merged(parts, test_files(out.parent), load(out))
+    by: dict[str, list[dict[str, float]]] = {}
+    for p in part_paths:
+        part = json.loads(Path(p).read_text())
+        by.setdefault(part["backend"], []).append(part["seconds"])
+    others = {b: _sums(parts) for b, parts in by.items() if b != "linux"}
+    doc = merged(by.get("linux", []), test_files(out.parent), load(out), others)
     out.write_text(dump(doc))
     total = sum(doc["seconds"].values())
     guessed = f"; not timed, kept as estimates: {', '.join(doc['estimated'])}" \
@@ -128,8 +234,19 @@ def record(out: Path, part_paths: list[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["plan"] and len(argv) <= 2:
+        wanted = argv[1] if len(argv) == 2 and argv[1] else str(default_passes())
+        if not wanted.isdigit() or int(wanted) < 1:
+            print(f"tests/run: {wanted!r} passes: a whole number above 0, please",
+                  file=sys.stderr)
+            return 2
+        seconds = {b: seconds_on(b) for b, _ in BACKENDS}
+        for backend, mark, files in plan(test_files(), seconds, int(wanted)):
+            print(backend, mark or "-", *files)
+        return 0
     if len(argv) < 3 or argv[0] != "record":
-        print("usage: python tests/shards.py record OUT PART...", file=sys.stderr)
+        print("usage: python tests/shards.py plan PASSES | record OUT PART...",
+              file=sys.stderr)
         return 2
     try:
         print(f"tests/run: {record(Path(argv[1]), argv[2:])}")

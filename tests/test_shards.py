@@ -1,5 +1,6 @@
-"""The suite's halves stay balanced: tests/durations.json times every test file and no
-other, and recording it from a run keeps it so (tests/shards.py)."""
+"""The suite's passes stay balanced: tests/durations.json times every test file and no
+other, recording it from a run keeps it so, and each backend gets the passes its files
+need (tests/shards.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import shards
 
 def test_durations_json_times_every_test_file_and_no_file_that_is_gone() -> None:
     """A test file added, renamed or deleted without its seconds would silently unbalance
-    tests/run's two halves (an untimed file weighs the median): fail, saying how to fix."""
+    tests/run's passes (an untimed file weighs the median): fail, saying how to fix."""
     seconds, estimated = shards.load()
     assert seconds, f"{shards.DURATIONS} is missing or unreadable; refresh: {shards.REFRESH}"
     gone, untimed = shards.stale(seconds, shards.test_files())
@@ -50,35 +51,72 @@ def test_a_pass_times_each_file_as_the_sum_of_its_tests_phases() -> None:
     assert t.seconds == {"test_x.py": 2.75, "test_y.py": 1.0}
 
 
+def test_each_backend_gets_a_pass_and_the_rest_go_where_the_longest_pass_is() -> None:
+    """1. every backend runs its own files (the portable one its subset) in a pass of its
+    own; 2. a further pass goes to the backend whose heaviest pass is the heaviest, while
+    that splits it; 3. a pass that is one file alone is not split again."""
+    files = ["test_a.py", "test_b.py", "test_c.py", "test_guard.py", "test_tether.py"]
+    linux = {"test_a.py": 40.0, "test_b.py": 30.0, "test_c.py": 30.0, "test_guard.py": 20.0,
+             "test_tether.py": 20.0}
+    seconds = {"linux": linux, "portable": {"test_guard.py": 30.0, "test_tether.py": 10.0}}
+    (only,) = [p for p in shards.plan(files, seconds, 1) if p[0] == "linux"]
+    assert only == ("linux", "", sorted(files))
+    assert shards.plan(files, seconds, 2)[1] == ("portable", "portable",
+                                                 ["test_guard.py", "test_tether.py"])
+    four = shards.plan(files, seconds, 4)  # Linux 140 s > 40 s, then 80 s > 40 s
+    assert [p[0] for p in four] == ["linux", "linux", "linux", "portable"]
+    assert [p[2] for p in four[:3]] == [["test_a.py"], ["test_b.py", "test_guard.py"],
+                                        ["test_c.py", "test_tether.py"]]
+    # Four Linux passes: 40 s each at most (test_a.py alone). Then both backends' longest
+    # pass is 40 s and Linux's cannot be split: more passes would not end any sooner.
+    assert [p[0] for p in shards.plan(files, seconds, 50)] == ["linux"] * 4 + ["portable"]
+
+
+def test_a_backend_weighs_its_own_seconds_and_the_linux_ones_where_it_has_none(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "durations.json"
+    out.write_text(shards.dump({"seconds": {"test_a.py": 5.0, "test_b.py": 2.0},
+                                "backends": {"portable": {"test_a.py": 1.0}}}))
+    assert shards.seconds_on("linux", out) == {"test_a.py": 5.0, "test_b.py": 2.0}
+    assert shards.seconds_on("portable", out) == {"test_a.py": 1.0, "test_b.py": 2.0}
+
+
 def test_recording_keeps_every_file_and_drops_the_gone_and_the_estimates(
     tmp_path: Path,
 ) -> None:
-    """1. durations.json before: a gone file, an estimated one, an old time; 2. two halves
-    write their parts; 3. the file now holds exactly the test files beside it, each
-    recorded time rounded, and a file no half timed keeps its seconds as an estimate."""
+    """1. durations.json before: a gone file, an estimated one, an old time; 2. two Linux
+    passes and a portable one write their parts; 3. the file now holds exactly the test
+    files beside it, each recorded time rounded, a file no pass timed keeps its seconds
+    as an estimate, and the portable pass's seconds stand apart."""
     for name in ("test_a.py", "test_b.py", "test_new.py", "test_quiet.py"):
         (tmp_path / name).write_text("")
     out = tmp_path / "durations.json"
     out.write_text(shards.dump({"how": "", "estimated": ["test_b.py"], "seconds": {
         "test_a.py": 50.0, "test_b.py": 3.0, "test_gone.py": 7.0, "test_quiet.py": 2.0}}))
-    part1, part2 = tmp_path / "d1.json", tmp_path / "d2.json"
-    part1.write_text(json.dumps({"test_a.py": 12.34}))
-    part2.write_text(json.dumps({"test_b.py": 4.0, "test_new.py": 0.04}))
-    line = shards.record(out, [str(part1), str(part2)])
+    parts = []
+    for i, (backend, seconds) in enumerate([
+            ("linux", {"test_a.py": 12.34}), ("linux", {"test_b.py": 4.0, "test_new.py": 0.04}),
+            ("portable", {"test_a.py": 6.66, "test_gone.py": 1.0})]):
+        t = shards.Timings()
+        t.seconds = seconds
+        t.write(str(tmp_path / f"d{i}.json"), backend)
+        parts.append(str(tmp_path / f"d{i}.json"))
+    line = shards.record(out, parts)
     doc = json.loads(out.read_text())
     assert doc["seconds"] == {"test_a.py": 12.3, "test_b.py": 4.0, "test_new.py": 0.0,
                               "test_quiet.py": 2.0}
+    assert doc["backends"] == {"portable": {"test_a.py": 6.7}}
     assert doc["estimated"] == ["test_quiet.py"]
     assert doc["how"] == shards.HOW and shards.REFRESH in doc["how"]
     assert "4 files" in line and "test_quiet.py" in line
     assert shards.load(out) == (doc["seconds"], ["test_quiet.py"])
 
 
-def test_recording_refuses_when_a_half_wrote_no_timings(tmp_path: Path) -> None:
+def test_recording_refuses_when_a_pass_wrote_no_timings(tmp_path: Path) -> None:
     out = tmp_path / "durations.json"
     out.write_text("{}")
-    part = tmp_path / "d1.json"
-    part.write_text("{}")
+    shards.Timings().write(str(tmp_path / "d1.json"))
     with pytest.raises(ValueError, match="1 of 2 passes wrote no timings"):
-        shards.record(out, [str(part), str(tmp_path / "d2.json")])
+        shards.record(out, [str(tmp_path / "d1.json"), str(tmp_path / "d2.json")])
     assert out.read_text() == "{}"
