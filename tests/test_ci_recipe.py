@@ -1,6 +1,7 @@
 """docs/ci.md's workflow, run end to end here as a runner would run it.
 
-The server's repository is made with the page's own lines (tests/doc_recipes.py reads
+The server's repository (its dependencies installed, tests/test_install_recipes.py's
+`server_project`) is made with the page's own lines (tests/doc_recipes.py reads
 them from docs/ci.md): `npm pack` of node/ committed under vendor/, `npm install
 ./vendor/mcp-tether-<version>.tgz` (package.json then says `file:vendor/...`, which
 resolves inside the repository), `git add`. A "runner" then gets a fresh
@@ -25,7 +26,7 @@ import node_tether_env
 from doc_recipes import recipes
 from mcp_tether.lab import node_env
 from test_action import run_action
-from test_install_recipes import run_recipe
+from test_install_recipes import run_recipe, server_project
 
 pytestmark = [
     pytest.mark.skipif(node_env.missing_tools() is not None, reason="needs node and npm"),
@@ -44,15 +45,12 @@ def _npm(args: list[str], cwd: Path) -> None:
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A runner's checkout of a server repository set up as docs/ci.md says."""
     fx = node_tether_env.ensure()  # fills npm's cache with the pinned SDKs
-    dev = tmp_path_factory.mktemp("server-repo")
     # A server repository pinning both SDK lines (the fixtures' own package.json and lock,
-    # so that npm resolves everything from its cache).
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy2(REPO / "tests" / "node" / name, dev / name)
+    # so that npm resolves everything from its cache), its dependencies installed.
+    dev = server_project(tmp_path_factory.mktemp("server") / "repo", fx / "node_modules")
     shutil.copy2(fx / "server.mjs", dev / "server.mjs")
     # The page's lines, copied from it (not retyped): pack into vendor/, install the
     # tarball, `git add` what the repository commits.
-    subprocess.run(["git", "init", "-q"], cwd=dev, check=True, stdin=subprocess.DEVNULL)
     (recipe,) = [r for r in recipes() if r.where.startswith("docs/ci.md ")]
     run_recipe(recipe, dev, tmp_path_factory.mktemp("clone"))
     (tarball,) = (dev / "vendor").glob("mcp-tether-*.tgz")

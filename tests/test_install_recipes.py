@@ -2,7 +2,11 @@
 
 The recipes are read from the pages and from the probe's remedy (tests/doc_recipes.py),
 never retyped here: each runs through `sh -e` with current npm in a new folder holding a
-Node server's package.json and lock (git-initialised, so a recipe's `git add` runs too),
+Node server's package.json and lock (git-initialised, so a recipe's `git add` runs too)
+and its dependencies installed, as a server's repository is when its author adds the
+package (a copy of the Node fixtures' own install of that very lock: each recipe's
+`npm install` then adds mcp-tether alone, instead of unpacking 76 MB of SDKs again; a
+runner's install from nothing is tests/test_ci_recipe.py's `npm ci`),
 `/path/to/mcp-tether` being a fresh copy of this checkout's node/ folder. npm runs
 offline, from the cache the Node fixtures' install filled (the same pinned SDK), through
 npm's own environment (`npm_config_offline`), so the commands stay the pages' own.
@@ -48,30 +52,46 @@ def run_recipe(recipe: Recipe, project: Path, clone: Path) -> None:
             f"{out.stderr[-2000:]}"
 
 
-def server_project(where: Path) -> Path:
+def server_project(where: Path, installed: Path) -> Path:
     """A Node server's repository before the recipe: its package.json and lock (the
-    pinned SDK, so npm resolves from its cache), a git repository."""
+    pinned SDK, so npm resolves from its cache), a git repository, and its dependencies
+    installed: `installed` (the fixtures' node_modules from that same lock) linked file
+    by file, without what the fixtures add to it (the link to this checkout's node/,
+    their bin). npm replaces what it changes, never writes into an installed package's
+    files; its own record of the folder is a copy."""
     where.mkdir(parents=True)
     for name in ("package.json", "package-lock.json"):
         shutil.copy2(REPO / "tests" / "node" / name, where / name)
+    shutil.copytree(installed, where / "node_modules", symlinks=True, copy_function=os.link,
+                    ignore=lambda folder, names: [n for n in names if n in FIXTURES_OWN])
+    hidden = where / "node_modules" / ".package-lock.json"
+    if hidden.exists():
+        hidden.unlink()
+        shutil.copy2(installed / hidden.name, hidden)
     subprocess.run(["git", "init", "-q"], cwd=where, check=True, stdin=subprocess.DEVNULL)
     return where
 
 
+# What node_tether_env.ensure() adds to the fixtures' node_modules after `npm ci`.
+FIXTURES_OWN = ("mcp-tether", "tether-fixture")
+
+
 @pytest.fixture(scope="module")
-def npm_cache() -> None:
-    node_tether_env.ensure()  # fills npm's cache with the pinned SDKs
+def npm_cache() -> Path:
+    """The fixtures' node_modules (`npm ci` of tests/node's lock), which also fills npm's
+    cache with the pinned SDKs."""
+    return node_tether_env.ensure() / "node_modules"
 
 
 @pytest.mark.parametrize("recipe", recipes(), ids=lambda r: r.where)
 def test_an_install_recipe_runs_as_written_and_its_server_then_exits_on_eof(
-        recipe: Recipe, tmp_path: Path, npm_cache: None) -> None:
+        recipe: Recipe, tmp_path: Path, npm_cache: Path) -> None:
     """1. a fresh server project, and the recipe's lines as the page says them;
     2. the package is installed inside the project (no link back to the clone), and a
        recipe that vendors the tarball records it as `file:vendor/...` (`npm ci` on a
        runner resolves it); 3. the page's example server, its one line added, passes
        the probe's `close` there."""
-    project = server_project(tmp_path / "server")
+    project = server_project(tmp_path / "server", npm_cache)
     run_recipe(recipe, project, tmp_path / "clone")
     installed = project / "node_modules" / "mcp-tether"
     assert (installed / "register.mjs").exists() and not installed.is_symlink()
