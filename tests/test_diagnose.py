@@ -22,7 +22,10 @@ needs_node = pytest.mark.skipif(node_env.missing_tools() is not None, reason="ne
 
 
 def run(argv: list[str], scenario: str, style: str = "python", **kw: Any) -> dict[str, Any]:
-    """1. run one scenario for real; 2. annotate it as the probe CLI does."""
+    """1. run one scenario for real; 2. annotate it as the probe CLI does. The diagnosis
+    is read at the window's end; how long an orphan is watched after it (the horizon,
+    4 s by default) is no subject here: 0.5 s."""
+    kw.setdefault("horizon", 0.5)
     opts = ProbeOptions(host_style=style, scenarios=(scenario,), window=1.0, **kw)
     (result,) = run_specs(build_specs(argv, opts))
     annotate([result], argv)
