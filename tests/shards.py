@@ -8,8 +8,7 @@ every file, the portable one the files of `PORTABLE_FILES`) is split into as man
 as keep it from being the last to end (`plan`), and its files are dealt whole (a
 file's module fixtures stay in one pass) to the lightest pass, heaviest first (`deal`).
 The suite mostly waits on processes (grace periods, windows), so on 2 cores six passes
-overlap the waiting of one with the work of another; more only queue for the CPU
-(docs/benchmarks.md has the measurements).
+overlap the waiting of one with the work of another (`default_passes`).
 
 Those seconds go stale as files come and go, so:
 - `MCP_TETHER_RECORD_DURATIONS=1 tests/run` records them: each pass writes what its own
@@ -20,7 +19,7 @@ Those seconds go stale as files come and go, so:
 A file added by hand before the next recording carries an estimate, listed under
 "estimated" until a recording times it.
 
-    python tests/shards.py plan N        # the passes, one a line: BACKEND MARK FILE...
+    python tests/shards.py plan N        # the passes, one a line: BACKEND FILE...
     python tests/shards.py record OUT PART...   # tests/run does both
 """
 
@@ -51,9 +50,10 @@ PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_c
                   "test_probe.py", "test_probe_levels.py", "test_portable.py")
 PORTABLE_PREFIXES = ("test_tether", "test_scan")
 
-# Each backend a whole run covers: its MCP_TETHER_BACKEND, the -m mark that selects its
-# tests ("" for all), and which files hold them.
-BACKENDS: tuple[tuple[str, str], ...] = (("linux", ""), ("portable", "portable"))
+# Each backend a whole run covers (its MCP_TETHER_BACKEND; `files_of` says which files):
+# a pass is given its files as paths, so it collects and runs those alone (the portable
+# passes' files hold only tests marked `portable`: the same selection as -m portable).
+BACKENDS = ("linux", "portable")
 
 
 def is_portable(name: str) -> bool:
@@ -128,13 +128,13 @@ def _longest(files: list[str], seconds: dict[str, float], n: int) -> float:
 
 
 def plan(files: Iterable[str], seconds: dict[str, dict[str, float]], passes: int,
-         ) -> list[tuple[str, str, list[str]]]:
-    """The passes of a whole run, (backend, mark, files) each: every backend at least one,
+         ) -> list[tuple[str, list[str]]]:
+    """The passes of a whole run, (backend, files) each: every backend at least one,
     then each further pass to the backend whose heaviest pass is the heaviest, while that
     splits it further (a pass holding one file cannot be split)."""
     files = list(files)
-    subsets = {b: files_of(b, files) for b, _ in BACKENDS}
-    count = {b: 1 for b, _ in BACKENDS if subsets[b]}
+    subsets = {b: files_of(b, files) for b in BACKENDS}
+    count = {b: 1 for b in BACKENDS if subsets[b]}
     while sum(count.values()) < passes:
         load_ = {b: _longest(subsets[b], seconds.get(b, {}), n) for b, n in count.items()}
         b = max(load_, key=lambda k: load_[k])
@@ -142,18 +142,19 @@ def plan(files: Iterable[str], seconds: dict[str, dict[str, float]], passes: int
             break  # its heaviest file alone is that long: another pass would not help
         count[b] += 1
     out = []
-    for b, mark in BACKENDS:
+    for b in BACKENDS:
         if b not in count:
             continue
         owner = deal(subsets[b], seconds.get(b, {}), count[b])
-        out += [(b, mark, sorted(f for f, i in owner.items() if i == k))
-                for k in range(count[b])]
+        out += [(b, sorted(f for f, i in owner.items() if i == k)) for k in range(count[b])]
     return out
 
 
 def default_passes() -> int:
-    """Three passes per CPU: measured on 2 cores (docs/benchmarks.md), two left CPU idle
-    while passes waited on processes, four and more were as fast as the CPU allows."""
+    """Three passes per CPU. On 2 cores the suite's CPU is about half its wall time
+    (each file timed alone: docs/benchmarks.md), so two passes left a core idle while
+    their tests waited on processes; a model of the passes sharing two cores, from those
+    timings, ends as soon as the CPU allows from five or six passes on."""
     return 3 * (os.cpu_count() or 1)
 
 
@@ -240,9 +241,9 @@ def main(argv: list[str]) -> int:
             print(f"tests/run: {wanted!r} passes: a whole number above 0, please",
                   file=sys.stderr)
             return 2
-        seconds = {b: seconds_on(b) for b, _ in BACKENDS}
-        for backend, mark, files in plan(test_files(), seconds, int(wanted)):
-            print(backend, mark or "-", *files)
+        seconds = {b: seconds_on(b) for b in BACKENDS}
+        for backend, files in plan(test_files(), seconds, int(wanted)):
+            print(backend, *files)
         return 0
     if len(argv) < 3 or argv[0] != "record":
         print("usage: python tests/shards.py plan PASSES | record OUT PART...",
