@@ -7,7 +7,7 @@ pid namespace of its own. Each backend's subset (`BACKENDS`: the Linux backend r
 every file, the portable one the files of `PORTABLE_FILES`) is split into as many passes
 as keep it from being the last to end (`plan`), and its files are dealt whole (a
 file's module fixtures stay in one pass) to the lightest pass, heaviest first (`deal`).
-The suite mostly waits on processes (grace periods, windows), so on 2 cores six passes
+The suite mostly waits on processes (grace periods, windows), so on 2 cores eight passes
 overlap the waiting of one with the work of another (`default_passes`).
 
 Those seconds go stale as files come and go, so:
@@ -151,11 +151,12 @@ def plan(files: Iterable[str], seconds: dict[str, dict[str, float]], passes: int
 
 
 def default_passes() -> int:
-    """Three passes per CPU. On 2 cores the suite's CPU is about half its wall time
+    """Four passes per CPU. On 2 cores the suite's CPU is about half its wall time
     (each file timed alone: docs/benchmarks.md), so two passes left a core idle while
-    their tests waited on processes; a model of the passes sharing two cores, from those
-    timings, ends as soon as the CPU allows from five or six passes on."""
-    return 3 * (os.cpu_count() or 1)
+    their tests waited on processes; a model of passes sharing two cores, from those
+    timings, ends as soon as the CPU allows from six passes on, and eight let the
+    portable backend's long files (the guard's 200 random rounds in CI) have two."""
+    return 4 * (os.cpu_count() or 1)
 
 
 def stale(seconds: dict[str, float], files: Iterable[str]) -> tuple[list[str], list[str]]:
