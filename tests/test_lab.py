@@ -7,6 +7,7 @@ verdicts live here, in the test, never in the lab: the lab only measures.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,3 +165,35 @@ def test_the_summary_says_each_fix_of_the_real_lab_once_with_no_pid_to_act_on(
         assert flat.count(" ".join(step.split())) == 1, step
         assert "pid " not in step, step
     assert flat.count("If you cannot change it, launch it behind the guard") == 1
+
+
+def test_the_node_fixture_folder_is_refreshed_whole_and_only_where_it_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1. A fixture file equal to the package's is left as it is (not rewritten: a Node
+    process of another lab may be reading it); 2. one that differs is replaced by a new
+    file renamed over it (a new inode: a reader sees the old file or the new one, never
+    a half-written one); 3. no temporary file is left."""
+    from mcp_tether.lab import node_env
+
+    if node_env.missing_tools():
+        pytest.skip(node_env.missing_tools() or "")
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, text in (("package.json", '{"v": 1}'), ("package-lock.json", "{}"),
+                       ("server.mjs", "// 1")):
+        (src / name).write_text(text)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    dest = node_env.cache_dir(src, "fixtures")
+    (dest / "node_modules").mkdir(parents=True)
+    (dest / "node_modules" / ".mcp-tether-installed").touch()  # installed: no npm ci
+    assert node_env.ensure(quiet=True, src=src, name="fixtures") == dest
+    inode = (dest / "package.json").stat().st_ino
+    node_env.ensure(quiet=True, src=src, name="fixtures")
+    assert (dest / "package.json").stat().st_ino == inode
+    (src / "package.json").write_text('{"v": 2}')
+    node_env.ensure(quiet=True, src=src, name="fixtures")
+    assert (dest / "package.json").read_text() == '{"v": 2}'
+    assert (dest / "package.json").stat().st_ino != inode
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "node_modules", "package-lock.json", "package.json", "server.mjs"]

@@ -2,8 +2,11 @@
 
 The package ships package.json, package-lock.json and the .mjs fixtures; on first use
 they are copied to `$XDG_CACHE_HOME/mcp-tether/node-fixtures-<lock hash>` and `npm ci`
-installs exactly the locked versions there. Fixture files are re-copied every time so
-an upgrade of mcp-tether never runs stale fixtures.
+installs exactly the locked versions there. Fixture files are made equal to the
+package's on every use, so an upgrade of mcp-tether never runs stale fixtures; one that
+differs is replaced whole (a new file renamed over it), never rewritten in place: a Node
+process of another lab reading it meanwhile (its package.json, say) never sees it
+half-written.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def ensure(*, quiet: bool = False, src: Path = SRC, name: str = "node-fixtures")
     dest.mkdir(parents=True, exist_ok=True)
     for f in src.iterdir():
         if f.suffix in (".mjs", ".cjs", ".json") and f.is_file():
-            shutil.copy2(f, dest / f.name)
+            _refresh(f, dest / f.name)
     marker = dest / "node_modules" / ".mcp-tether-installed"
     if marker.exists():
         return dest
@@ -62,6 +65,20 @@ def ensure(*, quiet: bool = False, src: Path = SRC, name: str = "node-fixtures")
             _install(dest, quiet)
             marker.touch()
     return dest
+
+
+def _refresh(src: Path, dest: Path) -> None:
+    """`dest` made a copy of `src`: untouched when it already is one, else replaced."""
+    data = src.read_bytes()
+    try:
+        if dest.read_bytes() == data:
+            return
+    except OSError:
+        pass  # missing or unreadable: replaced below
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
+    tmp.write_bytes(data)
+    shutil.copystat(src, tmp)
+    os.replace(tmp, dest)
 
 
 def _install(dest: Path, quiet: bool) -> None:
