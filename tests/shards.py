@@ -239,7 +239,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["plan"] and len(argv) <= 2:
         wanted = argv[1] if len(argv) == 2 and argv[1] else str(default_passes())
         if not wanted.isdigit() or int(wanted) < 1:
-            print(f"tests/run: {wanted!r} passes: a whole number above 0, please",
+            print(f"tests/run: MCP_TETHER_PASSES={wanted!r}: a whole number above 0, please",
                   file=sys.stderr)
             return 2
         seconds = {b: seconds_on(b) for b in BACKENDS}
