@@ -16,6 +16,9 @@
 // - `POSIX`: sessions, process groups and signals to a group: the transport starts its
 //   server detached (a session of its own) behind a supervisor. On Windows it starts the
 //   server itself, hidden, and no supervisor is looked for.
+// - `ENDPOINTS` (Linux): the reader of a process's terminals, pipes and sockets and of who
+//   holds their far ends (lib/endpoints.cjs), for what a tree kill leaves (lib/leave.cjs);
+//   null elsewhere (nothing is then left for being in use or a terminal: unknown).
 // - `GUARD_AUTO` (Linux): `supervisor: "auto"` picks `mcp-tether run` (the Python guard, a
 //   subreaper) when it is on PATH; elsewhere the Node watchdog.
 // - `INHERITED_ENV_VARS`: the environment a server gets when the host gives none (sudo's
@@ -41,6 +44,7 @@ function ancestry() {
 module.exports = {
   NAME,
   PROCFS: LINUX,
+  ENDPOINTS: LINUX ? require('./endpoints.cjs') : null,
   ANCESTRY: ancestry(),
   POSIX: !WINDOWS,
   GUARD_AUTO: LINUX,

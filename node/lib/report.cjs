@@ -8,8 +8,9 @@
 //   ran through tether(), written after the descendants' ladder and before the exit:
 //   `{"version":1,"pid":N,"start":"<stat field 22>"|null,"reason":"stdin-end",
 //   "status":0,"children":{"found":N,"ended_by":"sigterm"|"sigkill"|"none"|
-//   "none-found"|"unknown","survivors":[{pid,start}]}}` ("none": something outlived
-//   SIGKILL; "unknown": this platform cannot list descendants).
+//   "none-found"|"unknown","survivors":[{pid,start}],"left":[{pid,start,why}]}}`
+//   ("none": something outlived SIGKILL; "unknown": this platform cannot list
+//   descendants; `left`: what was left running for the user, lib/leave.cjs's `why`).
 // - One synchronous write with O_APPEND (lines of one file from several processes of
 //   one tree do not interleave); a file that cannot be written costs one debug line.
 // - Never stdout; the variable stays in the environment (a tethered child writes its own
