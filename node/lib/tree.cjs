@@ -66,7 +66,7 @@ class Tree {
     // in NAME (a comma-separated list) descends from the tree, even if its parent is gone.
     this.mark = mark;
     this.leader = leader; // {pid, start} of the group's leader (pid === pgid), if known
-    this.members = new Map(); // pid -> {pid, start, pgid}
+    this.members = new Map(); // pid -> {pid, start, pgid, sid}
     this.left = new Map(); // pid -> what lib/leave.cjs decided: out of the tree for good
     if (includeRoot && root) this.members.set(root.pid, { ...root });
   }
@@ -106,7 +106,7 @@ class Tree {
       known.pgid = st.pgid;
       return false;
     }
-    this.members.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid });
+    this.members.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid, sid: st.sid });
     return true;
   }
 

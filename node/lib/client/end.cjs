@@ -86,10 +86,11 @@ async function awaitSupervisor(child, { kind, ident, graceMs, termMs, signalFirs
   const budget = (signalFirst ? 0 : graceMs) + termMs + KILL_WAIT_MS + SAFETY_MARGIN_MS;
   if (await waitExit(child, budget)) return;
   // The supervisor is stuck (stopped, traced, a bug): SIGKILL it and its tree, but for
-  // what its server (the supervisor's first child) detached for its user.
+  // what its server detached for its user. The server is the oldest session leader under
+  // the supervisor (started in a session of its own; the guard's own processes are not).
   const tree = new Tree(ident, { includeRoot: true });
   tree.full();
-  const server = [...tree.members.values()].filter((m) => m.pid !== ident.pid)
+  const server = [...tree.members.values()].filter((m) => m.pid !== ident.pid && m.sid === m.pid)
     .sort((a, b) => Number(a.start) - Number(b.start) || a.pid - b.pid)[0];
   if (server) leaveUsers(tree, server);
   const stuck = [...tree.members.values()].map(({ pid, start }) => ({ pid, start }));
