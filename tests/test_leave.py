@@ -7,7 +7,9 @@ setsid helper, a daemonized grandchild, shells on pseudo-terminals (`script`, `p
 and `setsid -f script` (pseudo-terminal masters, nowhere to attach). Behind the guard
 (`mcp-tether run`), under the helper (`mcp_tether.tethered`) and through the host client
 (`mcp_tether.client.spawn`): the user's are left and named (stderr, the guard's report),
-the rest ends. What a test leaves is killed at its end, by identity.
+the rest ends. The Node package's twin (node/test/leave.test.mjs: tether(), the preload,
+mcp-tether/client behind each supervisor) runs from here too. What a test leaves is
+killed at its end, by identity.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ pytestmark = [
     pytest.mark.skipif(not all(shutil.which(t) for t in ("tmux", "script", "setsid")),
                        reason="needs tmux, script and setsid"),
 ]
-SERVER = str(Path(__file__).parent / "servers" / "leave_server.py")
+REPO = Path(__file__).resolve().parents[1]
+SERVER = str(REPO / "tests" / "servers" / "leave_server.py")
 FAST = ["--grace", "0.3", "--term-grace", "0.3"]
 DEADLINE = 30.0
 OWN_WORK = ["child", "nohup", "setsid", "double", "script", "ptyfork", "detached-script"]
@@ -320,3 +323,21 @@ def test_the_host_client_leaves_the_users_processes_and_ends_the_servers(
     named = {int(m[1]) for m in re.finditer(r"left (\d+) ", err)}
     assert {tmux.pid, kept.pid} <= named, err
     assert {i for i in tree if compare(i) == SAME} == {i for i in tree if i.pid in named}, err
+
+
+# -- the Node package ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_the_node_packages_leave_tests_pass_with_every_supervisor() -> None:
+    """`node --test test/leave.test.mjs` (tether(), the preload, mcp-tether/client behind
+    the watchdog, the guard and none), with the guard's console script on PATH."""
+    bindir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    out = subprocess.run(["node", "--test", "test/leave.test.mjs"], cwd=REPO / "node",
+                         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+                         env=env)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "# fail 0" in out.stdout and "# skipped 0" in out.stdout, out.stdout[-2000:]
