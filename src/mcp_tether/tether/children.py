@@ -62,13 +62,14 @@ def release() -> None:
 def end_children(budget: float) -> str | None:
     """End every live descendant; a short summary for the exit line, None when none."""
     from mcp_tether.proc.end import Tree, end_tree
-    from mcp_tether.proc.leave import decide
 
     tree = Tree(group=None)
     members = tree.members_now()
     if not members:
         tree.reap()
         return None
+    from mcp_tether.proc.leave import decide  # only with children to decide on
+
     tree.leave(decide(members, root=os.getpid(), server_sid=os.getsid(0)))
     _name_left(tree)
     if not tree.members_now():
