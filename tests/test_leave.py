@@ -140,10 +140,12 @@ class Outsider:
     """A second, still-running server outside the first one's tree, connected to its
     daemon: a live user of it."""
 
-    def __init__(self, folder: Folder) -> None:
-        code = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]);"
+    def __init__(self, folder: Folder, tcp: bool = False) -> None:
+        code = ("import socket, sys; a = sys.argv[1]; s = socket.socket(*(() if a.isdigit() else"
+                " (socket.AF_UNIX,))); s.connect(('127.0.0.1', int(a)) if a.isdigit() else a);"
                 " print('up', flush=True); sys.stdin.read()")
-        self.proc = subprocess.Popen([sys.executable, "-c", code, f"{folder}/daemon.sock"],
+        where = Path(folder.path, "tcp.port").read_text() if tcp else f"{folder}/daemon.sock"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, where],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self.proc.stdout is not None and self.proc.stdout.readline() == b"up\n"
 
@@ -196,6 +198,22 @@ def test_the_guard_leaves_a_daemon_a_second_live_server_uses(folder: Folder) -> 
         outsider.close()
 
 
+def test_the_guard_leaves_a_daemon_a_second_server_uses_over_loopback_tcp(folder: Folder) -> None:
+    """The same over TCP on 127.0.0.1: the connection the daemon accepted has its far end in
+    the second server, found through this machine's TCP table."""
+    run = guarded(folder, "tcp-daemon")
+    daemon = folder.pid("tcp-daemon")
+    outsider = Outsider(folder, tcp=True)
+    try:
+        err = run.close()
+        folder.keep.add(daemon)
+        assert compare(daemon) == SAME, err
+        assert f"in use by {outsider.proc.pid} (python" in run.left()[daemon.pid], err
+        assert "over a TCP connection" in err
+    finally:
+        outsider.close()
+
+
 def test_the_guard_leaves_an_opted_out_child_in_its_group_and_still_ends_the_rest(
         folder: Folder) -> None:
     """An `outside_tether()` child left in the server's process group: the guard sends no
@@ -241,7 +259,7 @@ def test_a_used_daemon_on_the_protocol_channel_is_taken_for_the_server_and_ends(
     """The same daemon, used by a second server, but on the server's stdin and stdout:
     whatever holds the protocol channel is the server (behind a launcher), never left."""
     run = guarded(folder, "stdio-daemon")
-    daemon = folder.pid("daemon")
+    daemon = folder.pid("stdio-daemon")
     outsider = Outsider(folder)
     try:
         err = run.close()

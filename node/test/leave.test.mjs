@@ -89,10 +89,12 @@ async function withFolder(fn) {
   }
 }
 
-/** A second server outside the first one's tree, connected to its daemon. */
-async function outsider(folder) {
-  const code = "const c = require('net').connect(process.argv[1], () => console.log('up')); process.stdin.on('end', () => c.end()); process.stdin.resume();";
-  const p = spawn(process.execPath, ["-e", code, join(folder.path, "daemon.sock")], { stdio: ["pipe", "pipe", "inherit"] });
+/** A second server outside the first one's tree, connected to its daemon (over loopback
+ * TCP with `tcp`). */
+async function outsider(folder, { tcp = false } = {}) {
+  const code = "const a = process.argv[1]; const c = require('net').connect(/^\\d+$/.test(a) ? { port: Number(a), host: '127.0.0.1' } : a, () => console.log('up')); process.stdin.on('end', () => c.end()); process.stdin.resume();";
+  const where = tcp ? readFileSync(join(folder.path, "tcp.port"), "utf8") : join(folder.path, "daemon.sock");
+  const p = spawn(process.execPath, ["-e", code, where], { stdio: ["pipe", "pipe", "inherit"] });
   let out = "";
   p.stdout.on("data", (d) => { out += d; });
   await until(() => out.includes("up"), "the second server connected");
@@ -141,6 +143,22 @@ test("tether(): tmux, a daemon a second server uses and an outsideTether() child
     await second.close();
   }
 }));
+
+test("tether(): a daemon a second server uses over loopback TCP is left and named",
+  { skip: SKIP }, () => withFolder(async (folder) => {
+    const run = await serve(folder, ["tether", "tcp-daemon", "child"]);
+    const daemon = folder.pid("tcp-daemon");
+    folder.keep.push(daemon);
+    const second = await outsider(folder, { tcp: true });
+    try {
+      const { stderr } = await run.close();
+      assert.match(named(stderr).get(daemon.pid) || "",
+        new RegExp(`in use by ${second.pid} \\(node\\) over a TCP connection`), stderr);
+      onlyNamedLeft(run.tree, named(stderr));
+    } finally {
+      await second.close();
+    }
+  }));
 
 test("tether(): helpers, a daemonized grandchild, pty shells and an unused daemon still end",
   { skip: SKIP }, () => withFolder(async (folder) => {

@@ -10,6 +10,7 @@ it is a plain program (run it behind `mcp-tether run`). What it starts, for the 
   daemon     `setsid -f` a daemon listening on DIR/daemon.sock, stdio on /dev/null
   stdio-daemon  the same daemon, on the server's own stdin and stdout (the protocol
              channel: it is taken for the server, and ends)
+  tcp-daemon the same daemon on a loopback TCP port (DIR/tcp.port)
   outside    `sleep` in a session of its own, kept out with `outside_tether()`
   outside-group  the same, left in the server's process group
 and for its own work (each must end with it):
@@ -32,8 +33,14 @@ import time
 
 DAEMON = """
 import os, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1])
+if sys.argv[1].startswith("tcp:"):  # on a loopback port of its own choosing, written there
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    with open(sys.argv[1][4:], "w") as fh:
+        fh.write(str(s.getsockname()[1]))
+else:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(sys.argv[1])
 s.listen()
 conns = []
 with open(sys.argv[2] + ".tmp", "w") as fh:
@@ -61,11 +68,12 @@ def start(what: str, d: str) -> None:
         env = {k: v for k, v in os.environ.items() if k != "TMUX"}
         subprocess.run(["tmux", "-S", f"{d}/tmux.sock", "new", "-d", "sleep 600"], env=env,
                        stdin=NULL, stdout=NULL, check=True)
-    elif what in ("daemon", "stdio-daemon"):
-        null = NULL if what == "daemon" else None
-        subprocess.run(["setsid", "-f", sys.executable, "-c", DAEMON, f"{d}/daemon.sock",
-                        f"{d}/daemon.pid"], stdin=null, stdout=null, stderr=NULL, check=True)
-        wait_for(f"{d}/daemon.pid")
+    elif what in ("daemon", "stdio-daemon", "tcp-daemon"):
+        null = None if what == "stdio-daemon" else NULL
+        where = f"tcp:{d}/tcp.port" if what == "tcp-daemon" else f"{d}/daemon.sock"
+        subprocess.run(["setsid", "-f", sys.executable, "-c", DAEMON, where, f"{d}/{what}.pid"],
+                       stdin=null, stdout=null, stderr=NULL, check=True)
+        wait_for(f"{d}/{what}.pid")
     elif what in ("outside", "outside-group"):
         p = subprocess.Popen(sleep, env=mcp_tether.outside_tether(), stdin=NULL,
                              start_new_session=what == "outside")

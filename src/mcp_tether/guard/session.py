@@ -219,10 +219,13 @@ class _Session:
         assert self.tree is not None and self.server is not None
         if self.tree.empty():
             return
-        from mcp_tether.proc.leave import decide  # only when something is left to end
+        members = self.tree.members_now()
+        if all(m.pid == self.server.pid for m in members):
+            return  # the server alone: it is never its user's
+        from mcp_tether.proc.leave import decide  # only when the server has a tree
 
-        self.tree.leave(decide(self.tree.members_now(), root=os.getpid(),
-                               server_sid=self.server.pid, known=self.tree.seen))
+        self.tree.leave(decide(members, root=os.getpid(), server_sid=self.server.pid,
+                               known=self.tree.seen))
 
     def begin_stop(self, reason: str, stdin_fd: int) -> None:
         """The ladder is next: take over from a launcher that left just before the
