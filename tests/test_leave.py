@@ -31,11 +31,9 @@ from mcp_tether.guard.report import REPORT_ENV, ReportPipe
 from mcp_tether.proc import SAME, ProcessId, compare, descendants, identify, signal_process
 from polling import until
 
-pytestmark = [
-    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux: /proc, tmux"),
-    pytest.mark.skipif(not all(shutil.which(t) for t in ("tmux", "script", "setsid")),
-                       reason="needs tmux, script and setsid"),
-]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="Linux: /proc, tmux")
+TOOLS = ("tmux", "script", "setsid", "ss")  # ss: the Node package's unix socket peers
 REPO = Path(__file__).resolve().parents[1]
 SERVER = str(REPO / "tests" / "servers" / "leave_server.py")
 FAST = ["--grace", "0.3", "--term-grace", "0.3"]
@@ -72,6 +70,15 @@ class Folder:
             signal_process(ident, signal.SIGKILL)
         until(lambda: all(compare(i) != SAME for i in doomed), "the leftovers gone", DEADLINE)
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _tools() -> None:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing and os.environ.get("CI") == "true":
+        pytest.fail(f"{', '.join(missing)} missing (CI installs them: .ci/run)")
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
 
 
 @pytest.fixture

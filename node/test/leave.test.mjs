@@ -18,7 +18,7 @@ const FIXTURE = join(PKG, "test", "fixtures", "leave.cjs");
 const REGISTER = join(PKG, "register.cjs");
 const has = (tool) => { try { execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" }); return true; } catch { return false; } };
 const SKIP = process.platform !== "linux" ? "Linux only" :
-  ["tmux", "script", "setsid"].every(has) ? false : "needs tmux, script and setsid";
+  ["tmux", "script", "setsid", "ss"].every(has) ? false : "needs tmux, script, setsid and ss";
 const GUARD = has("mcp-tether");
 const OWN_WORK = ["child", "setsid", "double", "script", "detached-script"];
 
