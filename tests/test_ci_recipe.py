@@ -1,8 +1,9 @@
 """docs/ci.md's workflow, run end to end here as a runner would run it.
 
-The server's repository is made as the docs say: `npm pack` of node/ committed under
-vendor/, `npm install ./vendor/mcp-tether-<version>.tgz` (package.json then says
-`file:vendor/...`, which resolves inside the repository). A "runner" then gets a fresh
+The server's repository is made with the page's own lines (tests/doc_recipes.py reads
+them from docs/ci.md): `npm pack` of node/ committed under vendor/, `npm install
+./vendor/mcp-tether-<version>.tgz` (package.json then says `file:vendor/...`, which
+resolves inside the repository), `git add`. A "runner" then gets a fresh
 copy of the repository's files only (no node_modules, no mcp-tether checkout beside it),
 runs the workflow's `npm ci`, and the action's steps (tests/test_action.py's runner, the
 action checked out at this repository, as `uses: OWNER/mcp-tether@REF` fetches it).
@@ -21,16 +22,16 @@ from pathlib import Path
 import pytest
 
 import node_tether_env
+from doc_recipes import recipes
 from mcp_tether.lab import node_env
 from test_action import run_action
+from test_install_recipes import run_recipe
 
 pytestmark = [
     pytest.mark.skipif(node_env.missing_tools() is not None, reason="needs node and npm"),
     pytest.mark.slow,
 ]
 REPO = Path(__file__).resolve().parents[1]
-# The files a server's repository commits (no node_modules).
-COMMITTED = ("package.json", "package-lock.json", "vendor", "server.mjs")
 
 
 def _npm(args: list[str], cwd: Path) -> None:
@@ -49,18 +50,24 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("package.json", "package-lock.json"):
         shutil.copy2(REPO / "tests" / "node" / name, dev / name)
     shutil.copy2(fx / "server.mjs", dev / "server.mjs")
-    # The docs' lines, as written: pack into vendor/, install the tarball.
-    (dev / "vendor").mkdir()
-    _npm(["pack", str(REPO / "node"), "--pack-destination", "vendor"], dev)
+    # The page's lines, copied from it (not retyped): pack into vendor/, install the
+    # tarball, `git add` what the repository commits.
+    subprocess.run(["git", "init", "-q"], cwd=dev, check=True, stdin=subprocess.DEVNULL)
+    (recipe,) = [r for r in recipes() if r.where.startswith("docs/ci.md ")]
+    run_recipe(recipe, dev, tmp_path_factory.mktemp("clone"))
     (tarball,) = (dev / "vendor").glob("mcp-tether-*.tgz")
-    _npm(["install", f"./vendor/{tarball.name}"], dev)
     deps = json.loads((dev / "package.json").read_text())["dependencies"]
     assert deps["mcp-tether"] == f"file:vendor/{tarball.name}", deps
+    # The runner's checkout: what the repository tracks (the recipe's `git add`, and the
+    # server's own file), nothing else.
+    subprocess.run(["git", "add", "server.mjs"], cwd=dev, check=True, stdin=subprocess.DEVNULL)
+    tracked = subprocess.run(["git", "ls-files"], cwd=dev, check=True, capture_output=True,
+                             text=True, stdin=subprocess.DEVNULL).stdout.split()
+    assert {"package.json", "package-lock.json", f"vendor/{tarball.name}"} <= set(tracked)
     runner = tmp_path_factory.mktemp("runner") / "work"
-    runner.mkdir()
-    for name in COMMITTED:
-        src = dev / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, runner / name)
+    for name in tracked:
+        (runner / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dev / name, runner / name)
     _npm(["ci"], runner)  # the workflow's install step
     assert (runner / "node_modules" / "mcp-tether" / "register.mjs").exists()
     return runner

@@ -264,7 +264,9 @@ def test_a_python_server_that_exited_in_the_window_leaving_children_is_told_they
          "survivors": [{"pid": 41, "cmdline": "python kid.py", "evidence": {}},
                        {"pid": 42, "cmdline": "python grand.py", "evidence": {}}]}
     text = diagnose(r, argv)
-    assert text is not None and "wrapper" not in text and "left its descendant" in text
+    assert text is not None and "wrapper" not in text and "does not exit" not in text.lower()
+    assert text.startswith("The server process exited on its client's exit, but its "
+                           "children `python kid.py`, `python grand.py` survived."), text
     fix = remedy(r, argv, [Transport(language="python", state="sdk", package="mcp")])
     assert fix is not None and "mcp_tether.run(mcp)" in fix
     assert "child processes (python kid.py, python grand.py)" in fix
@@ -323,8 +325,9 @@ def _orphaned_child(**extra: object) -> dict[str, object]:
 def test_a_node_line_that_ran_and_left_children_is_not_told_it_runs_too_late() -> None:
     """1. the package's shutdown record says tether() ran: the diagnosis says so, not
     "too late", and the remedy is the guard, not the placement; 2. no record, the server
-    process itself exited, its child left: an older package, not the placement; 3. no
-    record and the server itself survived: the placement (too late)."""
+    process itself exited (not of a signal) and its child was left: it ended by another
+    path before the line took hold, the preload the fix, no word of updating a package;
+    3. no record and the server itself survived: the placement (too late)."""
     argv = ["node", "server.mjs"]
     found = Transport(language="node", state="sdk", package="@modelcontextprotocol/sdk",
                       version="1.32.2", tether="server.mjs imports 'mcp-tether'")
@@ -334,10 +337,11 @@ def test_a_node_line_that_ran_and_left_children_is_not_told_it_runs_too_late() -
     text, fix = diagnose(r, argv, [found]) or "", remedy(r, argv, [found]) or ""
     assert "Its tether() ran (shutdown on stdin-end" in text and "too late" not in text
     assert "launch the server behind the guard" in fix and "before any other" not in fix
-    r = _orphaned_child()
+    r = _orphaned_child(exit_status=0, signaled=False)
     text, fix = diagnose(r, argv, [found]) or "", remedy(r, argv, [found]) or ""
-    assert "ends the server process only" in text and "too late" not in text
-    assert "Update the Node package mcp-tether" in fix and "before any other" not in fix
+    assert "ended (status 0) without a shutdown through its tether()" in text
+    assert "too late" not in text and "predates" not in text
+    assert "NODE_OPTIONS=--import=mcp-tether/register" in fix and "update" not in fix.lower()
     r = _orphaned_child(survivors=[{"pid": 20, "evidence": {"alive": True}},
                                    {"pid": 30, "evidence": {"alive": True}}])
     assert "too late" in (diagnose(r, argv, [found]) or "")
@@ -386,3 +390,92 @@ def test_a_server_that_never_starts_does_not_pass_devnull() -> None:
            {"scenario": "devnull", "verdict": "exited", "passed": True, "exit_status": 0}]
     never_started(raw)
     assert raw[2]["verdict"] == "exited" and raw[2]["passed"] is True
+
+
+def test_a_survivors_children_are_named_as_pids_not_as_a_count() -> None:
+    """`children: 46` read as forty-six children: the evidence says `child pid 46`, and
+    `child pids 46, 47` for more than one."""
+    from mcp_tether.probe.describe import kept_alive
+
+    def line(children: list[int]) -> str:
+        return kept_alive({"pid": 45, "cmdline": "node server.js",
+                           "evidence": {"alive": True, "children": children}})
+
+    assert line([46]) == "pid 45 (node server.js) is alive: child pid 46"
+    assert line([46, 47]) == "pid 45 (node server.js) is alive: child pids 46, 47"
+    assert line([]) == "pid 45 (node server.js) is alive"
+
+
+def _record(**extra: object) -> dict[str, object]:
+    return {"version": 1, "pid": 20, "start": "500", "reason": "stdin-end", "status": 0,
+            "children": {"found": 0, "ended_by": "none-found", "survivors": []},
+            "armed": {"by": "tether()", "at": 100.0}, **extra}
+
+
+def _kid(**evidence: object) -> dict[str, object]:
+    return {"pid": 30, "cmdline": "sleep 901", "evidence": {"alive": True, **evidence}}
+
+
+def test_each_cause_of_a_child_out_of_a_tethers_reach_is_read_from_its_evidence() -> None:
+    """On the record a tether() wrote and the survivor's evidence: 1. the record's SIGKILL
+    survivor: outlived SIGKILL; 2. its mark in the environment: not found; 3. the server's
+    environment without the mark: started before tether() armed, even at the same clock
+    tick; 4. a start earlier than the arming: before; 5. neither the server's environment
+    nor the mark: an environment of its own; 6. the server's environment, started well
+    after: an environment copied before the arming; 7. nothing readable: no guess."""
+    from mcp_tether.probe.node_causes import BEFORE_ARMED, OWN_ENV, out_of_reach
+
+    killed = _record(children={"found": 1, "ended_by": "none",
+                               "survivors": [{"pid": 30, "start": "9"}]})
+    assert out_of_reach(_kid(), killed)[0] == "outlived SIGKILL"
+    assert out_of_reach(_kid(tether_marks=["20:500"]), _record())[0] == "not found"
+    same_tick = _kid(tether_marks=[], server_env=True, started_at=100.0)
+    assert out_of_reach(same_tick, _record())[0] == BEFORE_ARMED
+    assert out_of_reach(_kid(started_at=99.5), _record())[0] == BEFORE_ARMED
+    assert out_of_reach(_kid(tether_marks=[], server_env=False, started_at=105.0),
+                        _record())[0] == OWN_ENV
+    assert out_of_reach(_kid(tether_marks=[], server_env=True, started_at=105.0),
+                        _record())[0].startswith("started with an environment copied")
+    assert out_of_reach(_kid(), _record())[0] == "left its tree"
+    assert out_of_reach(_kid(tether_marks=["7:1"], server_env=True),
+                        _record())[0] == BEFORE_ARMED  # another tree's mark only
+
+
+def test_a_signal_that_killed_the_server_before_its_tether_is_told_apart() -> None:
+    """No record, the server loads mcp-tether and died of the signal sent to it: that
+    signal; an exit code (the server's own exit of 143), a record, or no mcp-tether at
+    all: not that."""
+    from mcp_tether.probe.node_causes import before_tether
+
+    ev = [{"t_ms": 5.0, "what": "spawn", "pid": 20, "role": "server", "cmd": "node s.mjs"},
+          {"t_ms": 50.0, "what": "sigterm", "pid": 20}]
+    r = {"events": ev, "exit_status": 143, "signaled": True}
+    assert before_tether(r, "s.mjs imports 'mcp-tether'") == "SIGTERM"
+    assert before_tether({**r, "signaled": None}, "x") == "SIGTERM"  # status 128+15 alone
+    assert before_tether({**r, "signaled": False}, "x") is None
+    assert before_tether({**r, "tether": [_record()]}, "x") is None
+    assert before_tether(r, None) is None
+    assert before_tether({**r, "exit_status": 130}, "x") is None
+
+
+def test_the_headline_says_what_survived_a_server_process_that_exited() -> None:
+    """A tethered server whose process exited on EOF: the first sentence names the child
+    and its cause, never "does not exit"; the remedy is the preload for a child started
+    before the arming, the environment for one started with its own."""
+    argv = ["node", "server.mjs"]
+    found = Transport(language="node", state="sdk", package="@modelcontextprotocol/sdk",
+                      version="1.32.2", tether="server.mjs imports 'mcp-tether'")
+    ev = [{"t_ms": 5.0, "what": "spawn", "pid": 20, "role": "server", "cmd": "node server.mjs"},
+          {"t_ms": 9.0, "what": "seen", "pid": 30, "ppid": 1, "cmd": "sleep 901"},
+          {"t_ms": 50.0, "what": "eof", "pid": 20},
+          {"t_ms": 60.0, "what": "exit", "pid": 20, "status": 0}]
+    r = {"scenario": "close", "host_style": "node", "verdict": "orphaned", "passed": False,
+         "events": ev, "tether": [_record()],
+         "survivors": [_kid(tether_marks=[], server_env=True, started_at=100.0)]}
+    text = diagnose(r, argv, [found]) or ""
+    assert explain_line(r | {"diagnosis": text}) == (
+        "The server process exited on stdin EOF, but its child `sleep 901` (started before "
+        "tether() armed) survived")
+    assert "NODE_OPTIONS=--import=mcp-tether/register" in (remedy(r, argv, [found]) or "")
+    r["survivors"] = [_kid(tether_marks=[], server_env=False, started_at=105.0)]
+    assert "`env: { ...process.env, ... }`" in (remedy(r, argv, [found]) or "")

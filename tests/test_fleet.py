@@ -263,25 +263,35 @@ def test_reap_textfile_without_watch_is_a_usage_error(
     assert not (tmp_path / "x.prom").exists()
 
 
-def test_the_janitor_counters_are_openmetrics_counters_that_keep_every_outcome() -> None:
-    """The counters parse as OpenMetrics counters (the family without `_total`, bytes
-    declared), every outcome is written even at 0 (an alert on an absent series
-    misfires), and the scan's gauges are all still there."""
-    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+def test_the_janitor_counters_keep_every_outcome_and_file_in_both_text_formats() -> None:
+    """The counters parse as counters in the Prometheus text format the textfile collector
+    reads (HELP and TYPE name the `_total` series) and in OpenMetrics (the family without
+    `_total`, bytes declared); every outcome and every written file is there even at 0
+    (an alert on an absent series misfires); the scan's gauges are all still there."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
+    from prometheus_client.parser import text_string_to_metric_families as prometheus
 
     from mcp_tether.scan.model import ScanResult
     from mcp_tether.scan.reap import REAP_OUTCOMES
     from mcp_tether.scan.render import render_openmetrics
+    from mcp_tether.scan.watch import WRITTEN_FILES
 
     result = ScanResult([], scanned=3, unreadable=0, hosts_running=[], config_errors=[],
                         elapsed=0.01)
-    plain = {f.name for f in text_string_to_metric_families(render_openmetrics(result))}  # type: ignore[no-untyped-call]  # its parser is untyped
-    text = render_openmetrics(result, reaped={"ended": 2}, reclaimed_bytes=4096)
-    fams = {f.name: f for f in text_string_to_metric_families(text)}  # type: ignore[no-untyped-call]  # its parser is untyped
-    assert plain < fams.keys()
-    reaped, reclaimed = fams["mcp_tether_reaped"], fams["mcp_tether_reclaimed_bytes"]
-    assert reaped.type == reclaimed.type == "counter" and reclaimed.unit == "bytes"
-    values = {s.labels["outcome"]: s.value for s in reaped.samples}
-    assert values == {o: (2 if o == "ended" else 0) for o in REAP_OUTCOMES}
-    assert [(s.name, s.value) for s in reclaimed.samples] == [
-        ("mcp_tether_reclaimed_bytes_total", 4096)]
+    plain = {f.name for f in om(render_openmetrics(result))}  # type: ignore[no-untyped-call]  # its parser is untyped
+    for dialect, parse in (("prometheus", prometheus), ("openmetrics", om)):
+        text = render_openmetrics(result, reaped={"ended": 2}, reclaimed_bytes=4096,
+                                  write_errors={"textfile": 3, "samples": 0}, dialect=dialect)
+        fams = {f.name: f for f in parse(text)}  # type: ignore[no-untyped-call]  # its parser is untyped
+        assert plain < fams.keys(), dialect
+        reaped, reclaimed = fams["mcp_tether_reaped"], fams["mcp_tether_reclaimed_bytes"]
+        errors = fams["mcp_tether_file_write_errors"]
+        assert reaped.type == reclaimed.type == errors.type == "counter", dialect
+        assert all(f.documentation for f in fams.values()), dialect
+        values = {s.labels["outcome"]: s.value for s in reaped.samples}
+        assert values == {o: (2 if o == "ended" else 0) for o in REAP_OUTCOMES}
+        assert [(s.name, s.value) for s in reclaimed.samples] == [
+            ("mcp_tether_reclaimed_bytes_total", 4096)]
+        assert {s.labels["file"]: s.value for s in errors.samples} == {
+            f: (3 if f == "textfile" else 0) for f in WRITTEN_FILES}
+    assert reclaimed.unit == "bytes"  # the OpenMetrics one, declared by its UNIT line

@@ -43,6 +43,8 @@ from polling import until
 pytestmark = pytest.mark.linux
 
 FAST = ["--grace", "0.3", "--term-grace", "0.3"]
+# For a server that exits by itself at EOF: a grace never waited when it does.
+ROOMY = ["--grace", "60", "--term-grace", "0.3"]
 DEADLINE = 10.0
 MINI = str(Path(__file__).parent / "servers" / "mini.py")
 
@@ -168,7 +170,7 @@ def test_a_server_exiting_by_itself_is_reported_and_never_sees_the_report_fd(
     """1. A server that exits on EOF with status 3; 2. the report says stdin-hangup,
     `self`, status 3, its pid; 3. the line round-trips; 4. the server saw neither the
     variable nor the pipe (by inode), though the guard held it."""
-    run = Run(tmp_path, "eof", 3)
+    run = Run(tmp_path, "eof", 3, ladder=ROOMY)
     server = run.ident()
     ino = os.fstat(run.pipe.read_fd).st_ino
     rc, report, err, out = run.end()

@@ -47,3 +47,21 @@ def test_a_verdicts_detail_names_what_else_was_left_and_the_layers() -> None:
         "; between the host and its server: pid 3 (sh -c server)")
     layers = "; between the host and its server: pid 3 (sh -c server)"
     assert named_left(s, others, "error") == layers
+
+
+def test_a_clean_rows_layers_say_whether_they_exited_by_themselves_or_were_left() -> None:
+    """A layer (the guard) that exited after the host reads `exited by itself ... N ms
+    after the host`, never "left"; one still running after the grace reads "also left";
+    a live host's own process "still running beside the live host"."""
+    s = State(layers=[{"pid": 153, "cmdline": "mcp-tether run -- srv"}], host_tree={153, 9})
+    guard = {"pid": 153, "cmdline": "mcp-tether run -- srv", "exit_ms": 180.0}
+    assert named_left(s, [guard], "clean") == (
+        "; exited by itself after the host: pid 153 (mcp-tether run -- srv), a layer the "
+        "host put before its server, 180 ms after the host"
+        "; between the host and its server: pid 153 (mcp-tether run -- srv)")
+    stuck = {**guard, "exit_ms": None}
+    assert "; also left: pid 153 (mcp-tether run -- srv), a layer" in \
+        named_left(s, [stuck], "clean")
+    own = {"pid": 9, "cmdline": "helper", "exit_ms": None, "host_lives": True}
+    assert named_left(s, [own], "clean").startswith(
+        "; still running beside the live host: pid 9 (helper), the host's own")

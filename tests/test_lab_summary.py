@@ -133,3 +133,18 @@ def test_markdown_and_html_say_each_fix_once_and_each_row_points_to_it() -> None
     assert legend(["node"]) in md and "[node] socketpair stdio" in md
     assert "robust = every row passed" in md and "spec = every spec row passed" in md
     assert escape(legend(["node"])) in page and "parent-death watch" in page
+
+
+def test_a_verdict_that_is_its_rows_expected_answer_says_so_where_it_is_counted() -> None:
+    """The idle rows' `alive` is a pass (the server still answers): the block's count
+    says it is the expected answer there; a leak's verdict is counted plainly."""
+    rows = [_row(f"T{i} python thread", "exit", "exited", [], block="tethered")
+            for i in range(3)]
+    idle = _row("T9 python thread", "idle", "alive", [], block="tethered")
+    idle.passed = True
+    leak = _row("T8 python thread", "close", "orphaned", [PY_FIX], block="tethered")
+    out = io.StringIO()
+    render_summary([*rows, idle, leak], ("tethered",), {}, out=out)
+    line = next(ln for ln in out.getvalue().splitlines() if ln.strip().startswith("5 rows:"))
+    assert line.strip() == ("5 rows: 3 exited, 1 alive (the idle rows: alive is the "
+                            "expected answer there, a pass), 1 orphaned"), line

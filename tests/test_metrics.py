@@ -1,13 +1,16 @@
 """`ps --format openmetrics` by the Prometheus conventions, read back by real parsers:
-prometheus_client's OpenMetrics parser, and Debian's prometheus-node-exporter with its
-textfile collector. Leaks are real (scan_lab: a client SIGKILLed under its server)."""
+prometheus_client's OpenMetrics parser, Debian's prometheus-node-exporter with its
+textfile collector, and `promtool check metrics` on the textfiles of `ps` and `reap
+--watch`. Leaks are real (scan_lab: a client SIGKILLed under its server)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families as prometheu
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.render import render_openmetrics
 from polling import until
-from scan_lab import DEADLINE, Lab, needs_proc, run_cli
+from scan_lab import DEADLINE, FAR_ENDS, Lab, needs_proc, run_cli
+from tools import needed
 
 pytestmark = [pytest.mark.linux, needs_proc]
 
@@ -110,12 +114,15 @@ def test_textfile_is_replaced_atomically_and_a_bad_folder_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     """1. --textfile writes the file (0644, for the exporter's user), nothing on stdout,
-    no temporary file left; 2. an old file is replaced whole; 3. a missing folder: exit 2."""
+    no temporary file left, in the Prometheus text format (no OpenMetrics `# EOF`);
+    2. an old file is replaced whole; 3. a missing folder: exit 2."""
     path = tmp_path / "mcp.prom"
     path.write_text("old\n")
     rc, out, _ = run_cli(capsys, "ps", "--textfile", str(path))
     assert rc == 0 and out == ""
-    assert path.read_text().endswith("# EOF\n") and "old" not in path.read_text()
+    text = path.read_text()
+    assert "old" not in text and "# EOF" not in text and text.endswith("\n")
+    assert "mcp_tether_servers" in {f.name for f in prometheus_text(text)}
     assert path.stat().st_mode & 0o777 == 0o644
     assert os.listdir(tmp_path) == ["mcp.prom"]
     rc, _, err = run_cli(capsys, "ps", "--textfile", str(tmp_path / "no" / "x.prom"))
@@ -174,3 +181,45 @@ def test_the_node_exporter_textfile_collector_serves_the_series(
     assert _value(fam["mcp_tether_servers"], state="leaked") >= 1
     assert _value(fam["mcp_tether_evidence_servers"], state="leaked", evidence="parent-gone") >= 1
     assert all(s.value == 1 for s in fam["mcp_tether_build_info"])
+
+
+def _promtool_clean(promtool: str, path: Path) -> None:
+    """`promtool check metrics` reads the file as the textfile collector does: no problem,
+    not even a lint warning (it prints them and exits 3)."""
+    p = subprocess.run([promtool, "check", "metrics"], stdin=path.open("rb"),
+                       capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout + p.stderr) == (0, ""), path.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.requires_linux_backend(FAR_ENDS)
+def test_the_textfiles_of_ps_and_reap_watch_pass_promtool_check_metrics_with_no_warning(
+    lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """1. Two real leaks of an identified server, one of them allowed; 2. `ps --textfile`
+    (and with --per-process) passes promtool; 3. `reap --watch --textfile` ends the other
+    and writes its counters (every family with HELP and TYPE, the counters named with
+    `_total`), which pass promtool too."""
+    promtool = needed("promtool")
+    for folder in ("a", "keep-me"):
+        lab.pair([sys.executable, str(lab.fake_server(f"{folder}/server.py",
+                                                      sdk_import=True))]).orphan()
+    for extra in ([], ["--per-process"]):
+        path = tmp_path / f"ps{len(extra)}.prom"
+        assert run_cli(capsys, "ps", "--textfile", str(path), *extra)[0] == 0
+        assert 'mcp_tether_servers{state="leaked"} 2' in path.read_text()
+        _promtool_clean(promtool, path)
+    prom = tmp_path / "watch.prom"
+    watcher = lab.popen(
+        [sys.executable, "-m", "mcp_tether", "reap", "--watch", "--yes", "--interval", "0.2",
+         "--min-age", "0", "--allow", "*keep-me*", "--grace", "5", "--textfile", str(prom)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    until(lambda: 'mcp_tether_reaped_total{outcome="ended"} 1' in (
+        prom.read_text() if prom.exists() else ""), "the watcher's file with the end", DEADLINE)
+    watcher.send_signal(signal.SIGTERM)
+    assert watcher.wait(DEADLINE) == 128 + signal.SIGTERM
+    text = prom.read_text()
+    for name in ("mcp_tether_reaped_total", "mcp_tether_reclaimed_bytes_total",
+                 "mcp_tether_file_write_errors_total"):
+        assert f"# HELP {name} " in text and f"# TYPE {name} counter" in text
+    _promtool_clean(promtool, prom)

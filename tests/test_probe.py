@@ -68,9 +68,11 @@ def test_the_stateless_handshake_is_used_when_initialize_is_refused() -> None:
 
 def test_a_call_in_flight_is_part_of_the_scenario() -> None:
     """--call sends a tool call right before the trigger: a server whose worker holds
-    the process until the call ends outlives a short window; without it, it exits."""
+    the process until the call ends outlives a short window; without it, it exits. (The
+    call outlasts the window and the horizon by far, a loaded machine's credit included:
+    the probe's clean-up ends it.)"""
     opts = {**FAST, "window": 0.5}
-    busy = probe([*PY, MINI], ProbeOptions(scenarios=("exit",), call=("sleep", {"seconds": 3}),
+    busy = probe([*PY, MINI], ProbeOptions(scenarios=("exit",), call=("sleep", {"seconds": 60}),
                                            **opts))
     assert verdicts(busy) == {"exit": "orphaned"}
     idle = probe([*PY, MINI], ProbeOptions(scenarios=("exit",), **opts))

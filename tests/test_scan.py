@@ -285,6 +285,31 @@ def test_reap_without_a_terminal_or_yes_refuses(
 
 
 @pytest.mark.requires_linux_backend(FAR_ENDS)
+def test_reap_asks_about_what_it_will_end_counted_in_words(
+    lab: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1. One leak, then two, and a person at a terminal who answers no: the question
+    names what is there ("this server tree", "these 2 server trees"), no container when
+    there is none; the plan counts processes and trees as such; 2. nothing is ended."""
+    from mcp_tether.scan import cli as scan_cli
+
+    asked: list[str] = []
+    monkeypatch.setattr(scan_cli, "_terminal", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "n")
+    monkeypatch.setattr(scan_cli.machine, "listing", lambda: (None, []))  # no engine here
+    first = lab.pair().orphan()
+    rc, _, err = run_cli(capsys, "reap", "--include", "guess", "--grace", "5")
+    assert rc == 0 and "nothing ended" in err
+    assert asked[-1].startswith("End this server tree (minimum age 0s"), asked
+    assert f"would end pid {first.pid} (1 process, " in err and "total: 1 tree, " in err
+    second = lab.pair().orphan()
+    run_cli(capsys, "reap", "--include", "guess", "--grace", "5")
+    assert asked[-1].startswith("End these 2 server trees (minimum age"), asked
+    assert not [q for q in asked if "container" in q or "(s)" in q]
+    assert compare(first) == SAME and compare(second) == SAME
+
+
+@pytest.mark.requires_linux_backend(FAR_ENDS)
 def test_reap_dry_run_shows_the_plan_and_ends_nothing(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -178,20 +178,31 @@ def test_a_survey_json_renders_again_without_probing(tmp_path: Path) -> None:
     assert "needs a service: needs postgres" in (tmp_path / "new.md").read_text()
 
 
-def test_a_survey_says_its_load_and_its_run_time_against_the_floor() -> None:
-    """The table's header gives the load average at the start and end, and the run time
-    as a ratio of its floor (probed servers x 3 probes x 15 s / jobs); rows that never
-    got to a probe (install failed) do not count toward the floor."""
-    from mcp_tether.survey import ServerResult, SurveyResult
+def test_a_survey_says_its_load_and_its_rows_and_runs_as_counted_from_its_rows() -> None:
+    """The table's header gives the load average at the start and end, the rows as the
+    table shows them (with results, did not start, cannot be installed...), and the run
+    time as a ratio of its floor: the probe runs the rows made (one per style a row got
+    to, a server that did not start stopping after one; two more per style whose
+    failures were run again) x 15 s / jobs."""
+    from mcp_tether.survey import Failure, ServerResult, SurveyResult
     from mcp_tether.survey.render import to_json, to_markdown
 
-    rows = [ServerResult("npm:a@1", "npm:a@1"), ServerResult("npm:b@1", "npm:b@1"),
+    styles = {"node": 1.0, "python": 1.0, "guarded": 1.0}
+    runs = [{"verdict": "orphaned", "passed": False, "load": 1.0}] * 3
+    rows = [ServerResult("npm:a@1", "npm:a@1", spec_pass={"node": True}, loads=styles),
+            ServerResult("npm:d@1", "npm:d@1", spec_pass={"node": False}, loads=styles,
+                         failures=[Failure("node", "close", "spec", "orphaned", "", "",
+                                           "repeats", runs)]),
+            ServerResult("npm:b@1", "npm:b@1", status="did-not-start", loads={"node": 1.0}),
             ServerResult("npm:c@1", "npm:c@1", status="install-failed")]
     result = SurveyResult(rows, 1.8e9, 60.0, 2, True, (0.41, 1.9))
-    assert result.probed == 2 and result.floor == 2 * 3 * 15.0 / 2
+    assert (result.first_runs, result.repeat_runs) == (7, 2)
+    assert result.floor == 9 * 15.0 / 2
     header = to_markdown(result).splitlines()[0]
+    assert "4 servers (2 with results, 1 did not start, 1 cannot be installed here)" in header
     assert "load average 0.41 at the start and 1.9 at the end" in header
-    assert "Floor (2 probed servers x 3 probes x 15 s / 2): 45 s; this run 1.33x." in header
+    assert ("Floor (9 probe runs: 7 first runs + 2 repeat runs of failures, x 15 s / 2): "
+            "68 s; this run 0.89x.") in header
     again = SurveyResult.from_dict(json.loads(to_json(result)))
     assert again.load == (0.41, 1.9) and again.seconds == 60.0
 

@@ -12,7 +12,7 @@ import pytest
 from mcp_tether.cli import main
 from mcp_tether.survey import SurveyResult, parse_list, rerun, run_survey
 from mcp_tether.survey.render import to_html, to_json, to_markdown
-from mcp_tether.survey.repeat import REPEATS, Run, busy, judge, repeat_failing
+from mcp_tether.survey.repeat import REPEATS, Run, busy, failed_verdict, judge, repeat_failing
 from package_fixtures import wheel
 
 MINI = (Path(__file__).resolve().parent / "servers" / "mini.py").read_text()
@@ -31,14 +31,32 @@ def _result(scenario: str, verdict: str, passed: bool) -> dict[str, Any]:
 
 
 def test_a_cell_is_judged_on_all_its_runs() -> None:
-    """1. Failed every time: repeats. 2. Passed once: flaky. 3. Only the first run got a
-    verdict: unrepeated (unknown, not a FAIL)."""
+    """1. Failed twice or more: repeats (a FAIL), a pass beside them included. 2. Failed
+    once, passed otherwise: flaky. 3. Only the first run got a verdict: unrepeated
+    (unknown, not a FAIL)."""
     fail, ok, err = Run("lingered", False, 1.0), Run("exited", True, 1.0), \
         Run("error", False, 9.0)
     assert judge([fail, fail, fail]) == "repeats"
     assert judge([fail, err, fail]) == "repeats"
-    assert judge([fail, ok, fail]) == "flaky"
+    assert judge([fail, ok, fail]) == "repeats"
+    assert judge([fail, fail, ok]) == "repeats"
+    assert judge([fail, ok, ok]) == "flaky"
+    assert judge([fail, ok, err]) == "flaky"
     assert judge([fail, err, err]) == "unrepeated"
+
+
+def test_a_fail_cell_is_named_by_what_its_failing_runs_did() -> None:
+    """The verdict the failing runs share; mixed, the worst (a tree left running before one
+    the ladder ended, before one gone by itself late): `lingered` only when every failing
+    run lingered."""
+    def runs(*verdicts: str) -> list[Run]:
+        return [Run(v, v == "exited", 1.0) for v in verdicts]
+
+    assert failed_verdict(runs("lingered", "lingered", "exited"), "lingered") == "lingered"
+    assert failed_verdict(runs("lingered", "orphaned", "lingered"), "lingered") == "orphaned"
+    assert failed_verdict(runs("killed", "terminated"), "killed") == "killed"
+    assert failed_verdict(runs("orphaned", "error"), "orphaned") == "orphaned"
+    assert failed_verdict([], "killed") == "killed"
 
 
 def test_every_failing_scenario_is_run_again_with_the_load_before_each_run() -> None:
@@ -158,3 +176,78 @@ def test_a_failure_the_sdk_host_did_not_confirm_says_so_beside_it() -> None:
     line = next(ln for ln in to_markdown(SurveyResult.from_dict(doc)).splitlines()
                 if ln.startswith("| az |"))
     assert "| pass / FAIL | — |" in line
+
+
+REPO = Path(__file__).resolve().parents[1]
+SAVED = REPO / "docs" / "survey-table.json"
+
+
+def _cell_runs(verdicts: list[str]) -> list[dict[str, Any]]:
+    return [{"verdict": v, "passed": v == "exited", "load": 1.0} for v in verdicts]
+
+
+def test_a_saved_row_is_worded_by_todays_rule_in_every_column() -> None:
+    """A row saved when a pass made any failure flaky: read back, its 2-of-3 cells are
+    FAILs (failures list, level, `kill PID` LEFT), its 1-of-3 cell stays flaky (`kill
+    PID` flaky), a cell whose failing runs all lingered reads `lingered`, never LEFT; the
+    servers x hosts table reads the same cells the same way."""
+    from mcp_tether.survey import ServerResult
+    from mcp_tether.survey.hosts import HostEvent, HostLadder, derive, judged_verdicts
+    from mcp_tether.survey.render import cells
+
+    def cell(style: str, scenario: str, level: str, runs: list[str]) -> dict[str, Any]:
+        return {"style": style, "scenario": scenario, "level": level, "verdict": runs[0],
+                "diagnosis": "d", "remedy": "r", "repeated": "flaky", "runs": _cell_runs(runs)}
+
+    row = ServerResult.from_dict({
+        "label": "x", "spec": "npm:x", "status": "ok",
+        "spec_pass": {"node": True, "python": True}, "robust_pass": {"node": True, "python": True},
+        "verdicts": {"node": {"close": "orphaned", "sigterm-pid": "lingered", "crash": "lingered"},
+                     "python": {"close": "exited", "sigterm-pid": "orphaned"}},
+        "failures": [{**cell("node", "sigterm-pid", "robust", ["lingered"] * 3),
+                      "repeated": "repeats"}],
+        "flaky": [cell("node", "close", "spec", ["orphaned", "exited", "orphaned"]),
+                  cell("node", "crash", "spec", ["lingered", "exited", "exited"]),
+                  cell("python", "sigterm-pid", "robust", ["orphaned", "orphaned", "exited"])]})
+    assert {(f.style, f.scenario) for f in row.failures} == \
+        {("node", "sigterm-pid"), ("node", "close"), ("python", "sigterm-pid")}
+    assert [(f.scenario, f.repeated) for f in row.flaky] == [("crash", "flaky")]
+    assert row.spec_pass == {"node": False, "python": True}
+    assert row.robust_pass == {"node": False, "python": False}
+    words = cells(row)
+    assert words[6:9] == ["FAIL / pass", "FAIL / FAIL", "lingered / LEFT"], words
+    assert "flaky: node crash" in words[-1] and "python: sigterm-pid" in words[-1]
+    judged = judged_verdicts(row)
+    assert judged["node"] == {"close": "orphaned", "sigterm-pid": "lingered", "crash": "flaky"}
+    host = HostLadder("h", "node", "test", {"sigkill": HostEvent("server-left", "EOF")})
+    assert derive(judged, host, "sigkill").state == "flaky"
+
+
+def test_the_published_table_is_its_json_read_by_the_one_rule() -> None:
+    """docs/survey-table.{json,md,html} as published are the saved JSON rendered by this
+    code (rendering them again changes nothing); in them `@browsermcp/mcp`'s python
+    `sigterm-pid` (orphaned, orphaned, exited) is a FAIL with `kill PID` LEFT, and
+    `@zereight/mcp-gitlab`'s node `kill PID` (lingered 3 of 3) reads `lingered`; no cell
+    failing twice is flaky, no flaky cell failed twice; the header's counts are the
+    rows'."""
+    from mcp_tether.survey.render import cells
+
+    result = SurveyResult.from_dict(json.loads(SAVED.read_text()))
+    assert to_json(result) == SAVED.read_text()
+    assert to_markdown(result) == SAVED.with_suffix(".md").read_text()
+    assert to_html(result) == SAVED.with_suffix(".html").read_text()
+    rows = {r.label.rpartition("@")[0]: r for r in result.rows}  # without the version
+    browser, gitlab = rows["npm:@browsermcp/mcp"], rows["npm:@zereight/mcp-gitlab"]
+    assert [f.repeated for f in browser.failures
+            if (f.style, f.scenario) == ("python", "sigterm-pid")] == ["repeats"]
+    assert cells(browser)[8] == "ends / LEFT"
+    assert cells(gitlab)[8] == "lingered / LEFT"
+    for r in result.rows:
+        for f in r.failures:
+            assert not f.runs or sum(not x["passed"] for x in f.runs) >= 2, (r.label, f)
+        for f in r.flaky:
+            assert sum(not x["passed"] for x in f.runs if x["verdict"] != "error") < 2
+    header = to_markdown(result).splitlines()[0]
+    shown = sum(1 for r in result.rows if cells(r)[6] != "—")
+    assert f"{len(result.rows)} servers ({shown} with results," in header
+    assert f"Floor ({result.probe_runs} probe runs" in header

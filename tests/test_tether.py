@@ -48,6 +48,12 @@ EXIT_DEADLINE = 30.0  # a ceiling for "exits at all" (a held server never would)
 # time (0.8 s of CPU) at a load average of 120 on this project's 2-core machine.
 STARTUP_CEILING = 120.0
 
+# What a test gives the helper, where the guarantee under test is not its deadline:
+# time enough that no step of a shutdown is cut on a loaded machine (the deadline and
+# the host window a drain must fit in, both generous; a test that passes waits none of
+# it). A test of a cut-off or a clamp sets its own.
+ROOMY = {"DEADLINE": "20", "HOST_WINDOW": "60"}
+
 # One server script for every SDK line; argv: SDK HOOK_LOG [options].
 SERVER = textwrap.dedent(
     '''
@@ -126,6 +132,9 @@ SERVER = textwrap.dedent(
 
     deadline = float(os.environ.get("DEADLINE", "1.0"))
     drain = os.environ.get("DRAIN")
+    if os.environ.get("HOST_WINDOW"):  # the test's room: no host's 2 s ladder here
+        import mcp_tether.tether.coordinator
+        mcp_tether.tether.coordinator.HOST_WINDOW = float(os.environ["HOST_WINDOW"])
     note("ready")
     mcp_tether.run(mcp, deadline=deadline, drain=None if drain is None else float(drain))
     '''
@@ -326,7 +335,7 @@ def spawn(tmp_path: Path) -> Iterator[Any]:
         n = len(started)
         stderr_path = tmp_path / f"stderr-{n}.txt"
         hook_log = tmp_path / f"hooks-{n}.txt"
-        full_env = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
+        full_env = {**os.environ, "PYTHONPATH": str(SRC), **ROOMY, **(env or {})}
         full_env.pop("MCP_TETHER_LOG", None)
         argv = [a.replace("{hooks}", str(hook_log)) for a in argv]
         with open(stderr_path, "wb") as err:
@@ -460,17 +469,18 @@ def test_a_lifespan_that_never_ends_is_cancelled_at_its_share_and_the_hooks_stil
     spawn: Any, server_script: Path
 ) -> None:
     """The lifespan's task group is never cancelled: after its share it is, hooks follow."""
-    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}", "stuck-lifespan"])
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}", "stuck-lifespan"],
+              env={"DEADLINE": "3"})
     s.handshake()
     s.close_stdin()
     status, took = s.wait()
     assert status == 0, s.stderr()
-    # Its share of the 1 s deadline is a third (two hooks follow), then the cancel: the
-    # share was waited (load only adds); the cancel is said below.
-    assert took >= 0.3, f"took {took:.3f} s"
+    # Its share of the 3 s deadline is a third (two hooks follow, a second each), then
+    # the cancel: the share was waited (load only adds); the cancel is said below.
+    assert took >= 1.0, f"took {took:.3f} s"
     assert s.hooks() == ["ready", "last", "first"]
     assert "client gone (stdin closed)" in s.stderr()
-    assert "server's own shutdown cancelled after its 0.33 s share" in s.stderr()
+    assert "server's own shutdown cancelled after its 1.00 s share" in s.stderr()
 
 
 def test_a_server_started_on_dev_null_exits_even_if_run_never_returns(
@@ -478,7 +488,7 @@ def test_a_server_started_on_dev_null_exits_even_if_run_never_returns(
 ) -> None:
     """stdin at /dev/null (nohup, a daemon): nobody can ever ask anything; it exits 0."""
     hook_log = tmp_path / "hooks.txt"
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "DEADLINE": "3"}  # a second per step
     proc = subprocess.Popen(
         [sys.executable, str(server_script), "mcp2", str(hook_log), "stuck-lifespan"],
         stdin=subprocess.DEVNULL,
@@ -556,7 +566,7 @@ def test_a_server_whose_client_is_killed_exits_although_eof_never_comes(
     doomed.write_text(DOOMED)
     hook_log = tmp_path / "hooks.txt"
     stderr_path = tmp_path / "stderr.txt"
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env = {**os.environ, "PYTHONPATH": str(SRC), **ROOMY}
     with open(stderr_path, "wb") as err:
         reaper = subprocess.Popen(
             [
@@ -680,7 +690,7 @@ def test_a_hung_hook_is_cut_off_at_its_share_and_the_next_hook_still_runs(
     py = _python_for(interpreters, sdk)
     s = spawn(
         [py, str(server_script), sdk, "{hooks}", "hang-hook"],
-        env={"DEADLINE": "0.6", "FASTMCP_SHOW_SERVER_BANNER": "0"},
+        env={"DEADLINE": "6", "FASTMCP_SHOW_SERVER_BANNER": "0"},
     )
     s.handshake()
     s.close_stdin()
@@ -811,15 +821,17 @@ NAP = {"name": "nap", "arguments": {"seconds": 0.3}}
 def test_drain_lets_a_call_in_flight_answer(
     spawn: Any, server_script: Path, interpreters: dict[str, str | None], sdk: str, trigger: str
 ) -> None:
-    """drain=1: a 0.3 s call in flight at SIGTERM or at stdin EOF is answered, then hooks run.
+    """drain=20: a 0.3 s call in flight at SIGTERM or at stdin EOF is answered, then hooks
+    run; the stderr line says the drain ended with the call answered.
 
     Without the drain both mcp lines cancel it the moment the read stream ends (mcp 2.x
-    answers "Connection closed").
+    answers "Connection closed"). The drain's time is roomy: what is tested is that the
+    end waits for the answer, not how soon the answer comes.
     """
     py = _python_for(interpreters, sdk)
     s = spawn(
         [py, str(server_script), sdk, "{hooks}"],
-        env={"DRAIN": "1", "DEADLINE": "0.5", "FASTMCP_SHOW_SERVER_BANNER": "0"},
+        env={"DRAIN": "20", "FASTMCP_SHOW_SERVER_BANNER": "0"},
     )
     s.handshake()
     s.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": NAP})
@@ -834,39 +846,36 @@ def test_drain_lets_a_call_in_flight_answer(
     status, _ = s.wait()
     assert status == (128 + signal.SIGTERM if trigger == "sigterm" else 0), s.stderr()
     assert s.hooks() == ["ready", "nap-start", "nap-end", "last", "first"], s.stderr()
+    assert "drain: 1 call(s) in flight, 1 answered" in s.stderr(), s.stderr()
 
 
 @pytest.mark.parametrize("sdk", ["mcp2", "mcp1", "fastmcp"])
 def test_drain_ends_at_once_when_nothing_is_in_flight(
     spawn: Any, server_script: Path, interpreters: dict[str, str | None], sdk: str
 ) -> None:
-    """drain=1.5 with nothing in flight: SIGTERM ends the server without waiting the drain.
+    """drain=20 with nothing in flight: SIGTERM ends the server without waiting the drain.
 
-    Needs a machine quiet enough to exit in under 1.5 s once: "did not wait 1.5 s" has
-    no outcome to show but the time. So it tries again, up to a deadline, and passes on
-    the first run that took less (a drain that waits makes every run take more)."""
+    Read from the helper's own account, not a clock: the stderr line says the drain ended
+    because nothing was in flight (the read stream ended before the drain's time, with
+    no call held); a drain that waited its time out would say so instead."""
     py = _python_for(interpreters, sdk)
-    def one_run_under_the_drain() -> bool:
-        s = spawn(
-            [py, str(server_script), sdk, "{hooks}"],
-            env={"DRAIN": "1.5", "DEADLINE": "0.5", "FASTMCP_SHOW_SERVER_BANNER": "0"},
-        )
-        s.handshake()
-        s.proc.send_signal(signal.SIGTERM)
-        status, took = s.wait()
-        assert status == 128 + signal.SIGTERM, s.stderr()
-        assert "drain clamped" not in s.stderr()
-        assert s.hooks() == ["ready", "last", "first"]
-        return took < 1.5
-
-    until(one_run_under_the_drain, "one run that did not wait the 1.5 s drain", 120)
+    s = spawn([py, str(server_script), sdk, "{hooks}"],
+              env={"DRAIN": "20", "FASTMCP_SHOW_SERVER_BANNER": "0"})
+    s.handshake()
+    s.proc.send_signal(signal.SIGTERM)
+    status, _ = s.wait()
+    assert status == 128 + signal.SIGTERM, s.stderr()
+    assert "drain clamped" not in s.stderr()
+    assert "; drain: nothing in flight" in s.stderr(), s.stderr()
+    assert s.hooks() == ["ready", "last", "first"]
 
 
 def test_a_drain_longer_than_the_host_allows_is_clamped_and_said(
     spawn: Any, server_script: Path
 ) -> None:
     """drain=5 with deadline 1: clamped to the 2 s host window minus the deadline, said once."""
-    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"], env={"DRAIN": "5"})
+    s = spawn([sys.executable, str(server_script), "mcp2", "{hooks}"],
+              env={"DRAIN": "5", "DEADLINE": "1", "HOST_WINDOW": ""})
     s.handshake()
     s.close_stdin()
     assert s.wait()[0] == 0
@@ -881,7 +890,8 @@ def recorded() -> Iterator[tuple[helper.ShutdownCoordinator, list[int]]]:
     codes: list[int] = []
     saved = list(hook_registry._global)
     hook_registry._global.clear()  # this test's hooks only
-    tether = helper.ShutdownCoordinator(deadline=0.5, stdio=False, exit=codes.append)
+    # Roomy: these tests are of the order and the outcomes, not of the deadline.
+    tether = helper.ShutdownCoordinator(deadline=30.0, stdio=False, exit=codes.append)
     tether.start()
     try:
         yield tether, codes

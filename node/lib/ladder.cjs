@@ -8,7 +8,8 @@
 // Guarantees:
 // - Each rung signals the whole tree (lib/tree.cjs: the group, and each recorded member
 //   outside it, by identity), not one pid; the caller has already closed stdin.
-// - A rung ends early the moment the tree is empty; `endTree` resolves only when it is
+// - A rung ends early the moment the tree is empty (a tree with a mark: none carries it,
+//   in two whole-table looks in a row); `endTree` resolves only when it is
 //   empty, or when even SIGKILL was not seen to work within `killWaitMs` (a process in
 //   D state): then `survivors` names them.
 // - Every rung is returned: action, ms since the start, outcome.
@@ -41,10 +42,22 @@ class Nudge {
   }
 }
 
+/** No live member in two whole-table looks in a row, the tree's mark read in each. A
+ * process that daemonized while the ladder ran (setsid and a double fork: in a group of
+ * its own, its parent gone before any look saw it) is neither a child of a member nor in
+ * the group, and only its mark finds it. One look is not enough: the table is listed,
+ * then each process read, so a middle process that forks the daemon and exits between
+ * the two is read as gone while its child is not listed; the second listing has it. */
+function markedEmpty(tree) {
+  return tree.full().length === 0 && tree.full().length === 0;
+}
+
 /**
  * Poll `tree.look()` until nothing lives or `ms` pass; true if the tree is empty. An
  * empty look also needs an empty group (one syscall), or else a whole-table look that
- * finds no live member in it (group members orphaned between two looks are recorded by it). `busy()` is what the tree cannot see (the direct child not yet reaped).
+ * finds no live member in it (group members orphaned between two looks are recorded by
+ * it); a tree with a mark needs `markedEmpty` whatever the group says. `busy()` is what
+ * the tree cannot see (the direct child not yet reaped).
  */
 async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxDelay = POLL_MAX_MS,
   minDelay = POLL_MIN_MS) {
@@ -52,7 +65,8 @@ async function waitEmpty(tree, ms, busy = () => false, nudge = new Nudge(), maxD
   for (let delay = minDelay; ; delay = Math.min(delay * 2, maxDelay)) {
     // kill(-pgid, 0) also counts zombies not yet reaped by init: a whole-table look
     // decides then (it records live members the looks missed, and skips zombies).
-    if (tree.look().length === 0 && !busy() && (tree.groupEmpty() || tree.full().length === 0)) {
+    if (tree.look().length === 0 && !busy() &&
+        (tree.mark ? markedEmpty(tree) : tree.groupEmpty() || tree.full().length === 0)) {
       return true;
     }
     const left = end - Date.now();

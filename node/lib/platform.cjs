@@ -21,6 +21,11 @@
 //   null elsewhere (nothing is then left for being in use or a terminal: unknown).
 // - `GUARD_AUTO` (Linux): `supervisor: "auto"` picks `mcp-tether run` (the Python guard, a
 //   subreaper) when it is on PATH; elsewhere the Node watchdog.
+// - `processClock()`: now, in seconds, on the clock this platform's process start times
+//   are read on (Linux: since boot, /proc/uptime, as /proc/<pid>/stat counts; elsewhere:
+//   since the epoch, as `ps` and psutil give a process's start), so that whoever reads a
+//   process's start time can tell whether it started before an instant this process
+//   recorded (the shutdown record's `armed.at`).
 // - `INHERITED_ENV_VARS`: the environment a server gets when the host gives none (sudo's
 //   list on POSIX, the SDKs' Windows list), as in both TypeScript SDK lines.
 
@@ -41,8 +46,13 @@ function ancestry() {
   return require('./ps.cjs');
 }
 
+function processClock() {
+  return LINUX ? require('./procfs.cjs').uptime() : Date.now() / 1000;
+}
+
 module.exports = {
   NAME,
+  processClock,
   PROCFS: LINUX,
   ENDPOINTS: LINUX ? require('./endpoints.cjs') : null,
   ANCESTRY: ancestry(),

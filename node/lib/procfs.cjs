@@ -9,6 +9,7 @@
 //   read). One small read into a reused buffer per call.
 // - `readProcess(pid)` adds the argv (/proc/<pid>/cmdline); `watcher(host)` answers, one
 //   stat read per poll, whether that process still lives as itself.
+// - `uptime()` is now on the clock start times are counted on (seconds since boot).
 // - `children(pid)` reads /proc/<pid>/task/<tid>/children; on a kernel without them
 //   (no CONFIG_PROC_CHILDREN) `childrenFilesMissing()` turns true, and callers read the
 //   whole table (`table()`) instead.
@@ -130,6 +131,17 @@ function environ(pid) {
   }
 }
 
+/** Seconds since boot now (/proc/uptime: the clock /proc/<pid>/stat's start times are
+ * counted on), or null where it cannot be read. */
+function uptime() {
+  try {
+    const s = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
+    return Number.isFinite(s) ? s : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The value of `name` in a raw environment (NUL-separated, as /proc gives it), or ''. */
 function envValue(raw, name) {
   const key = `${name}=`;
@@ -208,5 +220,5 @@ function tcpTable(pid) {
 
 module.exports = {
   stat, readProcess, watcher, children, childrenFilesMissing, table, environ, envValue,
-  fdTarget, fds, fdMode, unixTable, tcpTable,
+  fdTarget, uptime, fds, fdMode, unixTable, tcpTable,
 };

@@ -21,8 +21,10 @@
 //   (lib/tree.cjs), so a helper that called setsid and lost its parent is still known.
 //   The server's environment carries the tree's mark (MCP_TETHER_TREE, this watchdog's
 //   pid and start time): a process that daemonized between two looks (setsid and a
-//   double fork at start-up) is found by it when the ladder starts. One that also
-//   replaced its environment escapes this watchdog (the guard, a subreaper, does not).
+//   double fork at start-up) is found by it when the ladder starts, and one born while
+//   the ladder runs (a close() that raced start()) before the tree is called empty
+//   (lib/ladder.cjs). One that also replaced its environment escapes this watchdog (the
+//   guard, a subreaper, does not).
 // - What the server detached on purpose for its user (lib/leave.cjs) is taken out of the
 //   tree when the ladder starts: never signalled nor waited for, named on stderr.
 // - The watchdog exits only when the tree is empty, with the server's status (128+N after

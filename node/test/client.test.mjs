@@ -233,6 +233,64 @@ test("queued sends to a server that never reads stdin: one drain listener, and c
   }
 });
 
+/** Live processes (zombies left out) whose environment holds `name=value`, as {pid, start}. */
+function carrying(name, value) {
+  const want = `${name}=${value}`;
+  const out = [];
+  for (const n of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    let env;
+    try { env = readFileSync(`/proc/${n}/environ`, "latin1").split("\0"); } catch { continue; }
+    const s = stat(Number(n));
+    if (s && s.state !== "Z" && env.includes(want)) out.push({ pid: s.pid, start: s.start });
+  }
+  return out;
+}
+
+// close() at four moments of start(): in the same tick, one turn of the event loop later
+// (the supervisor spawned, start() not yet resolved), once start() resolved, and once the
+// server runs (its daemon not yet, or just, born). The server daemonizes at start-up
+// through a middle process that lives a millisecond or two, and exits at stdin's EOF:
+// what it leaves is found only by the tree's mark.
+const MOMENTS = {
+  before: async () => {},
+  during: () => new Promise((r) => setImmediate(r)),
+  after: (started) => started,
+  running: async (started, pids) => { await started; await until(() => recorded(pids).length >= 1, "the server"); },
+};
+const RACE_SUPERVISORS = LINUX ? ["node", ...(GUARD ? ["mcp-tether"] : [])] : [];
+
+for (const supervisor of RACE_SUPERVISORS) {
+  test(`${supervisor}: close() racing start() ends the whole tree, a daemonized grandchild ` +
+       "included, in 50 rounds of 50", { timeout: 300000 }, async () => {
+    const ROUNDS = 50;
+    const AT_ONCE = 5; // rounds run side by side: the wall time of ten, the load of five
+    const dir = tmp();
+    const moments = Object.keys(MOMENTS);
+    const round = async (i) => {
+      const pids = join(dir, `pids-${i}`);
+      const t = new StdioClientTransport({ command: process.execPath, supervisor,
+        graceMs: 100, termGraceMs: 100, args: [STUBBORN, "--daemon", "--exit-on-eof"],
+        env: { STUBBORN_PIDS: pids, RACE_ROUND: `${dir}:${i}` } });
+      const started = t.start();
+      await MOMENTS[moments[i % moments.length]](started, pids);
+      await t.close();
+      await started;
+      // close() resolved: the supervisor saw the tree empty and exited. Anything of the
+      // round still alive (the server, the shell, the daemon all carry its variable) is left.
+      return carrying("RACE_ROUND", `${dir}:${i}`).map((p) => ({ ...p, round: i }));
+    };
+    const left = [];
+    for (let i = 0; i < ROUNDS; i += AT_ONCE) {
+      const batch = Array.from({ length: AT_ONCE }, (_, k) => round(i + k));
+      left.push(...(await Promise.all(batch)).flat());
+    }
+    for (const p of alive(left)) try { process.kill(p.pid, "SIGKILL"); } catch { /* gone */ }
+    const rounds = new Set(left.map((p) => p.round));
+    assert.deepEqual(left, [], `${rounds.size} of ${ROUNDS} rounds left processes ` +
+      `(the moments ${moments.join(", ")} in turn)`);
+  });
+}
+
 // ---- real hosts ----------------------------------------------------------------------
 
 const WRAPPERS = {

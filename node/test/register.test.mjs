@@ -149,6 +149,13 @@ note("ready");`, dir);
     assert.equal(rec.children.found, 2);
     assert.equal(rec.children.ended_by, "sigterm");
     assert.deepEqual(rec.children.survivors, []);
+    // When it armed, on the clock /proc start times are read on (seconds since boot): no
+    // earlier than the process's own start, no later than now.
+    assert.equal(rec.armed.by, "tether()");
+    const hz = 100; // USER_HZ, the unit of /proc/<pid>/stat start times
+    const uptime = Number(readFileSync("/proc/uptime", "latin1").split(" ")[0]);
+    assert.ok(rec.armed.at >= Number(rec.start) / hz - 0.01 && rec.armed.at <= uptime,
+      JSON.stringify(rec));
   });
 
 test("register: a worker thread's exit ends nothing; the main thread alone is armed",

@@ -74,7 +74,6 @@ tether(server, { timeoutMs: 600, onShutdown: [
 note("ready");`);
   const { child, done } = run(s.file);
   await until(() => lines(s.out).includes("ready"), "ready");
-  const t0 = Date.now();
   child.stdin.end();
   const { code, stderr } = await done;
   assert.equal(code, 0);
@@ -83,8 +82,8 @@ note("ready");`);
   assert.equal(errs.length, 2, stderr);
   assert.match(errs[0], /onShutdown hook 1 \(hang\) did not finish within its \d+ ms of the 600 ms/);
   assert.match(errs[1], /onShutdown hook 2 \(boom\) threw .*db gone/);
-  // Bounded: the deadline ends it, not the hang (generous: a loaded machine is slow).
-  assert.ok(Date.now() - t0 < 600 + 5000);
+  // The deadline ended it, not the hang (which never settles): that it exited at all,
+  // with the hang's cut-off said, is the proof; how soon is the machine's.
 });
 
 test("run once: EOF and SIGTERM together run the hooks once", async () => {

@@ -1,12 +1,15 @@
 // Fixture server for the mcp-tether Node package, on either TypeScript SDK line.
 //
-//   node server.mjs <v1|v2> <timer|socket|child|sleep|stuck-hook|writer> <tether|plain|hooks-only|own-end> [low-level]
+//   node server.mjs <v1|v2> <timer|socket|child|sleep|daemon|own-env|stuck-hook|writer> <tether|plain|hooks-only|own-end> [low-level]
 //
 // - v1: @modelcontextprotocol/sdk 1.x (its transport does not react to EOF); v2:
 //   @modelcontextprotocol/server 2.x (closes its transport at EOF, does not exit).
 // - What keeps the event loop alive, as in real servers: a 100 ms timer, a TCP socket to
 //   a listener of its own, a child process (ended by a hook of its own), the timer plus
-//   a `sleep` child that nothing in the server ends (sleep), the timer plus a cleanup hook that never
+//   a `sleep` child that nothing in the server ends (sleep), the timer plus a set-up
+//   helper that daemonizes (`sh -c 'sleep 901 &'`) started before connect, so before
+//   tether() arms (daemon), the timer plus one started after tether() with an environment
+//   of its own (own-env: `sleep 902`), the timer plus a cleanup hook that never
 //   settles, or (writer) the timer plus a notification to stdout every 20 ms with an
 //   uncaughtException handler that logs to stderr: the classic EPIPE spinner.
 // - `tether` adds the one line; `plain` leaves it out; `hooks-only` calls tether without
@@ -55,7 +58,7 @@ if (flavor === "low-level") {
 (server.server ?? server).onclose = () => note("onclose");
 
 const hooks = [];
-if (keep === "timer" || keep === "stuck-hook" || keep === "writer" || keep === "sleep") {
+if (["timer", "stuck-hook", "writer", "sleep", "daemon", "own-env"].includes(keep)) {
   setInterval(() => {}, 100);
 }
 if (keep === "stuck-hook") {
@@ -87,6 +90,11 @@ if (keep === "sleep") {
   // A helper the server starts and forgets, as many do: only a tree-wide end stops it.
   spawn("sleep", ["1000"], { stdio: "ignore" });
 }
+if (keep === "daemon") {
+  // A set-up helper that detaches (a language server, a cache daemon): it leaves the
+  // server's tree at once, before any tether() line below has run.
+  spawn("sh", ["-c", "sleep 901 &"], { stdio: "ignore" });
+}
 if (keep === "writer") {
   process.on("uncaughtException", (err) => console.error("uncaught:", err.message));
   setInterval(() => {
@@ -101,6 +109,11 @@ hooks.push(async function writeProof(reason) {
 await server.connect(new StdioServerTransport());
 if (mode === "tether") tether(server, { onShutdown: hooks });
 if (mode === "hooks-only") tether({ onShutdown: hooks });
+if (keep === "own-env") {
+  // Started after the line, but with an environment of its own: it never inherits the
+  // tether's mark, and it detaches.
+  spawn("sh", ["-c", "sleep 902 &"], { stdio: "ignore", env: { PATH: process.env.PATH } });
+}
 if (mode === "own-end") {
   // The baseline of bench/bench_node_tether.py: the server ends itself in its own handler.
   process.stdin.on("end", () => process.exit(0));

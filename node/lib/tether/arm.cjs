@@ -14,6 +14,7 @@
 
 const descendants = require('../descendants.cjs');
 const { say } = require('../log.cjs');
+const { processClock } = require('../platform.cjs');
 const { shutdownOnce, DEFAULT_TIMEOUT_MS } = require('./shutdown.cjs');
 const { watchStdio, pastTrigger } = require('./stdio.cjs');
 const { watchSignals } = require('./signals.cjs');
@@ -70,9 +71,14 @@ function arm(options, { preloaded = false } = {}) {
     cleanups: [],
     preloaded,
     joined: false,
+    armedAt: null,
   };
   globalThis[CURRENT] = state;
   lastResort(state);
+  // From now on every process it starts with the default environment carries the mark:
+  // the instant says which of its descendants came before (the shutdown record's
+  // `armed`, so that a reader can name why one of them was out of reach).
+  state.armedAt = processClock();
   const shutdown = shutdownOnce(state);
   const stdin = options.stdin || process.stdin;
   watchStdio(stdin, shutdown);

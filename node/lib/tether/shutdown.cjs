@@ -67,7 +67,8 @@ async function run(state, reason, code) {
   // Last, the server's own children: the hooks may still have needed them.
   const children = await descendants.endDescendants(Date.now() - t0);
   state.ended = true;
-  report.write({ reason, status: code, children });
+  report.write({ reason, status: code, children,
+    armed: { by: state.preloaded ? 'preload' : 'tether()', at: state.armedAt } });
   state.exit(code);
 }
 

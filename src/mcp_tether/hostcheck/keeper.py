@@ -493,16 +493,32 @@ class HostKeeper(BaseKeeper):
                 self.waiter.add(info.ident)
 
     def others_left(self) -> list[dict[str, Any]]:
-        """Live descendants that are not the recorder's (a wrapper, a helper)."""
-        out = []
+        """Live descendants that are not the recorder's (a wrapper, a helper, a layer such
+        as the guard). After the host exited, each gets up to HELPER_GRACE to exit on its
+        own: `exit_ms` is when it did, after the host's exit; None when it was still
+        running then (left), or when the host lives on (`host_lives`)."""
+        found = []
         for info in self.tree():
             if info.exited or info.pid in self.s.recorders or (
                     self.s.host is not None and info.pid == self.s.host.pid):
                 continue
             argv = cmdline(info.pid)
             if argv:  # none: it exited between the scan and the read (or a zombie)
-                out.append({"pid": info.pid, "cmdline": " ".join(argv)[:200]})
-        return out
+                found.append((info.ident, {"pid": info.pid, "cmdline": " ".join(argv)[:200]}))
+        since = self.s.host_exit
+        if since is not None and found:
+            # A layer still ending its own tree (the guard's ladder) is not one left:
+            # wait, bounded, for each to exit on its own before saying which did.
+            for ident, _ in found:
+                self.waiter.add(ident)
+            self.wait_until(lambda: all(i in self.waiter.exited for i, _ in found),
+                            time.monotonic() + HELPER_GRACE)
+        for ident, o in found:
+            at = self.waiter.exited.get(ident)
+            o["exit_ms"] = None if at is None or since is None else \
+                round(max(0.0, at - since) * 1000, 1)
+            o["host_lives"] = since is None  # a live host's processes are not left by it
+        return [o for _, o in found]
 
     def before_end(self) -> None:
         """Close the host's stdin and the hold; note which recorders the clean-up kills."""

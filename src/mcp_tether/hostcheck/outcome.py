@@ -98,16 +98,30 @@ def preempted(outcome: dict[str, Any], s: State, events_dir: str) -> dict[str, A
 
 
 def named_left(s: State, others: list[dict[str, Any]], verdict: str) -> str:
-    """What the detail adds to a verdict: every other process left (the host's own
-    said so) and every layer between the host and its server."""
+    """What the detail adds to a verdict: what every other process of the host's tree did
+    (`exit_ms`: it exited by itself that long after the host; None or absent: still
+    running, so left, or beside a host that lives on: `host_lives`), the host's own and
+    its layers said so, and every layer between the host and its server."""
     out = []
     if others and verdict not in ("error", "skipped"):
         layers = {x["pid"] for x in s.layers}
-        out.append("also left: " + ", ".join(
-            f"pid {o['pid']} ({o['cmdline'][:80]})"
-            + (", a layer the host put before its server" if o["pid"] in layers else
-               ", the host's own" if o["pid"] in s.host_tree else "")
-            for o in others))
+
+        def name(o: dict[str, Any]) -> str:
+            return (f"pid {o['pid']} ({o['cmdline'][:80]})"
+                    + (", a layer the host put before its server" if o["pid"] in layers else
+                       ", the host's own" if o["pid"] in s.host_tree else ""))
+
+        gone = [o for o in others if o.get("exit_ms") is not None]
+        beside = [o for o in others if o.get("exit_ms") is None and o.get("host_lives")]
+        left = [o for o in others if o.get("exit_ms") is None and not o.get("host_lives")]
+        if gone:
+            out.append("exited by itself after the host: " + ", ".join(
+                f"{name(o)}, {o['exit_ms']:g} ms after the host" for o in gone))
+        if beside:
+            out.append("still running beside the live host: "
+                       + ", ".join(name(o) for o in beside))
+        if left:
+            out.append("also left: " + ", ".join(name(o) for o in left))
     if s.layers:
         out.append("between the host and its server: " + " > ".join(
             f"pid {x['pid']} ({x['cmdline'][:80]})" for x in s.layers))

@@ -29,8 +29,8 @@ STDIO_SUBPATHS = ("./server/stdio.js", "./server/stdio", "./stdio.js", "./stdio"
 # node/ folder. One text, shown by `inspect`, the probe's remedy, --markdown and --html.
 # A tarball committed into the server's repository: `npm ci` resolves it on any machine
 # (a `file:` link to a clone does not, on a CI runner).
-NODE_INSTALL = ("npm pack /path/to/mcp-tether/node --pack-destination vendor && "
-                "npm install ./vendor/mcp-tether-*.tgz")
+NODE_INSTALL = ("mkdir -p vendor && npm pack /path/to/mcp-tether/node --pack-destination vendor "
+                "&& npm install ./vendor/mcp-tether-*.tgz")
 # Where the line goes, for a server that has it too late, and what the gap before it
 # costs (node/README.md "Where to call it", docs/node-servers.md: the same behaviour).
 NODE_PLACEMENT = (

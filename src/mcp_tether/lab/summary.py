@@ -84,9 +84,7 @@ def render_summary(
         if not rows:
             continue
         shows, takeaway = BLOCK_STORY.get(block, (block, ""))
-        counts = Counter(r.verdict for r in rows)
-        tally = ", ".join(f"{n} {v}" for v, n in counts.most_common())
-        w(f"\n{block}: {shows}\n  {len(rows)} rows: {tally}\n")
+        w(f"\n{block}: {shows}\n  {len(rows)} rows: {_tally(rows)}\n")
         failed = [r for r in rows if r.verdict == "error"]
         if failed:  # the takeaway is what the rows show: not stated on rows not seen
             w(f"  takeaway: not stated, {len(failed)} of {len(rows)} rows could not run\n")
@@ -122,6 +120,23 @@ def render_summary(
         _wrapped(out, _legend(results, levels), indent="", hang="  ")
     w("\nEvery row: `mcp-tether lab --table`; timelines: `--html FILE`; "
       "what the verdicts mean: docs/probe.md\n")
+
+
+def _tally(rows: list[ScenarioResult]) -> str:
+    """`32 exited, 4 alive (...)`: each verdict's count, in the words of what it means
+    where the word alone misleads: a verdict that is the expected answer of its rows (the
+    idle scenario's `alive`: still answering) says so, where it is counted."""
+    counts = Counter(r.verdict for r in rows)
+    out = []
+    for verdict, n in counts.most_common():
+        mine = [r for r in rows if r.verdict == verdict]
+        scenarios = sorted({r.scenario for r in mine})
+        if verdict not in ("exited", "terminated") and all(r.passed for r in mine):
+            out.append(f"{n} {verdict} (the {', '.join(scenarios)} rows: {verdict} is "
+                       "the expected answer there, a pass)")
+        else:
+            out.append(f"{n} {verdict}")
+    return ", ".join(out)
 
 
 def _legend(results: list[ScenarioResult], levels: dict[str, str]) -> str:

@@ -274,7 +274,9 @@ class Client:
         self.child.pidfd = None
         self.status = exit_status(raw)
         self.exited_at = now
-        self.emit("reaped", status=self.status, at=now)
+        # Died of a signal, or exited with a code (128+N by its own exit() reads the same
+        # status): a Node server that a signal killed before its handlers is told apart.
+        self.emit("reaped", status=self.status, at=now, signaled=os.WIFSIGNALED(raw))
         if self.style == "node":
             # libuv: the child's exit destroys the stdio streams given to it, so a
             # server behind a wrapper that died sees EOF now, as under a real Node host.

@@ -89,8 +89,9 @@ def kept_alive(s: dict[str, Any], sig: str | None = None, sent_to: int | None = 
         others = {_wait_text(w) for w in waits[1:]} - {None}
         if named and others:
             parts.append("the others: " + " / ".join(sorted(o for o in others if o)))
-    if ev.get("children"):
-        parts.append("children: " + ", ".join(str(c) for c in ev["children"]))
+    kids = ev.get("children") or []
+    if kids:  # pids, which "children: 46" would read as a count
+        parts.append(f"child pid{'s' if len(kids) > 1 else ''} " + ", ".join(map(str, kids)))
     if ev.get("holds_wire") is True:
         parts.append("it still holds the client's stdio")
     elif ev.get("holds_wire") is False:

@@ -22,6 +22,7 @@ from typing import Any
 
 from mcp_tether.inspect.model import Transport
 from mcp_tether.probe.describe import kept_alive, short
+from mcp_tether.probe.node_causes import PRELOAD, before_tether, kid_fix, out_of_reach
 
 __all__ = [
     "GUARANTEES", "annotate", "diagnose", "remedy", "remedy_parts", "summary", "start_failure",
@@ -51,6 +52,12 @@ _NOT = {
     "sigterm": "does not exit on SIGTERM",
     "sigint": "does not exit on SIGINT",
 }
+# What the server process got last before it exited (`_ended_on`), in words, and which
+# of those is the scenario's own trigger (not a later rung of the client's ladder).
+_HOW_WORDS = {"EOF": "stdin EOF"}
+_TRIGGER_IS = {"eof": ("EOF", "its client's exit"), "half-close": ("EOF",),
+               "parent-death": ("EOF", "its client's exit"), "sigterm": ("SIGTERM",),
+               "sigint": ("SIGINT",)}
 _SCENARIO_GUARANTEE = {
     "close": "eof", "exit": "eof", "crash": "eof", "devnull": "eof",
     "half-close": "half-close", "inherited-writer": "parent-death",
@@ -210,6 +217,38 @@ def _descends(pid: int, root: int, procs: dict[int, dict[str, Any]]) -> bool:
     return False
 
 
+def _ended_on(r: dict[str, Any]) -> str | None:
+    """What the process the client started last got before it exited (`EOF`, `SIGTERM`,
+    ...; "its client's exit" when nothing was sent to it), None while it lived on."""
+    sp = _server_pid(r)
+    procs = _procs(r)
+    if sp is None or sp not in procs:
+        return None
+    end = next((e["t_ms"] for e in _events(r) if e["what"] == "window-end"), None)
+    exited = procs[sp].get("exit_ms", end)
+    if exited is None:
+        return None
+    until = exited if end is None else min(exited, end)
+    sent = [e["what"] for e in _events(r)
+            if e.get("pid") == sp and e["what"] in ("eof", "sigterm", "sigint", "sigkill")
+            and e["t_ms"] <= until]
+    return sent[-1].upper() if sent else "its client's exit"
+
+
+def _is_wrapper(command: list[str]) -> bool:
+    """A shell, a launcher or the guard: the process it starts is the server."""
+    head = _base(command[0]) if command else ""
+    return head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None
+
+
+def _spawned_wrapper(r: dict[str, Any]) -> bool:
+    """Is the process the client started a wrapper, by its command (`sh -c`, `npx`, npx
+    run by node: `node /usr/bin/npx`, or the guard)?"""
+    cmd = str(_procs(r).get(_server_pid(r) or -1, {}).get("cmd") or "")
+    heads = {_base(w) for w in cmd.split(" ")[:2]}
+    return bool(heads & {*_SHELLS, *_LAUNCHERS}) or _guarded(cmd.split()) is not None
+
+
 def _wrapper_failure(r: dict[str, Any]) -> str | None:
     """The process the client started was gone at the window's end while a descendant
     of it lived on: a wrapper that did not pass the ending on.
@@ -232,24 +271,16 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
                and (_descends(pid, sp, procs) or procs.get(pid, {}).get("ppid") is None)]
     if not orphans and r.get("verdict") != "lingered":
         return None
-    end = next((e["t_ms"] for e in _events(r) if e["what"] == "window-end"), None)
-    exited = procs[sp].get("exit_ms", end)
-    if exited is None:
+    how = _ended_on(r)
+    if how is None:
         return None
-    until = exited if end is None else min(exited, end)
-    sent = [e["what"] for e in _events(r)
-            if e.get("pid") == sp and e["what"] in ("eof", "sigterm", "sigint", "sigkill")
-            and e["t_ms"] <= until]
-    how = sent[-1].upper() if sent else "its client's exit"
     wrapper = short(procs[sp].get("cmd") or "", 24)
     named = {s.get("pid"): s.get("cmdline") or " ".join((s.get("evidence") or {}).get(
         "cmdline") or []) for s in r.get("survivors", [])}
     kids = ", ".join(
         f"{pid} ({short(procs.get(pid, {}).get('cmd') or named.get(pid) or '', 30)})"
         for pid in sorted(orphans))
-    # A wrapper by its command (`sh -c`, `npx`, or npx run by node: `node /usr/bin/npx`).
-    heads = {_base(w) for w in str(procs[sp].get("cmd") or "").split(" ")[:2]}
-    if heads & {*_SHELLS, *_LAUNCHERS}:
+    if _spawned_wrapper(r):
         return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
                 f"its descendant {kids or 'process'} outlived it")
     return (f"pid {sp} ({wrapper}) exited on {how} and left its descendant "
@@ -295,34 +326,69 @@ def _tether_ran(r: dict[str, Any]) -> dict[str, Any] | None:
     return records[0] if records else None
 
 
-def _only_children_left(r: dict[str, Any], command: list[str]) -> bool:
-    """Orphaned: the server process itself exited within the window, its children did not."""
+def _left_kids(r: dict[str, Any], command: list[str]) -> list[dict[str, Any]]:
+    """The survivors below a server process that itself exited within the window (its
+    child processes, whatever they became), one per pid; [] when the server process is
+    among them, or the command is a wrapper (its descendant is the server itself)."""
     sp = _server_pid(r)
+    if sp is None or _is_wrapper(command) or r.get("verdict") not in ("orphaned", "lingered"):
+        return []
     left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
-    return (r.get("verdict") == "orphaned" and bool(_children(r, command))
-            and not any(s.get("pid") == sp for s in left))
+    if any(s.get("pid") == sp for s in left):
+        return []
+    procs = _procs(r)
+    out: dict[int, dict[str, Any]] = {}
+    for s in left:
+        pid = s.get("pid")
+        if pid is not None and pid not in out and _descends(pid, sp, procs):
+            out[pid] = s
+    return list(out.values())
 
 
-def _ran_text(ran: dict[str, Any]) -> str:
-    kids = ran.get("children") or {}
-    how = {"none": "some outlived even SIGKILL",
-           "unknown": "this platform cannot list a Node process's descendants",
-           "none-found": "none was linked to it any more when it looked (a process that "
-                         "daemonized with a clean environment, or was started by another)",
-           }.get(str(kids.get("ended_by")), f"it ended {kids.get('found', 0)} of them")
-    return (f"its tether() ran (shutdown on {ran.get('reason')}, exit status "
-            f"{ran.get('status')}) and the server process exited; what outlived it is "
-            f"outside what the line can end: {how}")
+def _kid_name(s: dict[str, Any]) -> str:
+    ev = s.get("evidence") or {}
+    return short(s.get("cmdline") or " ".join(ev.get("cmdline") or []) or "?", 30)
 
 
-def _ran_step(ran: dict[str, Any]) -> str:
-    kids = ran.get("children") or {}
-    if kids.get("ended_by") == "none":
-        return ("the line is in effect; a descendant outlived SIGKILL (stuck in the "
-                "kernel: a device, a mount): find what it waits on")
-    return ("the line is in effect and ran; its descendants that left its tree are out of "
-            "its reach (Node cannot be a subreaper): launch the server behind the guard, "
-            "which follows them")
+def _kids_headline(r: dict[str, Any], kids: list[dict[str, Any]], key: str,
+                   ran: dict[str, Any] | None, early: str | None) -> str:
+    """What survived, said first: how the server process ended, then each child left
+    (with why it was out of reach, where a tether() ran); "does not exit on X" only when
+    the server process did not exit on the trigger itself but on a later rung."""
+    how = _ended_on(r) or "its client's exit"
+    named = [f"`{_kid_name(s)}`" + (f" ({out_of_reach(s, ran)[0]})" if ran else "")
+             for s in kids[:3]]
+    more = f" and {len(kids) - 3} more" if len(kids) > 3 else ""
+    what = (f"its child {named[0]}" if len(kids) == 1 else
+            f"its children {', '.join(named)}{more}")
+    fate = "survived" if r.get("verdict") == "orphaned" else \
+        "outlived the window (it ended by itself later)"
+    if how in _TRIGGER_IS.get(key, ()):
+        said = "the server process exited on " + _HOW_WORDS.get(how, how) + ", but"
+        if early:
+            said = f"the {early} killed the server process before its tether() ran, and"
+        return f"{said[:1].upper()}{said[1:]} {what} {fate}"
+    said = f"the server process exited on the {how} that followed"
+    if early:
+        said = f"the {how} that followed killed the server process before its tether() ran"
+    return f"{_NOT.get(key, f'does not pass {key}')}: {said}, and {what} {fate}"
+
+
+def _ran_text(ran: dict[str, Any], kids: list[dict[str, Any]]) -> str:
+    got = ran.get("children") or {}
+    armed = (ran.get("armed") or {}).get("by")
+    n = int(got.get("found") or 0)
+    found = ("this platform cannot list a Node process's descendants"
+             if got.get("ended_by") == "unknown" else
+             "it found no descendant to end" if n == 0 else
+             f"it found {n} descendant(s) and SIGKILL left {len(got.get('survivors') or [])}"
+             if got.get("ended_by") == "none" else f"it ended the {n} descendant(s) it found")
+    text = (f"its tether() ran (armed by {'the preload' if armed == 'preload' else armed}, "
+            if armed else "its tether() ran (")
+    text += (f"shutdown on {ran.get('reason')}, exit status {ran.get('status')}) and the "
+             f"server process exited; {found}")
+    whys = [f"`{_kid_name(s)}`, {': '.join(out_of_reach(s, ran))}" for s in kids[:3]]
+    return text + ("; out of its reach: " + "; ".join(whys) if whys else "")
 
 
 def _children(r: dict[str, Any], command: list[str]) -> str:
@@ -385,7 +451,16 @@ def diagnose(
         sc, verdict = r["scenario"], r["verdict"]
         key = guarantee_of(sc) or sc
         g = _NOT.get(key, f"does not pass {sc}")
-        if sc == "close" and verdict == "terminated":
+        lang = _language(r, command, sdks)
+        loaded = _tether_loaded(sdks, lang)
+        ran = _tether_ran(r)
+        kids = _left_kids(r, command)
+        # A signal before tether() matters where it left children: a server it killed
+        # alone did exit (a `close` it ended is judged on the EOF before it).
+        early = before_tether(r, loaded) if kids else None
+        if kids:  # the server process exited: say what survived, not "does not exit"
+            sentences.append(_kids_headline(r, kids, key, ran, early))
+        elif sc == "close" and verdict == "terminated":
             sentences.append(f"{g}: it needed SIGTERM, {r.get('exit_ms')} ms after EOF")
         elif sc == "close" and verdict == "killed":
             sentences.append(f"{g}, nor on SIGTERM: only SIGKILL ended it")
@@ -395,10 +470,9 @@ def diagnose(
             sentences.append(f"{g} promptly: it outlived the window")
         else:
             sentences.append(f"{g}: its tree outlived the window")
-        wrap = _wrapper_failure(r)
+        wrap = None if kids else _wrapper_failure(r)
         if wrap:
             sentences.append(wrap)
-        lang = _language(r, command, sdks)
         if key in ("eof", "half-close"):
             sdk = _sdk_text(sdks, lang)
             if sdk:
@@ -409,15 +483,19 @@ def diagnose(
                 if ends and alive:
                     sdk += ": so something in the server's own code keeps it alive"
                 sentences.append(sdk)
-        loaded = _tether_loaded(sdks, lang)
-        ran = _tether_ran(r)
         if ran:
-            sentences.append(_ran_text(ran))
-        elif loaded and _only_children_left(r, command):
-            sentences.append(f"it loads mcp-tether (found: {loaded}) and the server process "
-                             "itself exited, but reported no shutdown through tether(): an "
-                             "mcp-tether that predates these records ends the server "
-                             "process only, not its children")
+            sentences.append(_ran_text(ran, kids))
+        elif early:
+            sentences.append(f"it loads mcp-tether (found: {loaded}), but no shutdown ran "
+                             f"through its tether(): the {early} came before tether() was "
+                             "called, and Node's default action ended the process at once "
+                             "(no `server.close()`, no hooks, no descendant ended)")
+        elif loaded and kids:
+            status = r.get("exit_status")
+            sentences.append(f"it loads mcp-tether (found: {loaded}), but the server process "
+                             f"ended (status {status}) without a shutdown through its "
+                             "tether(): by another path before the line took hold (its own "
+                             "exit, a crash), so nothing ended its children")
         elif loaded:
             sentences.append(f"it loads mcp-tether (found: {loaded}), yet its tether() was "
                              "not in effect when the trigger came: it runs too late (after "
@@ -495,12 +573,18 @@ def remedy_parts(
                          "installed server's own command instead")
         loaded = _tether_loaded(sdks, lang)
         ran = _tether_ran(r)
+        left = _left_kids(r, command)
+        early = before_tether(r, loaded) if left else None
         if ran:
-            steps.append(_ran_step(ran))
-        elif loaded and _only_children_left(r, command):
-            steps.append("update the Node package mcp-tether: its tether() ends the server's "
-                         "child processes too; or arm it before any server code with "
-                         "`NODE_OPTIONS=--import=mcp-tether/register`")
+            steps.append(kid_fix([out_of_reach(s, ran)[0] for s in left]))
+        elif early:
+            from mcp_tether.inspect.node import NODE_PLACEMENT
+
+            steps.append(f"the {early} came before tether(): {PRELOAD}; or move the line "
+                         f"earlier: {NODE_PLACEMENT}")
+        elif loaded and left:
+            steps.append(f"the server process ended by another path before its tether() "
+                         f"took hold: {PRELOAD}, so that every ending runs its shutdown")
         elif loaded:
             from mcp_tether.inspect.node import NODE_PLACEMENT
 
@@ -523,9 +607,10 @@ def remedy_parts(
                     steps.append("its children can escape that fix here: launch it behind "
                                  "the guard, which ends the whole tree")
         if lang == "node" and _children(r, command) and not ran and not loaded:
-            steps.append(f"that fix ends the server process only, not its child processes "
-                         f"({_children(r, command)}): launch it behind the guard "
-                         f"(`mcp-tether run`), which ends the whole tree")
+            steps.append(f"that line ends its child processes ({_children(r, command)}) "
+                         "too while they are below the server; one that leaves its tree "
+                         "(a daemon) is reached only if it was started after the line: "
+                         f"where one starts earlier, {PRELOAD}")
     if noise:
         steps.append("write logs to stderr (console.error / logging to sys.stderr): stdout "
                      "carries JSON-RPC only")
@@ -580,7 +665,7 @@ def summary(results: Iterable[dict[str, Any]]) -> str:
         state[key] = state.get(key, True) and ok
         if sc == "close" and verdict == "terminated":
             state["sigterm"] = state.get("sigterm", True)  # SIGTERM did end it
-        if _wrapper_failure(r):
+        if _wrapper_failure(r) and _spawned_wrapper(r):  # a server's own exit is no wrapper's
             state["wrapper"] = False
         state["stdout"] = state.get("stdout", True) and not _noise(r)
     holds = [GUARANTEES[k] for k in GUARANTEES if state.get(k) is True]

@@ -8,7 +8,17 @@
      "fds": {"0": "socket:[123]", ...} (0, 1, 2 only),
      "ipc_fds": how many of its fds are pipes or sockets,
      "sig_blocked" / "sig_ignored" / "sig_caught": [SIGHUP, SIGINT, SIGPIPE, SIGTERM ...],
-     "holds_wire": True/False/None (it still holds the scenario's stdio ends)}
+     "holds_wire": True/False/None (it still holds the scenario's stdio ends),
+     "started_at": when it started, in seconds on the backend's process clock (the one
+         a Node tether's `armed.at` is on: probe/shutdowns.py), or None,
+     "tether_marks": the Node tethers whose tree it was started in (the tokens of
+         MCP_TETHER_TREE in its environment: [] none), or None where the environment
+         cannot be read,
+     "server_env": it was started with the environment the probe gave the server, or a
+         copy of it (it carries the probe's own MCP_TETHER_SHUTDOWN_REPORT), or None}
+
+Of the environment, those two variables are read (both the package's and the probe's
+own): nothing else of it (a key, a token) is kept or reaches a report.
 
 It never raises: a vanished pid or a denied read gives what was read before; what the
 backend cannot see (the portable one: fds, threads, signal masks) stays empty or None.
@@ -23,6 +33,8 @@ from typing import TYPE_CHECKING
 
 from mcp_tether import platform
 from mcp_tether.guard.result import signame
+from mcp_tether.probe.shutdowns import ENV as REPORT_ENV
+from mcp_tether.probe.shutdowns import TREE_MARK
 
 if TYPE_CHECKING:
     from typing import Any
@@ -66,7 +78,7 @@ def collect(pid: int, wire: list[str] | None = None) -> dict[str, Any]:
         "state": None, "wchan": None, "threads": [], "thread_waits": [], "children": [],
         "fds": {},
         "ipc_fds": 0, "holds_wire": None, "sig_blocked": [], "sig_ignored": [],
-        "sig_caught": [],
+        "sig_caught": [], "started_at": None, "tether_marks": None, "server_env": None,
     }
     backend = platform.backend
     try:
@@ -85,6 +97,13 @@ def collect(pid: int, wire: list[str] | None = None) -> dict[str, Any]:
             ev["threads"].append(name)
             ev["thread_waits"].append(wchan)
         ev["children"] = _children(pid)
+        now = backend.clock()
+        ev["started_at"] = round(now - backend.age_seconds(rec.start, now,
+                                                           platform.clock_ticks()), 3)
+        env = backend.channels().environ(pid)
+        if env is not None:
+            ev["tether_marks"] = [m for m in env.get(TREE_MARK, "").split(",") if m]
+            ev["server_env"] = REPORT_ENV in env
         links = backend.channels().fd_links(pid)
         if links is None:
             return ev  # not ours to read: say nothing about its fds

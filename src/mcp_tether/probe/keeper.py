@@ -79,6 +79,7 @@ class ProbeKeeper(BaseKeeper):
         self.facts = Facts(self.scenario, judge=self.sc.judge)
         self.warnings: list[str] = []
         self.status: int | None = None
+        self.signaled: bool | None = None  # the server died of a signal (None: not seen)
         self.stderr_tail = b""
         self.in_r = in_fd  # the runner's pipe: later messages, and EOF when it dies
         self.in_buf = in_buf  # what was read of it after the spec
@@ -140,6 +141,7 @@ class ProbeKeeper(BaseKeeper):
     def handle_reaped(self, ev: dict[str, Any]) -> None:
         if ev.get("at", ev["t"]) < self.cleanup_at:  # not our clean-up's SIGKILL
             self.status = ev["status"]
+            self.signaled = ev.get("signaled")
 
     def handle_helper(self, ev: dict[str, Any]) -> None:
         self.client_side.add(ev["pid"])
@@ -566,7 +568,7 @@ class ProbeKeeper(BaseKeeper):
         exited = self.waiter.exited
         return Observation(
             spec=self.spec, facts=self.facts, stderr=self.stderr_tail.decode(errors="replace"),
-            status=self.status, server=self.server,
+            status=self.status, signaled=self.signaled, server=self.server,
             exits=[Exit(p, exited[p], self.statuses.get(p.pid)) for p in self.seen if p in exited],
             cleanup_at=self.cleanup_at, t0=self.t0, events=self.events,
             at_window_end=self.at_window_end, warnings=self.warnings, startup=self.startup,

@@ -65,6 +65,8 @@ class Observation:
     client_cpu: float = 0.0  # seconds of CPU the probe's client used
     report: ReportPipe | None = None  # a guarded server: the guard's report (guard.report)
     shutdowns: list[dict[str, Any]] = field(default_factory=list)  # Node tether() records
+    # The status was a death by a signal (True), an exit code (False); None: not seen.
+    signaled: bool | None = None
 
 # A status of 128+N read as a death by signal N; any other status is an exit code.
 _DEATHS = (signal.SIGHUP, signal.SIGINT, signal.SIGABRT, signal.SIGKILL, signal.SIGSEGV,
@@ -151,6 +153,7 @@ def result(o: Observation) -> dict[str, Any]:
         "exit_ms": exit_ms,
         "rung": rung,
         "exit_status": status,
+        "signaled": None if status is None or status != o.status else o.signaled,
         "survivors": [_survivor(s, f.trigger, o.stderr) for s in f.survivors],
         "warnings": o.warnings,
         "detail": detail,

@@ -6,8 +6,15 @@ ran through its `tether()` (the one line or the `mcp-tether/register` preload) a
 one JSON line to that file after ending its descendants and before it exits: `version`
 (1), `pid`, `start`, `reason` (`stdin-end`, `signal:SIGTERM`, `host-gone`...), `status`,
 `children`: {`found`, `ended_by` ("sigterm" | "sigkill" | "none" | "none-found" |
-"unknown"), `survivors`}. A server that died any other way (Node's default on a signal
-that came before its handlers, a crash) writes nothing.
+"unknown"), `survivors`}, `armed`: {`by` ("tether()" | "preload"), `at`: when it armed,
+in seconds on the clock the platform's process start times are read on (Linux: since
+boot), as a survivor's evidence `started_at` is; absent in a record of an older
+package}. A server that died any other way (Node's default on a signal that came before
+its handlers, a crash) writes nothing.
+
+From the moment it arms, the tether marks the environment its descendants inherit:
+`MCP_TETHER_TREE` (`TREE_MARK`) holds `<pid>:<start>` of each tether whose tree a
+process was started in; a survivor's evidence reads that one variable (`tether_marks`).
 
 Guarantees:
 - `ShutdownFile()` makes an empty file of its own (mode 0600); `offer(env)` names it in
@@ -25,9 +32,10 @@ import tempfile
 from collections.abc import MutableMapping
 from typing import Any
 
-__all__ = ["ENV", "VERSION", "ShutdownFile"]
+__all__ = ["ENV", "TREE_MARK", "VERSION", "ShutdownFile", "mark_of"]
 
 ENV = "MCP_TETHER_SHUTDOWN_REPORT"
+TREE_MARK = "MCP_TETHER_TREE"  # node/lib/descendants.cjs MARK
 VERSION = 1
 MAX_BYTES = 64 * 1024  # a tree of tethered Node processes writes a few lines
 
@@ -62,6 +70,11 @@ class ShutdownFile:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+
+
+def mark_of(rec: dict[str, Any]) -> str | None:
+    """The mark a record's tether put in its descendants' environment (`<pid>:<start>`)."""
+    return f"{rec['pid']}:{rec['start']}" if rec.get("start") else None
 
 
 def _valid(rec: Any) -> bool:

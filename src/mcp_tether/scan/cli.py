@@ -7,17 +7,19 @@ evidence and states the minimum age, else `--yes`; without either (and without
 processes unless root with `--all-users`. Durations must be finite and >= 0 (exit 2).
 `reap --watch` ends on SIGTERM, SIGINT or SIGHUP between actions: the signals are only
 recorded (`SignalInbox`), the loop looks at them between rounds, and the stop is one
-line on stderr and exit 128+N.
+line on stderr and exit 128+N. Nothing else stops it once it runs: a `--textfile` or a
+samples file that cannot be written (a folder removed, a full or read-only disk) is one
+stderr line per distinct error and a count in the next textfile written. A `--textfile`
+whose folder does not exist when it starts is a usage error (exit 2), said before
+anything is ended: at start-up that is a typo far more often than a disk's trouble.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import sys
-import tempfile
 from collections.abc import Callable
 
 from mcp_tether import __version__, ladder, platform
@@ -26,6 +28,7 @@ from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.guard.result import signame
 from mcp_tether.proc.inbox import SignalInbox
+from mcp_tether.report.escape import terminal
 from mcp_tether.report.jsonout import print_json
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
@@ -41,8 +44,9 @@ from mcp_tether.scan.reap import (
     plan,
     reap_servers,
 )
-from mcp_tether.scan.render import print_plan, print_ps, render_openmetrics
-from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE
+from mcp_tether.scan.render import counted, print_plan, print_ps, render_openmetrics
+from mcp_tether.scan.textfile import missing_folder, write_textfile
+from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE, WriteErrors
 
 __all__ = ["configure", "command"]
 
@@ -93,7 +97,8 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                             help="output format (openmetrics: for a node exporter's "
                                  "textfile collector)")
         parser.add_argument("--textfile", metavar="PATH",
-                            help="write the openmetrics output to PATH instead of stdout, "
+                            help="write the metrics to PATH instead of stdout, in the "
+                            "Prometheus text format the textfile collector reads, "
                             "atomically (a temporary file in the same folder, then a "
                             "rename), for the textfile collector's folder (name it *.prom)")
         parser.add_argument("--per-process", action="store_true",
@@ -130,9 +135,11 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help="print a user service that runs `reap --watch` and exit")
     parser.add_argument("--textfile", metavar="PATH",
                         help="with --watch: after each round, write ps's metrics and "
-                             "counters of the trees ended and the memory that freed to "
-                             "PATH, atomically, for a node exporter's textfile collector "
-                             "(name it *.prom; docs/fleet.md)")
+                             "counters of the trees ended, the memory that freed and the "
+                             "failed writes to PATH, atomically, for a node exporter's "
+                             "textfile collector (name it *.prom; docs/fleet.md). Its "
+                             "folder must exist at start; a write that fails later is "
+                             "said once and counted, and reaping goes on")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -157,38 +164,19 @@ def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
         print_json("ps", doc.pop("servers"), **doc, containers=machine.as_json(boxes),
                    container_support=off)
     elif fmt == "openmetrics":
-        text = render_openmetrics(result, per_process=per_process, version=__version__)
+        text = render_openmetrics(result, per_process=per_process, version=__version__,
+                                  dialect="prometheus" if textfile else "openmetrics")
         if textfile:
-            _write_atomically(textfile, text)
+            try:
+                write_textfile(textfile, text)
+            except OSError as exc:
+                raise UsageError(f"--textfile {textfile}: {exc.strerror or exc}") from None
         else:
             sys.stdout.write(text)
     else:
         print_ps(result)
         machine.print_listing(off, boxes, asked=containers)
     return EXIT_OK
-
-
-def _write_atomically(path: str, text: str) -> None:
-    """The textfile collector may read PATH at any moment: write a temporary file in the
-    same folder (same filesystem, so the rename is atomic; a name the collector skips,
-    not `*.prom`), then rename it over PATH. Readable by the exporter's own user (0644)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.",
-                                   suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"--textfile {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise UsageError(f"--textfile {path}: {exc.strerror or exc}") from None
 
 
 def _warn(errors: list[str]) -> None:
@@ -233,6 +221,10 @@ def _reap(args: argparse.Namespace) -> int:
             raise UsageError("--watch ends processes unattended: pass --yes")
         if args.interval == 0:
             raise UsageError("--interval must be > 0")
+        folder = missing_folder(args.textfile) if args.textfile else None
+        if folder is not None:
+            raise UsageError(f"--textfile {args.textfile}: no folder {folder} (create it, "
+                             "or name the textfile collector's folder)")
         return _watch(args, users)
     if not (args.yes or args.dry_run or _terminal()):
         raise UsageError("no terminal to ask on and no --yes: refusing "
@@ -260,8 +252,11 @@ def _reap(args: argparse.Namespace) -> int:
         if not args.yes:
             print_plan(p, to=sys.stderr, containers=bool(boxes))
             machine.print_plan(boxes, [], to=sys.stderr)
+            kinds = [(k, word) for k, word in ((len(p.chosen), "server tree"),
+                                               (len(boxes), "container")) if k]
+            what = kinds[0][1] if n == 1 else " and ".join(counted(k, w) for k, w in kinds)
             try:
-                answer = input(f"End these {n} server tree(s) and container(s) "
+                answer = input(f"End {'this' if n == 1 else 'these'} {what} "
                                f"(minimum age {min_age:g}s, --min-age to change)? [y/N] ")
             except EOFError:
                 answer = ""
@@ -281,7 +276,7 @@ def _reap(args: argparse.Namespace) -> int:
         print(f"ended {len(ended)} of {len(outcomes)}, reclaimed "
               f"{watch_mod._size(sum(o.reclaimed_bytes for o in outcomes))}")
         for b in ended_boxes:
-            print(f"container {b['container']} {b['image']}: {b['outcome']}")
+            print(terminal(f"container {b['container']} {b['image']}: {b['outcome']}"))
     bad = [o for o in outcomes if o.outcome in ("survived", "denied")]
     bad_boxes = [b for b in ended_boxes if b["outcome"] in ("survived", "denied")]
     return EXIT_FAILED if bad or bad_boxes else EXIT_OK
@@ -306,6 +301,8 @@ def _terminal() -> bool:
 def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
     interval = args.interval if args.interval is not None else WATCH_INTERVAL
     _ends_nothing(args)
+    errors = WriteErrors(lambda line: print(f"mcp-tether reap --watch: {line}", file=sys.stderr,
+                                            flush=True))
     with SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP)) as inbox:
         # Said once the stop signals are ours: from this line on, a stop is clean.
         print(f"mcp-tether reap --watch: scanning every {interval:g}s", file=sys.stderr)
@@ -321,17 +318,21 @@ def _watch(args: argparse.Namespace, users: set[int] | None) -> int:
                         superseded_min_age=_superseded_min_age(args),
                         scan_kwargs={"config": args.config, "users": users},
                         emit=lambda line: print(line, flush=True), should_stop=should_stop,
-                        after_round=_metrics_writer(args.textfile) if args.textfile else None)
+                        errors=errors,
+                        after_round=_metrics_writer(args.textfile, errors)
+                        if args.textfile else None)
     if received:  # a stop between two scans or ladders: said once, 128+N like a shell
         print(f"mcp-tether reap --watch: stopped by {signame(received[0])}", file=sys.stderr)
         return 128 + received[0]
     return EXIT_OK
 
 
-def _metrics_writer(path: str) -> Callable[[ScanResult, list[ReapOutcome]], None]:
+def _metrics_writer(path: str, errors: WriteErrors
+                    ) -> Callable[[ScanResult, list[ReapOutcome]], None]:
     """After each round of `reap --watch`: the round's scan as `ps --textfile` writes it,
     with the counters since the watch started (a restart resets them, which `increase()`
-    reads as a reset)."""
+    reads as a reset). A write that fails is counted in `errors` (and said once there):
+    the next file written carries the count."""
     reaped: dict[str, int] = {}
     reclaimed = [0]
 
@@ -339,6 +340,11 @@ def _metrics_writer(path: str) -> Callable[[ScanResult, list[ReapOutcome]], None
         for o in outcomes:
             reaped[o.outcome] = reaped.get(o.outcome, 0) + 1
             reclaimed[0] += o.reclaimed_bytes
-        _write_atomically(path, render_openmetrics(result, version=__version__,
-                                                   reaped=reaped, reclaimed_bytes=reclaimed[0]))
+        text = render_openmetrics(result, version=__version__, reaped=reaped,
+                                  reclaimed_bytes=reclaimed[0], write_errors=errors.counts,
+                                  dialect="prometheus")
+        try:
+            write_textfile(path, text)
+        except OSError as exc:
+            errors.failed("textfile", path, exc)
     return write

@@ -3,8 +3,10 @@
 The JSON rendering is `ScanResult.to_dict()`; these carry the same facts for a human
 (a table, leaked first, with a total of the memory leaks hold; a server behind the
 guard is shown by its inner command, marked `guarded:`) and for a node
-exporter's textfile collector (gauges by the Prometheus conventions, ending `# EOF`;
-`reap --watch --textfile` adds counters of what it ended and the memory that freed).
+exporter's textfile collector (gauges by the Prometheus conventions, in OpenMetrics
+text or, for a `--textfile`, the Prometheus text format that collector parses;
+`reap --watch --textfile` adds counters of what it ended, the memory that freed and
+the files it could not write).
 A command line, a user, a package or a parent's name is untrusted: each goes through
 `escape.terminal`, so a server is one row whatever its argv holds (a newline, ESC, BEL
 are shown as `\n`, `\x1b`, `\x07`, never sent).
@@ -24,10 +26,15 @@ from mcp_tether.scan.reap import REAP_OUTCOMES, Plan
 from mcp_tether.scan.watch import _size
 
 __all__ = ["print_ps", "print_plan", "abandoned_lines", "superseded_lines",
-           "render_openmetrics", "what_text", "HEADERS"]
+           "render_openmetrics", "what_text", "counted", "HEADERS", "DIALECTS"]
 
 HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDENCE",
            "PARENT", "COMMAND"]
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`n` and the word for that many: "1 server tree", "2 server trees"."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
 def _age(s: float) -> str:
@@ -82,7 +89,7 @@ def _rows(result: ScanResult) -> list[list[str]]:
 
 def _totals_line(result: ScanResult) -> str:
     t = result.totals()
-    line = (f"{t['servers']} stdio server(s): {t['leaked']} leaked holding "
+    line = (f"{counted(t['servers'], 'stdio server')}: {t['leaked']} leaked holding "
             f"{_size(t['leaked_rss_bytes'])} ({t['leaked_mcp']} identified as MCP), "
             f"{t['live']} live")
     if t["unknown"]:
@@ -94,7 +101,8 @@ def _totals_line(result: ScanResult) -> str:
         line += (f", {t['abandoned']} abandoned by a live host holding "
                  f"{_size(t['abandoned_rss_bytes'])} (a hint: never reaped)")
     if result.unreadable:
-        line += f"; {result.unreadable} process(es) not readable, skipped"
+        line += (f"; {counted(result.unreadable, 'process', 'processes')} not readable, "
+                 "skipped")
     return line
 
 
@@ -160,14 +168,16 @@ def print_plan(p: Plan, to: Any = None, containers: bool = False) -> None:
     if not p.chosen and not containers:
         print("nothing to reap", file=out)
     for s in p.chosen:
-        print(terminal(f"would end pid {s.pid} ({len(s.members)} process(es), "
+        tree = counted(len(s.members), "process", "processes")
+        print(terminal(f"would end pid {s.pid} ({tree}, "
                        f"{_size(s.rss_bytes)}) {what_text(s)} [{', '.join(s.evidence)}]: "
                        f"{_short(s.shown)}"), file=out)
     for sk in p.skipped:
         print(terminal(f"left alone: pid {sk.server.pid} {_short(sk.server.shown, 60)}: "
                        f"{sk.reason}"), file=out)
     if p.chosen:
-        print(f"total: {len(p.chosen)} tree(s), {_size(sum(s.rss_bytes for s in p.chosen))}",
+        print(f"total: {counted(len(p.chosen), 'tree')}, "
+              f"{_size(sum(s.rss_bytes for s in p.chosen))}",
               file=out)
 
 
@@ -177,6 +187,11 @@ def _label(v: str) -> str:
 
 # Base units a family name may end in; each gets a `# UNIT` line (OpenMetrics).
 _UNITS = ("bytes", "seconds")
+# The two text formats: OpenMetrics (`ps --format openmetrics` on stdout), and the
+# Prometheus text format (0.0.4), which a node exporter's textfile collector parses
+# (`--textfile`). They differ in a counter's name, which OpenMetrics gives without
+# `_total` and the Prometheus format with it, in `# UNIT` and in `# EOF`.
+DIALECTS = ("openmetrics", "prometheus")
 
 # The states and evidence always written, 0 when none: a series that is sometimes absent
 # breaks alerts (`absent()`, rate over gaps). Any other state or evidence a scan reports
@@ -185,7 +200,9 @@ _UNITS = ("bytes", "seconds")
 
 def render_openmetrics(result: ScanResult, *, per_process: bool = False,
                        version: str = "", reaped: Mapping[str, int] | None = None,
-                       reclaimed_bytes: int = 0) -> str:
+                       reclaimed_bytes: int = 0,
+                       write_errors: Mapping[str, int] | None = None,
+                       dialect: str = "openmetrics") -> str:
     """Gauges for a node exporter's textfile collector, by the Prometheus conventions:
     base units in the name (`_bytes`, `_seconds`) and in a `# UNIT` line, one family per
     fact with its dimensions as labels (sum over a label for the totals, except in the
@@ -193,27 +210,37 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
     exceed the trees), `_info` series of value 1
     with low-cardinality labels, and no series per process unless `per_process` (a pid
     label makes a new series for every process, which churns a time-series database).
-    OpenMetrics text, ending `# EOF`; typed `gauge` throughout, which the textfile
-    collector's Prometheus text parser also reads. With `reaped` (outcome -> trees, since
-    `reap --watch` started), two counters as well: `mcp_tether_reaped_total{outcome}`
-    and `mcp_tether_reclaimed_bytes_total`, so `increase()` over them survives a restart
-    of the watch (a reset)."""
+    Every family has its HELP and TYPE. `dialect` "openmetrics": OpenMetrics text,
+    ending `# EOF`; "prometheus": the Prometheus text format a node exporter's textfile
+    collector parses, which `promtool check metrics` passes with no warning (`DIALECTS`).
+    With `reaped` (outcome -> trees, since `reap --watch` started), counters as well:
+    `mcp_tether_reaped_total{outcome}`, `mcp_tether_reclaimed_bytes_total` and, with
+    `write_errors` (file -> failed writes), `mcp_tether_file_write_errors_total{file}`,
+    so `increase()` over them survives a restart of the watch (a reset)."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
+    om = dialect == "openmetrics"
     lines: list[str] = []
 
     def family(name: str, help_: str, samples: Iterable[tuple[dict[str, str], float]],
                kind: str = "gauge") -> None:
-        # TYPE, UNIT, HELP: the order the OpenMetrics spec recommends. A UNIT must be
-        # the name's suffix; Prometheus' text parser (the textfile collector) skips it
-        # as a comment. A counter's family has no `_total`; its sample has.
-        lines.append(f"# TYPE {name} {kind}")
-        unit = next((u for u in _UNITS if name.endswith(f"_{u}")), None)
-        if unit:
-            lines.append(f"# UNIT {name} {unit}")
-        lines.append(f"# HELP {name} {help_}")
+        sample = f"{name}_total" if kind == "counter" else name
+        if om:
+            # TYPE, UNIT, HELP: the order the OpenMetrics spec recommends. A UNIT must be
+            # the name's suffix. A counter's family has no `_total`; its sample has.
+            lines.append(f"# TYPE {name} {kind}")
+            unit = next((u for u in _UNITS if name.endswith(f"_{u}")), None)
+            if unit:
+                lines.append(f"# UNIT {name} {unit}")
+            lines.append(f"# HELP {name} {help_}")
+        else:
+            # The Prometheus format names the family by its samples, `_total` included:
+            # a HELP or TYPE without it describes no sample, and the parser makes the
+            # counter an untyped family with no help of its own.
+            lines.extend([f"# HELP {sample} {help_}", f"# TYPE {sample} {kind}"])
         for labels, value in samples:
             inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
             text = str(value) if isinstance(value, int) else repr(float(value))  # exact
-            sample = f"{name}_total" if kind == "counter" else name
             lines.append(f"{sample}{{{inner}}} {text}" if inner else f"{sample} {text}")
 
     servers = result.servers
@@ -281,7 +308,13 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
                kind="counter")
         family("mcp_tether_reclaimed_bytes", "Resident memory of the server trees reap "
                "--watch ended since it started.", [({}, reclaimed_bytes)], kind="counter")
-    lines.append("# EOF")
+    if write_errors is not None:
+        family("mcp_tether_file_write_errors", "Writes of its files reap --watch could not "
+               "make since it started, by file (textfile: this one; samples: the read/write "
+               "samples file).", [({"file": f}, n) for f, n in sorted(write_errors.items())],
+               kind="counter")
+    if om:
+        lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
 

@@ -109,6 +109,7 @@ class Samples:
         self.path = path
         self.clock = clock
         self.procs: dict[str, dict[str, Any]] = {}
+        self.unsaved: OSError | None = None  # why the last save() failed, if it did
 
     @classmethod
     def open(cls, path: str | None = None) -> Samples:
@@ -124,10 +125,12 @@ class Samples:
 
     def save(self) -> None:
         """Best effort, atomically (a temporary file, then a rename): a sample that is
-        not kept only shortens the idle time a later run observes."""
+        not kept only shortens the idle time a later run observes. Never raises: why a
+        save failed (a full disk, a read-only folder) is left in `unsaved`."""
+        self.unsaved = None
         if self.path is None:
             return
-        with contextlib.suppress(OSError):
+        try:
             folder = os.path.dirname(self.path)
             os.makedirs(folder, mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".io-samples.", suffix=".tmp")
@@ -138,6 +141,9 @@ class Samples:
             except OSError:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+                raise
+        except OSError as exc:
+            self.unsaved = exc
 
     def observe(self, ident: ProcessId, now: float, io: Counters | None,
                 entries: set[str]) -> None:

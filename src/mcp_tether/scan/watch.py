@@ -17,6 +17,12 @@ Guarantees:
   and never ends anything.
 - `after_round(result, outcomes)` sees each round's scan and what it ended, once the
   round is done (`reap --watch --textfile` writes the metrics file there).
+- A file the watch cannot write (the samples file here, the caller's textfile) never
+  stops it: `WriteErrors` counts every failed write by file and says each distinct
+  error once, whatever the number of rounds it lasts (a full disk is one line, not one
+  every 30 s); the counts go into the next textfile that can be written.
+- One line per record whatever a command line or a process name holds: each line is
+  escaped for the terminal (`escape.terminal`: a newline is shown as `\n`).
 - The service files run `reap --watch --yes` as the user, never as root.
 """
 
@@ -33,14 +39,15 @@ from typing import Any
 
 from mcp_tether import ladder
 from mcp_tether.proc import ProcessId
-from mcp_tether.report.escape import xml_text
+from mcp_tether.report.escape import terminal, xml_text
 from mcp_tether.scan.abandoned import Tracker
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.reap import ReapOutcome, plan, reap_servers
 from mcp_tether.scan.superseded import SUPERSEDED_MIN_AGE, Samples
 
-__all__ = ["watch", "WATCH_MIN_AGE", "WATCH_INTERVAL", "render_unit", "describe"]
+__all__ = ["watch", "WATCH_MIN_AGE", "WATCH_INTERVAL", "render_unit", "describe", "WriteErrors",
+           "WRITTEN_FILES"]
 
 WATCH_MIN_AGE = 60.0  # seconds: the reaper scripts people write skip the first minute
 WATCH_INTERVAL = 30.0
@@ -55,6 +62,35 @@ def _size(n: int) -> str:
     return f"{v:.1f} GiB"
 
 
+# The files a watch writes, as the `file` label of mcp_tether_file_write_errors_total
+# names them: how a line names each, and what a failed write of it costs.
+WRITTEN_FILES = {
+    "textfile": ("--textfile", "the next file written counts the failed writes "
+                 "(mcp_tether_file_write_errors_total)"),
+    "samples": ("samples file", "the read/write samples are kept in memory meanwhile"),
+}
+
+
+class WriteErrors:
+    """Failed writes of the files a watch keeps, by file: each counted, and each distinct
+    error (file, path, reason) said once through `say`, however many rounds it lasts."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self.counts = dict.fromkeys(WRITTEN_FILES, 0)
+        self._said: set[tuple[str, str, str]] = set()
+
+    def failed(self, file: str, path: str, exc: OSError) -> None:
+        self.counts[file] = self.counts.get(file, 0) + 1
+        why = exc.strerror or str(exc)
+        if (file, path, why) in self._said:
+            return
+        self._said.add((file, path, why))
+        name, cost = WRITTEN_FILES.get(file, (file, ""))
+        self.say(terminal(f"{name} {path} not written: {why}; reaping goes on, {cost} "
+                          "(each error said once)"))
+
+
 def describe(o: ReapOutcome) -> str:
     """One line for one action: what, evidence, memory reclaimed."""
     s = o.server
@@ -64,8 +100,8 @@ def describe(o: ReapOutcome) -> str:
         name += f"@{w.version}"
     sdk = f" sdk {w.sdk} {w.sdk_version or ''}".rstrip() if w.sdk else ""
     how = f" by {o.ended_by}" if o.ended_by else ""
-    return (f"{o.outcome}{how}: pid {s.pid} {name}{sdk} [{', '.join(s.evidence)}] "
-            f"reclaimed {_size(o.reclaimed_bytes)}")
+    return terminal(f"{o.outcome}{how}: pid {s.pid} {name}{sdk} [{', '.join(s.evidence)}] "
+                    f"reclaimed {_size(o.reclaimed_bytes)}")
 
 
 def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
@@ -77,8 +113,10 @@ def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
           superseded_min_age: float = SUPERSEDED_MIN_AGE,
           samples: Samples | None = None,
           after_round: Callable[[ScanResult, list[ReapOutcome]], None] | None = None,
+          errors: WriteErrors | None = None,
           ) -> list[ReapOutcome]:
-    """Scan, end leaks, wait `interval`; until `should_stop()` (or `rounds` rounds)."""
+    """Scan, end leaks, wait `interval`; until `should_stop()` (or `rounds` rounds).
+    `errors`: where a samples file that could not be written is counted and said."""
     told: set[tuple[ProcessId, str]] = set()
     done: list[ReapOutcome] = []
     tracker = Tracker()
@@ -86,12 +124,15 @@ def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,
     n = 0
     while not should_stop():
         result = scan(**(scan_kwargs or {}), tracker=tracker, samples=kept)
+        if kept.unsaved is not None and errors is not None:
+            errors.failed("samples", kept.path or "", kept.unsaved)
         p = plan(result, include or set(), min_age, allow, superseded_min_age)
         for sk in p.skipped:
             key = (sk.server.ident, sk.reason.split(" (")[0])
             if key not in told:
                 told.add(key)
-                emit(f"left: pid {sk.server.pid} {' '.join(sk.server.shown)[:60]}: {sk.reason}")
+                emit(terminal(f"left: pid {sk.server.pid} {' '.join(sk.server.shown)[:60]}: "
+                              f"{sk.reason}"))
         outcomes = reap_servers(p.chosen, grace)
         for o in outcomes:
             emit(describe(o))

@@ -47,7 +47,15 @@ from mcp_tether.packages import InstallPolicy, PackageError, Prepared, prepare
 from mcp_tether.proc.pidns import in_pid_namespace
 from mcp_tether.survey.listfile import Entry, parse_line, parse_list
 from mcp_tether.survey.loadshare import OthersLoad
-from mcp_tether.survey.repeat import REPEATS, Run, busy, busy_others, judge, repeat_failing
+from mcp_tether.survey.repeat import (
+    REPEATS,
+    Run,
+    busy,
+    busy_others,
+    failed_verdict,
+    judge,
+    repeat_failing,
+)
 
 __all__ = ["run_survey", "rerun", "ServerResult", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
@@ -85,6 +93,19 @@ class Failure:
     # --annotate): "confirmed (...)" or "not confirmed: ..."; "" not re-checked.
     sdk_recheck: str = ""
 
+    def judged(self) -> str:
+        """`repeats` / `flaky` / `unrepeated` by the one rule (`repeat.judge`) on its
+        runs; a failure saved without runs (a survey before repeats) stays as it was."""
+        return judge(self._runs()) if self.runs else (self.repeated or "repeats")
+
+    @property
+    def failed_verdict(self) -> str:
+        """The word of its FAIL cell (`repeat.failed_verdict`)."""
+        return failed_verdict(self._runs(), self.verdict)
+
+    def _runs(self) -> list[Run]:
+        return [Run.from_dict(r) for r in self.runs]
+
 
 @dataclass
 class ServerResult:
@@ -121,6 +142,19 @@ class ServerResult:
     def guard_pass(self) -> bool | None:
         return self.robust_pass.get("guarded")
 
+    @property
+    def has_results(self) -> bool:
+        """Does the table show its verdicts (it started, and was probed)?"""
+        return self.status in ("ok", "timeout") and bool(self.spec_pass)
+
+    @property
+    def first_runs(self) -> int:
+        """Its probe runs before any repeat: one per style whose load was taken (a row
+        saved before loads were kept: every style, once it was installed)."""
+        if self.loads:
+            return len(self.loads)
+        return 0 if self.status in ("install-failed", "no-command") else len(STYLES)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["guard_pass"] = self.guard_pass
@@ -128,10 +162,69 @@ class ServerResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ServerResult:
+        """A saved row, judged again by today's rule (`rejudge`): every rendering of a
+        saved survey words its cells as a new one would."""
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known.setdefault("spec", str(d.get("label", "")))  # a row derived by hand
         known["failures"] = [Failure(**f) for f in d.get("failures") or []]
         known["flaky"] = [Failure(**f) for f in d.get("flaky") or []]
-        return cls(**known)
+        row = cls(**known)
+        row.rejudge()
+        return row
+
+    def rejudge(self) -> None:
+        """Every failure with runs judged by `repeat.judge`: a FAIL when it repeats, else
+        flaky (or unrepeated); then each style's levels again on what repeats."""
+        cells = [*self.failures, *self.flaky]
+        changed = set()
+        for f in cells:
+            was, f.repeated = f.repeated, f.judged() if f.runs else f.repeated
+            if f.repeated != was:
+                changed.add(f.style)
+        self.failures = [f for f in cells if f.repeated not in ("flaky", "unrepeated")]
+        self.flaky = [f for f in cells if f.repeated in ("flaky", "unrepeated")]
+        for style in sorted(changed):  # a style whose cells all kept their word keeps its levels
+            self.judge_levels(style)
+
+    def judge_levels(self, style: str, levels: dict[str, str | None] | None = None) -> None:
+        """The style's spec and robust passes over every verdict it has, judged on the
+        failures that repeat (an unrepeated one is unknown); `levels`: each scenario's
+        level, where the probe said it."""
+        from mcp_tether.probe.scenarios import SCENARIOS
+        from mcp_tether.probe.scenarios import get as get_scenario
+
+        failed = {f.scenario for f in self.failures if f.style == style}
+        unrepeated = {f.scenario for f in self.flaky
+                      if f.style == style and f.repeated == "unrepeated"}
+        cells = {f.scenario: f for f in (*self.failures, *self.flaky) if f.style == style}
+        levels = {**{s: f.level for s, f in cells.items()}, **(levels or {})}
+        verdicts = {**{s: f.verdict for s, f in cells.items()}, **self.verdicts.get(style, {})}
+        judged = [{"scenario": s, "passed": s not in failed,
+                   "level": levels.get(s) or (get_scenario(s).level if s in SCENARIOS
+                                              else "robust"),
+                   "verdict": "error" if s in unrepeated else v}
+                  for s, v in verdicts.items()]
+        if not judged:
+            return
+        self.spec_pass[style] = _level_pass(judged, "spec")
+        self.robust_pass[style] = _level_pass(judged, "robust")
+
+    def judged(self, style: str, scenario: str) -> str | None:
+        """The cell's word by the one rule: its verdict when it passed, the failing
+        runs' verdict when it is a FAIL (`Failure.failed_verdict`), `flaky` or
+        `unrepeated` when it did not repeat; None: not probed."""
+        for f in self.failures:
+            if (f.style, f.scenario) == (style, scenario):
+                return f.failed_verdict
+        for f in self.flaky:
+            if (f.style, f.scenario) == (style, scenario):
+                return f.repeated
+        return self.verdicts.get(style, {}).get(scenario)
+
+    def cell(self, style: str, scenario: str) -> Failure | None:
+        """The failure (FAIL or not repeated) of this cell, with its runs; None: none."""
+        return next((f for f in (*self.failures, *self.flaky)
+                     if (f.style, f.scenario) == (style, scenario)), None)
 
     def reclassify(self) -> None:
         """A row whose every style ran but whose server never got past the handshake
@@ -198,18 +291,31 @@ class SurveyResult:
             return busy_others(medians, self.cpus)
         return busy(self.loads(), self.cpus)
 
+    def statuses(self) -> dict[str, int]:
+        """How many rows of each kind, as the table shows them: `results` (a row with its
+        verdicts), then each status of a row without (did-not-start, needs-service...)."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            key = "results" if r.has_results else r.status
+            out[key] = out.get(key, 0) + 1
+        return out
+
     @property
-    def probed(self) -> int:
-        """Rows that got as far as probing (installed, a command found)."""
-        return sum(1 for r in self.rows if r.status not in ("install-failed", "no-command"))
+    def first_runs(self) -> int:
+        """Probe runs of every style a row got to (one for a server that did not start:
+        the other styles are not run), before any repeat."""
+        return sum(r.first_runs for r in self.rows)
+
+    @property
+    def repeat_runs(self) -> int:
+        """Probe runs that ran failures again: `REPEATS` for each host style of a row
+        whose failures were run again."""
+        return sum(REPEATS * len({f.style for f in (*r.failures, *r.flaky) if f.runs})
+                   for r in self.rows)
 
     @property
     def probe_runs(self) -> int:
-        """Probe runs made: three per probed server, and `REPEATS` more for each host
-        style of a row whose failures were run again."""
-        styles = [{f.style for f in (*r.failures, *r.flaky) if f.runs} for r in self.rows
-                  if r.status not in ("install-failed", "no-command")]
-        return self.probed * len(STYLES) + sum(REPEATS * len(s) for s in styles)
+        return self.first_runs + self.repeat_runs
 
     @property
     def floor(self) -> float:
@@ -235,7 +341,7 @@ class SurveyResult:
         d.pop("rows")
         d.pop("runs", None)
         d.pop("busy", None)
-        d.update(servers=len(self.rows), probed=self.probed)
+        d.update(servers=len(self.rows), statuses=self.statuses())
         return d
 
     @classmethod
@@ -259,7 +365,8 @@ class SurveyResult:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
             "seconds": round(self.seconds, 1), "jobs": self.jobs,
             "pid_namespace": self.pid_namespace, "floor_seconds": round(self.floor, 1),
-            "probe_runs": self.probe_runs,
+            "probe_runs": self.probe_runs, "first_runs": self.first_runs,
+            "repeat_runs": self.repeat_runs,
             "cpus": self.cpus, "busy": self.busy}
         if self.load is not None:
             d["load_average"] = {"start": self.load[0], "end": self.load[1]}
@@ -397,9 +504,6 @@ def record(row: ServerResult, style: str, results: list[dict[str, Any]],
     """One style's probe results into `row`, in place of what it had for those scenarios:
     verdicts, failures judged on their runs (`cells`: scenario -> runs, from
     `repeat.repeat_failing`), and the style's level passes over every verdict it has."""
-    from mcp_tether.probe.scenarios import SCENARIOS
-    from mcp_tether.probe.scenarios import get as get_scenario
-
     names = {r["scenario"] for r in results}
     row.verdicts.setdefault(style, {}).update({r["scenario"]: r["verdict"] for r in results})
     keep = [f for f in row.failures if not (f.style == style and f.scenario in names)]
@@ -417,16 +521,7 @@ def record(row: ServerResult, style: str, results: list[dict[str, Any]],
         if runs:
             f.runs, f.repeated = [run.to_dict() for run in runs], judge(runs)
         (row.flaky if f.repeated in ("flaky", "unrepeated") else row.failures).append(f)
-    failed = {f.scenario for f in row.failures if f.style == style}
-    unrepeated = {f.scenario for f in row.flaky
-                  if f.style == style and f.repeated == "unrepeated"}
-    levels = {r["scenario"]: r.get("level") for r in results}
-    judged = [{"scenario": s, "passed": s not in failed,
-               "level": levels.get(s) or (get_scenario(s).level if s in SCENARIOS else "robust"),
-               "verdict": "error" if s in unrepeated else v}
-              for s, v in row.verdicts[style].items()]
-    row.spec_pass[style] = _level_pass(judged, "spec")
-    row.robust_pass[style] = _level_pass(judged, "robust")
+    row.judge_levels(style, {r["scenario"]: r.get("level") for r in results})
 
 
 def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,

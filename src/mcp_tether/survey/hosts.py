@@ -24,8 +24,11 @@ The rule (`derive`), per host and event (hostcheck's `exit`, `sigkill` = a crash
   (the host's fds closing, or stdin closed): the survey's `crash` (EOF, nobody signals)
   decides; with no EOF either, it is left;
 - anything else (`host-stayed`, `skipped`, `error`, not measured): unknown.
-A server verdict `orphaned` is "left"; `lingered` is "late" (gone by itself after the
-window); other verdicts of a tree that ended are "gone"; `error`/`early-exit`/missing: "?".
+A server's cell is read by the survey's one rule (`ServerResult.judged`): a failure that
+repeats is its failing runs' verdict, one that failed once is `flaky` (with its runs),
+a pass its verdict. `orphaned` is "left"; `lingered` is "late" (gone by itself after the
+window); other verdicts of a tree that ended are "gone"; `flaky` is "flaky";
+`error`/`early-exit`/unrepeated/missing: "?".
 
 Guarantees: pure functions of the two inputs; a host row added to hosts-check.md (a
 `### HOST` section with a `| scenario | verdict | ... | server saw |` table) or a
@@ -44,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether.report.escape import html_text, md_cell, md_text
+from mcp_tether.survey import ServerResult
+from mcp_tether.survey.render import runs_text
 
 __all__ = ["HostLadder", "Cell", "Join", "parse_hosts_md", "parse_hostcheck_json",
            "derive", "join", "to_markdown", "to_json", "to_html", "EVENTS"]
@@ -190,12 +195,23 @@ def _state(verdict: str | None) -> str:
         return "late"
     if verdict in ("exited", "terminated", "killed"):
         return "gone"
+    if verdict == "flaky":
+        return "flaky"
     return "?"
 
 
-def derive(verdicts: dict[str, dict[str, str]], host: HostLadder, event: str) -> Cell:
-    """Is the server (its survey verdicts per style and scenario) left by `host` at
-    `event`? The rule is the module docstring's."""
+def judged_verdicts(row: ServerResult) -> dict[str, dict[str, str]]:
+    """A survey row's cells by the survey's one rule: style -> scenario -> the verdict of
+    a pass or of a failure that repeats, `flaky` or `unrepeated` otherwise."""
+    return {style: {sc: row.judged(style, sc) or "" for sc in cells}
+            for style, cells in row.verdicts.items()}
+
+
+def derive(verdicts: dict[str, dict[str, str]], host: HostLadder, event: str,
+           runs_of: dict[tuple[str, str], str] | None = None) -> Cell:
+    """Is the server (its survey cells per style and scenario, `judged_verdicts`) left by
+    `host` at `event`? The rule is the module docstring's; `runs_of`: a flaky cell's runs,
+    said in its why."""
     ev = host.events.get(event)
     if ev is None:
         return Cell("?", f"{host.name}: {event} not measured")
@@ -206,7 +222,9 @@ def derive(verdicts: dict[str, dict[str, str]], host: HostLadder, event: str) ->
 
     def by(scenario: str, what: str) -> Cell:
         v = mine.get(scenario)
-        why = f"host {ev.verdict} ({what}); survey {host.style} {scenario}: {v or 'not run'}"
+        runs = (runs_of or {}).get((host.style, scenario))
+        why = (f"host {ev.verdict} ({what}); survey {host.style} {scenario}: {v or 'not run'}"
+               + (f" (runs: {runs})" if runs and v == "flaky" else ""))
         if v == "killed" and scenario != "close":
             # It outlived the signal; the probe then SIGKILLed it, as the spec's ladder
             # would. Whether this host goes on to SIGKILL, hostcheck's recorder (which
@@ -240,13 +258,16 @@ def join(survey: dict[str, Any], hosts: list[HostLadder]) -> Join:
     rows = []
     for r in survey.get("results") or survey.get("rows") or []:  # "rows": before the envelope
         cells: dict[str, dict[str, Cell]] = {}
+        row = ServerResult.from_dict(r)
+        judged = judged_verdicts(row)
+        runs = {(f.style, f.scenario): runs_text(f) for f in row.flaky if f.runs}
         for h in hosts:
             cells[h.name] = {}
             for ev in EVENTS:
                 if r.get("status") != "ok" or not r.get("verdicts"):
                     cells[h.name][ev] = Cell("—", f"not probed ({r.get('status')})")
                 else:
-                    cells[h.name][ev] = derive(r["verdicts"], h, ev)
+                    cells[h.name][ev] = derive(judged, h, ev, runs)
         rows.append({"label": r["label"], "status": r.get("status"), "cells": cells})
     return Join(hosts, rows, survey.get("started"))
 
@@ -268,13 +289,15 @@ def to_json(j: Join) -> str:
     }, indent=1)
 
 
-_MARK = {"left": "LEFT", "late": "late", "gone": "gone", "?": "?", "—": "—"}
+_MARK = {"left": "LEFT", "late": "late", "gone": "gone", "flaky": "flaky", "?": "?",
+         "—": "—"}
 
 
 def _counts(j: Join, host: str, ev: str) -> str:
     states = [r["cells"][host][ev].state for r in j.rows if r["status"] == "ok"]
+    flaky = f"{states.count('flaky')} flaky, " if "flaky" in states else ""
     return (f"{states.count('left')} left, {states.count('late')} late, "
-            f"{states.count('gone')} gone, {states.count('?')} unknown")
+            f"{states.count('gone')} gone, {flaky}{states.count('?')} unknown")
 
 
 def to_markdown(j: Join) -> str:
@@ -282,7 +305,8 @@ def to_markdown(j: Join) -> str:
            "Derived from the survey's per-server verdicts and hostcheck's host ladders "
            "(`python -m mcp_tether.survey.hosts`; the rule: docs/survey.md, \"Servers x "
            "hosts\"). LEFT: still running after the host; late: gone by itself only after "
-           "the 2 s window; gone; ?: not measured; —: the server was not probed.", "",
+           "the 2 s window; gone; flaky: the survey cell failed once in 3 runs (its runs "
+           "are in the JSON's why); ?: not measured; —: the server was not probed.", "",
            f"The survey: {j.survey_started or 'undated'}; the hosts: as listed below.", "",
            "| host | style | measured in |", "|---|---|---|"]
     out += [f"| {h.name} | {h.style} | {h.source} |" for h in j.hosts]
@@ -306,8 +330,8 @@ def to_markdown(j: Join) -> str:
     return "\n".join(out) + "\n"
 
 
-_COLOR = {"left": "#f8d7da", "late": "#fff3cd", "gone": "#d4edda", "?": "#eeeeee",
-          "—": "#ffffff"}
+_COLOR = {"left": "#f8d7da", "late": "#fff3cd", "gone": "#d4edda", "flaky": "#e2e3f3",
+          "?": "#eeeeee", "—": "#ffffff"}
 
 
 def _plain(text: str) -> str:

@@ -3,8 +3,11 @@
 Guarantees: the three say the same thing (one table, then each failing row's diagnosis
 and remedy) and are computed from the result alone; HTML is self-contained and every
 value is escaped; a failure is never shown without its remedy when the probe gave one.
-A failure that did not repeat is shown as `flaky` with its runs, never as a FAIL; an SDK
-host's re-check that did not confirm a failure is shown beside it; a survey whose load
+Every cell follows one rule (`repeat.judge`, `ServerResult.judged`), in every column and
+file: a failure that repeats (2 of 3 runs) is a FAIL, named by what its failing runs did
+(`lingered` is never LEFT); one that does not is `flaky`, with its runs. An SDK host's
+re-check that did not confirm a failure is shown beside it; the header counts the rows
+(with results, did not start, ...) and the probe runs they made; a survey whose load
 stayed above the CPU count says so first.
 """
 
@@ -16,17 +19,30 @@ from typing import Any
 
 from mcp_tether.report.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.report.jsonout import envelope
-from mcp_tether.survey import PROBE_FLOOR, STYLES, Failure, ServerResult, SurveyResult
+from mcp_tether.survey import PROBE_FLOOR, Failure, ServerResult, SurveyResult
 
-__all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers", "busy_text"]
+__all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers", "busy_text",
+           "STATUS_WORDS"]
 
 COLUMNS = ("server", "used", "version", "language", "SDK", "launch", "spec (node / python)",
            "robust (node / python)", "`kill PID` (node / python)", "behind the guard",
            "failures")
-# The `sigterm-pid` scenario's verdict, as the column says it: does the whole tree end
-# when only the spawned pid gets SIGTERM (a user's `kill PID`, a one-pid supervisor)?
-_KILL_PID = {"exited": "ends", "orphaned": "LEFT", "killed": "LEFT", "lingered": "LEFT",
-             "terminated": "ends"}
+# The `sigterm-pid` cell, as the column says it: does the whole tree end when only the
+# spawned pid gets SIGTERM (a user's `kill PID`, a one-pid supervisor)? By the one rule
+# (`ServerResult.judged`): a FAIL names what its failing runs did (LEFT running, or
+# `lingered`: gone by itself after the window, never LEFT), a cell that failed once is
+# `flaky`, one whose repeats got no verdict `?`.
+_KILL_PID = {"exited": "ends", "terminated": "ends", "orphaned": "LEFT", "killed": "LEFT",
+             "lingered": "lingered", "flaky": "flaky"}
+# A row without verdicts: what the table says instead (its status).
+STATUS_WORDS = {"needs-service": "needs a service", "did-not-start": "did not start",
+                "install-failed": "cannot be installed here", "no-command": "no server command",
+                "stopped": "not run (stopped)", "error": "error", "timeout": "timed out"}
+# The same, counted in the header: "33 did not start".
+_COUNTED = {"results": "with results", "needs-service": "need a service",
+            "did-not-start": "did not start", "install-failed": "cannot be installed here",
+            "no-command": "have no server command", "stopped": "not run (stopped)",
+            "error": "ended in an error", "timeout": "timed out"}
 
 
 def used(row: ServerResult) -> str:
@@ -60,10 +76,8 @@ def _flaky_text(row: ServerResult) -> str:
 
 
 def cells(row: ServerResult) -> list[str]:
-    if row.status not in ("ok", "timeout") or not row.spec_pass:
-        what = {"needs-service": "needs a service", "did-not-start": "did not start",
-                "install-failed": "cannot be installed here", "no-command": "no server command",
-                "stopped": "not run (stopped)", "error": "error"}.get(row.status, row.status)
+    if not row.has_results:
+        what = STATUS_WORDS.get(row.status, row.status)
         return [row.label, used(row), row.version or "—", row.language or "—",
                 row.sdk or "—", row.launch or "—", "—", "—", "—", "—", f"{what}: {row.note}"]
     spec = " / ".join(_mark(row.spec_pass.get(s)) for s in ("node", "python"))
@@ -80,7 +94,7 @@ def cells(row: ServerResult) -> list[str]:
         fails.append(_flaky_text(row))
     if row.status == "timeout":
         fails.append(row.note)
-    kill_pid = " / ".join(_KILL_PID.get(row.verdicts.get(s, {}).get("sigterm-pid", ""), "?")
+    kill_pid = " / ".join(_KILL_PID.get(row.judged(s, "sigterm-pid") or "", "?")
                           for s in ("node", "python"))
     if not any("sigterm-pid" in v for v in row.verdicts.values()):
         kill_pid = "—"  # not probed (a survey made before the scenario, or without it)
@@ -125,7 +139,17 @@ def fix_numbers(result: SurveyResult) -> dict[str, int]:
     return numbers
 
 
-def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
+def _rows_text(d: dict[str, Any]) -> str:
+    """`184 servers (117 with results, 33 did not start, ...)`: the rows' own counts."""
+    counts = d.get("statuses")
+    if not counts:  # the facts of a survey saved before its rows were counted so
+        return f"{d['servers']} servers ({d.get('probed', '?')} got to a probe)"
+    said = ", ".join(f"{n} {_COUNTED.get(k, k)}" for k, n in
+                     sorted(counts.items(), key=lambda kv: (kv[0] != "results", -kv[1])))
+    return f"{d['servers']} servers ({said})"
+
+
+def _run_line(d: dict[str, Any]) -> str:
     ns = "in a pid namespace" if d["pid_namespace"] else "in the host pid namespace"
     load = d.get("load_average")
     load_text = "" if not load else \
@@ -135,14 +159,14 @@ def _run_line(d: dict[str, Any], servers: int, probed: int) -> str:
         load_text += (f", other work's runnable tasks (the survey's own not counted) median "
                       f"{float(others['median']):g}, max {others['max']}")
     floor = float(d.get("floor_seconds") or 0)
-    extra = int(d.get("probe_runs") or 0) - probed * len(STYLES)
-    runs = f"{probed} probed servers x {len(STYLES)} probes" + \
-        (f" + {extra} repeat runs of failures" if extra > 0 else "")
-    what = f"({runs})" if extra > 0 else runs
+    runs = f"{int(d.get('probe_runs') or 0)} probe runs"
+    if d.get("repeat_runs"):
+        runs += (f": {d['first_runs']} first runs + {d['repeat_runs']} repeat runs of "
+                 "failures,")
     floor_text = "" if not floor else \
-        f" Floor ({what} x {PROBE_FLOOR:g} s / {d['jobs']}): {floor:.0f} s; " \
+        f" Floor ({runs} x {PROBE_FLOOR:g} s / {d['jobs']}): {floor:.0f} s; " \
         f"this run {float(d['seconds']) / floor:.2f}x."
-    return (f"Surveyed {d['started']}: {servers} servers in {d['seconds']} s, "
+    return (f"Surveyed {d['started']}: {_rows_text(d)} in {d['seconds']} s, "
             f"{d['jobs']} at once, {ns}{load_text}.{floor_text}")
 
 
@@ -171,9 +195,9 @@ def _runs_header(result: SurveyResult) -> str:
     if result.runs:
         return (f"Put together from {len(result.runs)} surveys of one list (a later one's "
                 "row replaces an earlier one's): " +
-                " ".join(_run_line(r, int(r["servers"]), int(r["probed"]))
-                         for r in result.runs))
-    return _run_line(result.to_dict(), len(result.rows), result.probed)
+                " ".join(_run_line(r) for r in result.runs))
+    return _run_line({**result.to_dict(), "servers": len(result.rows),
+                      "statuses": result.statuses()})
 
 
 def to_markdown(result: SurveyResult) -> str:

@@ -9,15 +9,22 @@ that failed (a verdict, not an `error`: that one is already unknown) is probed a
 1-minute load average taken just before each run, the first included. The cell is then
 judged on all its runs:
 
-- `repeats`: every run that got a verdict failed, and at least two did: a FAIL;
-- `flaky`: some run passed: never shown as a FAIL, but with its runs;
+- `repeats`: at least two runs that got a verdict failed (2 of 3, or 3 of 3): a FAIL,
+  whatever the third did, shown with its runs;
+- `flaky`: it failed once and passed in the other runs that got a verdict: never shown
+  as a FAIL, but as `flaky` with its runs;
 - `unrepeated`: only the first run got a verdict (the others could not start, or got no
   handshake): unknown (`?`), since one failure alone is not published.
+
+One rule for every column and file: `failed_verdict(runs)` is the word a FAIL cell
+shows (the verdict its failing runs share, else the worst of them: a tree that `lingered`
+is named so, never as one left running).
 
 Guarantees:
 - `judge` is a pure function of the runs; `repeat_failing` takes the probe and the
   clock of load as functions, so the policy is tested without any server.
-- A failure is a FAIL only when the cell failed at least twice and never passed.
+- A failure is a FAIL exactly when the cell failed at least twice (a pass beside two
+  failures does not make them flaky).
 - Every run carries its verdict, whether it passed and the load before it (JSON).
 - `busy_others(medians, cpus)`: other work kept the machine busy (in some survey put
   together, the median of the runnable tasks that were not the survey's own, counted by
@@ -35,7 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = ["REPEATS", "Run", "judge", "repeat_failing", "busy", "busy_others", "failing",
-           "UNKNOWN"]
+           "failed_verdict", "UNKNOWN"]
 
 REPEATS = 2  # runs after the first: three in all, so one failure never stands alone
 UNKNOWN = ("error", "early-exit")  # verdicts that say nothing about the scenario
@@ -64,9 +71,23 @@ class Run:
 def judge(runs: list[Run]) -> str:
     """`repeats`, `flaky` or `unrepeated` (see the module docstring)."""
     counted = [r for r in runs if r.counted]
-    if any(r.passed for r in counted):
-        return "flaky"
-    return "repeats" if len(counted) >= 2 else "unrepeated"
+    if sum(1 for r in counted if not r.passed) >= 2:
+        return "repeats"
+    return "flaky" if len(counted) >= 2 else "unrepeated"
+
+
+# The failing verdicts, worst first: a tree left running, then one the ladder had to end,
+# then one that ended by itself, late.
+_WORST = ("orphaned", "killed", "terminated", "lingered")
+
+
+def failed_verdict(runs: list[Run], first: str) -> str:
+    """What a FAIL cell's runs did: the verdict its failing runs share, else the worst of
+    them (`first`, the first run's verdict, when no run is known)."""
+    failed = {r.verdict for r in runs if r.counted and not r.passed}
+    if len(failed) == 1:
+        return failed.pop()
+    return next((v for v in _WORST if v in failed), first)
 
 
 def failing(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

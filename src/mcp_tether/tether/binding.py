@@ -76,6 +76,10 @@ class Binding:
         self._idle: Any = None  # anyio.Event, set when nothing is in flight
         self._cancel_scopes: list[Any] = []
         self._write_stream: Any = None  # the SDK's own (untapped) send stream
+        # The drain as data: requests in flight when the end was first asked (or stdin's
+        # EOF read), and when the end went through (None: not yet).
+        self.held: int | None = None
+        self.left: int | None = None
 
     # -- installed on the SDK ---------------------------------------------------------
 
@@ -168,6 +172,8 @@ class Binding:
 
     def _end(self, drain_until: float) -> None:
         self._end_asked = True
+        if self.held is None:
+            self.held = len(self.in_flight)
         if self._end_at is None or drain_until < self._end_at:
             self._end_at = drain_until
         if self._recv_scope is not None:
@@ -205,6 +211,8 @@ class Binding:
                 try:
                     item, got = await inner.receive(), True
                 except anyio.EndOfStream:
+                    if self.held is None:
+                        self.held = len(self.in_flight)
                     self.eof_seen.set()
                     self.notify()
                     self._end_at = time.monotonic() + self.drain
@@ -235,6 +243,7 @@ class Binding:
         if self._write_stream is not None and left > 0:
             with anyio.move_on_after(left):
                 await _writer_caught_up(self._write_stream)
+        self.left = len(self.in_flight)
         self.ended.set()
         self.notify()
         raise anyio.EndOfStream

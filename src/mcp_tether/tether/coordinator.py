@@ -21,7 +21,8 @@ The one shutdown, whichever triggers race, all on the watcher thread:
 3. The server's own children (`children`): armed, the server became the subreaper of its
    tree where the platform allows; now every live descendant is ended with the ladder
    (SIGTERM, SIGKILL, identity-checked), never the process group (it may be the host's).
-4. Flush stdout/stderr (bounded), one line on stderr naming the trigger, the time, and
+4. Flush stdout/stderr (bounded), one line on stderr naming the trigger, the time, how
+   a drain ended (nothing in flight, the calls answered, or its time ran out), and
    whatever failed, was cut off at its share or skipped; then `os._exit(status)`, so no
    thread, executor or task group can hold the process. Status 0 for the transport
    ending or parent death, 128+N for signal N, 1 when the server failed.
@@ -81,6 +82,16 @@ def _after_fork_in_child() -> None:
                 coordinator._inbox.restore()
 
 
+def _drained(b: Binding, in_time: bool) -> str:
+    """How the drain ended, in the stderr line's words: nothing was in flight, the calls in
+    flight were answered, or its time ran out with some still in flight."""
+    if not in_time:
+        return f"its time ran out with {len(b.in_flight)} call(s) in flight"
+    if not b.held:
+        return "nothing in flight"
+    return f"{b.held} call(s) in flight, {b.held - (b.left or 0)} answered"
+
+
 class ShutdownCoordinator:
     """One process's tether to its client (see the module docstring).
 
@@ -116,6 +127,7 @@ class ShutdownCoordinator:
         self.children = (exit is os._exit) if children is None else children
         self._adopted = False
         self.children_ended: str | None = None  # the summary, when there were any
+        self.drained: str | None = None  # how the drain ended, when there was one
         self._hooks: list[_hooks.Hook] = []
         self._once = threading.Lock()
         self._exited = threading.Event()
@@ -398,7 +410,9 @@ class ShutdownCoordinator:
         if not (served() or b.eof_seen.is_set()):
             b.request_end(drain_until)
         # The drain: over as soon as nothing is in flight (the tapped stream ends then).
-        self._wait(lambda: served() or b.ended.is_set(), drain_until)
+        in_time = self._wait(lambda: served() or b.ended.is_set(), drain_until)
+        if self.drain > 0:
+            self.drained = _drained(b, in_time)
         until = time.monotonic() + self.deadline
         # Its share, but never more than half: the hooks (the author's explicit cleanup)
         # keep at least half of the deadline, and a stuck lifespan costs at most that.
@@ -453,6 +467,8 @@ class ShutdownCoordinator:
 
     def _line(self) -> str:
         line = f"mcp-tether: {self.reason}, cleanup {self.cleanup_ms:.0f} ms"
+        if self.drained:
+            line += f"; drain: {self.drained}"
         if self.unwound.startswith(("cut off", "cancelled", "session")):
             line += f"; server's own shutdown {self.unwound}"
         if self.children_ended:
