@@ -16,6 +16,9 @@
 // - `POSIX`: sessions, process groups and signals to a group: the transport starts its
 //   server detached (a session of its own) behind a supervisor. On Windows it starts the
 //   server itself, hidden, and no supervisor is looked for.
+// - `ENDPOINTS` (Linux): the reader of a process's terminals, pipes and sockets and of who
+//   holds their far ends (lib/endpoints.cjs), for what a tree kill leaves (lib/leave.cjs);
+//   null elsewhere (nothing is then left for being in use or a terminal: unknown).
 // - `GUARD_AUTO` (Linux): `supervisor: "auto"` picks `mcp-tether run` (the Python guard, a
 //   subreaper) when it is on PATH; elsewhere the Node watchdog.
 // - `processClock()`: now, in seconds, on the clock this platform's process start times
@@ -51,6 +54,7 @@ module.exports = {
   NAME,
   processClock,
   PROCFS: LINUX,
+  ENDPOINTS: LINUX ? require('./endpoints.cjs') : null,
   ANCESTRY: ancestry(),
   POSIX: !WINDOWS,
   GUARD_AUTO: LINUX,

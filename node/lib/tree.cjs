@@ -20,6 +20,10 @@
 //   process is never taken (the number could be a new group's). Each member outside the
 //   group is re-read right before its signal. Node has no pidfd: a pid that dies and is
 //   reused between that read and the kill is the one race left, microseconds wide.
+// - `leave(left)` takes processes out of the tree for good (lib/leave.cjs: what the
+//   server detached for its user): from then on they are never recorded nor signalled,
+//   nor is what they fork, nor the group while one of them is in it (its members are
+//   then signalled one by one).
 // - Linux only (lib/platform.cjs `PROCFS`; the reads are lib/procfs.cjs). Elsewhere
 //   `SUPPORTED` is false and only the group is signalled.
 
@@ -62,17 +66,47 @@ class Tree {
     // in NAME (a comma-separated list) descends from the tree, even if its parent is gone.
     this.mark = mark;
     this.leader = leader; // {pid, start} of the group's leader (pid === pgid), if known
-    this.members = new Map(); // pid -> {pid, start, pgid}
+    this.members = new Map(); // pid -> {pid, start, pgid, sid}
+    this.left = new Map(); // pid -> what lib/leave.cjs decided: out of the tree for good
     if (includeRoot && root) this.members.set(root.pid, { ...root });
   }
 
+  /** Take `left` (Map pid -> {pid, start, pgid, why, ...}) out of the tree for good. */
+  leave(left) {
+    for (const [pid, v] of left) {
+      this.left.set(pid, v);
+      const m = this.members.get(pid);
+      if (m && m.start === v.start) this.members.delete(pid);
+    }
+  }
+
+  /** `st` was left, or a left process forked it since (it goes with its parent). */
+  _isLeft(st) {
+    if (this.left.size === 0) return false;
+    const v = this.left.get(st.pid);
+    if (v && v.start === st.start) return true;
+    const parent = this.left.get(st.ppid);
+    if (!parent) return false;
+    const now = procfs.stat(parent.pid);
+    if (!now || now.start !== parent.start) return false; // reparented: its parent is gone
+    this.left.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid, sid: st.sid, why: 'under',
+      detail: `${parent.pid} (its parent)`, command: null });
+    return true;
+  }
+
+  /** Whether a left process is in the server's group: then no kill(-pgid) is sent. */
+  _groupShared() {
+    return [...this.left.values()].some((v) => v.pgid === this.pgid);
+  }
+
   _add(st) {
+    if (this._isLeft(st)) return false;
     const known = this.members.get(st.pid);
     if (known && known.start === st.start) {
       known.pgid = st.pgid;
       return false;
     }
-    this.members.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid });
+    this.members.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid, sid: st.sid });
     return true;
   }
 
@@ -112,7 +146,7 @@ class Tree {
       seen.add(pid);
       for (const child of procfs.children(pid)) {
         const st = procfs.stat(child);
-        if (st && st.ppid === pid) {
+        if (st && st.ppid === pid && !this._isLeft(st)) {
           this._add(st);
           queue.push(child);
         }
@@ -144,6 +178,7 @@ class Tree {
       if (seen.has(pid)) continue;
       seen.add(pid);
       for (const st of kids.get(pid) || []) {
+        if (this._isLeft(st)) continue;
         this._add(st);
         queue.push(st.pid);
       }
@@ -155,10 +190,20 @@ class Tree {
    * after the root (none before it could have inherited the mark from it). */
   _marked(all) {
     const eq = this.mark.indexOf('=');
-    const name = this.mark.slice(0, eq + 1);
+    const name = this.mark.slice(0, eq);
     const token = this.mark.slice(eq + 1);
     const since = Number(this.root.start);
-    const newer = new Set(all.filter((st) => Number(st.start) >= since).map((st) => st.pid));
+    // Started in the root's clock tick or later, but for the root's own ancestors (a
+    // namespace's init started in the same tick would otherwise pass for a descendant, and
+    // hide the daemons it adopted behind the shortcut below).
+    const above = new Set();
+    for (let p = this.root.pid; p > 0 && !above.has(p);) {
+      above.add(p);
+      const st = procfs.stat(p);
+      p = st ? st.ppid : 0;
+    }
+    const newer = new Set(all.filter((st) => Number(st.start) >= since && !above.has(st.pid))
+      .map((st) => st.pid));
     for (const st of all) {
       if (st.pid === this.root.pid || this.members.has(st.pid) || !newer.has(st.pid)) continue;
       // A descendant of a newer process is found from it, by ppid: only the top of each
@@ -166,11 +211,7 @@ class Tree {
       if (newer.has(st.ppid)) continue;
       const env = procfs.environ(st.pid);
       if (env === null) continue; // gone, or not ours to read: not ours to signal either
-      const at = env.startsWith(name) ? 0 : env.indexOf(`\0${name}`) + 1;
-      if (at <= 0 && !env.startsWith(name)) continue;
-      const end = env.indexOf('\0', at);
-      const value = env.slice(at + name.length, end === -1 ? undefined : end);
-      if (value.split(',').includes(token)) this._add(st);
+      if (procfs.envValue(env, name).split(',').includes(token)) this._add(st);
     }
   }
 
@@ -202,7 +243,8 @@ class Tree {
     const live = !SUPPORTED ? [] : known ? this._prune() : this.full();
     let sent = 0;
     const groupHeld = !SUPPORTED || live.some((m) => m.pgid === this.pgid);
-    if (this.pgid !== null && groupHeld) {
+    const shared = this._groupShared(); // a left process in it: members one by one
+    if (this.pgid !== null && groupHeld && !shared) {
       try {
         process.kill(-this.pgid, sig);
         sent += 1;
@@ -211,21 +253,27 @@ class Tree {
       }
     }
     for (const m of live) {
-      if (m.pgid !== this.pgid && signalIdent(m, sig)) sent += 1;
+      if ((m.pgid !== this.pgid || shared) && signalIdent(m, sig)) sent += 1;
     }
     return sent;
   }
 }
 
+/** The pipes and sockets on fds 0 and 1 of `pid` (default: this process), as links: only
+ * these are a host's channel (/dev/null or a file says nothing about who). */
+function stdioTargets(pid = 'self') {
+  if (!SUPPORTED) return [];
+  return [procfs.fdTarget(0, pid), procfs.fdTarget(1, pid)]
+    .filter((t) => /^(pipe|socket):/.test(t || ''));
+}
+
 /** Live members of `tree` that hold this process's stdin or stdout (a server a launcher
  * handed the stdio to before it exited). */
 function stdioHolders(tree) {
-  // Only a pipe or a socket is the host's: /dev/null or a file says nothing about who.
-  const ours = new Set([procfs.fdTarget(0), procfs.fdTarget(1)]
-    .filter((t) => /^(pipe|socket):/.test(t || '')));
+  const ours = new Set(stdioTargets());
   // A whole-table look: a server the launcher started just before it left was likely
   // never seen by a look while the launcher lived; it is still in the group.
   return tree.full().filter((m) => [0, 1].some((n) => ours.has(procfs.fdTarget(n, m.pid))));
 }
 
-module.exports = { Tree, identify, same, signalIdent, stdioHolders, SUPPORTED };
+module.exports = { Tree, identify, same, signalIdent, stdioHolders, stdioTargets, SUPPORTED };

@@ -17,11 +17,15 @@ The contract every backend module keeps (same names, same meanings):
   `age_seconds`: the process table as `record.ProcRecord`s. None means gone;
   PermissionError means present but unreadable (unknown, never gone).
 - `run_delay(pid)`, `last_pid()`, `PID_MAX`, `is_process(pid)`, `children(pid)`,
-  `holds(pid, keys)`: None where the backend cannot know.
+  `holds(pid, keys)`, `terminal(pid)` (its controlling terminal, 0 for none): None where
+  the backend cannot know.
 - `boot_paths()`: folders a fresh `python -S` (the probe's keeper) must put on sys.path
   to load this backend's dependencies.
 - `channels()`: the module answering fd links, fd modes, pipe peers, fd info, holders
-  and sock_diag (`CHANNEL_DETAIL` False: every answer is "unknown").
+  and sock_diag (`CHANNEL_DETAIL` False: every answer is "unknown"); `environ(pid)`;
+  `endpoints(pid)` (the pseudo-terminal masters, pipes and sockets a process holds, each
+  with its far end) and `endpoint_holders(links)` (who holds each): what the tree kill
+  reads to leave a user's processes (`proc.leave`); None where it cannot be seen.
 - `reopen(fd, write)`: a fresh end of the pipe behind our own `fd`, or None.
 - `signal_masks(pid)`, `wait_channel(pid, tid)`, `threads(pid, limit)`,
   `pid_namespace(pid)`, `cgroup(pid)`, `cgroup_memory(pid)`, `mapped_files(pid)`: what a

@@ -234,6 +234,16 @@ def _memo(want: Callable[[str], bool]) -> Callable[[str], bool]:
     return memo
 
 
+def terminal(pid: int) -> int | None:
+    """`pid`'s controlling terminal (stat's tty_nr: 0 for none, as a daemon has); None
+    where unreadable."""
+    try:
+        data = _read_all(f"/proc/{pid}/stat", 4096)
+        return int(data[data.rindex(b")") + 2 :].split(None, 5)[4])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def read_argv(pid: int) -> list[str] | None:
     try:
         raw = _read_all(f"/proc/{pid}/cmdline")

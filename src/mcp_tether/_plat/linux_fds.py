@@ -352,3 +352,165 @@ def environ(pid: int) -> dict[str, str] | None:
         if eq and name:
             out[name.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
     return out
+
+
+# ----- endpoints: what a process's terminals, pipes and sockets connect it to ----------
+
+PTY_MASTERS = ("/dev/ptmx", "/dev/pts/ptmx")  # the multiplexer device's two names
+_ACCEPTCON = 0x10000  # /proc/net/unix Flags: a listening socket (__SO_ACCEPTCON)
+_UNIX_CONNECTED = 3  # /proc/net/unix St: SS_CONNECTED
+_TCP_ESTABLISHED, _TCP_LISTEN = 0x01, 0x0A
+
+Endpoint = tuple[str, str, str, "str | None", str]  # see `endpoints`
+
+
+def endpoints(pid: int) -> list[Endpoint] | None:
+    """Each pseudo-terminal master, pipe and socket `pid` holds: (kind, role, near, far,
+    name).
+
+    kind "pty": role "master", near the device's name. kind "pipe": role "r" or "w" (the
+    end it holds); near and far are the pipe's link (`pipe:[N]`: one inode, both ends).
+    kind "unix" / "tcp": role "listen", "accepted" (the server side of a connection: a
+    connected stream socket bearing the name of a listening one) or "client"; near is
+    its link (`socket:[N]`), far the peer's (unix: sock_diag; tcp: the socket of this
+    machine whose local and remote addresses are ours swapped), None when there is
+    none on this machine; name, the address a unix socket is bound to ("" if none).
+    Links are what `endpoint_holders` matches. None: the fds
+    cannot be read (another user's process, gone)."""
+    links = fd_links(pid)
+    if links is None:
+        return None
+    out: set[Endpoint] = set()
+    socks: dict[int, str] = {}
+    for fd, link in links.items():
+        if link in PTY_MASTERS:
+            out.add(("pty", "master", link, None, link))
+        elif link.startswith("pipe:["):
+            mode = fd_mode(pid, fd)
+            for end in (mode or ""):  # "rw" (a pipe reopened read-write): both ends
+                out.add(("pipe", end, link, link, ""))
+        elif link.startswith("socket:["):
+            socks[int(link[8:-1])] = link
+    if socks:
+        out.update(_unix_endpoints(pid, socks))
+        out.update(_tcp_endpoints(pid, socks))
+    return sorted(out, key=lambda e: (e[0], e[1], e[2]))
+
+
+def _unix_table(pid: int) -> dict[int, tuple[int, int, str]]:
+    """inode -> (flags, state, name) of every unix socket in `pid`'s network namespace."""
+    try:
+        data = _read(f"/proc/{pid}/net/unix").decode("utf-8", "surrogateescape")
+    except OSError:
+        return {}
+    out: dict[int, tuple[int, int, str]] = {}
+    for line in data.splitlines()[1:]:
+        f = line.split(None, 7)  # Num RefCount Protocol Flags Type St Inode [Path]
+        try:
+            out[int(f[6])] = (int(f[3], 16), int(f[5], 16), f[7] if len(f) > 7 else "")
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def _unix_endpoints(pid: int, socks: dict[int, str]) -> list[Endpoint]:
+    table = _unix_table(pid)
+    listening = {name for flags, _st, name in table.values() if flags & _ACCEPTCON and name}
+    out: list[Endpoint] = []
+    diag: UnixDiag | None = None
+    try:
+        for ino, link in socks.items():
+            row = table.get(ino)
+            if row is None:
+                continue
+            flags, state, name = row
+            if flags & _ACCEPTCON:
+                out.append(("unix", "listen", link, None, name))
+                continue
+            if state != _UNIX_CONNECTED or name not in listening:
+                out.append(("unix", "client", link, None, name))
+                continue
+            diag = diag or UnixDiag()
+            got = diag.peer(ino)
+            peer = got[0] if got is not None else None
+            out.append(("unix", "accepted", link, f"socket:[{peer}]" if peer else None, name))
+    finally:
+        if diag is not None:
+            diag.close()
+    return out
+
+
+def _tcp_address(text: str) -> tuple[bytes, int]:
+    """/proc/net/tcp's `HEX:PORT` as (address bytes, port): each 32-bit word is in host
+    order; an IPv4-mapped IPv6 address reads as its IPv4 one."""
+    host, _, port = text.partition(":")
+    raw = bytes.fromhex(host)
+    raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    if len(raw) == 16 and raw[:12] == b"\0" * 10 + b"\xff\xff":
+        raw = raw[12:]
+    return raw, int(port, 16)
+
+
+def _tcp_table(pid: int) -> list[tuple[int, int, tuple[bytes, int], tuple[bytes, int]]]:
+    """(inode, state, local, remote) of every TCP socket in `pid`'s network namespace."""
+    rows = []
+    for name in ("tcp", "tcp6"):
+        try:
+            data = _read(f"/proc/{pid}/net/{name}").decode("ascii", "replace")
+        except OSError:
+            continue
+        for line in data.splitlines()[1:]:
+            f = line.split()
+            try:
+                rows.append((int(f[9]), int(f[3], 16), _tcp_address(f[1]), _tcp_address(f[2])))
+            except (IndexError, ValueError):
+                continue
+    return rows
+
+
+def _tcp_endpoints(pid: int, socks: dict[int, str]) -> list[Endpoint]:
+    rows = _tcp_table(pid)
+    mine = [r for r in rows if r[0] in socks]
+    if not mine:
+        return []
+    listening = {local for _ino, st, local, _remote in rows if st == _TCP_LISTEN}
+    by_ends = {(local, remote): ino for ino, st, local, remote in rows
+               if st == _TCP_ESTABLISHED and ino}
+    out: list[Endpoint] = []
+    for ino, st, local, remote in mine:
+        link = socks[ino]
+        if st == _TCP_LISTEN:
+            out.append(("tcp", "listen", link, None, ""))
+        elif st == _TCP_ESTABLISHED:
+            # A listener on every address (0.0.0.0 or ::, which takes IPv4 too) counts.
+            if local in listening or (bytes(4), local[1]) in listening \
+                    or (bytes(16), local[1]) in listening:
+                peer = by_ends.get((remote, local))
+                out.append(("tcp", "accepted", link, f"socket:[{peer}]" if peer else None, ""))
+            else:
+                out.append(("tcp", "client", link, None, ""))
+    return out
+
+
+def endpoint_holders(targets: set[str]) -> dict[str, dict[int, str]]:
+    """For each link text of `targets` (`pipe:[N]`, `socket:[N]`), every process that
+    holds it and how: "r", "w" or "rw" for a pipe (the ends it holds), "" for a socket.
+    One pass over every readable /proc/*/fd: a process whose fds cannot be read is not
+    named (an empty answer proves nothing)."""
+    out: dict[str, dict[int, str]] = {t: {} for t in targets}
+    if not targets:
+        return out
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        links = fd_links(pid)
+        for fd, link in (links or {}).items():
+            if link not in out:
+                continue
+            how = out[link].get(pid, "")
+            if link.startswith("pipe:["):
+                mode = fd_mode(pid, fd) or ""
+                how = "".join(m for m in "rw" if m in how or m in mode)
+            out[link][pid] = how
+    return out

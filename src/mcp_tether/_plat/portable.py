@@ -165,6 +165,14 @@ def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) ->
     return unreadable
 
 
+def terminal(pid: int) -> int | None:
+    """1 when `pid` has a controlling terminal, 0 when it has none; None: unreadable."""
+    try:
+        return 0 if _psutil().Process(pid).terminal() is None else 1
+    except (_psutil().Error, OSError):
+        return None
+
+
 def read_argv(pid: int) -> list[str] | None:
     try:
         return list(_psutil().Process(pid).cmdline())
@@ -324,4 +332,12 @@ def io_counters(pid: int) -> tuple[int, int, int, int] | None:
 
 
 def environ(pid: int) -> dict[str, str] | None:
+    return None
+
+
+def endpoints(pid: int) -> list[tuple[str, str, str, str | None, str]] | None:
+    return None  # another process's pipes, sockets and terminals cannot be seen portably
+
+
+def endpoint_holders(targets: set[str]) -> dict[str, dict[int, str]] | None:
     return None

@@ -23,6 +23,11 @@ Guarantees (Linux, caller a child subreaper, and the only one reaping its childr
 - Every reaped child is handed to `on_reap(pid, raw_status)`, so the caller learns its
   server's status; nothing else reaps.
 - `end_tree()` climbs the ladder (`mcp_tether.ladder.run_ladder`) on such a tree.
+- `leave(left)` takes processes out of the tree for good (`proc.leave.decide`: what the
+  server detached on purpose for its user): from then on no signal reaches them (nor
+  what they fork, nor the group while one of them is in it: its members are then
+  signalled one by one), and "tree empty" means no child is left but them: they outlive
+  us, and init (or the next subreaper up) takes them when we exit.
 Without a subreaper (the portable backend) the same calls fall back to group + scan:
 our descendants, plus every process met before (or `known` to the caller) that is still
 alive, wherever it was reparented, and its descendants. Exact for the group and for what
@@ -42,7 +47,7 @@ from mcp_tether.platform import backend
 from mcp_tether.proc.identity import ProcessId, ProcRecord, read_info
 from mcp_tether.proc.reap import has_children, reap_children
 from mcp_tether.proc.signals import DENIED, GONE, SENT, pin, send, signal_group
-from mcp_tether.proc.tree import descendants
+from mcp_tether.proc.tree import children_map, descendants, snapshot
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up path
 if TYPE_CHECKING:
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
 
     from mcp_tether.ladder import LadderResult
     from mcp_tether.proc.inbox import SignalInbox
+    from mcp_tether.proc.leave import Left
 
 __all__ = ["Tree", "end_tree", "last_pid", "pidfds"]
 
@@ -104,6 +110,9 @@ class Tree:
         # lets even the first look skip the full pass: every member is newer than it.
         self._last: int | None = since
         self._members: dict[int, ProcRecord] = {}  # live members at the last look
+        self.left: dict[ProcessId, Left] = {}  # out of the tree for good (`leave`)
+        self._left_pids: dict[int, ProcessId] = {}
+        self._group_ok = True  # no left process in `group`: kill(-group) is ours alone
 
     # -- reaping ---------------------------------------------------------------------
     def reap(self) -> None:
@@ -116,12 +125,76 @@ class Tree:
         """Reap what has exited; True when no child is left (see the module doc)."""
         self.reap()
         if self.exact:
-            return not has_children()
+            return not (self._other_child() if self.left else has_children())
         members = self.scan(signal_new=False)
         # A child that became a zombie between the reap above and the scan is not a
         # member any more, yet still ours to reap: reap again, or it is left a zombie.
         self.reap()
         return not members
+
+    def _other_child(self) -> bool:
+        """A child of ours, running or not yet reaped, that was not left."""
+        kids = backend.children(self.me)
+        if kids is None:
+            kids = [p.pid for p in snapshot().values() if p.ppid == self.me]
+        for kid in kids:
+            info = read_info(kid)
+            if info is not None and info.ident not in self.left and (
+                    info.exited or not self._is_left(info)):
+                return True
+        return False
+
+    # -- what is left for the user ------------------------------------------------------
+    def leave(self, left: dict[ProcessId, Left]) -> None:
+        """Take `left` out of the tree for good (see the module doc)."""
+        for ident, why in left.items():
+            self.left[ident] = why
+            self._left_pids[ident.pid] = ident
+            self.seen.pop(ident, None)
+            self.escapees.discard(ident)
+            self.known.discard(ident)
+            self._members.pop(ident.pid, None)
+            if self.group is not None and why.info.pgid == self.group:
+                self._group_ok = False
+
+    def _is_left(self, info: ProcRecord) -> bool:
+        """`info` was left, or a left process forked it since: it goes with its parent."""
+        if not self.left:
+            return False
+        if info.ident in self.left:
+            return True
+        parent = self._left_pids.get(info.ppid)
+        if parent is None:
+            return False
+        now = read_info(parent.pid)
+        if now is None or now.start != parent.start:
+            return False  # the parent is gone: this one was reparented to its subreaper
+        from mcp_tether.proc.leave import UNDER, Left  # loaded by whoever decided
+
+        self.leave({info.ident: Left(info, UNDER, f"{parent.pid} (its parent)")})
+        return True
+
+    def _descendants(self, snap: dict[int, ProcRecord]) -> list[ProcRecord]:
+        """Our live descendants in `snap`, but for what was left and what is under it."""
+        if not self.left:
+            return descendants(self.me, snap)
+        kids = children_map(snap)
+        out: list[ProcRecord] = []
+        stack, met = [self.me], {self.me}
+        while stack:
+            for child in kids.get(stack.pop(), ()):
+                if child.pid in met:
+                    continue
+                met.add(child.pid)
+                if self._is_left(child):
+                    for under in descendants(child.pid, snap):
+                        met.add(under.pid)
+                        self._is_left(under)  # recorded: it goes with `child`
+                    continue
+                stack.append(child.pid)
+                if not child.exited:
+                    out.append(child)
+        return out
 
     # -- finding members ---------------------------------------------------------------
     def note(self, info: ProcRecord) -> None:
@@ -143,6 +216,7 @@ class Tree:
         # Once per rung for SIGTERM (no member gets it twice), every time for SIGKILL.
         if (
             self.group is not None
+            and self._group_ok
             and info.pgid == self.group
             and (self.sig == signal.SIGKILL or not self._group_sent)
             and signal_group(self.group, self.sig, [ident]) == SENT
@@ -166,6 +240,7 @@ class Tree:
         if (
             info.ppid == self.me
             and self.group is not None
+            and self._group_ok
             and info.pgid == self.group
             and (self.sig == signal.SIGKILL or not self._group_sent)
             and signal_group(self.group, self.sig or signal.SIGTERM, [info.ident]) == SENT
@@ -211,12 +286,14 @@ class Tree:
                 if hurry:
                     self._by_zombie(info)
                 continue
+            if self.left and self._is_left(info):
+                continue
             if info.ppid in ours or info.ident in self.seen:
                 ours.add(info.pid)
                 if hurry:
                     self.note(info)
                     self._send(info)
-        members = descendants(self.me, snap)
+        members = self._descendants(snap)
         if not self.exact:
             # No subreaper: a member whose parent died was reparented elsewhere; it is
             # still ours by identity, and so is what it forks.
@@ -226,7 +303,7 @@ class Tree:
                         info.ident not in self.seen and info.ident not in self.known):
                     continue
                 for p in (info, *descendants(info.pid, snap)):
-                    if p.pid not in have:
+                    if p.pid not in have and not self._is_left(p):
                         have.add(p.pid)
                         members.append(p)
         for info in members:
@@ -270,7 +347,7 @@ class Tree:
                 if info is not None:
                     zombies.append(info)
                 continue
-            if pid in members:
+            if pid in members or (self.left and self._is_left(info)):
                 continue
             if info.ppid in ours and backend.is_process(pid):
                 members[pid] = info
@@ -284,6 +361,8 @@ class Tree:
         # been reparented to us (its subreaper) by now, so read it again.
         pending = [q for q in (read_info(p.pid) if p.ppid in gone else p for p in pending)
                    if q is not None and not q.exited]
+        if self.left:  # forked by a left process (read before it, newest first)
+            pending = [q for q in pending if not self._is_left(q)]
         grown = True
         while grown:  # a child read before its parent (newest first, or a wrap-around)
             grown = False
@@ -318,12 +397,12 @@ class Tree:
             self._group_sent = False
         outcomes: list[str] = []
         group_sent = False
-        if self.group is not None:
+        if self.group is not None and self._group_ok:
             # The group first, in one atomic kill(2), proven ours by a known member.
             known = [i for i, p in self.seen.items() if p.pgid == self.group]
             group_sent = signal_group(self.group, sig, known) == SENT
         members = self.scan(signal_new=False)
-        if self.group is not None and not group_sent:
+        if self.group is not None and self._group_ok and not group_sent:
             fresh = [p.ident for p in members if p.pgid == self.group]
             group_sent = bool(fresh) and signal_group(self.group, sig, fresh) == SENT
         if group_sent:

@@ -3,7 +3,14 @@
 Guarantees:
 - `adopt()` (at arming) makes the server a child subreaper where the platform allows
   (Linux, through `platform`): a grandchild whose parent exits reparents to the server,
-  not to init, so at shutdown it is still found as the server's own.
+  not to init, so at shutdown it is still found as the server's own. It also puts the
+  server's token in its environment (MCP_TETHER_TREE, `proc.mark`): what the server
+  starts from then on carries it.
+- What the server detached on purpose for its user is left (`proc.leave`: a child it
+  kept out with `outside_tether`, a terminal multiplexer's server, a daemon a live
+  process outside the tree is using), with what runs under it, and each is named in one
+  stderr line. The rule is the same whether it was started before arming or after
+  (before, it was reparented to init and is not found at all).
 - `end_children(budget)` runs after the cleanup hooks (they may still need the children:
   a browser to close, a language server to save) and before the exit. It climbs the
   ladder (`proc.end.end_tree`) on every live descendant: SIGTERM, then SIGKILL, each
@@ -19,9 +26,10 @@ Guarantees:
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from mcp_tether import platform
+from mcp_tether import log, platform
 
 if TYPE_CHECKING:
     from mcp_tether.proc.end import Tree
@@ -36,7 +44,13 @@ MIN_RUNG = 0.05  # even with no window left, the SIGTERM gets this long before S
 
 
 def adopt() -> bool:
-    """Make this process a subreaper of its own tree; False where it cannot be."""
+    """Make this process a subreaper of its own tree, its environment marked; False
+    where it cannot be a subreaper."""
+    from mcp_tether.proc import mark
+
+    me = mark.own_token()
+    if me is not None:
+        os.environ[mark.TREE] = mark.with_token(os.environ, me)[mark.TREE]
     return bool(platform.is_subreaper() or platform.set_subreaper(True))
 
 
@@ -50,9 +64,17 @@ def end_children(budget: float) -> str | None:
     from mcp_tether.proc.end import Tree, end_tree
 
     tree = Tree(group=None)
-    if not tree.members_now():
+    members = tree.members_now()
+    if not members:
         tree.reap()
         return None
+    from mcp_tether.proc.leave import decide  # only with children to decide on
+
+    tree.leave(decide(members, root=os.getpid(), server_sid=os.getsid(0)))
+    _name_left(tree)
+    if not tree.members_now():
+        tree.reap()
+        return _left_summary(tree)
     term = min(CHILD_TERM_GRACE, max(MIN_RUNG, budget / 2))
     kill = min(CHILD_KILL_WAIT, max(MIN_RUNG, budget - term))
     result = end_tree(tree, close_stdin=False, grace=0.0, term_grace=term, kill_wait=kill)
@@ -69,4 +91,22 @@ def _summary(tree: Tree, ended_by: str | None, survived: bool) -> str:
     line = f"{what} ended {how}"
     if not tree.exact:
         line += " (no subreaper here: any that escaped the tree were not followed)"
+    if tree.left:
+        line += f"; {_left_summary(tree)}"
     return line
+
+
+def _left_summary(tree: Tree) -> str:
+    n = len(tree.left)
+    return f"{n} process{'es' if n != 1 else ''} left running for the user"
+
+
+def _name_left(tree: Tree) -> None:
+    """One stderr line per process left: pid, command, why (the server's text, shown)."""
+    if not tree.left:
+        return
+    from mcp_tether.report.escape import terminal
+
+    for v in sorted(tree.left.values(), key=lambda v: v.ident):
+        log.say(f"mcp-tether: left {v.info.pid} ({terminal(v.command)}): "
+                f"{terminal(v.reason())}")

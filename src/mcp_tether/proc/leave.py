@@ -1,0 +1,209 @@
+"""What a tree kill leaves: the processes a server detached on purpose for its user.
+
+The guard (`mcp-tether run`), the helper (`mcp_tether.run`) and, through the guard, the
+host client end a server's whole tree; `decide` says which members of it are not the
+server's leak but its user's, read through the platform seam (`backend.terminal`,
+`backend.channels()`), so that another backend answers the same questions. The Node
+package's lib/leave.cjs keeps the same definition.
+
+Guarantees:
+- A member is left, and named, for one of three reasons (`Left.why`):
+  1. "opted-out": its environment's MCP_TETHER_OUTSIDE names this tree (the token of the
+     root or of a member: the process that started it through `outside_tether`).
+  2. "terminal": it is detached (a session of its own that is neither the server's nor
+     the root's, and no controlling terminal), its parent is not a member (reparented
+     away: a multiplexer's server daemonizes), it holds the master side of
+     pseudo-terminals and listens on a unix socket, where a user attaches (tmux, screen,
+     dtach, abduco).
+  3. "in-use": it is detached, and the far end of one of its pipes, or of a connection
+     it accepted (a unix socket, TCP within this machine), is held by a live process
+     that is not a member, not the root and not one of the root's ancestors (the host
+     and its launchers), or by a member left for another reason. A channel any end of
+     which the root or an ancestor holds is never evidence (the stdio every child
+     inherits, the protocol channel, fds a host leaked), nor one it has no far end on.
+  And "under": a member whose parent, or whose detached session, was left goes with it
+  (the shells in a multiplexer's panes, a shared daemon's workers).
+- A member that holds the protocol channel (the root's stdin or stdout) is the server,
+  or the server behind a launcher: never left as "terminal" or "in-use".
+- Not detached means not left but by the opt-out: a `nohup`ed child, a shell the server
+  runs on a pseudo-terminal it holds itself (`script`, `pty.fork`, node-pty: the shell
+  has that terminal as its controlling one) and every leak that detaches without a user
+  of its own (daemonized grandchildren, setsid helpers, double forks, pid-hoppers) end
+  with the tree.
+- Unknown is never an exemption: a member whose environment, terminal or fds cannot be
+  read is the server's own (it is a member by its parentage, which was read; leaving it
+  because a process made itself unreadable would be the loophole).
+- Reads the few members that can be left; the one pass over every process's fds
+  (`endpoint_holders`) runs only when a detached member holds a channel the root does
+  not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mcp_tether.platform import backend
+from mcp_tether.proc import mark
+from mcp_tether.proc.identity import ProcessId, ProcRecord, read_info
+
+__all__ = ["Left", "decide", "OPTED_OUT", "TERMINAL", "IN_USE", "UNDER"]
+
+OPTED_OUT = "opted-out"
+TERMINAL = "terminal"
+IN_USE = "in-use"
+UNDER = "under"
+
+
+class Left:
+    """One member a tree kill leaves: the process, why (`OPTED_OUT`...), and a detail (the
+    attach point, the user, the process it went with)."""
+
+    __slots__ = ("info", "why", "detail")
+
+    def __init__(self, info: ProcRecord, why: str, detail: str = "") -> None:
+        self.info = info
+        self.why = why
+        self.detail = detail
+
+    @property
+    def ident(self) -> ProcessId:
+        return self.info.ident
+
+    @property
+    def command(self) -> str:
+        """Its command line (untrusted: escape it for the output it goes to)."""
+        return " ".join(self.info.argv) or self.info.comm
+
+    def reason(self) -> str:
+        """Why it was left, in words (the detail is untrusted text)."""
+        if self.why == OPTED_OUT:
+            return "kept out of the tether on purpose (MCP_TETHER_OUTSIDE)"
+        if self.why == TERMINAL:
+            return f"a terminal session a user can attach to ({self.detail})"
+        if self.why == IN_USE:
+            return f"in use by {self.detail}"
+        return f"goes with {self.detail}"
+
+    def __repr__(self) -> str:
+        return f"Left({self.info.pid}, {self.why!r}, {self.detail!r})"
+
+
+def decide(
+    members: Iterable[ProcRecord],
+    *,
+    root: int,
+    server_sid: int | None,
+    known: Iterable[ProcessId] = (),
+) -> dict[ProcessId, Left]:
+    """The members of a tree to leave (see the module doc), by identity.
+
+    root: the process ending the tree (the guard; the server itself under the helper).
+    server_sid: the server's session. known: identities of members met before (a server
+    that has exited), whose token may still name the tree."""
+    live = [m for m in members if not m.exited]
+    if not live:
+        return {}
+    me = read_info(root)
+    root_sid = None if me is None else me.sid
+    ours = {mark.token(i.pid, i.start) for i in known}
+    ours |= {mark.token(m.pid, m.start) for m in live}
+    if me is not None:
+        ours.add(mark.token(me.pid, me.start))
+    left: dict[int, Left] = {}
+    ch = backend.channels()
+    for m in live:
+        env = ch.environ(m.pid)
+        if env is not None and ours & set(mark.tokens(env.get(mark.OUTSIDE))):
+            left[m.pid] = Left(m, OPTED_OUT)
+    detached = [m for m in live if m.pid not in left and m.sid not in (server_sid, root_sid)
+                and backend.terminal(m.pid) == 0]
+    if detached:
+        _detached(detached, live, left, root)
+    _spread(live, left, (server_sid, root_sid))
+    return {v.ident: v for v in left.values()}
+
+
+def _detached(detached: list[ProcRecord], live: list[ProcRecord], left: dict[int, Left],
+              root: int) -> None:
+    """Rules 2 and 3 on the detached members (the module doc)."""
+    ch = backend.channels()
+    root_links = ch.fd_links(root) or {}
+    protocol = {root_links.get(0), root_links.get(1)} - {None}
+    ends: dict[int, list[tuple[str, str, str, str | None, str]]] = {}
+    for m in detached:
+        got = ch.endpoints(m.pid)
+        if got is not None and not protocol & {e[2] for e in got}:
+            ends[m.pid] = got
+    by_pid = {m.pid: m for m in live}
+    for m in detached:
+        kinds = {(e[0], e[1]) for e in ends.get(m.pid, ())}
+        if m.ppid not in by_pid and ("pty", "master") in kinds and ("unix", "listen") in kinds:
+            at = next(e[4] or e[2] for e in ends[m.pid] if e[:2] == ("unix", "listen"))
+            left[m.pid] = Left(m, TERMINAL, f"pseudo-terminal masters; listening at {at}")
+    held = set(root_links.values())
+    channels = [(m, e) for m in detached if m.pid not in left for e in ends.get(m.pid, ())
+                if e[3] is not None and (e[0] == "pipe" or e[1] == "accepted")
+                and e[2] not in held and e[3] not in held]
+    if not channels:
+        return
+    holders = ch.endpoint_holders({e[2] for _m, e in channels} | {e[3] for _m, e in channels})
+    if holders is None:
+        return
+    boundary = _ancestors(root)
+    grew = True
+    while grew:  # a process used by one left for another reason is the user's too
+        grew = False
+        for m, (kind, role, near, far, _name) in channels:
+            if m.pid in left:
+                continue
+            near_h, far_h = holders.get(near, {}), holders.get(far or "", {})
+            if boundary & (near_h.keys() | far_h.keys()):
+                continue  # the host's (or the root's) channel: never evidence
+            users = sorted(p for p, how in far_h.items()
+                           if p != m.pid and (p not in by_pid or p in left)
+                           and (kind != "pipe" or _other_end(role) in how))
+            if users:
+                left[m.pid] = Left(m, IN_USE, _user(users[0], kind))
+                grew = True
+
+
+def _other_end(role: str) -> str:
+    return "w" if role == "r" else "r"
+
+
+def _user(pid: int, kind: str) -> str:
+    info = read_info(pid)
+    what = {"pipe": "a pipe", "unix": "a unix socket", "tcp": "a TCP connection"}[kind]
+    return f"{pid} ({info.comm if info is not None else '?'}) over {what}"
+
+
+def _ancestors(root: int) -> set[int]:
+    """The root and its ancestors now, up to init: the host and its launchers."""
+    out: set[int] = set()
+    pid: int | None = root
+    while pid and pid not in out:
+        out.add(pid)
+        info = read_info(pid)
+        pid = info.ppid if info is not None else None
+    return out
+
+
+def _spread(live: list[ProcRecord], left: dict[int, Left], inside: tuple[int | None, ...]
+            ) -> None:
+    """Members under a left one, or in a detached session a left one is in, go with it."""
+    sessions = {v.info.sid: v.info.pid for v in left.values() if v.info.sid not in inside}
+    grew = True
+    while grew:
+        grew = False
+        for m in live:
+            if m.pid in left:
+                continue
+            if m.ppid in left:
+                left[m.pid] = Left(m, UNDER, f"{m.ppid} (its parent)")
+            elif m.sid in sessions:
+                left[m.pid] = Left(m, UNDER, f"{sessions[m.sid]} (its session)")
+            else:
+                continue
+            grew = True
+            if m.sid not in inside:
+                sessions.setdefault(m.sid, m.pid)
