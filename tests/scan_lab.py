@@ -27,10 +27,10 @@ from mcp_tether.proc import ProcessId, descendants, identify, signal_process, wa
 from polling import until
 
 DEADLINE = 15.0
-# Why a scan test is marked `requires_linux_backend`: its promise rests on other
-# processes' fds (pipe far ends, sock_diag), which the portable backend answers
-# "unknown"; so there `ps` calls nothing leaked and `reap` ends nothing (what
-# test_portable.py asserts instead).
+# Why a scan test is marked `requires_far_ends`: its promise rests on other processes'
+# fds (pipe far ends, socket peers), which the portable backend answers "unknown"; so
+# there `ps` calls nothing leaked and `reap` ends nothing (what test_portable.py asserts
+# instead). The Linux and darwin backends see them.
 FAR_ENDS = "far ends unknown: nothing is called leaked, reap ends nothing"
 
 FAKE_SERVER = """\

@@ -47,7 +47,7 @@ class Lines:
         return next((ln for ln in list(self.lines) if all(w in ln for w in words)), None)
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_allowed_ones(
     lab: Lab,
 ) -> None:

@@ -118,6 +118,11 @@ def pidfd_open(pid: int) -> int | None:
         return None
 
 
+def exit_fd(pid: int) -> int | None:
+    """A descriptor that turns readable when `pid` exits: its pidfd (see `pidfd_open`)."""
+    return pidfd_open(pid)
+
+
 # ----- the process table --------------------------------------------------------------
 
 

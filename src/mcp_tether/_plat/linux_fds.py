@@ -4,6 +4,9 @@ Guarantees:
 - Reading never disturbs a process: a pipe's far end is checked by opening a fresh end
   through /proc and polling it with no events (nothing is read or written); sockets are
   asked about through NETLINK_SOCK_DIAG, which needs no privilege.
+- Ends (`_plat.ends`) are named from /proc's links: a pipe end is its link and the fd's
+  mode (`pipe:[N]:r`, `pipe:[N]:w`; the pipe's two ends share the channel `pipe:[N]`), a
+  socket its link (`socket:[N]`), anything else its link text.
 - Answers are "yes" / "no" / "unknown"; an fd that cannot be read is unknown (None),
   never "not open". A holder list names only the processes we can read: empty proves
   nothing.
@@ -13,6 +16,17 @@ from __future__ import annotations
 
 import os
 from typing import Any
+
+from mcp_tether._plat.ends import (
+    CLOSED,
+    OPEN,
+    UNCONNECTED,
+    UNKNOWN,
+    End,
+    Far,
+    FdState,
+    kind_of_path,
+)
 
 
 def _read(path: str) -> bytes:
@@ -24,7 +38,7 @@ def _read(path: str) -> bytes:
 CHANNEL_DETAIL = True  # this backend sees fds and peers
 
 
-def fd_links(pid: int, only: tuple[int, ...] | None = None,
+def _fd_links(pid: int, only: tuple[int, ...] | None = None,
              limit: int | None = None,
              known: dict[int, str] | None = None) -> dict[int, str] | None:
     base = f"/proc/{pid}/fd"
@@ -58,7 +72,7 @@ def fd_links(pid: int, only: tuple[int, ...] | None = None,
 _MODES = {os.O_RDONLY: "r", os.O_WRONLY: "w", os.O_RDWR: "rw"}
 
 
-def fd_mode(pid: int, fd: int) -> str | None:
+def _fd_mode(pid: int, fd: int) -> str | None:
     # The link's own mode bits say how the fd was opened (procfs sets S_IRUSR for
     # FMODE_READ, S_IWUSR for FMODE_WRITE): one lstat, not an open/read/close of
     # fdinfo for every pipe of every process adopted by init. A read-write answer, or
@@ -82,7 +96,7 @@ def fd_mode(pid: int, fd: int) -> str | None:
     return _MODES.get(flags & 3)
 
 
-def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
+def _pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     # Opening an anonymous pipe through /proc gives a fresh end of the same pipe
     # (fifo_open never blocks or fails for pipefs). poll() with no events requested
     # then reports POLLHUP on a read end iff no write end is open anywhere, and POLLERR
@@ -106,7 +120,7 @@ def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     return "no" if gone else "yes"
 
 
-def fd_info(pid: int, fd: int) -> dict[str, str] | None:
+def _fd_info(pid: int, fd: int) -> dict[str, str] | None:
     """/proc/PID/fdinfo/FD's first lines (pos, flags, mnt_id, ino) as text."""
     try:
         data = _read(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
@@ -137,25 +151,21 @@ def root_pid_namespace() -> bool | None:
     return bool(flags & 0x00200000)
 
 
-def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
-    return link_holders(f"pipe:[{ino}]", skip, mode)
-
-
-def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
+def _link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
     # One pass over every readable /proc/*/fd: only run in rare cases (a parent gone,
     # yet a writer left; a far end to name), so its cost stays off the common path.
     out: list[int] = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in skip:
             continue
-        links = fd_links(int(name))
+        links = _fd_links(int(name))
         for fd, link in (links or {}).items():
             if link != target:
                 continue
             if mode is None:
                 out.append(int(name))
                 break
-            m = fd_mode(int(name), fd)
+            m = _fd_mode(int(name), fd)
             if m is not None and (mode in m or m == "rw"):
                 out.append(int(name))
                 break
@@ -170,7 +180,7 @@ UNIX_DIAG_PEER = 2
 UNIX_DIAG_SHUTDOWN = 6
 
 
-class UnixDiag:
+class _UnixDiag:
     """Ask the kernel (NETLINK_SOCK_DIAG) for a UNIX socket's peer: needs no privilege."""
 
     def __init__(self) -> None:
@@ -224,6 +234,111 @@ class UnixDiag:
             self._sock = None
 
 
+# ----- ends: what an fd is open on, its far end, who holds that ----------------------------
+
+
+def _end(pid: int, fd: int, link: str) -> End:
+    if link.startswith("pipe:["):
+        mode = _fd_mode(pid, fd)  # which end: one lstat of the fd's link
+        ino = _link_ino(link)
+        if mode == "rw":  # a pipe reopened read-write through /proc holds both ends
+            return End("pipe", f"{link}:r", link, link, mode, ino, f"{link}:w")
+        return End("pipe", f"{link}:{mode}" if mode else link, link, link, mode, ino)
+    if link.startswith("socket:["):
+        return End("socket", link, link, link, None, _link_ino(link))
+    return End(kind_of_path(link), link, link, link)
+
+
+def _link_ino(link: str) -> int | None:
+    try:
+        return int(link[link.index("[") + 1 : link.index("]")])
+    except ValueError:
+        return None
+
+
+def fd_ends(pid: int, only: tuple[int, ...] | None = None, limit: int | None = None,
+            known: dict[int, End] | None = None) -> dict[int, End] | None:
+    """fd -> the `End` it is open on; None if the fds cannot be read. `only`: just these
+    fds (those not open are absent); `limit`: None past that many fds; `known`: ends this
+    caller already read, taken as they are for fds still open."""
+    links = _fd_links(pid, only, limit, {fd: e.name for fd, e in known.items()}
+                     if known else None)
+    if links is None:
+        return None
+    return {fd: known[fd] if known and fd in known and known[fd].name == link
+            else _end(pid, fd, link) for fd, link in links.items()}
+
+
+def fd_state(pid: int, fd: int) -> FdState | None:
+    """How `fd` was opened (fdinfo's flags) and what open file it is (pos, flags without
+    close-on-exec, mnt_id, ino: what two copies of one open file share)."""
+    info = _fd_info(pid, fd)
+    try:
+        flags = int(info["flags"], 8) if info else None
+    except (KeyError, ValueError):
+        flags = None
+    if info is None or flags is None:
+        return None
+    access = _MODES.get(flags & 3, "rw")
+    return FdState(access, bool(flags & _O_CLOEXEC),
+                   (info.get("pos"), flags & ~_O_CLOEXEC, info.get("mnt_id"), info.get("ino")))
+
+
+_O_CLOEXEC = 0o2000000
+_RCV_SHUTDOWN, _SEND_SHUTDOWN = 1, 2  # a socket's sk_shutdown bits, as sock_diag says them
+
+
+class FarEnds:
+    """One look at far ends (a scan's): the socket to sock_diag is opened once."""
+
+    def __init__(self) -> None:
+        self._diag = _UnixDiag()
+
+    def far(self, pid: int, fd: int, end: End, side: str) -> Far:
+        """The far end of `pid`'s `fd` (open on `end`), used for `side` (in: what the fd
+        reads; out: what it writes). A pipe's far end is its other end: the write end of
+        what the fd reads, the read end of what it writes."""
+        if end.kind == "pipe" and end.inode is not None:
+            want = "r" if side == "in" else "w"
+            far_id = f"{end.channel}:{'w' if want == 'r' else 'r'}"
+            got = _pipe_peer(pid, fd, end.inode, want)
+            if got == "yes":
+                return Far(OPEN, far_id, True, True)
+            if got == "no":
+                return Far(CLOSED, far_id)
+            return Far(UNKNOWN, far_id, why="the fd was replaced or cannot be opened")
+        if end.kind == "socket" and end.inode is not None:
+            diag = self._diag.peer(end.inode)
+            if diag is None:
+                return Far(UNKNOWN, why="not a UNIX socket")
+            peer, shut = diag
+            if peer is None:
+                return Far(UNCONNECTED)
+            if peer == 0:
+                return Far(CLOSED)
+            if shut is None:
+                return Far(OPEN, f"socket:[{peer}]",
+                           why="UNIX socket shutdown state not readable")
+            return Far(OPEN, f"socket:[{peer}]", not shut & _RCV_SHUTDOWN,
+                       not shut & _SEND_SHUTDOWN)
+        return Far(UNKNOWN, why="not a pipe or a socket")
+
+    def holders(self, end_id: str, skip: set[int]) -> list[int]:
+        """Pids (not in `skip`) we can see holding the end `end_id` (a pipe's write end
+        also through a read-write fd). Empty proves nothing: unreadable processes and
+        those outside our pid namespace are not in it."""
+        if end_id.startswith("pipe:[") and end_id.endswith(("]:r", "]:w")):
+            return _link_holders(end_id[:-2], skip, end_id[-1])
+        return _link_holders(end_id, skip, None)
+
+    def close(self) -> None:
+        self._diag.close()
+
+
+def far_ends() -> FarEnds:
+    return FarEnds()
+
+
 # ----- how a process waits: its epoll sets, its threads' syscalls, its I/O counters ----
 
 _EVENTPOLL = "anon_inode:[eventpoll]"
@@ -241,7 +356,7 @@ _KINDS = {nr: kind for kind, nrs in _SYSCALLS.get(os.uname().machine, {}).items(
           for nr in nrs}
 
 
-def epoll_items(pid: int, links: dict[int, str] | None = None
+def epoll_items(pid: int, ends: dict[int, End] | None = None
                 ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
     """Every item of every epoll set `pid` holds: (tfd, events, the watched file's
     (st_dev, st_ino) or None), and whether it holds an io_uring (reads may wait there,
@@ -250,8 +365,7 @@ def epoll_items(pid: int, links: dict[int, str] | None = None
     tfd is the fd number the item was added under, in `pid`'s table; it may since have
     been closed while a dup keeps the file watched, so callers match the open file by
     `ino:`/`sdev:` (printed by kernels >= 3.19), by tfd's link only where they are missing."""
-    if links is None:
-        links = fd_links(pid)
+    links = _fd_links(pid) if ends is None else {fd: e.name for fd, e in ends.items()}
     if links is None:
         return None
     items: list[tuple[int, int, tuple[int, int] | None]] = []

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from mcp_tether._plat.ends import UNKNOWN, End, Far, FdState
 from mcp_tether._plat.record import ProcRecord
 
 if TYPE_CHECKING:
@@ -83,6 +84,10 @@ def set_pdeathsig(sig: int) -> bool:
 
 def pidfd_open(pid: int) -> int | None:
     return None
+
+
+def exit_fd(pid: int) -> int | None:
+    return None  # exits are polled
 
 
 # ----- the process table --------------------------------------------------------------
@@ -269,20 +274,12 @@ def mapped_files(pid: int) -> tuple[list[str], str] | None:
 # ----- channels: nothing is known ---------------------------------------------------------
 
 
-def fd_links(pid: int, only: tuple[int, ...] | None = None, limit: int | None = None,
-             known: dict[int, str] | None = None) -> dict[int, str] | None:
-    return None
+def fd_ends(pid: int, only: tuple[int, ...] | None = None, limit: int | None = None,
+            known: dict[int, End] | None = None) -> dict[int, End] | None:
+    return None  # another process's fds cannot be seen portably
 
 
-def fd_mode(pid: int, fd: int) -> str | None:
-    return None
-
-
-def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
-    return "unknown"
-
-
-def fd_info(pid: int, fd: int) -> dict[str, str] | None:
+def fd_state(pid: int, fd: int) -> FdState | None:
     return None
 
 
@@ -290,23 +287,24 @@ def root_pid_namespace() -> bool | None:
     return None
 
 
-def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
-    return []
+class FarEnds:
+    """Every far end is unknown here; no holder can be seen."""
 
+    def far(self, pid: int, fd: int, end: End, side: str) -> Far:
+        return Far(UNKNOWN, why="this backend cannot see other processes' fds")
 
-def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
-    return []
-
-
-class UnixDiag:
-    def peer(self, ino: int) -> tuple[int | None, int | None] | None:
-        return None
+    def holders(self, end_id: str, skip: set[int]) -> list[int]:
+        return []
 
     def close(self) -> None:
         pass
 
 
-def epoll_items(pid: int, links: dict[int, str] | None = None
+def far_ends() -> FarEnds:
+    return FarEnds()
+
+
+def epoll_items(pid: int, ends: dict[int, End] | None = None
                 ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
     return None  # how another process waits cannot be seen portably
 
