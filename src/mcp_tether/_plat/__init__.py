@@ -16,9 +16,24 @@ is imported by type checkers and tests only (the start-up paths load no `typing`
   meanings (`MCP_TETHER_BACKEND=darwin-sim`, a test backend, never chosen on its own).
 """
 
+from __future__ import annotations
+
 import os
+import stat
 
 
 def has_procfs() -> bool:
     """Linux's /proc is mounted here: what the `linux` backend reads."""
     return os.path.exists("/proc/self/stat")
+
+
+def fstat_key(fd: int) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the pipe or socket on our `fd`, else None: where fstat names a
+    pipe by one inode for both ends (Linux), a process holding either end matches it."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        return (st.st_dev, st.st_ino)
+    return None

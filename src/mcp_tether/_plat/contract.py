@@ -178,8 +178,14 @@ class Backend(Protocol):
         """The children of `pid`, zombies included."""
         ...
 
+    def stdio_key(self, fd: int) -> tuple[int, int] | None:
+        """A key naming the pipe (either end) or the socket on our own `fd`, for `holds`;
+        None for anything else (a tty, /dev/null, a file: shared by unrelated processes,
+        they prove nothing). Opaque: compared by `holds` of the same backend only."""
+        ...
+
     def holds(self, pid: int, keys: set[tuple[int, int]]) -> bool | None:
-        """Whether `pid` has any of `keys` ((st_dev, st_ino) of our pipes and sockets)
+        """Whether `pid` has a pipe or socket that one of `keys` (`stdio_key`'s) names
         open on an fd."""
         ...
 

@@ -281,26 +281,46 @@ def children(pid: int) -> list[int] | None:
     return None if got is None else [p for p in got if p > 0]
 
 
+def stdio_key(fd: int) -> tuple[int, int] | None:
+    """Our `fd`'s pipe, by both ends' handles (so that a holder of either end matches, as
+    on Linux), or its UNIX socket by its pcb; None for anything else."""
+    from mcp_tether._plat import darwin_libproc as abi
+
+    api = abi.api()
+    me = os.getpid()
+    kind = dict(api.fds(me) or ()).get(fd)
+    if kind == abi.PROX_FDTYPE_PIPE:
+        p = api.fdinfo(me, fd, abi.PROC_PIDFDPIPEINFO, abi.pipe_fdinfo)
+        if p is not None:
+            h, peer = p.pipeinfo.pipe_handle, p.pipeinfo.pipe_peerhandle
+            return (min(h, peer or h), max(h, peer))
+    elif kind == abi.PROX_FDTYPE_SOCKET:
+        s = api.fdinfo(me, fd, abi.PROC_PIDFDSOCKETINFO, abi.socket_fdinfo)
+        if s is not None:
+            return (s.psi.soi_pcb, s.psi.soi_pcb)
+    return None
+
+
 def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
-    """Whether `pid` has any of `keys` ((st_dev, st_ino) from our own fstat) open. A
-    pipe end's st_ino is its handle (sys_pipe.c `pipe_stat`), which libproc shows; a UNIX
-    socket's st_ino is a counter libproc does not show: unknown when one could match."""
+    """Whether `pid` has an end of one of the pipes, or one of the sockets, that `keys`
+    (`stdio_key`'s) name open on an fd; None where its fds cannot be read."""
     from mcp_tether._plat import darwin_libproc as abi
 
     api = abi.api()
     fds = api.fds(pid)
     if fds is None:
         return None
-    inos = {ino for _, ino in keys}
-    unsure = False
+    handles = {h for key in keys for h in key}
     for fd, kind in fds:
         if kind == abi.PROX_FDTYPE_PIPE:
-            got = api.fdinfo(pid, fd, abi.PROC_PIDFDPIPEINFO, abi.pipe_fdinfo)
-            if got is not None and got.pipeinfo.pipe_handle in inos:
+            p = api.fdinfo(pid, fd, abi.PROC_PIDFDPIPEINFO, abi.pipe_fdinfo)
+            if p is not None and p.pipeinfo.pipe_handle in handles:
                 return True
-        elif kind == abi.PROX_FDTYPE_SOCKET and any(dev != 0 for dev, _ in keys):
-            unsure = True  # a pipe's st_dev is 0: a key with another may be a socket's
-    return None if unsure else False
+        elif kind == abi.PROX_FDTYPE_SOCKET:
+            s = api.fdinfo(pid, fd, abi.PROC_PIDFDSOCKETINFO, abi.socket_fdinfo)
+            if s is not None and s.psi.soi_pcb in handles:
+                return True
+    return False
 
 
 def reopen(fd: int, write: bool) -> int | None:

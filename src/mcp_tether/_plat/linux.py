@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import select
 
+from mcp_tether._plat import fstat_key
 from mcp_tether._plat.record import ProcRecord
 
 TYPE_CHECKING = False  # typing stays off the guard's start-up path
@@ -342,6 +343,9 @@ def children(pid: int) -> list[int] | None:
 
 
 # ----- open files ----------------------------------------------------------------------------
+
+
+stdio_key = fstat_key  # a pipe's inode is both ends': holders of either end match
 
 
 def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:

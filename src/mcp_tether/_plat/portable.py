@@ -23,6 +23,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from mcp_tether._plat import fstat_key
 from mcp_tether._plat.ends import UNKNOWN, End, Far, FdState
 from mcp_tether._plat.record import ProcRecord
 
@@ -214,6 +215,9 @@ def is_process(pid: int) -> bool:
 
 def children(pid: int) -> list[int] | None:
     return None
+
+
+stdio_key = fstat_key
 
 
 def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
