@@ -351,21 +351,6 @@ for line in iter(child.stdout.readline, b""):
     sys.stdout.buffer.write(line); sys.stdout.flush()
 """
 
-SHIM_LAUNCHER = """\
-import os, subprocess, sys
-shim_exe, server = sys.argv[1], sys.argv[2]
-in_r, in_w = os.pipe()
-out_r, out_w = os.pipe()
-shim = subprocess.Popen([shim_exe, "-c", "import signal; signal.pause()"], pass_fds=[out_r],
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                        start_new_session=True)
-srv = subprocess.Popen([sys.executable, server], stdin=in_r, stdout=out_w,
-                       stderr=subprocess.DEVNULL, start_new_session=True)
-os.close(in_w)
-print(shim.pid, srv.pid, flush=True)
-"""
-
-
 def _cli(backend: str, *argv: str) -> dict[str, Any]:
     env = {**os.environ, platform.ENV: backend}
     r = subprocess.run([sys.executable, "-m", "mcp_tether", *argv], env=env,
@@ -405,18 +390,11 @@ def test_ps_on_the_simulated_libproc_gives_every_row_the_linux_backends_state_an
                       str(lab.tmp / "count")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
     assert host.stdout is not None
     half = identify(int(host.stdout.readline()))
-    shim_exe = lab.tmp / "containerd-shim-runc-v2"
-    shim_exe.symlink_to(os.path.realpath(sys.executable))
-    out = subprocess.run([sys.executable, str(lab.script("shim.py", SHIM_LAUNCHER)),
-                          str(shim_exe), str(lab.fake_server("mcp-server-shimmed.py",
-                                                             sdk_import=True))],
-                         stdout=subprocess.PIPE, check=True).stdout.split()
-    shim, shimmed = identify(int(out[0])), identify(int(out[1]))
+    shim, shimmed = lab.shimmed_server()
     bystander = lab.popen([sys.executable, "-c", "import signal; signal.pause()"])
-    assert half is not None and shim is not None and shimmed is not None
-    lab.started += [half, shim, shimmed]
-    until(lambda: _ppid(half.pid) == 1 and _ppid(shimmed.pid) == 1,
-          "the half-closed and the shimmed servers to be adopted", DEADLINE)
+    assert half is not None
+    lab.started.append(half)
+    until(lambda: _ppid(half.pid) == 1, "the half-closed server to be adopted", DEADLINE)
 
     docs = {b: _cli(b, "ps", "--json") for b in ("linux", "darwin-sim")}
     rows = {}

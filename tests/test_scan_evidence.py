@@ -472,21 +472,6 @@ def test_bare_reap_without_a_terminal_refuses_in_one_line_with_exit_2(
         assert wait_gone(leaked, 0.01) is None
 
 
-SHIM_LAUNCHER = """\
-import os, subprocess, sys
-shim_exe, server = sys.argv[1], sys.argv[2]
-out_r, out_w = os.pipe()
-in_r, in_w = os.pipe()
-shim = subprocess.Popen([shim_exe, "-c", "import signal; signal.pause()"], pass_fds=[out_r],
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, start_new_session=True)
-srv = subprocess.Popen([sys.executable, server], stdin=in_r, stdout=out_w,
-                       stderr=subprocess.DEVNULL, start_new_session=True)
-os.close(in_w)  # its input has no writer; its output's reader is the "shim"
-print(shim.pid, srv.pid, flush=True)
-"""  # ...and exits: both are adopted by pid 1
-
-
 @pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     lab: Lab, capsys: pytest.CaptureFixture[str]
@@ -494,17 +479,8 @@ def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     """1. an SDK-identified server under pid 1 has no writer on stdin, and its stdout is
     read by a process named like containerd's shim (the client is beyond it); 2. ps says
     `unknown`; 3. `reap --yes --include stdio` leaves it."""
-    shim_exe = lab.tmp / "containerd-shim-runc-v2"
-    shim_exe.symlink_to(os.path.realpath(sys.executable))
-    server = lab.fake_server(sdk_import=True)
-    launcher = lab.script("shim_launch.py", SHIM_LAUNCHER)
-    out = subprocess.run([sys.executable, str(launcher), str(shim_exe), str(server)],
-                         stdout=subprocess.PIPE, check=True).stdout.split()
-    shim, srv = identify(int(out[0])), identify(int(out[1]))
-    assert shim is not None and srv is not None
-    lab.started += [shim, srv]
+    shim, srv = lab.shimmed_server()
     assert Path(f"/proc/{shim.pid}/comm").read_text().strip() == "containerd-shim"
-    until(lambda: _ppid(srv.pid) == 1, "the server to be adopted by pid 1", DEADLINE)
     e = entry(assert_ps_and_reap_agree(capsys, srv.pid, "stdio"), srv.pid)
     assert e is not None and e["state"] == "unknown", e
     assert "far-end-unseen" in e["evidence"]

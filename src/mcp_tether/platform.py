@@ -35,7 +35,12 @@ TYPE_CHECKING = False  # the helper's and the guard's start-up path: typing stay
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from mcp_tether._plat.contract import Backend
+    from mcp_tether._plat import darwin_fds, linux_fds, portable
+    from mcp_tether._plat.contract import Backend, Channels
+
+    # every channels module, held to the contract by the type checker (`channels()` is
+    # typed as a module, which would not say so)
+    _CHANNELS: tuple[Channels, ...] = (linux_fds, darwin_fds, portable)
 
 __all__ = [
     "BACKEND",

@@ -21,6 +21,10 @@ from __future__ import annotations
 import os
 import stat
 
+TYPE_CHECKING = False  # typing stays off the start-up paths
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def has_procfs() -> bool:
     """Linux's /proc is mounted here: what the `linux` backend reads."""
@@ -37,3 +41,16 @@ def fstat_key(fd: int) -> tuple[int, int] | None:
     if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
         return (st.st_dev, st.st_ino)
     return None
+
+
+def memo(want: Callable[[str], bool]) -> Callable[[str], bool]:
+    """`want` judged once per distinct process name (a table has many of each)."""
+    seen: dict[str, bool] = {}
+
+    def judged(comm: str) -> bool:
+        got = seen.get(comm)
+        if got is None:
+            got = seen[comm] = want(comm)
+        return got
+
+    return judged

@@ -32,6 +32,13 @@ from __future__ import annotations
 import os
 import time
 
+from mcp_tether._plat import memo
+from mcp_tether._plat.absent import is_subreaper as is_subreaper  # Linux's process
+from mcp_tether._plat.absent import load as load  # controls: none here (re-exported)
+from mcp_tether._plat.absent import pidfd_open as pidfd_open
+from mcp_tether._plat.absent import prctl as prctl
+from mcp_tether._plat.absent import set_pdeathsig as set_pdeathsig
+from mcp_tether._plat.absent import set_subreaper as set_subreaper
 from mcp_tether._plat.record import ProcRecord
 
 TYPE_CHECKING = False  # typing stays off the guard's start-up path
@@ -61,33 +68,6 @@ def bind(loader: Callable[[], Any]) -> None:
     from mcp_tether._plat import darwin_libproc
 
     darwin_libproc.bind(loader)
-
-
-# ----- capabilities macOS does not have --------------------------------------------------
-
-
-def load() -> None:
-    return None
-
-
-def prctl(option: int, arg: int) -> bool:
-    return False
-
-
-def set_subreaper(on: bool) -> bool:
-    return False
-
-
-def is_subreaper() -> bool:
-    return False
-
-
-def set_pdeathsig(sig: int) -> bool:
-    return False
-
-
-def pidfd_open(pid: int) -> int | None:
-    return None  # no pidfds: identity is re-checked right before kill(2)
 
 
 def exit_fd(pid: int) -> int | None:
@@ -189,7 +169,7 @@ def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) ->
     """Every live process into `out`; the number that may not be read (other users'
     processes, unless root: libproc answers the same user only)."""
     if want_argv is not None:
-        want_argv = _memo(want_argv)
+        want_argv = memo(want_argv)
     unreadable = 0
     for pid in pids():
         try:
@@ -200,18 +180,6 @@ def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) ->
         if p is not None:
             out[pid] = p
     return unreadable
-
-
-def _memo(want: Callable[[str], bool]) -> Callable[[str], bool]:
-    seen: dict[str, bool] = {}
-
-    def memo(comm: str) -> bool:
-        got = seen.get(comm)
-        if got is None:
-            got = seen[comm] = want(comm)
-        return got
-
-    return memo
 
 
 def read_argv(pid: int) -> list[str] | None:

@@ -24,6 +24,12 @@ import time
 from typing import TYPE_CHECKING
 
 from mcp_tether._plat import fstat_key
+from mcp_tether._plat.absent import is_subreaper as is_subreaper  # Linux's process
+from mcp_tether._plat.absent import load as load  # controls: none here (re-exported)
+from mcp_tether._plat.absent import pidfd_open as pidfd_open
+from mcp_tether._plat.absent import prctl as prctl
+from mcp_tether._plat.absent import set_pdeathsig as set_pdeathsig
+from mcp_tether._plat.absent import set_subreaper as set_subreaper
 from mcp_tether._plat.ends import UNKNOWN, End, Far, FdState
 from mcp_tether._plat.record import ProcRecord
 
@@ -61,30 +67,6 @@ def _psutil() -> ModuleType:
 def boot_paths() -> list[str]:
     """Folders a fresh `python -S` needs on sys.path to use this backend: psutil's."""
     return [os.path.dirname(os.path.dirname(_psutil().__file__ or ""))]
-
-
-def load() -> None:
-    return None
-
-
-def prctl(option: int, arg: int) -> bool:
-    return False
-
-
-def set_subreaper(on: bool) -> bool:
-    return False
-
-
-def is_subreaper() -> bool:
-    return False
-
-
-def set_pdeathsig(sig: int) -> bool:
-    return False
-
-
-def pidfd_open(pid: int) -> int | None:
-    return None
 
 
 def exit_fd(pid: int) -> int | None:
