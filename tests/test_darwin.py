@@ -425,3 +425,14 @@ def test_ps_on_the_simulated_libproc_gives_every_row_the_linux_backends_state_an
         assert compare(ident) == SAME, ident
     assert bystander.poll() is None and host.poll() is None
     host.send_signal(signal.SIGKILL)
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="forcing darwin elsewhere is the error")
+def test_forcing_the_darwin_backend_off_macos_is_one_clear_line_and_exit_2() -> None:
+    """`darwin` needs macOS's libproc; the simulation is `darwin-sim`, which says so."""
+    env = {**os.environ, platform.ENV: "darwin"}
+    r = subprocess.run([sys.executable, "-m", "mcp_tether", "ps"], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == ["mcp-tether ps: MCP_TETHER_BACKEND=darwin needs macOS's "
+                                     "libproc (darwin-sim simulates it on Linux, for tests)"]
