@@ -13,6 +13,10 @@ Meanings every backend keeps (the rules callers rely on):
 - A process is `(pid, start)` (`record.ProcessId`); start times compare within one
   backend only.
 
+A new question is one member here, with its meaning, and one function in every backend
+(None where that backend cannot know): the type checker and `tests/test_seam.py` name
+each backend that lacks it, and each that answers a question not asked here.
+
 Imported by type checkers and tests only: it loads `typing`, which the start-up paths
 (`import mcp_tether`, `mcp-tether run`) must not.
 """
