@@ -336,6 +336,22 @@ def test_the_kqueue_exit_wait_turns_readable_at_the_exit_and_not_before(sim: Non
         _end(p)
 
 
+def test_pid_1_is_the_machines_init_when_it_is_launchd_and_unknown_otherwise(
+        sim: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS has no pid namespaces: its pid 1, launchd, adopts orphans. A pid 1 that is
+    not launchd (the simulation in a pid namespace) leaves the scan to judge it by name."""
+    def pid1(comm: bytes) -> Any:
+        got = abi.proc_bsdshortinfo()
+        got.pbsi_pid, got.pbsi_comm = 1, comm
+        return lambda pid, flavor, arg, kind: got
+
+    api = abi.api()
+    monkeypatch.setattr(api, "pidinfo", pid1(b"launchd"))
+    assert darwin_fds.root_pid_namespace() is True
+    monkeypatch.setattr(api, "pidinfo", pid1(b"bash"))
+    assert darwin_fds.root_pid_namespace() is None
+
+
 # ----- 4. the machine view: the same verdicts as the Linux backend, on a mess -------------
 
 PROXY = """\

@@ -188,7 +188,14 @@ def far_ends() -> FarEnds:
 
 
 def root_pid_namespace() -> bool | None:
-    return True  # macOS has no pid namespaces: pid 1 is launchd, the machine's init
+    """True when pid 1 is launchd: macOS has no pid namespaces, so its pid 1 is the
+    machine's init. Anything else (the simulation inside a pid namespace) is None: the
+    scan then judges pid 1 by what it is, as on Linux."""
+    try:
+        got = abi.api().pidinfo(1, abi.PROC_PIDT_SHORTBSDINFO, 1, abi.proc_bsdshortinfo)
+    except (abi.Gone, PermissionError):
+        return None
+    return True if got is not None and got.pbsi_comm == b"launchd" else None
 
 
 def epoll_items(pid: int, ends: dict[int, End] | None = None
