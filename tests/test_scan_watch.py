@@ -129,7 +129,7 @@ def _can_mount_tmpfs() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs unshare, nsenter and tmpfs as root")
 def test_watch_keeps_reaping_when_its_textfile_and_samples_cannot_be_written(
     lab: Lab, tmp_path: Path,
@@ -220,7 +220,7 @@ def test_watch_keeps_reaping_when_its_textfile_and_samples_cannot_be_written(
         ("samples file", "Read-only file system")], err.lines
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_newline_in_a_command_line_or_a_package_name_keeps_each_record_on_one_line(
     lab: Lab, capsys: pytest.CaptureFixture[str],
 ) -> None:
