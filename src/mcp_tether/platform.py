@@ -7,12 +7,17 @@ and never tests the platform, a capability or an import itself. The backends liv
 
 - `linux` (the default where /proc is mounted): /proc read directly, pidfds, the child
   subreaper, PR_SET_PDEATHSIG, fd far ends through /proc and sock_diag. Stdlib only.
-- `portable` (everywhere else): psutil and POSIX only, what macOS offers. What it
-  cannot know (another process's fds, a socket's half-close, an exit's exact instant)
-  it answers `unknown` / None, or by polling, never by guessing.
+- `darwin` (macOS): libproc and sysctl through ctypes (stdlib only): identity,
+  parents, fds, pipe and socket peers, exit waits on kqueue. What macOS does not show
+  (I/O counters, a subreaper, how another process waits) it answers None.
+- `portable` (everywhere else): psutil and POSIX only. What it cannot know (another
+  process's fds, a socket's half-close, an exit's exact instant) it answers `unknown` /
+  None, or by polling, never by guessing.
 
 `MCP_TETHER_BACKEND=portable` forces the portable backend on Linux (CI runs a subset of
-the tests that way); `linux` forces the Linux one; anything else is a usage error.
+the tests that way); `linux` forces the Linux one; `darwin-sim` runs the darwin backend
+on Linux against a simulated libproc answered from /proc (a test backend: never chosen
+on its own); anything else is a usage error.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ TYPE_CHECKING = False  # the helper's and the guard's start-up path: typing stay
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from mcp_tether._plat import darwin_fds, linux_fds, portable
+    from mcp_tether._plat.contract import Backend, Channels
+
+    # every channels module, held to the contract by the type checker (`channels()` is
+    # typed as a module, which would not say so)
+    _CHANNELS: tuple[Channels, ...] = (linux_fds, darwin_fds, portable)
+
 __all__ = [
     "BACKEND",
     "backend",
@@ -39,6 +51,7 @@ __all__ = [
     "posix_shell",
     "has_pidfd",
     "pidfd_open",
+    "exit_fd",
     "prctl",
     "set_subreaper",
     "is_subreaper",
@@ -49,7 +62,7 @@ __all__ = [
 ]
 
 ENV = "MCP_TETHER_BACKEND"
-BACKENDS = ("linux", "portable")
+BACKENDS = ("linux", "portable", "darwin", "darwin-sim")
 
 
 def _choose() -> str:
@@ -57,17 +70,33 @@ def _choose() -> str:
     if wanted and wanted not in BACKENDS:
         raise UsageError(f"{ENV}={wanted!r} is not a backend (choose one of: "
                          f"{', '.join(BACKENDS)}, or leave it unset)")
+    if wanted == "darwin" and sys.platform != "darwin":
+        raise UsageError(f"{ENV}=darwin needs macOS's libproc (darwin-sim simulates it "
+                         "on Linux, for tests)")
     if wanted:
         return wanted
-    linux = sys.platform.startswith("linux") and has_procfs()
-    return "linux" if linux else "portable"
+    if sys.platform.startswith("linux") and has_procfs():
+        return "linux"
+    return "darwin" if sys.platform == "darwin" else "portable"
 
 
 BACKEND = _choose()
 if BACKEND == "linux":
-    from mcp_tether._plat import linux as backend
+    from mcp_tether._plat import linux as _linux
+
+    backend: Backend = _linux
+elif BACKEND == "portable":
+    from mcp_tether._plat import portable as _portable
+
+    backend = _portable
 else:
-    from mcp_tether._plat import portable as backend  # type: ignore[no-redef]  # same API
+    from mcp_tether._plat import darwin as _darwin
+
+    if BACKEND == "darwin-sim":  # the darwin logic, its C calls answered from /proc
+        from mcp_tether._plat import darwin_sim
+
+        _darwin.bind(darwin_sim.load)
+    backend = _darwin
 ProcRecord._backend = backend  # records read argv, cwd and exe through it, lazily
 
 
@@ -140,6 +169,13 @@ def pidfd_open(pid: int) -> int | None:
     """A descriptor that pins `pid` and turns readable at its exit; None where the
     backend has none (or may not open one now). ProcessLookupError: no such process."""
     return backend.pidfd_open(pid)
+
+
+def exit_fd(pid: int) -> int | None:
+    """A descriptor that turns readable when `pid` exits (a pidfd on Linux, a kqueue
+    watching it on macOS), closed with os.close; None where the backend has none (then
+    exits are polled). ProcessLookupError: no such process (or it is exiting)."""
+    return backend.exit_fd(pid)
 
 
 def load_prctl() -> None:

@@ -488,13 +488,13 @@ def _has_live_child() -> bool:
 
 
 def pidfds(pids: Iterable[int]) -> list[int]:
-    """pidfds of `pids`, readable when one exits (a change worth a look: not every one is
-    our child, so SIGCHLD alone would not say so); none where the backend has no pidfds
-    (then the caller's naps are short)."""
+    """Exit descriptors of `pids` (`platform.exit_fd`), readable when one exits (a change
+    worth a look: not every one is our child, so SIGCHLD alone would not say so); none
+    where the backend has none (then the caller's naps are short)."""
     fds: list[int] = []
     for pid in pids:
         try:
-            fd = platform.pidfd_open(pid)
+            fd = platform.exit_fd(pid)
         except OSError:
             continue
         if fd is not None:
