@@ -125,8 +125,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # from /proc (`_plat/darwin_sim.py`). A test whose promise is the Linux backend's alone
 # says so with `@pytest.mark.requires_linux_backend("why")`; one whose promise rests on
 # other processes' far ends, with `@pytest.mark.requires_far_ends("why")` (the Linux and
-# darwin backends see them, the portable one does not). Each is skipped, with its
-# reason, where the backend does not keep it; a test beside it asserts the weaker promise.
+# darwin backends see them, the portable one does not); one whose promise rests on the
+# whole tree, escapees included, with `@pytest.mark.requires_tree("why")` (a subreaper on
+# Linux, the tree's mark read from environments on darwin; not the portable backend).
+# Each is skipped, with its reason, where the backend does not keep it; a test beside it
+# asserts the weaker promise.
 PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_client.py",
                   "test_probe.py", "test_probe_levels.py", "test_portable.py")
 PORTABLE_PREFIXES = ("test_tether", "test_scan")
@@ -144,12 +147,17 @@ def pytest_configure(config: pytest.Config) -> None:
                             "Linux backend keeps; skipped under any other")
     config.addinivalue_line("markers", "requires_far_ends(reason): a promise resting on "
                             "other processes' far ends; skipped where the backend sees none")
+    config.addinivalue_line("markers", "requires_tree(reason): a promise resting on the "
+                            "whole tree, escapees included (a subreaper, or the tree's mark "
+                            "in environments: the darwin backend); skipped where neither")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from mcp_tether import platform
 
     detail = platform.backend.channels().CHANNEL_DETAIL
+    tree = platform.backend.HAS_SUBREAPER or \
+        platform.backend.channels().environ(os.getpid()) is not None
     for item in items:
         name = item.path.name
         if name in PORTABLE_FILES or name.startswith(PORTABLE_PREFIXES):
@@ -163,6 +171,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         mark = item.get_closest_marker("requires_far_ends")
         if mark is not None and not detail:
             why = mark.args[0] if mark.args else "far ends unseen"
+            item.add_marker(pytest.mark.skip(reason=f"{platform.BACKEND} backend: {why}"))
+        mark = item.get_closest_marker("requires_tree")
+        if mark is not None and not tree:
+            why = mark.args[0] if mark.args else "escapees out of sight"
             item.add_marker(pytest.mark.skip(reason=f"{platform.BACKEND} backend: {why}"))
     _shard(config, items)
 

@@ -55,6 +55,7 @@ __all__ = [
     "prctl",
     "set_subreaper",
     "is_subreaper",
+    "has_pdeathsig",
     "subreaper",
     "set_pdeathsig",
     "load_prctl",
@@ -188,18 +189,34 @@ def prctl(option: int, arg: int) -> bool:
     return backend.prctl(option, arg)
 
 
+# A test switch: with it set (to anything), this process never becomes a child subreaper
+# and says it is none, so Linux runs the trees' no-subreaper strategy (group, scan, marks)
+# that macOS runs. Read once, here; never set by the package itself.
+NO_SUBREAPER = "MCP_TETHER_NO_SUBREAPER"
+_NO_SUBREAPER = bool(os.environ.get(NO_SUBREAPER))
+
+
 def set_subreaper(on: bool = True) -> bool:
     """Make orphaned descendants reparent to this process instead of init (Linux).
 
     `on=False` turns it off again: a library call that made its caller a subreaper for
     a while (the probe run from pytest) must not leave it so. Prefer `subreaper()`.
     """
+    if on and _NO_SUBREAPER:
+        return False
     return backend.set_subreaper(on)
 
 
 def is_subreaper() -> bool:
-    """Whether this process is a child subreaper now (False where there is none)."""
-    return backend.is_subreaper()
+    """Whether this process is a child subreaper now (False where there is none, or
+    MCP_TETHER_NO_SUBREAPER is set)."""
+    return not _NO_SUBREAPER and backend.is_subreaper()
+
+
+def has_pdeathsig() -> bool:
+    """A child can have the kernel signal it when its parent dies (Linux's
+    PR_SET_PDEATHSIG); False: the guard leaves a watcher behind it (`proc.watcher`)."""
+    return bool(backend.HAS_PDEATHSIG)
 
 
 class subreaper:  # noqa: N801  # used like a function: `with platform.subreaper() as ok:`

@@ -114,6 +114,8 @@ class Backend(Protocol):
     NAME: str
     HAS_PIDFD: bool  # processes are pinned by pidfds
     HAS_SUBREAPER: bool
+    HAS_PDEATHSIG: bool  # a child can ask the kernel to signal it when its parent dies;
+    # False: the guard leaves a watcher behind it instead (`proc.watcher`)
     WATCHES_BEYOND_PARENT: bool  # a process can watch its host past an intermediate
     # parent, so the guard may fork a front
     SOCKET_HANGUP: int  # poll events that show a socket peer's half-close; 0: cannot tell

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 NAME = "darwin"
 HAS_PIDFD = False
 HAS_SUBREAPER = False  # macOS has none: the tree is the group, the session and a scan
+HAS_PDEATHSIG = False  # none either: a watcher waits on the guard's exit (kqueue)
 WATCHES_BEYOND_PARENT = False  # no pidfd to watch the host through a front
 SOCKET_HANGUP = 0  # poll(2) has no POLLRDHUP here: a half-close is not seen by poll
 PID_MAX = 99999  # bsd/sys/proc_internal.h:749

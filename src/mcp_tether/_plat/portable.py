@@ -44,6 +44,7 @@ WATCHES_BEYOND_PARENT = False
 SOCKET_HANGUP = 0  # poll reports POLLHUP only once both directions are closed
 HAS_PIDFD = False
 HAS_SUBREAPER = False
+HAS_PDEATHSIG = False
 PID_MAX = 0
 CHANNEL_DETAIL = False
 

@@ -48,12 +48,12 @@ from typing import TYPE_CHECKING
 from mcp_tether._plat.ends import CHANNEL_KINDS, OPEN, End
 from mcp_tether.platform import backend
 from mcp_tether.proc import mark
-from mcp_tether.proc.identity import ProcessId, ProcRecord, read_info
+from mcp_tether.proc.identity import DIFFERENT, ProcessId, ProcRecord, compare, read_info
 
 if TYPE_CHECKING:
     from mcp_tether._plat.contract import FarEnds
 
-__all__ = ["Left", "decide", "OPTED_OUT", "TERMINAL", "IN_USE", "UNDER"]
+__all__ = ["Left", "Root", "decide", "OPTED_OUT", "TERMINAL", "IN_USE", "UNDER"]
 
 OPTED_OUT = "opted-out"
 TERMINAL = "terminal"
@@ -95,22 +95,64 @@ class Left:
         return f"Left({self.info.pid}, {self.why!r}, {self.detail!r})"
 
 
+class Root:
+    """What the rule reads of the process ending the tree (the guard; the server itself
+    under the helper): its record, the ends it holds (fds 0 and 1: the protocol channel)
+    and its ancestors now (the host and its launchers). Read when first asked, or at once
+    with `Root.read`: the guard's watcher reads them while the guard lives, and decides
+    after the guard died."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._info: ProcRecord | None = None
+        self._read = False
+        self._ends: dict[int, End] | None = None
+        self._ancestors: list[ProcessId] | None = None
+
+    @classmethod
+    def read(cls, pid: int) -> Root:
+        root = cls(pid)
+        root.info()
+        root.ends()
+        root.boundary()
+        return root
+
+    def info(self) -> ProcRecord | None:
+        if not self._read:
+            self._info, self._read = read_info(self.pid), True
+        return self._info
+
+    def ends(self) -> dict[int, End]:
+        if self._ends is None:
+            self._ends = backend.channels().fd_ends(self.pid) or {}
+        return self._ends
+
+    def boundary(self) -> set[int]:
+        """The root and its ancestors (those of them still the same processes)."""
+        if self._ancestors is None:
+            self._ancestors = _ancestors(self.pid)
+            return {i.pid for i in self._ancestors}
+        return {i.pid for i in self._ancestors if compare(i) != DIFFERENT}
+
+
 def decide(
     members: Iterable[ProcRecord],
     *,
-    root: int,
+    root: int | Root,
     server_sid: int | None,
     known: Iterable[ProcessId] = (),
 ) -> dict[ProcessId, Left]:
     """The members of a tree to leave (see the module doc), by identity.
 
-    root: the process ending the tree (the guard; the server itself under the helper).
-    server_sid: the server's session. known: identities of members met before (a server
-    that has exited), whose token may still name the tree."""
+    root: the process ending the tree (the guard; the server itself under the helper),
+    or what was read of it (`Root.read`). server_sid: the server's session. known:
+    identities of members met before (a server that has exited), whose token may still
+    name the tree."""
     live = [m for m in members if not m.exited]
     if not live:
         return {}
-    me = read_info(root)
+    root = root if isinstance(root, Root) else Root(root)
+    me = root.info()
     root_sid = None if me is None else me.sid
     ours = {mark.token(i.pid, i.start) for i in known}
     ours |= {mark.token(m.pid, m.start) for m in live}
@@ -131,12 +173,12 @@ def decide(
 
 
 def _detached(detached: list[ProcRecord], live: list[ProcRecord], left: dict[int, Left],
-              root: int) -> None:
+              root: Root) -> None:
     """Rules 2 and 3 on the detached members (the module doc), asked in the seam's channel
     words: each member's ends (`fd_ends`), what a socket is for and what a pipe's far end
     is (`far_ends()`), and who holds an end (`holders`)."""
     ch = backend.channels()
-    root_ends = ch.fd_ends(root) or {}
+    root_ends = root.ends()
     protocol = {e.channel for fd, e in root_ends.items() if fd in (0, 1)
                 and e.kind in CHANNEL_KINDS}
     held = {e.channel for e in root_ends.values()} | {e.id for e in root_ends.values()}
@@ -160,7 +202,7 @@ def _detached(detached: list[ProcRecord], live: list[ProcRecord], left: dict[int
                     for what, e, far in _channels(look, m.pid, ends.get(m.pid, {}))
                     if not {e.id, e.channel, far} & held]
         if channels:
-            _in_use(channels, by_pid, left, look, _ancestors(root))
+            _in_use(channels, by_pid, left, look, root.boundary())
     finally:
         look.close()
 
@@ -211,14 +253,16 @@ def _user(pid: int, what: str) -> str:
     return f"{pid} ({info.comm if info is not None else '?'}) over {what}"
 
 
-def _ancestors(root: int) -> set[int]:
+def _ancestors(root: int) -> list[ProcessId]:
     """The root and its ancestors now, up to init: the host and its launchers."""
-    out: set[int] = set()
+    out: list[ProcessId] = []
     pid: int | None = root
-    while pid and pid not in out:
-        out.add(pid)
+    while pid and pid not in {i.pid for i in out}:
         info = read_info(pid)
-        pid = info.ppid if info is not None else None
+        if info is None:
+            break
+        out.append(info.ident)
+        pid = info.ppid
     return out
 
 
