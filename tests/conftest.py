@@ -135,7 +135,8 @@ PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_c
 PORTABLE_PREFIXES = ("test_tether", "test_scan")
 DARWIN_SIM_FILES = ("test_scan.py", "test_scan_leaks.py", "test_scan_channels.py",
                     "test_scan_table.py", "test_scan_watch.py", "test_scan_evidence.py",
-                    "test_darwin.py", "test_seam.py")
+                    "test_darwin.py", "test_seam.py", "test_guard.py", "test_leave.py",
+                    "test_proc.py", "test_client.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -428,6 +428,30 @@ def test_a_daemonized_escapee_is_ended_too(lab: Lab, guards: list[Guarded]) -> N
     assert_gone(server, daemon)
 
 
+@pytest.mark.requires_linux_backend("the test switch is read by the seam on Linux")
+@pytest.mark.parametrize("mode", ["daemonize", "launcher-ignore"])
+def test_with_the_subreaper_switched_off_the_trees_mark_still_finds_what_left_it(
+    lab: Lab, guards: list[Guarded], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """MCP_TETHER_NO_SUBREAPER (a test switch): the guard is no subreaper, as on macOS.
+    1. a server double-forks a daemon out of its group and session, or a launcher's real
+    server setsid's and the launcher exits; 2. the daemon is reparented to init, out of
+    the guard's descendants; 3. close stdin: found by the mark in its environment, it is
+    ended (SIGTERM), and the guard says it was outside the group."""
+    monkeypatch.setenv(platform.NO_SUBREAPER, "1")
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd(mode, pf), opts=["--grace", "2"])
+    daemon = ident_from(pf + ".daemon")
+    if mode == "launcher-ignore":
+        launcher_gone(pf)
+    until(lambda: (info := platform.backend.read(daemon.pid)) is not None
+          and info.ppid != g.proc.pid, "the daemon reparented away", DEADLINE)
+    g.close_stdin()
+    rc, _, err = g.finish()
+    assert "SIGTERM" in err and ("outside its group" in err or "on its stdio" in err), err
+    assert_gone(daemon)
+
+
 @pytest.mark.parametrize("kind", ["pipe", "socket"])
 def test_parent_death_ends_the_server_even_when_another_process_holds_stdin(
     lab: Lab, kind: str
@@ -643,7 +667,11 @@ def launcher_gone(pf: str) -> None:
     until(lambda: identify(pid) is None, "the launcher's exit", DEADLINE)
 
 
-@pytest.mark.requires_tree("no subreaper: a pid-hopper leaves the tree")
+@pytest.mark.requires_linux_backend(
+    "no subreaper: a pid-hopper's hops outrun every scan (each lives less than a look "
+    "takes) and nothing says a child is left")
+@pytest.mark.skipif(not SUBREAPER, reason="the subreaper is switched off: as on macOS, a "
+                    "pid-hopper's hops outrun every scan")
 @pytest.mark.parametrize("mode", ["hopper", "hopper-setsid"])
 def test_pid_hopping_descendants_are_ended_however_fast_they_fork(
     lab: Lab, guards: list[Guarded], mode: str
@@ -828,10 +856,16 @@ FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof", "hopp
             "hopper-setsid", "launcher", "launcher-ignore"]
 ACTIONS = ["exit", "kill", "close", "kill-guard"]
 ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
-# What the portable backend promises (docs/platforms.md): no escapes (no subreaper), no
-# SIGKILL of the guard (no front, no PDEATHSIG), no socket half-close (no POLLRDHUP).
+# What the portable backend promises (docs/platforms.md): no escapes (no subreaper, no
+# environment to read), no socket half-close (no POLLRDHUP); a SIGKILLed guard's watcher
+# ends its group (no PDEATHSIG, no front).
 PORTABLE_FIXTURES = ["eof", "ignore-eof", "stubborn", "sh-ignore-eof"]
-PORTABLE_ACTIONS = ["exit", "kill", "close"]
+PORTABLE_ACTIONS = ["exit", "kill", "close", "kill-guard"]
+# The darwin backend's (darwin-sim): escapes found by the tree's mark, launchers handed
+# over, the watcher; not pid-hoppers, not a socket's half-close (a full close is seen).
+TREE_FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof", "launcher",
+                 "launcher-ignore"]
+TREE = platform.backend.channels().environ(os.getpid()) is not None
 
 
 @pytest.mark.slow
@@ -859,8 +893,11 @@ def test_the_client_dying_at_random_moments_leaves_no_survivor(lab: Lab) -> None
 
 def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
     for n in range(ROUNDS):
-        if platform.BACKEND == "linux":
+        if platform.BACKEND == "linux" and SUBREAPER:
             fixture, action = rng.choice(FIXTURES), rng.choice(ACTIONS)
+            kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
+        elif TREE:
+            fixture, action = rng.choice(TREE_FIXTURES), rng.choice(ACTIONS)
             kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
         else:
             fixture, action = rng.choice(PORTABLE_FIXTURES), rng.choice(PORTABLE_ACTIONS)
