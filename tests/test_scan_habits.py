@@ -102,7 +102,7 @@ def test_a_codex_shaped_host_keeps_every_agents_copy(
         assert e["superseded"]["habit"]["version"] == "0.171.0"
     rc, out, _ = run_cli(capsys, "ps", "--config", cfg)
     assert f"not superseded pid {session.pid} (newer copy pid " in out, out
-    assert "measured habit: Codex 0.171.0 runs one copy per agent" in out, out
+    assert "runs a copy per client (measured: Codex 0.171.0 runs one copy per agent" in out, out
     with monkeypatch.context() as m:
         m.setattr(habits, "MEASURED", ())
         _superseded_once_used(capsys, cfg, session.pid, lambda: h.use(2))

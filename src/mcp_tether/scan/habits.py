@@ -150,21 +150,19 @@ def judge(rec: ProcRecord | None, listening: list[str] | None,
     if row is not None and row.kind == "per-client":
         return Habit("per-client", "measured", _measured(row, version), **known)
     if listening is None:
-        return Habit("unreadable", "unreadable", "whether its host accepts clients from "
-                     "elsewhere (a listening socket) cannot be read from here", **known)
+        return Habit("unreadable", "unreadable", "unreadable: whether it accepts clients "
+                     "from elsewhere (a listening socket) cannot be read from here", **known)
     if listening:
         shown = ", ".join(listening[:3]) + (f" and {len(listening) - 3} more"
                                             if len(listening) > 3 else "")
-        return Habit("per-client", "gateway", f"gateway: it listens on {shown}, so its "
-                     "clients may be elsewhere, each with its own copy", **known)
+        return Habit("per-client", "gateway", f"gateway: it listens on {shown}", **known)
     signs = "no listening socket, never seen using two copies side by side"
     if row is not None:
         return Habit("shared", "measured", f"{_measured(row, version)}; no sign of more "
                      f"than one client: {signs}", **known)
-    return Habit("unknown", "none", f"host habit not measured; no sign of more than one "
-                 f"client: {signs}")
+    return Habit("unknown", "none", f"not measured; no sign of more than one client: {signs}")
 
 
 def _measured(row: Measured, version: str | None) -> str:
-    return (f"measured habit: {row.label} {version} {row.habit} (measured on "
-            f"{row.version}, {row.date})")
+    return (f"measured: {row.label} {version} {row.habit} (measured on {row.version}, "
+            f"{row.date})")

@@ -248,10 +248,10 @@ class _Judge:
         base = {"idle_seconds": round(idle, 1), "counters": list(io),
                 "newer_copy": _ref(newest), "habit": habit.to_dict()}
         if habit.kind == "per-client":
-            return _no("unknown", "host-habit", f"its host runs a copy per client, so an idle "
-                       f"copy may be an idle client's ({habit.evidence})", base)
+            return _no("unknown", "host-habit", f"its host runs a copy per client "
+                       f"({habit.evidence}): an idle copy may be an idle client's", base)
         if habit.kind == "unreadable":
-            return _no("unknown", "host-habit", habit.evidence, base)
+            return _no("unknown", "host-habit", f"its host's habit is {habit.evidence}", base)
         settled = [(o, how) for o, how in copies if self.samples.settled(o.ident) is not None]
         if not settled:
             return _no("no", "settled", f"newer copy pid {newest.pid} was never seen settled "
