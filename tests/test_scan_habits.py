@@ -196,8 +196,7 @@ def test_a_host_in_another_pid_namespace_is_unknown(
                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     line = host_line(p, "the host in its namespace")
     assert line.split()[:1] == [b"ready"], line
-    host = next(k for k in kids(p.pid) if table.record(k.pid) is not None
-                and table.record(k.pid).ppid == p.pid)  # type: ignore[union-attr]
+    host = next(k for k in kids(p.pid) if getattr(table.record(k.pid), "ppid", 0) == p.pid)
     copies = sorted((k for k in kids(host.pid)), key=lambda k: k.start)
     lab.started += [host, *copies]
     assert len(copies) == 2 and table.pid_namespace(host.pid) != table.pid_namespace(

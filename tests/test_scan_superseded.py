@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import threading
 from typing import Any
 
 import pytest
