@@ -277,11 +277,11 @@ def _consistent(rec: dict[str, Any], now: float, io: Counters | None,
         stamps.append(rec["settled"])
     if any(t < earliest or t > now + START_SLACK for t in stamps):
         return False
+    if any(r[0] > r[1] for r in runs):
+        return False
     for a, b in zip(runs, runs[1:], strict=False):
         if a[1] > b[0] or any(x > y for x, y in zip(a[2:], b[2:], strict=True)):
             return False
-    if runs and runs[0][0] > runs[0][1]:
-        return False
     return io is None or not runs or all(x <= y for x, y in zip(runs[-1][2:], io, strict=True))
 
 

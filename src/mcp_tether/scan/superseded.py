@@ -211,10 +211,6 @@ class _Judge:
         host, rec, io = self.seen[s.ident]
         if rec is None:
             return _no("unknown", "readable", "its host cannot be read from here")
-        spaces = {table.pid_namespace(p) for p in (host, s.pid)}
-        if self.ours is None or spaces != {self.ours}:
-            return _no("unknown", "pid-namespace", "its host or this copy runs in another pid "
-                       "namespace (or ours cannot be read): its pids are not ours to compare")
         newer = self.newer(s)
         if not newer:
             return {"answer": "no", "reason": "no newer copy of it under its host"}
@@ -234,6 +230,10 @@ class _Judge:
             if differs:
                 return _no("no", "same-server", differs)
             return {"answer": "no", "reason": "no newer copy of the same server under its host"}
+        spaces = {table.pid_namespace(p) for p in (host, s.pid, *(o.pid for o, _ in copies))}
+        if self.ours is None or spaces != {self.ours}:
+            return _no("unknown", "pid-namespace", "its host or a copy runs in another pid "
+                       "namespace (or ours cannot be read): its pids are not ours to compare")
         if io is None:
             return _no("unknown", "readable", "its read/write counters cannot be read from "
                        "here (another user's process, or a backend without them)")
