@@ -340,3 +340,55 @@ def test_a_record_that_contradicts_the_kernel_is_dropped() -> None:
                                      "entries": {}}
     s.observe(a, 100.0, (1, 1, 1, 1), {}, age=60.0)
     assert s.idle_since(a, (1, 1, 1, 1)) == 80.0 and s.settled(a) == 80.0
+
+
+# ----- 3. which host is which ---------------------------------------------------------
+
+
+class _Rec:
+    """The fields `habits.identify` reads of a process record."""
+
+    def __init__(self, exe: str, argv: tuple[str, ...] = (), cwd: str = "/") -> None:
+        self.exe, self.argv, self.cwd = exe, list(argv), cwd
+
+
+def test_a_measured_host_is_known_by_its_install_layout_and_manifest_never_by_name(
+        tmp_path: Path) -> None:
+    """Codex's and Claude Code's executables where npm installs them, each with its
+    package's manifest beside it, are those hosts (with the version the manifest says);
+    the same path without the manifest, with another package's, or a bare `codex` on
+    PATH is no measured host; a per-client sign wins over a measured `shared` habit."""
+    def layout(folder: str, manifest: dict[str, str] | None, exe: str) -> str:
+        root = tmp_path / folder
+        (root / exe).parent.mkdir(parents=True, exist_ok=True)
+        (root / exe).write_text("")
+        if manifest is not None:
+            (root / "package.json").write_text(json.dumps(manifest))
+        return str(root / exe)
+
+    triple = "vendor/x86_64-unknown-linux-musl"
+    new = layout("a/node_modules/@openai/codex-linux-x64",
+                 {"name": "@openai/codex", "version": "0.171.0-linux-x64"}, f"{triple}/bin/codex")
+    old = layout("b/node_modules/@openai/codex", {"name": "@openai/codex", "version": "0.50.0"},
+                 f"{triple}/codex/codex")
+    bare = layout("c/node_modules/@openai/codex-linux-x64", None, f"{triple}/bin/codex")
+    other = layout("d/node_modules/@openai/codex-linux-x64", {"name": "left-pad"},
+                   f"{triple}/bin/codex")
+    claude = layout("e/node_modules/@anthropic-ai/claude-code",
+                    {"name": "@anthropic-ai/claude-code", "version": "2.1.332"}, "bin/claude.exe")
+    cli = layout("f/node_modules/@anthropic-ai/claude-code",
+                 {"name": "@anthropic-ai/claude-code", "version": "1.0.0"}, "cli.js")
+    got = {p: habits.identify(_Rec(p)) for p in (new, old, bare, other, claude, "/usr/bin/codex")}
+    assert [(r.host, v) for r, v in filter(None, got.values())] == [
+        ("codex", "0.171.0"), ("codex", "0.50.0"), ("claude-code", "2.1.332")]
+    assert got[bare] is None and got[other] is None and got["/usr/bin/codex"] is None
+    node = habits.identify(_Rec("/usr/bin/node", ("node", cli)))
+    assert node is not None and node[0].host == "claude-code"
+    h = habits.judge(_Rec(old), [], None)
+    assert h.per_client and h.source == "measured" and "measured on 0.171.0" in h.evidence
+    shared = habits.judge(_Rec(claude), [], None)
+    assert shared.kind == "shared" and "no sign of more than one client" in shared.evidence
+    assert habits.judge(_Rec(claude), ["tcp 127.0.0.1:9"], None).source == "gateway"
+    assert habits.judge(_Rec(claude), [], "it used pid 4").source == "observed"
+    assert habits.judge(_Rec(claude), None, None).kind == "unreadable"
+    assert habits.judge(_Rec("/usr/bin/python3"), [], None).kind == "unknown"
