@@ -292,6 +292,29 @@ def test_a_copy_used_again_right_before_the_signal_is_left(
     assert out.outcome == "left" and is_running(a)
 
 
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_copy_that_looks_forgotten_says_which_condition_is_missing(
+        lab: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two idle copies, the waits on input not read: 1. a first look has never seen the
+    newer copy settled (`settled`); 2. a second has (quiet across two looks), but never
+    reading since (`used`); each said in one line under `ps`'s table and in JSON."""
+    from mcp_tether.scan import superseded
+
+    monkeypatch.setattr(superseded, "waiting", lambda s: False)
+    cfg = mini_config(lab)
+    h = _ondemand(lab, "sync", 2, cfg)
+    old, new = h.copies
+    for missing, words in (("settled", f"newer copy pid {new.pid} was never seen settled"),
+                           ("used", f"newer copy pid {new.pid} was seen reading between 0 of "
+                                    "the 2 pairs of looks needed")):
+        sup = _state(capsys, cfg, old)["superseded"]
+        assert sup["answer"] == "no" and sup["missing"] == missing, sup
+        assert sup["reason"].startswith(words), sup
+    rc, out, _ = run_cli(capsys, "ps", "--config", cfg)
+    assert f"not superseded pid {old.pid} (newer copy pid {new.pid}): newer copy" in out, out
+    assert f"not superseded pid {new.pid}" not in out, out  # the newest: nothing missing
+
+
 def test_where_counters_cannot_be_read_nothing_is_superseded(
         lab: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Counters unreadable (another user, the portable backend): `unknown`, never
