@@ -9,8 +9,13 @@ Guarantees:
   a package-runner child of a running host (`host`), an MCP-looking argv (`guess`).
 - "parent gone" never comes from `ppid == 1` alone: the adopter must not be a host and
   must not hold the other side of the channel (in a container pid 1 is often the host).
-- A process that holds the client side of a child's channel is a client (a host), and a
-  host is never reported as a server.
+- A process that holds the client side of a child's channel is a client (a host), and so
+  is one that started a server child on a channel of its own (not its own stdin passed
+  through, as a wrapper passes it), even once it closed its ends: a host is never
+  reported as a server, nor folded into its servers' trees.
+- A process an earlier scan saw match a config entry (`Samples.matched_before`: this
+  very process, pid and start time) is still a server after the entry was edited
+  (`remembered`).
 - A wrapper (npx, uvx, sh -c, the guard, ...) and the server it runs are one `Server`,
   rooted at the outermost wrapper; identification looks at every member.
 - Unreadable processes are skipped and counted; a process that vanishes mid-scan is not

@@ -8,6 +8,9 @@ Guarantees:
   process was identified as running: `npx -y X` is matched to the `npm exec X` it
   became and to the node script from X's npx cache; `uvx X` to X's environment.
 - `looks_like_mcp` is a name guess and is only ever reported as one.
+- `Matcher.exactly` says whether a tree runs an entry exactly as written (its command
+  and every argument, flags included, its cwd and environment) and `fingerprint` names
+  the entry as written: an edit of any of them is told apart (`superseded`).
 """
 
 from __future__ import annotations
