@@ -24,6 +24,7 @@ their pipes).
 Usage: ondemand_host.py MODE COUNT CONFIG [VAR]
 """
 
+import contextlib
 import fcntl
 import json
 import os
@@ -141,10 +142,8 @@ elif mode in ("sleep", "poll-nb"):
         time.sleep(0.2)
         if mode == "poll-nb":
             for p in copies:  # nothing comes unasked: EAGAIN
-                try:
+                with contextlib.suppress(BlockingIOError):
                     os.read(p.stdout.fileno(), 65536)
-                except BlockingIOError:
-                    pass
         try:
             got = os.read(0, 4096)
         except BlockingIOError:
