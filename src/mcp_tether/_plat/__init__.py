@@ -26,6 +26,8 @@ The contract every backend module keeps (same names, same meanings):
   `endpoints(pid)` (the pseudo-terminal masters, pipes and sockets a process holds, each
   with its far end) and `endpoint_holders(links)` (who holds each): what the tree kill
   reads to leave a user's processes (`proc.leave`); None where it cannot be seen.
+- `boot_id()`: a name for this boot that another boot never has (Linux: the kernel's
+  random boot id), or None: what ties a file of observations to the boot it was made in.
 - `reopen(fd, write)`: a fresh end of the pipe behind our own `fd`, or None.
 - `signal_masks(pid)`, `wait_channel(pid, tid)`, `threads(pid, limit)`,
   `pid_namespace(pid)`, `cgroup(pid)`, `cgroup_memory(pid)`, `mapped_files(pid)`: what a

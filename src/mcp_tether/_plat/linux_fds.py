@@ -374,7 +374,8 @@ def endpoints(pid: int) -> list[Endpoint] | None:
     connected stream socket bearing the name of a listening one) or "client"; near is
     its link (`socket:[N]`), far the peer's (unix: sock_diag; tcp: the socket of this
     machine whose local and remote addresses are ours swapped), None when there is
-    none on this machine; name, the address a unix socket is bound to ("" if none).
+    none on this machine; name, the address a unix socket is bound to ("" if none), or
+    a listening TCP socket's (`127.0.0.1:8080`, `[::1]:8080`).
     Links are what `endpoint_holders` matches. None: the fds
     cannot be read (another user's process, gone)."""
     links = fd_links(pid)
@@ -451,6 +452,14 @@ def _tcp_address(text: str) -> tuple[bytes, int]:
     return raw, int(port, 16)
 
 
+def _tcp_text(address: tuple[bytes, int]) -> str:
+    """`_tcp_address`'s answer as people write it: `127.0.0.1:8080`, `[::1]:8080`."""
+    import ipaddress
+
+    ip = ipaddress.ip_address(address[0])
+    return f"[{ip}]:{address[1]}" if ip.version == 6 else f"{ip}:{address[1]}"
+
+
 def _tcp_table(pid: int) -> list[tuple[int, int, tuple[bytes, int], tuple[bytes, int]]]:
     """(inode, state, local, remote) of every TCP socket in `pid`'s network namespace."""
     rows = []
@@ -480,7 +489,7 @@ def _tcp_endpoints(pid: int, socks: dict[int, str]) -> list[Endpoint]:
     for ino, st, local, remote in mine:
         link = socks[ino]
         if st == _TCP_LISTEN:
-            out.append(("tcp", "listen", link, None, ""))
+            out.append(("tcp", "listen", link, None, _tcp_text(local)))
         elif st == _TCP_ESTABLISHED:
             # A listener on every address (0.0.0.0 or ::, which takes IPv4 too) counts.
             if local in listening or (bytes(4), local[1]) in listening \

@@ -341,3 +341,11 @@ def endpoints(pid: int) -> list[tuple[str, str, str, str | None, str]] | None:
 
 def endpoint_holders(targets: set[str]) -> dict[str, dict[int, str]] | None:
     return None
+
+
+def boot_id() -> str | None:
+    """This boot, named by its boot time (psutil); None where it cannot be read."""
+    try:
+        return f"boot-time-{int(_psutil().boot_time())}"
+    except (_psutil().Error, OSError, AttributeError):
+        return None
