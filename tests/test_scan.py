@@ -397,10 +397,12 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["command"][-len(server) - 4:-len(server)] == ["run", "--grace", "1", "--"]
     # the guard's front (the pid the host knows), its supervisor, the server; no front
-    # where the guard cannot watch its host past one (no pidfds: the darwin backend)
+    # where the guard cannot watch its host past one (no pidfds: the darwin backend),
+    # but the guard's watcher where there is no parent-death signal (the darwin one)
     from mcp_tether import platform
 
-    others = 2 if platform.backend.WATCHES_BEYOND_PARENT else 1
+    others = (2 if platform.backend.WATCHES_BEYOND_PARENT else 1) \
+        + (0 if platform.has_pdeathsig() else 1)
     assert e["shown_command"] == server and len(e["members"]) == others + 1
     rc, out, _ = run_cli(capsys, "ps")
     row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
@@ -463,6 +465,46 @@ def test_config_entries_match_the_package_a_process_was_identified_as_running() 
     assert m("uvx", "mcp_server_time").matches_package(py)
     assert m("pipx", "run", "mcp-server-time==1.0").matches_package(py)
     assert not m("uvx", "mcp-server-git").matches_package(py)
+
+
+def test_a_config_entry_is_run_exactly_as_written_or_not() -> None:
+    """`Matcher.exactly`: one member's command line ends in the entry's command and every
+    argument, flags included (a runner's words from its package on), in the entry's cwd,
+    with the entry's variables; an edit of a flag, an operand, the cwd or a variable
+    gives another fingerprint, and the old tree no longer runs the entry exactly."""
+    from types import SimpleNamespace
+
+    from mcp_tether.scan.match import Matcher
+
+    def m(command: str, *args: str, env: dict[str, str] | None = None,
+          cwd: str | None = None) -> Matcher:
+        return Matcher.of(SimpleNamespace(command=command, args=list(args), env=env or {},
+                                          cwd=cwd, host="h", name="n", path="p"))
+
+    py = ["/usr/bin/python3", "/srv/mini.py", "--v1", "alpha"]
+    v1 = m("python3", "/srv/mini.py", "--v1", "alpha")
+    assert v1.exactly([py], "/srv", {})
+    for edited in (m("python3", "/srv/mini.py", "--v2", "alpha"),  # a flag
+                   m("python3", "/srv/mini.py", "--v1", "beta"),  # an operand
+                   m("python3", "/srv/mini.py", "--v1"),  # an argument dropped
+                   m("python3", "/srv/other.py", "--v1", "alpha")):  # the script
+        assert edited.fingerprint != v1.fingerprint and not edited.exactly([py], "/srv", {})
+    assert m("python3", "mini.py", "--v1", "alpha").exactly([py], "/srv", {})  # cwd-relative
+    assert not m("python3", "mini.py", "--v1", "alpha").exactly([py], "/elsewhere", {})
+    env = m("python3", "/srv/mini.py", "--v1", "alpha", env={"K": "v"})
+    assert env.exactly([py], "/srv", {"K": "v", "HOME": "/root"})
+    assert not env.exactly([py], "/srv", {"K": "w"}) and not env.exactly([py], "/srv", None)
+    assert env.fingerprint != v1.fingerprint
+    assert not m("python3", "/srv/mini.py", "--v1", "alpha", cwd="/a").exactly([py], "/b", {})
+    npx = m("npx", "-y", "@acme/weather@1.2", "--units", "si")
+    assert npx.exactly([["npm exec @acme/weather@1.2 --units si"]], "/", {})  # a title
+    assert npx.exactly([["sh", "-c", "weather --units si"],
+                        ["node", "/home/u/.npm/_npx/1/node_modules/.bin/weather", "--units",
+                         "si"]], "/", {})
+    assert not npx.exactly([["npm exec @acme/weather@1.2 --units imperial"]], "/", {})
+    guarded = m("mcp-tether", "run", "--", "python3", "/srv/mini.py", "--v1", "alpha")
+    assert guarded.exactly([["/usr/bin/mcp-tether", "run", "--", "python3", *py[1:]]], "/srv",
+                           {})  # the guard's argv holds the entry's words as written
 
 
 def test_every_scan_reads_the_host_configs_afresh(

@@ -334,6 +334,44 @@ def test_a_host_on_dev_null_is_no_wrapper_of_its_sdk_server(
     assert_ps_and_reap_agree(capsys, srv.pid, "stdio", "guess")  # the same, seen from here
 
 
+# A host that starts one server (whose command it takes from its own argv, so that its
+# argv names the server's file), then closes its ends of the server's pipes without
+# ending it: its only child is a server it no longer holds any far end of.
+DROPPING_HOST = """\
+import subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+p.stdin.close()
+p.stdout.close()
+print(p.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.requires_linux_backend(FAR_ENDS)
+def test_a_host_that_closed_its_servers_pipes_is_still_no_server_nor_its_wrapper(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """1. a host whose argv names an MCP server file (a name guess) starts that server on
+    pipes of its own, then closes its ends (the server lives on, EOF ignored); 2. `ps`
+    lists the server as its own tree whose parent is the host (it launched it on a
+    channel of its own), never the host as a server with the server folded in."""
+    server = lab.script("mcp-server-kept.py", Path(__file__).with_name("servers")
+                        .joinpath("mini.py").read_text())
+    host_py = lab.script("plain_host.py", DROPPING_HOST)
+    p = lab.popen([sys.executable, str(host_py), sys.executable, str(server), "--thread"],
+                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.stdout is not None
+    srv = identify(int(p.stdout.readline()))
+    assert srv is not None
+    lab.started.append(srv)
+    doc = assert_ps_and_reap_agree(capsys, srv.pid, "stdio", "guess")
+    assert entry(doc, p.pid) is None, entry(doc, p.pid)
+    e = entry(doc, srv.pid)
+    assert e is not None, [x["command"] for x in doc["results"]]
+    assert e["parent"] == {**e["parent"], "pid": p.pid, "role": "host"}, e["parent"]
+    assert [m["pid"] for m in e["members"]] == [srv.pid], e["members"]
+    assert e["state"] == "live"
+
+
 # pid 1 of a fresh pid namespace: a live program, or the project's own init.
 NS_LIVE_PID1 = """\
 import os, subprocess, sys

@@ -231,3 +231,47 @@ def test_one_command_is_identified_once_per_scan_into_independent_answers(
     assert first.package == second.package == "acme-tool"
     assert first == second and first is not second and first.source is not second.source
     assert Identifier().identify(argv, str(root), sys.executable).package is None
+
+
+@pytest.mark.requires_far_ends("another process's sockets are unknown (portable)")
+def test_a_processs_listening_sockets_are_listed_and_nothing_else(tmp_path: object) -> None:
+    """TCP (v4 and v6) and UNIX listeners a process holds, a path with a space and an
+    abstract name included, read through its own network namespace's tables; a connected
+    or unbound socket is not listening; a process with none lists none."""
+    import pathlib
+
+    path = pathlib.Path(str(tmp_path)) / "a b.sock"
+    code = ("import socket, sys\n"
+            "t = socket.socket(); t.bind(('127.0.0.1', 0)); t.listen()\n"
+            "u = socket.socket(socket.AF_UNIX); u.bind(sys.argv[1]); u.listen()\n"
+            "a = socket.socket(socket.AF_UNIX); a.bind('\\0mcp-tether-test-abstract'); a.listen()\n"
+            "x, y = socket.socketpair(); z = socket.socket()\n"
+            "try:\n"
+            "    s = socket.socket(socket.AF_INET6); s.bind(('::1', 0)); s.listen(); six = s\n"
+            "except OSError:\n"
+            "    six = None\n"
+            "print(t.getsockname()[1], six.getsockname()[1] if six else 0, flush=True)\n"
+            "sys.stdin.read()\n")
+    p = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+    try:
+        assert p.stdout is not None
+        port, port6 = map(int, p.stdout.readline().split())
+        got = table.listening(p.pid)
+        want = [f"tcp 127.0.0.1:{port}", f"unix {path}", "unix @mcp-tether-test-abstract"]
+        want += [f"tcp [::1]:{port6}"] if port6 else []
+        assert got is not None and sorted(got) == sorted(want), got
+        q = subprocess.Popen([sys.executable, "-c", "import socket, sys\n"
+                              "x, y = socket.socketpair(); print(1, flush=True)\n"
+                              "sys.stdin.read()"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+        try:
+            assert q.stdout is not None and q.stdout.readline()
+            assert table.listening(q.pid) == []
+        finally:
+            q.kill()
+            q.wait()
+        assert table.boot_id() and table.boot_id() == table.boot_id()
+    finally:
+        p.kill()
+        p.wait()

@@ -345,6 +345,12 @@ def pid_namespace(pid: int) -> int | None:
     return None
 
 
+def boot_id() -> str | None:
+    """This boot's session uuid (sysctl kern.bootsessionuuid, made at each boot)."""
+    got: str | None = _api().sysctl_text(b"kern.bootsessionuuid")
+    return got
+
+
 def cgroup(pid: int) -> str | None:
     return None
 

@@ -46,6 +46,7 @@ from mcp_tether._plat.ends import (
     FdState,
     Sock,
     kind_of_path,
+    tcp_text,
 )
 
 CHANNEL_DETAIL = True  # this backend sees this user's fds and peers
@@ -229,7 +230,7 @@ class FarEnds:
             return Sock("", "")
         tcp = psi.soi_proto.pri_tcp
         if listening or tcp.tcpsi_state == abi.TSI_S_LISTEN:
-            return Sock("tcp", "listen")
+            return Sock("tcp", "listen", tcp_text(*_tcp_ends(tcp.tcpsi_ini)[0]))
         if tcp.tcpsi_state != abi.TSI_S_ESTABLISHED:
             return Sock("tcp", "")
         if self._held is None:

@@ -375,6 +375,15 @@ class Api:
         raw = self.procargs(pid)
         return None if raw is None else parse_procargs(raw)
 
+    def sysctl_text(self, name: bytes) -> str | None:
+        """A string sysctl by name (`kern.bootsessionuuid`); None where refused."""
+        buf = ctypes.create_string_buffer(256)
+        length = ctypes.c_size_t(ctypes.sizeof(buf))
+        ctypes.set_errno(0)
+        if self.lib.sysctlbyname(name, _addr(buf), _addr(length), None, 0) != 0:
+            return None
+        return buf.value.decode("ascii", "replace") or None
+
     def seconds(self, ticks: int) -> float:
         """Mach ticks (proc_taskinfo's CPU times) in seconds: hw.tbfrequency ticks a
         second (mach_timebase_info is wrong under Rosetta 2: psutil's note)."""

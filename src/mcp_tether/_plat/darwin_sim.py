@@ -32,6 +32,7 @@ What it models, with macOS's meanings:
 - KERN_PROCARGS2's byte layout: a native int argc, the exec path and NULs to 8-byte
   alignment, argv, the environment, NULs to alignment, then Apple-style strings
   (`ptr_munge=`...), which the parser must stop before.
+- sysctl `kern.bootsessionuuid` (the kernel's boot id) and `hw.tbfrequency`.
 - kqueue: `kqueue()` / `kevent()` stand-ins for EVFILT_PROC with NOTE_EXIT, one watched
   process per kqueue (what the backend asks), whose descriptor is a pidfd: readable once
   the process exits; registering a gone or zombie process fails with ESRCH.
@@ -466,10 +467,19 @@ class SimLibproc:
 
     def sysctlbyname(self, name: bytes, oldp: int | None, oldlenp: int, newp: int | None,
                      newlen: int) -> int:
+        length = ctypes.c_size_t.from_address(oldlenp)
+        if name == b"kern.bootsessionuuid":  # a string made at each boot: Linux's boot id
+            text = self._salt + b"\0"
+            if oldp:
+                if length.value < len(text):
+                    ctypes.set_errno(errno.ENOMEM)
+                    return -1
+                ctypes.memmove(oldp, text, len(text))
+            length.value = len(text)
+            return 0
         if name != b"hw.tbfrequency":
             ctypes.set_errno(errno.ENOENT)
             return -1
-        length = ctypes.c_size_t.from_address(oldlenp)
         if oldp:
             ctypes.c_uint64.from_address(oldp).value = 1_000_000_000  # ns: TASKINFO's unit
         length.value = 8

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["End", "Far", "FdState", "Sock", "CHANNEL_KINDS", "OPEN", "CLOSED", "UNCONNECTED",
-           "UNKNOWN", "kind_of_path"]
+           "UNKNOWN", "kind_of_path", "tcp_text"]
 
 OPEN, CLOSED, UNCONNECTED, UNKNOWN = "open", "closed", "unconnected", "unknown"
 CHANNEL_KINDS = ("pipe", "socket")  # the kinds of end a stdio channel can be
@@ -66,7 +66,8 @@ class Sock(NamedTuple):
     family: str  # unix | tcp | "" (another family, or not known)
     role: str  # listen | accepted (the server side of a connection: a connected stream
     # socket accepted from a listener) | client (any other connected one) | "" (not known)
-    address: str = ""  # the name a UNIX socket is bound to ("" for none)
+    address: str = ""  # the name a UNIX socket is bound to ("" for none), or the address a
+    # TCP listener listens on (`tcp_text`)
     peer: str | None = None  # the other side's end id, for a connection whose other side
     # is a socket of this machine (a UNIX peer; TCP over loopback); None: none seen
 
@@ -81,6 +82,14 @@ class FdState(NamedTuple):
 
 
 PTY_MASTERS = ("/dev/ptmx", "/dev/pts/ptmx")  # the multiplexer device's names (macOS: the first)
+
+
+def tcp_text(raw: bytes, port: int) -> str:
+    """A TCP address as people write it: `127.0.0.1:8080`, `[::1]:8080`."""
+    import ipaddress
+
+    ip = ipaddress.ip_address(raw)
+    return f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}"
 
 
 def kind_of_path(path: str) -> str:

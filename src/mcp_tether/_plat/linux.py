@@ -458,6 +458,15 @@ def pid_namespace(pid: int) -> int | None:
         return None
 
 
+def boot_id() -> str | None:
+    """This boot's random id (a reboot makes a new one); None if unreadable."""
+    try:
+        return _read_all("/proc/sys/kernel/random/boot_id", 256).decode("ascii", "replace")\
+            .strip() or None
+    except OSError:
+        return None
+
+
 def cgroup(pid: int) -> str | None:
     """`pid`'s cgroup membership, as the kernel lists it (a container's names its id)."""
     return _text(f"/proc/{pid}/cgroup")

@@ -27,6 +27,7 @@ from mcp_tether._plat.ends import (
     FdState,
     Sock,
     kind_of_path,
+    tcp_text,
 )
 
 
@@ -462,6 +463,8 @@ class FarEnds:
         if mine is None:
             return Sock("", "")
         role, other = _tcp_role(mine, rows)
+        if role == "listen":
+            return Sock("tcp", role, tcp_text(*mine[2]))
         return Sock("tcp", role, "", f"socket:[{other}]" if other else None)
 
     def close(self) -> None:

@@ -322,3 +322,10 @@ def io_counters(pid: int) -> tuple[int, int, int, int] | None:
 def environ(pid: int) -> dict[str, str] | None:
     return None
 
+
+def boot_id() -> str | None:
+    """This boot, named by its boot time (psutil); None where it cannot be read."""
+    try:
+        return f"boot-time-{int(_psutil().boot_time())}"
+    except (_psutil().Error, OSError, AttributeError):
+        return None

@@ -63,6 +63,8 @@ __all__ = [
     "io_counters",
     "environ",
     "pid_namespace",
+    "listening",
+    "boot_id",
     "owner",
     "username",
     "age_seconds",
@@ -177,6 +179,27 @@ def environ(pid: int) -> dict[str, str] | None:
 def pid_namespace(pid: int) -> int | None:
     """An id of `pid`'s pid namespace; None: unknown."""
     return _impl.pid_namespace(pid)
+
+
+def listening(pid: int) -> list[str] | None:
+    """The listening sockets `pid` holds (`tcp 127.0.0.1:8080`, `unix /run/x.sock`): who
+    can connect to it. [] when none; None when this backend or this process cannot
+    show them (unknown, never "none")."""
+    ends = _ch.fd_ends(pid)
+    if ends is None:
+        return None
+    look = _ch.far_ends()
+    try:
+        socks = [(e, look.socket(pid, fd, e)) for fd, e in ends.items() if e.kind == "socket"]
+    finally:
+        look.close()
+    return [f"{s.family or 'socket'} {s.address or e.name}" for e, s in socks
+            if s.role == "listen"]
+
+
+def boot_id() -> str | None:
+    """This boot's name (another boot never has it); None if unknown."""
+    return _impl.boot_id()
 
 
 def owner(pid: int) -> int | None:

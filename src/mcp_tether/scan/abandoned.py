@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from mcp_tether.scan.evidence import Peers
     from mcp_tether.scan.model import Server
 
-__all__ = ["SAMPLE", "Waits", "look", "listens", "assess", "Tracker"]
+__all__ = ["SAMPLE", "Waits", "look", "listens", "waits_on", "assess", "Tracker"]
 
 SAMPLE = 0.25  # seconds between the two looks of one scan (only when a host looks away)
 _EPOLL_READ = 0x1 | 0x2  # EPOLLIN | EPOLLPRI: an item that would wake for data
@@ -73,22 +73,12 @@ def look(pid: int) -> Waits:
 def listens(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]) -> tuple[str, str]:
     """(yes | no | unknown, why): does the process read any of `far` (its fd -> (end,
     open file)), by one of its epoll sets or a thread blocked reading it? Pure."""
-    ends = w.links or {}
-    keys = {k for _, k in far.values() if k is not None}
-    ids = {e.id for e, _ in far.values()}
-
-    def on_far(fd: int) -> bool:
-        e = ends.get(fd)
-        return e is not None and e.id in ids
-
-    for tfd, events, key in w.epoll or ():
-        if not events & _EPOLL_READ:
-            continue
-        if (key in keys) if key is not None else on_far(tfd):
-            return "yes", f"an epoll set watches fd {tfd} for input (events {events:#x})"
-    for tid, kind, fd in w.threads or ():
-        if kind == "read" and fd is not None and on_far(fd):
-            return "yes", f"thread {tid} is blocked reading fd {fd}"
+    item = _epoll_watches(w, far)
+    if item is not None:
+        return "yes", f"an epoll set watches fd {item[0]} for input (events {item[1]:#x})"
+    reader = _blocked_reading(w, far)
+    if reader is not None:
+        return "yes", f"thread {reader[0]} is blocked reading fd {reader[1]}"
     if w.links is None or w.epoll is None:
         return "unknown", "its open files and epoll sets cannot be read from here"
     if w.threads is None:
@@ -105,6 +95,43 @@ def listens(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]) -> tup
     seen = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return "no", (f"none of its {len(w.epoll)} epoll item(s) watches it and no thread is "
                   f"blocked reading it ({len(w.threads)} thread(s): {seen})")
+
+
+def waits_on(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]) -> bool:
+    """Is the process waiting for input on one of `far` right now: a thread blocked
+    reading it, or a thread in an epoll wait while an epoll set watches it for input?
+    (`superseded`: a server waiting on its protocol input has finished starting.) Pure."""
+    if _blocked_reading(w, far) is not None:
+        return True
+    return any(kind == "epoll" for _, kind, _ in w.threads or ()) \
+        and _epoll_watches(w, far) is not None
+
+
+def _on_far(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]], fd: int) -> bool:
+    """Is `fd` (of the process `w` looked at) open on one of `far`'s ends?"""
+    e = (w.links or {}).get(fd)
+    return e is not None and e.id in {f.id for f, _ in far.values()}
+
+
+def _epoll_watches(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]
+                   ) -> tuple[int, int] | None:
+    """(tfd, events) of an epoll item watching one of `far` for input, matched by the
+    open file (an item's tfd may be a number since closed), by tfd's end without one."""
+    keys = {k for _, k in far.values() if k is not None}
+    for tfd, events, key in w.epoll or ():
+        if events & _EPOLL_READ and ((key in keys) if key is not None
+                                     else _on_far(w, far, tfd)):
+            return tfd, events
+    return None
+
+
+def _blocked_reading(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]
+                     ) -> tuple[int, int] | None:
+    """(tid, fd) of a thread blocked in the read family on one of `far`."""
+    for tid, kind, fd in w.threads or ():
+        if kind == "read" and fd is not None and _on_far(w, far, fd):
+            return tid, fd
+    return None
 
 
 def _far_ends(s: Server, host: int,
@@ -210,7 +237,7 @@ def assess(servers: list[Server], peers: Peers, cwd_of: Callable[[int], str | No
                          f"started {s.age_seconds - newer.age_seconds:.0f}s later under "
                          f"the same host, which listens to it: {newer.listening['reason']}")
         idle = io1 is not None and io1 == io_first
-        if idle:
+        if idle and io1 is not None:
             s.evidence.append(IO_IDLE)
             lines.append(f"its read/write counters are unchanged over the {seconds:.1f}s "
                          f"it was seen abandoned (rchar {io1[0]}, wchar {io1[1]})")
