@@ -23,7 +23,9 @@ import stat
 
 TYPE_CHECKING = False  # typing stays off the start-up paths
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
+
+    from mcp_tether._plat.record import ProcRecord
 
 
 def has_procfs() -> bool:
@@ -54,3 +56,20 @@ def memo(want: Callable[[str], bool]) -> Callable[[str], bool]:
         return got
 
     return judged
+
+
+def fill_from(pids: Iterable[int], read: Callable[[int, Callable[[str], bool] | None],
+                                                  ProcRecord | None],
+              out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) -> int:
+    """Every process of `pids` that `read` answers into `out`; how many it could not read
+    (PermissionError: another user's). For backends that read one process at a time."""
+    unreadable = 0
+    for pid in pids:
+        try:
+            p = read(pid, want_argv)
+        except PermissionError:
+            unreadable += 1
+            continue
+        if p is not None:
+            out[pid] = p
+    return unreadable

@@ -2,7 +2,8 @@
 
 Guarantees: no prctl, no child subreaper, no parent-death signal, no pidfd (False or
 None: callers then use their portable strategy, group + scan, and re-check identity
-right before kill(2)). Stdlib-free, so a backend on a start-up path can share it.
+right before kill(2)); no pid namespace, no cgroup (None: callers say nothing, never
+"none"). Stdlib-free, so a backend on a start-up path can share it.
 """
 
 from __future__ import annotations
@@ -29,4 +30,16 @@ def set_pdeathsig(sig: int) -> bool:
 
 
 def pidfd_open(pid: int) -> int | None:
+    return None
+
+
+def pid_namespace(pid: int) -> int | None:
+    return None
+
+
+def cgroup(pid: int) -> str | None:
+    return None
+
+
+def cgroup_memory(pid: int) -> int | None:
     return None

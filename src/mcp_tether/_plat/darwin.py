@@ -32,9 +32,12 @@ from __future__ import annotations
 import os
 import time
 
-from mcp_tether._plat import memo
-from mcp_tether._plat.absent import is_subreaper as is_subreaper  # Linux's process
-from mcp_tether._plat.absent import load as load  # controls: none here (re-exported)
+from mcp_tether._plat import fill_from, memo
+from mcp_tether._plat.absent import cgroup as cgroup  # Linux's process controls,
+from mcp_tether._plat.absent import cgroup_memory as cgroup_memory  # namespaces and
+from mcp_tether._plat.absent import is_subreaper as is_subreaper
+from mcp_tether._plat.absent import load as load  # cgroups: none here (re-exported)
+from mcp_tether._plat.absent import pid_namespace as pid_namespace
 from mcp_tether._plat.absent import pidfd_open as pidfd_open
 from mcp_tether._plat.absent import prctl as prctl
 from mcp_tether._plat.absent import set_pdeathsig as set_pdeathsig
@@ -184,18 +187,7 @@ def pids() -> list[int]:
 def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) -> int:
     """Every live process into `out`; the number that may not be read (other users'
     processes, unless root: libproc answers the same user only)."""
-    if want_argv is not None:
-        want_argv = memo(want_argv)
-    unreadable = 0
-    for pid in pids():
-        try:
-            p = read_record(pid, want_argv)
-        except PermissionError:
-            unreadable += 1
-            continue
-        if p is not None:
-            out[pid] = p
-    return unreadable
+    return fill_from(pids(), read_record, out, None if want_argv is None else memo(want_argv))
 
 
 def read_argv(pid: int) -> list[str] | None:
@@ -341,22 +333,10 @@ def running_threads(pid: int) -> int | None:
     return None if got is None else int(got.pti_numrunning)
 
 
-def pid_namespace(pid: int) -> int | None:
-    return None
-
-
 def boot_id() -> str | None:
     """This boot's session uuid (sysctl kern.bootsessionuuid, made at each boot)."""
     got: str | None = _api().sysctl_text(b"kern.bootsessionuuid")
     return got
-
-
-def cgroup(pid: int) -> str | None:
-    return None
-
-
-def cgroup_memory(pid: int) -> int | None:
-    return None
 
 
 def mapped_files(pid: int) -> tuple[list[str], str] | None:

@@ -23,9 +23,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from mcp_tether._plat import fstat_key
-from mcp_tether._plat.absent import is_subreaper as is_subreaper  # Linux's process
-from mcp_tether._plat.absent import load as load  # controls: none here (re-exported)
+from mcp_tether._plat import fill_from, fstat_key
+from mcp_tether._plat.absent import cgroup as cgroup  # Linux's process controls,
+from mcp_tether._plat.absent import cgroup_memory as cgroup_memory  # namespaces and
+from mcp_tether._plat.absent import is_subreaper as is_subreaper
+from mcp_tether._plat.absent import load as load  # cgroups: none here (re-exported)
+from mcp_tether._plat.absent import pid_namespace as pid_namespace
 from mcp_tether._plat.absent import pidfd_open as pidfd_open
 from mcp_tether._plat.absent import prctl as prctl
 from mcp_tether._plat.absent import set_pdeathsig as set_pdeathsig
@@ -142,16 +145,7 @@ def pids() -> list[int]:
 
 
 def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) -> int:
-    unreadable = 0
-    for pid in _psutil().pids():
-        try:
-            p = read_record(pid, want_argv)
-        except PermissionError:
-            unreadable += 1
-            continue
-        if p is not None:
-            out[pid] = p
-    return unreadable
+    return fill_from(_psutil().pids(), read_record, out, want_argv)
 
 
 def terminal(pid: int) -> int | None:
@@ -244,18 +238,6 @@ def running_tasks() -> int | None:
 
 def running_threads(pid: int) -> int | None:
     return None  # psutil has a process's status, not each thread's
-
-
-def pid_namespace(pid: int) -> int | None:
-    return None
-
-
-def cgroup(pid: int) -> str | None:
-    return None
-
-
-def cgroup_memory(pid: int) -> int | None:
-    return None
 
 
 def mapped_files(pid: int) -> tuple[list[str], str] | None:
