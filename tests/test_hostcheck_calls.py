@@ -65,12 +65,13 @@ def standin(tmp_path: Path) -> Iterator[Any]:
 
 
 def _sse(headers: dict[str, str], data: bytes) -> list[tuple[str, dict[str, Any]]]:
-    """SSE as a client reads it: `event:`/`data:` lines, events split by a blank line."""
+    """SSE as a client reads it: `event:`/`data:` lines, events split by a blank line,
+    comments (`:` lines, keep-alives) skipped; the body sent whole, or chunked."""
     assert headers["content-type"] == "text/event-stream"
-    assert int(headers["content-length"]) == len(data)
+    assert int(headers.get("content-length", len(data))) == len(data)
     out = []
     for chunk in data.decode().split("\n\n"):
-        if not chunk.strip():
+        if not chunk.strip() or chunk.startswith(":"):
             continue
         fields = dict(line.split(": ", 1) for line in chunk.splitlines())
         out.append((fields["event"], json.loads(fields["data"])))

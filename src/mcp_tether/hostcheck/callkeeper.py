@@ -70,6 +70,7 @@ class CallsKeeper(HostKeeper):
         self.last_event = 0.0
         self.ps_rows: list[dict[str, Any]] | None = None
         self.old_alive: list[int] = []  # calls-reconnect: old copies alive at `end-old`
+        self.before_edit: set[int] = set()  # calls-reconnect: the copies before the edit
 
     # -- the stand-in's events --------------------------------------------------------
     def _seen(self) -> None:
@@ -200,14 +201,18 @@ class CallsKeeper(HostKeeper):
         got = self.wait_until(lambda: bool(set(self.copies()) - before) or self.host_gone(),
                               now + self.spec.host_timeout)
         new = sorted(set(self.copies()) - before)
+        self.before_edit = before
+        # Did the new copy come from the edited entry, or from the host's own copy of it?
+        edited = bool(new) and "--generation" in cmdline(new[0])
         self.mark(time.monotonic(), "reconnect", new[0] if new else None,
-                  new=new[0] if got and new else None, old=sorted(before))
+                  new=new[0] if got and new else None, old=sorted(before),
+                  from_edit=edited if new else None)
 
     def gate_end_old(self, gate: dict[str, Any]) -> None:
         live = self.copies()
         config = self.placement.path if self.placement else None
         self.ps_rows = ps_view.states(live, config, self.ps_samples)
-        self.old_alive = [p for p in live if self._generation(p) == 1]
+        self.old_alive = [p for p in live if p in self.before_edit]
         now = time.monotonic()
         if len(live) < 2:
             self.mark(now, "end-old", None, note=f"{len(live)} copy running: nothing ended")
@@ -216,9 +221,6 @@ class CallsKeeper(HostKeeper):
         outcome = self.signal_process(self.s.recorders[oldest], signal.SIGTERM)
         self.mark(now, "end-old", oldest, outcome=outcome)
         self.wait_until(lambda: oldest not in self.live_recorders(), now + END_WAIT)
-
-    def _generation(self, pid: int) -> int:
-        return 2 if "--generation" in cmdline(pid) else 1
 
     # -- the run ----------------------------------------------------------------------
     def drive(self) -> dict[str, Any]:

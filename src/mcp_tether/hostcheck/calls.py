@@ -34,10 +34,11 @@ Guarantees:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SCRIPTS", "IDLE_MARGIN", "measure", "summary", "habit_of", "in_ms"]
+__all__ = ["SCRIPTS", "IDLE_MARGIN", "measure", "summary", "habit_of", "in_ms", "short"]
 
 IDLE_MARGIN = 5.0  # an idle pause is --min-age plus this: longer than --min-age
 STEADY = 2.0  # agent A's pause between calls (a model using its server steadily)
@@ -72,6 +73,14 @@ def _reconnect(min_age: float) -> dict[str, Any]:
 # spec words are `scenarios.SCENARIOS`'s, the gates' actions the keeper's).
 SCRIPTS: dict[str, Callable[[float], dict[str, Any]]] = {
     "idle": _idle, "subagents": _subagents, "calls-reconnect": _reconnect}
+
+
+def short(result: str) -> str:
+    """A host's tool result in a few words: no timing preamble (Codex's "Wall time: ...
+    Output:"), no stack trace, white space runs as one space."""
+    text = result.split("Stack backtrace")[0]
+    text = re.sub(r"^Wall time:[^\n]*\nOutput:\n", "", text)
+    return re.sub(r"\s+", " ", text).strip()[:160]
 
 
 def _copy_of(recorded: list[dict[str, Any]]) -> dict[str, int]:
@@ -151,7 +160,7 @@ def measure(model: list[dict[str, Any]], recorded: list[dict[str, Any]],
                           "t": float(turn["t"]), "copy": copy_of.get(text),
                           "pause": paused.get((agent, turn.get("step")), 0.0),
                           "ok": None if res is None else bool(res.get("ok")),
-                          "result": None if res is None else str(res.get("result", ""))[:160]})
+                          "result": None if res is None else short(str(res.get("result", "")))})
     per_agent: dict[str, list[int]] = {}
     for c in calls:
         pids = per_agent.setdefault(c["agent"], [])
@@ -186,12 +195,21 @@ def measure(model: list[dict[str, Any]], recorded: list[dict[str, Any]],
                 idle.append({"agent": agent, "gap": b["t"] - a["t"], "before": a["copy"],
                              "after": b["copy"], "ok": b["ok"]})
     reconnect = next((m for m in marks if m.get("what") == "reconnect"), None)
+    edit = next((m for m in marks if m.get("what") == "config-edit"), None)
+    # what the host did to the copies it had before the edit: from the edit until the
+    # check ended one itself (`end-old`), or the end
+    until = float(ended[0]["t"]) if ended else end
+    closes_old = [] if reconnect is None or edit is None else [
+        {"copy": pid, "t": float(edit["t"]),
+         "got": _what_got(recorded, pid, float(edit["t"]), until)}
+        for pid in reconnect.get("old") or []]
     return {
         "calls": calls, "per_agent": per_agent, "habit": habit_of(per_agent),
         "copies": [{"pid": p, "t": t, "agents": sorted(a for a, ps in per_agent.items()
                                                         if p in ps)}
                    for p, t in sorted(starts.items(), key=lambda x: x[1])],
         "closes": closes, "end_old": end_old, "gaps": idle, "reconnect": reconnect,
+        "closes_old": closes_old,
         "failed": [c for c in calls if c["ok"] is False],
         "unanswered": [c for c in calls if c["ok"] is None and c["copy"] is None],
         "agents_done": sorted(a for a, i in agents.items() if i["past_end"]),
@@ -229,8 +247,13 @@ def summary(facts: dict[str, Any], scenario: str) -> str:
                      f"{_got(c['got'], c['t'])}{shared}")
     r = facts["reconnect"]
     if r is not None:
-        words.append(f"reconnect: new copy pid {r.get('new')}" if r.get("new") else
+        src = {True: " (from the edited entry)", False: " (from the entry as it was before "
+               "the edit)"}.get(r.get("from_edit"), "")
+        old = facts.get("closes_old") or []
+        words.append(f"reconnect: new copy pid {r.get('new')}{src}" if r.get("new") else
                      "reconnect: no new copy started")
+        for c in old:
+            words.append(f"the old copy pid {c['copy']} got {_got(c['got'], c['t'])}")
     eo = facts["end_old"]
     if eo is not None:
         if eo["copy"] is None:
@@ -240,7 +263,7 @@ def summary(facts: dict[str, Any], scenario: str) -> str:
             then = ("no call after it" if nxt is None else
                     f"{nxt['agent']}'s next call answered by copy pid {nxt['copy']}"
                     if nxt["ok"] else f"{nxt['agent']}'s next call failed"
-                    + (f" ({nxt['result'][-80:]!r})" if nxt.get("result") else ""))
+                    + (f" ({nxt['result']!r})" if nxt.get("result") else ""))
             words.append(f"ending the old copy pid {eo['copy']} ("
                          f"{', '.join(eo['agents']) or 'no agent'}'s): {then}")
     n = len(facts["calls"])

@@ -7,9 +7,10 @@ calls by a script, with no network.
 It prints its base URL (`http://127.0.0.1:PORT`) on its first line; point the host at
 it (Claude Code: `ANTHROPIC_BASE_URL`; Codex: a `model_providers` entry whose
 `base_url` is the URL plus `/v1`) and give the host the prompt `[mcp-tether agent
-main]`. It answers the Anthropic Messages API (`POST /v1/messages`, streamed as SSE)
-and the OpenAI Responses API (`POST /v1/responses`, streamed as Codex reads it); the
-shapes are `modelwire.py`'s.
+main]`. It answers the Anthropic Messages API (`POST /v1/messages`, an SSE reply sent
+whole with a Content-Length, which Claude Code reads) and the OpenAI Responses API
+(`POST /v1/responses`, streamed as it goes: headers at once, SSE comments as keep-alives
+while the turn waits, then its events); the shapes are `modelwire.py`'s.
 
 A **script** says, per agent, what each of its turns does:
 
@@ -50,6 +51,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -69,6 +71,10 @@ __all__ = ["Step", "Script", "ModelAPI", "serve", "main", "CALL_TEXT", "GATE_PAT
 
 CALL_TEXT = "mcp-tether call {agent}/{step}/{n}"  # the echo text of each call
 GATE_TIMEOUT = 900.0  # a gate nobody opens: the turn goes on (and says so) after this
+# While a turn waits (a gate, a pause), a stream that starts at once gets a keep-alive this
+# often, as a streaming API sends bytes while its model thinks: a host's read timeout
+# then counts from the last byte, not from its request.
+KEEPALIVE = 5.0
 MODEL = "mcp-tether-stand-in"
 EXAMPLE = {"server": "mcp-tether-recorder", "tool": "echo", "agents": {
     "main": [{"call": 1}, {"spawn": ["A"]}, {"wait": ["A"]}, {"close": ["A"]},
@@ -116,6 +122,13 @@ class Script:
     server: str = "mcp-tether-recorder"
     tool: str = "echo"
 
+    def add(self, doc: Any) -> None:
+        """More agents (a soak starting a session): checked as a script of their own,
+        whose agents may name each other."""
+        more = Script.parse({"agents": {"main": [], **doc["agents"]}})
+        more.agents.pop("main")
+        self.agents.update(more.agents)
+
     @classmethod
     def parse(cls, doc: Any) -> Script:
         """A script from its JSON document; ValueError says what is wrong, in one line."""
@@ -153,6 +166,8 @@ class ModelAPI:
     events: str | None = None  # the events folder (model.log, events.fifo)
     gate_timeout: float = GATE_TIMEOUT
     dump: str | None = None  # a folder for every request body (by hand: what a host sends)
+    # in-process users (a soak) hear each event as it is noted, from the serving thread
+    listeners: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)
     sent: dict[str, _Sent] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _gates: dict[str, threading.Event] = field(default_factory=dict)
@@ -177,8 +192,10 @@ class ModelAPI:
             if self._fifo >= 0:
                 with contextlib.suppress(OSError):  # full or readerless: the file has it
                     os.write(self._fifo, line)
-            if self._log < 0:
+            if self._log < 0 and not self.listeners:
                 sys.stderr.write(line.decode())
+        for hear in self.listeners:
+            hear(ev)
 
     # -- gates ------------------------------------------------------------------------
     def _gate(self, name: str) -> threading.Event:
@@ -190,8 +207,10 @@ class ModelAPI:
         self.note("model-gate-open", gate=name)
 
     # -- the script -------------------------------------------------------------------
-    def answer(self, wire: Wire, body: dict[str, Any]) -> Turn:
-        """The turn that answers `body` (waits at a gate and for a pause first)."""
+    def answer(self, wire: Wire, body: dict[str, Any],
+               tick: Callable[[], None] | None = None) -> Turn:
+        """The turn that answers `body` (waits at a gate and for a pause first, calling
+        `tick` every KEEPALIVE seconds meanwhile: a stream's keep-alive)."""
         asked = time.monotonic()
         if self.dump:
             name = f"{wire.name}-{time.time():.6f}-{threading.get_ident()}.json"
@@ -209,7 +228,7 @@ class ModelAPI:
         while k < len(steps):
             st = steps[k]
             if fresh:
-                self._wait(conv.agent, k, st)
+                self._wait(conv.agent, k, st, tick)
             turn = self._turn(wire, conv, k, st)
             if turn is not None:
                 self._sent(wire, conv.agent, turn, asked)
@@ -220,14 +239,23 @@ class ModelAPI:
                   text=turn.text, past_end=True)
         return turn
 
-    def _wait(self, agent: str, k: int, st: Step) -> None:
+    def _wait(self, agent: str, k: int, st: Step, tick: Callable[[], None] | None) -> None:
         if st.gate:
             self.note("model-gate", agent=agent, step=k, gate=st.gate)
-            if not self._gate(st.gate).wait(self.gate_timeout):
-                self.note("model-gate-timeout", agent=agent, step=k, gate=st.gate)
+            gate, end = self._gate(st.gate), time.monotonic() + self.gate_timeout
+            while not gate.wait(max(0.0, min(KEEPALIVE, end - time.monotonic()))):
+                if time.monotonic() >= end:
+                    self.note("model-gate-timeout", agent=agent, step=k, gate=st.gate)
+                    break
+                if tick is not None:
+                    tick()
         if st.pause:
             self.note("model-pause", agent=agent, step=k, seconds=st.pause)
-            time.sleep(st.pause)
+            end = time.monotonic() + st.pause
+            while (left := end - time.monotonic()) > 0:
+                time.sleep(min(left, KEEPALIVE))
+                if tick is not None and end - time.monotonic() > 0:
+                    tick()
 
     def _turn(self, wire: Wire, conv: Conversation, k: int, st: Step) -> Turn | None:
         agent = conv.agent or ""
@@ -335,10 +363,28 @@ def _handler(api: ModelAPI) -> type[BaseHTTPRequestHandler]:
                 api.note("model-other", path=path[:200], method="POST")
                 self._json(404, {"error": {"type": "not_found", "message": "not here"}})
                 return
-            turn = api.answer(wire, body)
-            ctype, data = wire.render(turn, str(body.get("model") or MODEL),
-                                      stream=bool(body.get("stream")))
-            self._reply(200, ctype, data)
+            model = str(body.get("model") or MODEL)
+            alive = wire.keepalive
+            if not body.get("stream") or alive is None:
+                turn = api.answer(wire, body)
+                ctype, data = wire.render(turn, model, stream=bool(body.get("stream")))
+                self._reply(200, ctype, data)
+                return
+            # Streamed as it goes (chunked): the headers at once, keep-alives while the
+            # turn waits, then the turn's events.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            turn = api.answer(wire, body, tick=lambda: self._chunk(alive))
+            self._chunk(wire.render(turn, model)[1])
+            self._chunk(b"")  # the last chunk
+
+        def _chunk(self, data: bytes) -> None:
+            with contextlib.suppress(OSError):  # the host gave up on this request
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
 
     return Handler
 

@@ -145,6 +145,8 @@ class Wire:
     name = ""
     path = ""
     id_prefix = ""  # what the host's call ids look like (ours follow it)
+    # what keeps a stream alive while a turn waits (None: the reply is sent whole)
+    keepalive: bytes | None = None
 
     def read(self, body: dict[str, Any]) -> Conversation:
         raise NotImplementedError
@@ -324,6 +326,7 @@ class _OpenAI(Wire):
     name = "openai"
     path = "/v1/responses"
     id_prefix = "call_"
+    keepalive = b": keep-alive\n\n"  # an SSE comment: no event, but bytes on the wire
 
     def read(self, body: dict[str, Any]) -> Conversation:
         conv = Conversation(agent=None, model=str(body.get("model") or ""))
