@@ -18,14 +18,16 @@ another (at most --max-hosts real hosts at once), each driven by the stand-in mo
   codex-idle
   gateway           one host serving two clients, one copy each (ondemand_host.py): the
                     client of the older copy calls every --min-age+10..+30 s, the other
-                    every 2-5 s
+                    every 2-5 s, with a pause of 8-15 s now and then
   host-variable     the same shape, copies differing only in a variable the host sets
                     itself (ondemand_host.py's VAR) while the entry sets another (K)
 Counted and printed (and with --json FILE written as one JSON document):
   wrong kills       a copy reap ended while its host ran, other than a forgotten one:
                     a copy a live client still used or would use
   failed calls      a call whose result the host reported as an error (the stand-in
-                    sees it), or a gateway call that got no answer
+                    sees it), or a gateway call that got no answer; calls the host did
+                    not offer the model a tool for (its server not connected yet) are
+                    counted apart
   forgotten copies  Claude Code's reconnect leftovers: how many were made, ended by reap
                     (with the delay after --min-age of idleness), missed (still running
                     --margin s past their due time, or when their session ended)
@@ -57,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import _pidns  # bench/, beside this script
-from soak_reap import _weighted, alive, start_time
+from soak_reap import _weighted, alive, start_time, stop_watcher
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -154,6 +156,7 @@ class Soak:
         self.generation = 1
         self.results: list[dict[str, Any]] = []  # model-result events
         self.failed: list[str] = []
+        self.missing: list[str] = []  # calls the host offered the model no tool for
         self.wrong: list[str] = []
         self.leaks: list[str] = []
         self.reap_lines: list[str] = []
@@ -204,6 +207,9 @@ class Soak:
             if not ev.get("ok"):
                 self.failed.append(f"{ev.get('agent')} call {ev.get('text')}: "
                                    f"{short(str(ev.get('result')))!r}")
+        elif what == "model-missing":
+            self.missing.append(f"{ev.get('agent')} step {ev.get('step')}: "
+                                f"{ev.get('missing')} not offered")
         elif what == "model-gate":
             for s in self.sessions:
                 if str(ev.get("gate")) == f"reconnect-{s.n}":
@@ -312,6 +318,12 @@ class Soak:
             if not shown(READY, 180):
                 s.note = "its prompt never showed"
                 return
+            # its server connected first: a prompt typed before offers the model no tool
+            end = time.monotonic() + 120
+            while time.monotonic() < end and s.running and not any(
+                    "initialized" in " ".join(self.saw(p))
+                    for p in self.children_copies(s.host_pid)):
+                time.sleep(0.2)
             os.write(master, prompt.encode())
             time.sleep(0.5)
             os.write(master, b"\r")
@@ -435,7 +447,11 @@ class Soak:
                     return
                 with self.lock:
                     self.results.append({"agent": f"client {i}", "ok": True, "session": s.n})
-                due[i] = time.monotonic() + (self.rng.uniform(2, 5) if i == 1 else
+                # the busy client: calls 2-5 s apart, a pause of 8-15 s now and then
+                # (a client thinking); the other: one call every --min-age + 10-30 s
+                busy = self.rng.uniform(8, 15) if self.rng.random() < 0.25 else \
+                    self.rng.uniform(2, 5)
+                due[i] = time.monotonic() + (busy if i == 1 else
                                              self.a.min_age + self.rng.uniform(10, 30))
         except OSError:
             self.failed.append(f"{s.kind} {s.n}: the host died")
@@ -578,12 +594,7 @@ class Soak:
         self.check_forgotten()
         for s in self.sessions:
             self.retire(s)
-        watcher.send_signal(signal.SIGTERM)
-        try:
-            watcher.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.wait()
+        stop_watcher(watcher)
         doc = self.summary(time.monotonic() - t0, missing)
         me = os.getpid()
         doc["left_after"] = sorted({" ".join(argv_of(int(p)))[:120] for p in os.listdir("/proc")
@@ -605,6 +616,7 @@ class Soak:
             "calls_answered": sum(1 for r in self.results if r.get("ok")),
             "wrong_kills": len(self.wrong), "wrong": self.wrong,
             "failed_calls": len(self.failed), "failed": self.failed,
+            "calls_not_offered": len(self.missing), "not_offered": self.missing[:50],
             "forgotten": {"made": len(forgotten), "ended": len(ended),
                           "missed": sum(1 for c in forgotten if c.missed),
                           "ended_after_min_age_s": [round(d, 1) for d in delays]},
@@ -630,7 +642,9 @@ def render(doc: dict[str, Any]) -> str:
              f"load {doc['load_average'][0]:.2f}",
              "  sessions: " + ", ".join(f"{k} {v}" for k, v in sorted(doc["sessions"].items())),
              f"  wrong kills: {doc['wrong_kills']}", *[f"    {w}" for w in doc["wrong"]],
-             f"  calls answered: {doc['calls_answered']}; failed: {doc['failed_calls']}",
+             f"  calls answered: {doc['calls_answered']}; failed: {doc['failed_calls']}; "
+             f"not offered (the host had no tool for the model yet): "
+             f"{doc['calls_not_offered']}",
              *[f"    {x}" for x in doc["failed"]],
              f"  forgotten copies: {f['made']} made, {f['ended']} ended by reap "
              f"(after --min-age: {f['ended_after_min_age_s']} s), {f['missed']} missed",

@@ -120,22 +120,8 @@ class CallsKeeper(HostKeeper):
         child.close()
         self.helpers.add(child.pid)
         self.waiter.add(child.ident)
-        line = b""
-        deadline = time.monotonic() + self.spec.ready_timeout
-        os.set_blocking(out_r, False)
-        try:
-            while b"\n" not in line and time.monotonic() < deadline:
-                self.waiter.wait(deadline - time.monotonic(), extra_fds=[out_r])
-                try:
-                    chunk = os.read(out_r, 256)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    break
-                line += chunk
-        finally:
-            os.close(out_r)
-        url = line.split(b"\n")[0].decode(errors="replace").strip()
+        line = self.read_line(out_r, time.monotonic() + self.spec.ready_timeout)
+        url = line.decode(errors="replace").strip()
         return url if url.startswith("http://127.0.0.1:") else ""
 
     def start_host(self) -> None:

@@ -71,8 +71,8 @@ scenarios (each runs a fresh host; one-shot hosts are judged by `exit`):
 
 verdicts:
 {verdicts}
-exit 0: every scenario clean (host-stayed and skipped count as clean); 1: otherwise;
-127/126: the host command is missing / not executable; 2: bad arguments.
+exit 0: every scenario clean (host-stayed, measured and skipped count as clean);
+1: otherwise; 127/126: the host command is missing / not executable; 2: bad arguments.
 """
 
 

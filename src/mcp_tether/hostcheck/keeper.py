@@ -256,25 +256,30 @@ class HostKeeper(BaseKeeper):
 
     def _read_host(self, fd: int) -> ProcessId | None:
         """The host's pid from the tty shell (event-timed: the pipe, or the shell's exit)."""
+        line = self.read_line(fd, self.s.t0 + self.spec.ready_timeout)
+        try:
+            return identify(int(line))
+        except ValueError:
+            return None
+
+    def read_line(self, fd: int, deadline: float) -> bytes:
+        """The first line a child writes on pipe `fd` (closed here), waited for with its
+        exits until `deadline`; b"" if it closed the pipe or died first."""
         data = b""
-        deadline = self.s.t0 + self.spec.ready_timeout
         os.set_blocking(fd, False)
         try:
             while b"\n" not in data and time.monotonic() < deadline:
                 self.waiter.wait(deadline - time.monotonic(), extra_fds=[fd])
                 try:
-                    chunk = os.read(fd, 64)
+                    chunk = os.read(fd, 256)
                 except BlockingIOError:
                     continue
                 if not chunk:
-                    break  # the shell died before telling
+                    break  # it closed the pipe (or died) before a whole line
                 data += chunk
         finally:
             os.close(fd)
-        try:
-            return identify(int(data.split(b"\n")[0]))
-        except ValueError:
-            return None
+        return data.split(b"\n")[0] if b"\n" in data else b""
 
     def act(self) -> float:
         """End the host the scenario's way (or edit its config: reconnect); the instant."""

@@ -146,8 +146,10 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
             print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
     unjudged = [r["scenario"] for r in result.results if r["verdict"] in UNJUDGED]
+    measured = any(r["verdict"] == "measured" for r in result.results)
+    clean = "every scenario clean" + (" or measured" if measured else "")
     print("\n" + (f"not clean: {', '.join(bad)}" if bad else "every judged scenario clean"
-                  if unjudged else "every scenario clean"), file=out)
+                  if unjudged else clean), file=out)
     if unjudged:
         print(f"not judged: {', '.join(unjudged)}", file=out)
 
