@@ -169,7 +169,6 @@ def check(
         raise UsageError("--after-edit types into the host's terminal: it needs --pty")
     if any(SCENARIOS[n].model for n in names):
         wiring(host, model_api, model_env)  # refused here: which API, which host
-        hold = "none"  # a held answer would stop the very calls the scenario measures
     elif model_api is not None or model_env:
         raise UsageError("--model-api and --model-env drive the tool-calling scenarios: "
                          "name one with -s (idle, subagents, calls-reconnect)")
@@ -187,10 +186,13 @@ def check(
         for n in names:
             work = os.path.join(tmp, n)
             os.makedirs(work)
+            # A tool-calling scenario holds nothing: a held answer would stop the very
+            # calls it measures.
             specs.append(CheckSpec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
                               env=env, cwd=cwd, ready_timeout=ready_timeout,
                               host_timeout=host_timeout, settle=settle, eof=eof,
-                              grandchild=grandchild, hold=hold, hold_wait=hold_wait,
+                              grandchild=grandchild,
+                              hold="none" if SCENARIOS[n].model else hold, hold_wait=hold_wait,
                               wrapper=wrapper, signals=signals, scope=scope,
                               after_edit=list(after_edit), model_api=model_api,
                               model_env=list(model_env), min_age=min_age,
