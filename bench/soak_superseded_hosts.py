@@ -9,8 +9,9 @@ only, so the hosts can reach nothing but the stand-in), `mcp-tether reap --watch
 another (at most --max-hosts real hosts at once), each driven by the stand-in model
 (src/mcp_tether/hostcheck/modelapi.py, one for all sessions, each session its agents):
   claude-reconnect  an interactive Claude Code session (under a pty): calls; its entry
-                    edited and `/mcp`, the server, Reconnect typed; then calls on the new
-                    copy every 3-8 s. The old copy is forgotten: reap should end it
+                    (the shared project's .mcp.json) edited and `/mcp`, the server,
+                    Reconnect typed; then calls on the new copy every 3-8 s. The old
+                    copy is forgotten: reap should end it. One such session at a time
   claude-subagents  `claude -p`: two subagents in parallel, A calling every 3-6 s, B
   codex-subagents   `codex exec`: thinking longer than --min-age between its calls; then
                     the main agent calls again
@@ -240,8 +241,11 @@ class Soak:
                     sa: [{"call": 1}, *steady, {"say": "done"}],
                     sb: [{"call": 1}, {"call": 1, "pause": think}, {"call": 1, "pause": think},
                          {"say": "done"}]}
-        after = a.min_age + 2 * a.interval + a.margin + 20
-        steady = [{"call": 1, "pause": rng.uniform(3, 8)} for _ in range(int(after / 5.5) + 1)]
+        # after the reconnect, calls on the new copy for longer than the old copy's due
+        # time (--min-age + two intervals + --margin, from the reconnect)
+        after, steady = a.min_age + 2 * a.interval + a.margin + 20, []
+        while sum(st["pause"] for st in steady) < after:
+            steady.append({"call": 1, "pause": rng.uniform(3, 8)})
         # the edit comes after reap has seen the old copy match its entry for a while
         before = 2 * a.interval + rng.uniform(2, 8)
         return {main: [{"call": 1}, {"call": 1, "pause": before},
@@ -417,10 +421,12 @@ class Soak:
         env = {**os.environ, "ONDEMAND_ENTRY": "gateway" if kind == "gateway" else "hostvar"}
         # host-variable: the host sets MCP_SESSION itself, a fresh value per copy
         var = ["MCP_SESSION"] if kind == "host-variable" else []
+        err = open(self.tmp / f"host-{n}.err", "wb")  # noqa: SIM115  # the host keeps it
         pop = subprocess.Popen([sys.executable, str(HOSTS / "ondemand_host.py"), "sync", "2",
                                 str(self.gw_config), *var], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                               stdout=subprocess.PIPE, stderr=err, env=env,
                                start_new_session=True)
+        err.close()
         s = Session(n, kind, pop, start_time(pop.pid) or 0, time.monotonic())
         self._track(s)
         threading.Thread(target=self._drive_gateway, args=(s,), daemon=True).start()
@@ -443,7 +449,9 @@ class Soak:
                 ok = select.select([s.pop.stdout], [], [], 30)[0] and \
                     s.pop.stdout.readline().split() == [b"ok", str(i).encode()]
                 if not ok:
-                    self.failed.append(f"{s.kind} {s.n}: client {i}'s call got no answer")
+                    why = (self.tmp / f"host-{s.n}.err").read_text(errors="replace").strip()
+                    self.failed.append(f"{s.kind} {s.n}: client {i}'s call got no answer"
+                                       + (f" ({why.splitlines()[-1][:120]})" if why else ""))
                     return
                 with self.lock:
                     self.results.append({"agent": f"client {i}", "ok": True, "session": s.n})
@@ -576,7 +584,14 @@ class Soak:
                     threading.Thread(target=self.retire, args=(s,), daemon=True).start()
             real = [s for s in live if s.kind not in ("gateway", "host-variable")]
             if kinds and len(real) < a.max_hosts and end - time.monotonic() > a.min_age * 2:
-                self.start_session(_weighted(self.rng, kinds))
+                kind = _weighted(self.rng, kinds)
+                # one reconnecting Claude Code session at a time: they share the project's
+                # .mcp.json, and a second edit would leave the first one's new copy
+                # unmatched too
+                if kind == "claude-reconnect" and any(s.kind == kind for s in real):
+                    kind = _weighted(self.rng, [(k, w) for k, w in kinds if k != kind]
+                                     or [("claude-idle", 1.0)])
+                self.start_session(kind)
             for kind in ("gateway", "host-variable"):
                 if (not a.kinds or kind in a.kinds) and not any(
                         s.kind == kind and s.running for s in self.sessions) \
