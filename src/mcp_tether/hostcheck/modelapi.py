@@ -318,11 +318,11 @@ def _handler(api: ModelAPI) -> type[BaseHTTPRequestHandler]:
             pass  # stdout is the URL line; the events say what was asked
 
         def _reply(self, status: int, ctype: str, data: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
             with contextlib.suppress(OSError):  # the host gave up on this request
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
                 self.wfile.write(data)
 
         def _json(self, status: int, doc: Any) -> None:
@@ -372,11 +372,12 @@ def _handler(api: ModelAPI) -> type[BaseHTTPRequestHandler]:
                 return
             # Streamed as it goes (chunked): the headers at once, keep-alives while the
             # turn waits, then the turn's events.
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+            with contextlib.suppress(OSError):  # the host gave up on this request
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
             turn = api.answer(wire, body, tick=lambda: self._chunk(alive))
             self._chunk(wire.render(turn, model)[1])
             self._chunk(b"")  # the last chunk
