@@ -17,11 +17,12 @@ another (at most --max-hosts real hosts at once), each driven by the stand-in mo
                     the main agent calls again
   claude-idle       a call, a pause longer than --min-age, a call, the same again
   codex-idle
-  gateway           one host serving two clients, one copy each (ondemand_host.py): the
-                    client of the older copy calls every --min-age+10..+30 s, the other
-                    every 2-5 s, with a pause of 8-15 s now and then
-  host-variable     the same shape, copies differing only in a variable the host sets
-                    itself (ondemand_host.py's VAR) while the entry sets another (K)
+  gateway           one host serving two clients over TCP, one copy each
+                    (tests/hostcheck_hosts/gateway_host.py): the client of the older copy
+                    calls every --min-age+10..+30 s, the other every 2-5 s, with a pause
+                    of 8-15 s now and then
+  host-variable     the same two clients on ondemand_host.py, whose copies differ only
+                    in a variable it sets itself (its VAR) while the entry sets another (K)
 Counted and printed (and with --json FILE written as one JSON document):
   wrong kills       a copy reap ended while its host ran, other than a forgotten one:
                     a copy a live client still used or would use
@@ -50,11 +51,13 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,8 +195,8 @@ class Soak:
         self.env = host_env(self.home, self.project, env)
         self.env["TERM"] = "xterm-256color"
         self.gw_config = self.tmp / "gateway.json"
-        self.gw_config.write_text(json.dumps({"mcpServers": {
-            "gateway": {"command": sys.executable, "args": [str(MINI)]},
+        self.gw_config.write_text(json.dumps({"mcpServers": {  # gateway_host.py's is `mini`
+            "mini": {"command": sys.executable, "args": [str(MINI)]},
             "hostvar": {"command": sys.executable, "args": [str(MINI), "--host", "var"],
                         "env": {"K": "v"}}}}))
 
@@ -416,27 +419,66 @@ class Soak:
         return out
 
     def gateway(self, kind: str) -> None:
-        """Two copies under one host: copy 0 (older) for the rare client, 1 for the other."""
+        """Two copies under one host: copy 0 (older) for the rare client, 1 for the other.
+        gateway: gateway_host.py, one copy per TCP connection (supergateway's, mcp-proxy's
+        shape); host-variable: ondemand_host.py, copies that differ in a variable it sets."""
         n = len(self.sessions) + 1
-        env = {**os.environ, "ONDEMAND_ENTRY": "gateway" if kind == "gateway" else "hostvar"}
-        # host-variable: the host sets MCP_SESSION itself, a fresh value per copy
-        var = ["MCP_SESSION"] if kind == "host-variable" else []
+        if kind == "gateway":
+            argv = [sys.executable, str(HOSTS / "gateway_host.py"), str(self.gw_config)]
+        else:  # the host sets MCP_SESSION itself, a fresh value per copy
+            argv = [sys.executable, str(HOSTS / "ondemand_host.py"), "sync", "2",
+                    str(self.gw_config), "MCP_SESSION"]
         err = open(self.tmp / f"host-{n}.err", "wb")  # noqa: SIM115  # the host keeps it
-        pop = subprocess.Popen([sys.executable, str(HOSTS / "ondemand_host.py"), "sync", "2",
-                                str(self.gw_config), *var], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=err, env=env,
+        pop = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=err, env={**os.environ, "ONDEMAND_ENTRY": "hostvar"},
                                start_new_session=True)
         err.close()
         s = Session(n, kind, pop, start_time(pop.pid) or 0, time.monotonic())
         self._track(s)
         threading.Thread(target=self._drive_gateway, args=(s,), daemon=True).start()
 
-    def _drive_gateway(self, s: Session) -> None:
+    def _clients(self, s: Session) -> Callable[[int], bool] | None:
+        """How client I makes one call on its copy (False: no answer); None: no host."""
         assert s.pop.stdin is not None and s.pop.stdout is not None
+        words = s.pop.stdout.readline().split()
+        if not words or words[0] != b"ready":
+            return None
+        if s.kind != "gateway":
+            stdin, stdout = s.pop.stdin, s.pop.stdout
+
+            def ondemand(i: int) -> bool:
+                stdin.write(f"call {i}\n".encode())
+                stdin.flush()
+                return bool(select.select([stdout], [], [], 30)[0]) and \
+                    stdout.readline().split() == [b"ok", str(i).encode()]
+            return ondemand
+        conns = []
+        for _ in range(2):  # one connection per client, each its own copy, in this order
+            conn = socket.create_connection(("127.0.0.1", int(words[1])), timeout=30)
+            if not s.pop.stdout.readline().startswith(b"started"):
+                return None
+            f = conn.makefile("rwb")
+            f.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "soak-client", "version": "1"}}}).encode() + b"\n")
+            f.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            f.flush()
+            f.readline()
+            conns.append(f)
+
+        def tcp(i: int) -> bool:
+            f = conns[i]
+            f.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+                    b'{"name": "sleep", "arguments": {"seconds": 0}}}\n')
+            f.flush()
+            return b'"result"' in f.readline()
+        return tcp
+
+    def _drive_gateway(self, s: Session) -> None:
         life = time.monotonic() + self.rng.uniform(3, 5) * self.a.min_age + 60
         try:
-            words = s.pop.stdout.readline().split()
-            if not words or words[0] != b"ready":
+            call = self._clients(s)
+            if call is None:
                 s.note = "it did not start"
                 return
             due = {0: time.monotonic() + self.a.min_age + self.rng.uniform(10, 30),
@@ -444,11 +486,7 @@ class Soak:
             while time.monotonic() < life and not self.stopping:
                 i = min(due, key=lambda k: due[k])
                 time.sleep(max(0.0, due[i] - time.monotonic()))
-                s.pop.stdin.write(f"call {i}\n".encode())
-                s.pop.stdin.flush()
-                ok = select.select([s.pop.stdout], [], [], 30)[0] and \
-                    s.pop.stdout.readline().split() == [b"ok", str(i).encode()]
-                if not ok:
+                if not call(i):
                     why = (self.tmp / f"host-{s.n}.err").read_text(errors="replace").strip()
                     self.failed.append(f"{s.kind} {s.n}: client {i}'s call got no answer"
                                        + (f" ({why.splitlines()[-1][:120]})" if why else ""))
@@ -461,8 +499,8 @@ class Soak:
                     self.rng.uniform(2, 5)
                 due[i] = time.monotonic() + (busy if i == 1 else
                                              self.a.min_age + self.rng.uniform(10, 30))
-        except OSError:
-            self.failed.append(f"{s.kind} {s.n}: the host died")
+        except OSError as exc:
+            self.failed.append(f"{s.kind} {s.n}: a call failed ({exc.strerror or exc})")
         finally:
             self.retire(s)
 
