@@ -349,7 +349,7 @@ class _Rec:
     """The fields `habits.identify` reads of a process record."""
 
     def __init__(self, exe: str, argv: tuple[str, ...] = (), cwd: str = "/") -> None:
-        self.exe, self.argv, self.cwd = exe, list(argv), cwd
+        self.exe, self.argv, self.cwd, self.pid = exe, list(argv), cwd, 4242
 
 
 def test_a_measured_host_is_known_by_its_install_layout_and_manifest_never_by_name(
@@ -389,6 +389,13 @@ def test_a_measured_host_is_known_by_its_install_layout_and_manifest_never_by_na
     shared = habits.judge(_Rec(claude), [], None)
     assert shared.kind == "shared" and "no sign of more than one client" in shared.evidence
     assert habits.judge(_Rec(claude), ["tcp 127.0.0.1:9"], None).source == "gateway"
+    # Claude Code's own socket (measured with it) is no gateway's; another pid's, or any
+    # other listening socket beside it, still is.
+    own = f"unix /tmp/cc-socks/{_Rec(claude).pid}.sock"
+    assert habits.judge(_Rec(claude), [own], None).kind == "shared"
+    assert habits.judge(_Rec(claude), ["unix /tmp/cc-socks/1.sock"], None).kind == "per-client"
+    assert habits.judge(_Rec(claude), [own, "unix /run/gw.sock"], None).kind == "per-client"
+    assert habits.judge(_Rec("/usr/bin/python3"), [own], None).kind == "per-client"
     assert habits.judge(_Rec(claude), [], "it used pid 4").source == "observed"
     assert habits.judge(_Rec(claude), None, None).kind == "unreadable"
     assert habits.judge(_Rec("/usr/bin/python3"), [], None).kind == "unknown"

@@ -20,7 +20,7 @@ answered `started PID`). Each copy gets the host's environment plus the entry's 
 with VAR, also VAR set by the host itself to a fresh value per copy (a session token, a
 profile: copies that differ in it are different servers). Prints `ready PID...` once
 its first COUNT copies answered `initialize`. Ends at stdin EOF (its servers end with
-their pipes).
+their pipes). The entry is `mini` (ONDEMAND_ENTRY names another).
 Usage: ondemand_host.py MODE COUNT CONFIG [VAR]
 """
 
@@ -37,6 +37,7 @@ import time
 
 mode, count, config = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 session_var = sys.argv[4] if len(sys.argv) > 4 else None
+ENTRY = os.environ.get("ONDEMAND_ENTRY", "mini")
 copies: list[subprocess.Popen] = []
 ids = iter(range(10, 1 << 30))
 
@@ -61,7 +62,7 @@ def answer(fd: int) -> bytes:
 
 def start() -> subprocess.Popen:
     with open(config) as fh:
-        entry = json.load(fh)["mcpServers"]["mini"]
+        entry = json.load(fh)["mcpServers"][ENTRY]
     env = {**os.environ, **entry.get("env", {})}
     if session_var:
         env[session_var] = os.urandom(8).hex()

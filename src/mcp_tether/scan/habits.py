@@ -10,7 +10,9 @@ host's habit and the evidence for it.
 Guarantees:
 - `per-client` (then `superseded` answers `unknown`, never ending anything) on any of:
   a measured habit (`MEASURED`: each row says what was measured, on which version,
-  when); a gateway (the host holds a listening socket: clients connect from elsewhere);
+  when); a gateway (the host holds a listening socket: clients connect from elsewhere;
+  a socket the measurement saw a measured host hold for itself, `own_sockets`, is not
+  one);
   observed (this host was seen using an older copy of a server after a newer copy of it
   had settled: it uses copies side by side). A per-client sign overrides a measured
   `shared` habit: the measurement never saw it.
@@ -55,6 +57,9 @@ class Measured:
     habit: str  # what it does, in a few words
     seen: str  # what was measured, in one line
     exe: re.Pattern[str]  # its executable's path; group `root`: the package folder
+    # The listening sockets the measurement saw the host hold for itself (`table.listening`'s
+    # words): not a gateway's, so not a per-client sign. Any other one still is.
+    own_sockets: re.Pattern[str] | None = None
 
 
 MEASURED = (
@@ -79,7 +84,11 @@ MEASURED = (
         # the native binary the postinstall copies over bin/claude.exe, the platform
         # package's own, or the older cli.js a node runs
         re.compile(r"(?P<root>.*/node_modules/@anthropic-ai/claude-code(?:-[a-z0-9]+)*)"
-                   r"/(?:bin/claude\.exe|claude|cli\.js)$")),
+                   r"/(?:bin/claude\.exe|claude|cli\.js)$"),
+        # An interactive session listens on a unix socket of its own, `cc-socks/<its
+        # pid>.sock` under the temporary folder (/proc/net/unix, 2.1.332, the same runs):
+        # the measured habit was measured with it there.
+        own_sockets=re.compile(r"unix .*/cc-socks/(?P<pid>[0-9]+)\.sock")),
 )
 
 
@@ -152,15 +161,32 @@ def judge(rec: ProcRecord | None, listening: list[str] | None,
     if listening is None:
         return Habit("unreadable", "unreadable", "unreadable: whether it accepts clients "
                      "from elsewhere (a listening socket) cannot be read from here", **known)
-    if listening:
-        shown = ", ".join(listening[:3]) + (f" and {len(listening) - 3} more"
-                                            if len(listening) > 3 else "")
+    own = _own_sockets(row, rec, listening)
+    others = [x for x in listening if x not in own]
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more"
+                                         if len(others) > 3 else "")
         return Habit("per-client", "gateway", f"gateway: it listens on {shown}", **known)
-    signs = "no listening socket, never seen using two copies side by side"
+    signs = ("no listening socket but its own measured one" if own else "no listening socket"
+             ) + ", never seen using two copies side by side"
     if row is not None:
         return Habit("shared", "measured", f"{_measured(row, version)}; no sign of more "
                      f"than one client: {signs}", **known)
     return Habit("unknown", "none", f"not measured; no sign of more than one client: {signs}")
+
+
+def _own_sockets(row: Measured | None, rec: ProcRecord | None, listening: list[str]
+                 ) -> list[str]:
+    """The listening sockets of `listening` that the measured host `row` holds for itself
+    (`Measured.own_sockets`, naming this very process where the pattern has a pid)."""
+    if row is None or row.own_sockets is None or rec is None:
+        return []
+    out = []
+    for x in listening:
+        m = row.own_sockets.fullmatch(x)
+        if m is not None and m.groupdict().get("pid") in (None, str(rec.pid)):
+            out.append(x)
+    return out
 
 
 def _measured(row: Measured, version: str | None) -> str:

@@ -333,6 +333,6 @@ def recheck(s: Server) -> bool:
         return False
     if new is None or new.start != newer.get("start") or new.ppid != host:
         return False  # the copy it was superseded by is gone: it may be the only one now
-    if table.listening(host) != []:
+    if habits.judge(rec, table.listening(host), None).kind in ("per-client", "unreadable"):
         return False  # a client may connect from elsewhere now, or we cannot tell
     return counters(s) == tuple(info.get("counters") or ())
