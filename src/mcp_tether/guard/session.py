@@ -328,20 +328,24 @@ def _run(
     s = _Session(argv, inbox)
     started = time.monotonic()
     follow = _follow_container(argv)
-    server, tree = s.start(argv if follow is None else follow.argv)
-    # Imported only now, while the server starts up in parallel: the ladder module is
-    # the heaviest import on this path and nothing before the fork needs it.
-    from mcp_tether import ladder as _ladder
-
     watcher = None
     if not platform.has_pdeathsig():  # nothing would end the tree if we were SIGKILLed
         from mcp_tether.proc import watcher as _watcher
 
-        watcher = _watcher.start(
-            server.ident, term_grace=_ladder.TERM_GRACE if term_grace is None else term_grace,
-            kill_wait=_ladder.KILL_WAIT if kill_wait is None else kill_wait)
+        watcher = _watcher.start(term_grace=term_grace, kill_wait=kill_wait)
+    try:
+        server, tree = s.start(argv if follow is None else follow.argv)
+    except BaseException:
         if watcher is not None:
-            tree.spare(watcher.ident)  # our child, not the server's tree
+            watcher.stand_down()  # nothing started: nothing for it to end
+        raise
+    if watcher is not None:
+        watcher.server(server.ident)
+        tree.spare(watcher.ident)  # our child, not the server's tree
+    # Imported only now, while the server starts up in parallel: the ladder module is
+    # the heaviest import on this path and nothing before the fork needs it.
+    from mcp_tether import ladder as _ladder
+
     try:
         trigger = s.wait_for_trigger(parents, stdin_fd)
         s.leave_users()

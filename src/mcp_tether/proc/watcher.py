@@ -2,8 +2,9 @@
 kernel has no parent-death signal (macOS).
 
 On Linux the server has PR_SET_PDEATHSIG and the guard a front (`proc.front`). Where
-neither exists, the guard forks one small process right after it spawns the server
-(`start`): the watcher, which does nothing but wait for the guard to end.
+neither exists, the guard forks one small process right before it spawns the server
+(`start`; it then names the server to it, `Watcher.server`): the watcher, which does
+nothing but wait for the guard to end.
 
 Guarantees:
 - It learns of the guard's end from the kernel, never by polling: a pipe whose only
@@ -14,10 +15,11 @@ Guarantees:
   closes its end and reaps the watcher): the watcher then exits at once and touches
   nothing. A run that ended in an error closes its end unsaid (`abandon`): as a death.
 - A guard that ended without saying so (SIGKILL, a crash): the watcher ends the server's
-  tree as the guard would, through a `proc.end.Tree` without a subreaper: the server's
-  group (proven by the server's identity), every process that carries the guard's mark
-  in its environment (`proc.mark`) and what they forked, each identity-checked right
-  before its signal; it first leaves what the server detached for its user
+  tree as the guard would, through a `proc.end.Tree` without a subreaper: every process
+  that carries the guard's mark in its environment (`proc.mark`: the server from its
+  first instant, so even one the guard died before naming) and what they forked, and
+  the server's group (proven by the server's identity) once named, each
+  identity-checked right before its signal; it first leaves what the server detached for its user
   (`proc.leave`, with the host and its launchers as they were read while the guard
   lived). The ladder: SIGTERM, the guard's term grace, SIGKILL. One stderr line says so.
 - It keeps the guard's stdin (the read end: no writer waits on it, and `ps` sees it as
@@ -50,7 +52,7 @@ STAND_DOWN = b"D"
 
 
 class Watcher:
-    """The guard's side: the watcher's pid and the pipe's write end."""
+    """The guard's side: the watcher's identity and the pipe's write end."""
 
     __slots__ = ("ident", "_fd")
 
@@ -62,14 +64,23 @@ class Watcher:
     def pid(self) -> int:
         return self.ident.pid
 
+    def server(self, ident: ProcessId) -> None:
+        """Tell the watcher the server's identity (its group is then ended too)."""
+        self._say(f"S {ident.pid} {ident.start!r}\n".encode())
+
+    def _say(self, what: bytes) -> None:
+        if self._fd is None:
+            return
+        try:  # noqa: SIM105  # contextlib would cost the guard's start-up an import
+            os.write(self._fd, what)
+        except OSError:
+            pass  # it is gone already: nothing to tell
+
     def stand_down(self) -> None:
         """The run is over and the tree ended: tell the watcher, then let it go."""
         if self._fd is None:
             return
-        try:  # noqa: SIM105  # contextlib would cost the guard's start-up an import
-            os.write(self._fd, STAND_DOWN)
-        except OSError:
-            pass  # it is gone already: nothing to tell
+        self._say(STAND_DOWN)
         os.close(self._fd)
         self._fd = None
         from mcp_tether.proc.reap import wait_child
@@ -87,20 +98,19 @@ class Watcher:
             self._fd = None
 
 
-def start(server: ProcessId, *, term_grace: float, kill_wait: float) -> Watcher | None:
-    """Fork the watcher for `server` (spawned by this process, the guard); None where it
-    cannot be forked (then the guard runs as before: the server ends at its client's EOF).
-    """
+def start(*, term_grace: float | None, kill_wait: float | None) -> Watcher | None:
+    """Fork the watcher, before the guard spawns its server (so that no instant exists
+    when the server runs unwatched); None where it cannot be forked (then the guard runs
+    as before: the server ends at its client's EOF). `term_grace`, `kill_wait`: the
+    guard's (None: the ladder's)."""
     from mcp_tether.proc import mark
-    from mcp_tether.proc.leave import Root
 
     guard = os.getpid()
     token = mark.own_token()
     mine = _start_of(guard)
     if token is None or mine is None:
         return None
-    root = Root.read(guard)  # the host and its launchers, while the guard lives
-    r, w = os.pipe()  # close-on-exec: the server, already exec'd, never held either end
+    r, w = os.pipe()  # close-on-exec: the server, exec'd later, never holds either end
 
     def drop() -> None:
         os.setpgid(0, 0)
@@ -114,9 +124,12 @@ def start(server: ProcessId, *, term_grace: float, kill_wait: float) -> Watcher 
         for sig in (signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        if _wait(r, guard):
-            return
-        _end(guard, server, token, mine, root, term_grace, kill_wait)
+        from mcp_tether.proc.leave import Root
+
+        root = Root.read(guard)  # the host and its launchers, while the guard lives
+        said = _wait(r, guard)
+        if STAND_DOWN not in said:
+            _end(guard, _server(said), token, mine, root, term_grace, kill_wait)
 
     # Every signal blocked around the fork (as `spawn` does): none may run the guard's
     # handlers in the watcher before its dispositions are reset.
@@ -151,8 +164,8 @@ def _max_fd() -> int:
         return 1024
 
 
-def _wait(r: int, guard: int) -> bool:
-    """Until the guard ends; True when it stood the watcher down (a run that ended)."""
+def _wait(r: int, guard: int) -> bytes:
+    """Until the guard ends (the pipe's EOF, or its exit descriptor); all it said."""
     poller = select.poll()
     poller.register(r, select.POLLIN)
     try:
@@ -161,39 +174,60 @@ def _wait(r: int, guard: int) -> bool:
         exit_fd = None
     if exit_fd is not None:
         poller.register(exit_fd, select.POLLIN)
+    said = b""
     try:
         while True:
             events = dict(poller.poll())
-            if r in events or exit_fd in events:
-                # The guard writes its byte before it closes the pipe and exits: what is
-                # in the pipe now is all it ever said (EOF: it said nothing).
-                return _stood_down(r)
+            if r in events:
+                got = os.read(r, 4096)
+                if not got:
+                    return said  # EOF: every write end is closed, the guard's last
+                said += got
+                if STAND_DOWN in said:
+                    return said
+            elif exit_fd in events:
+                # The guard exited: its write end is closed (or is being closed) by the
+                # kernel; what is in the pipe is all it ever said.
+                os.set_blocking(r, True)
+                while got := os.read(r, 4096):
+                    said += got
+                return said
     finally:
         if exit_fd is not None:
             os.close(exit_fd)
 
 
-def _stood_down(r: int) -> bool:
-    os.set_blocking(r, False)
-    try:
-        data = os.read(r, 16)
-    except BlockingIOError:  # the guard exited, its write end not closed yet: wait for it
-        os.set_blocking(r, True)
-        data = os.read(r, 16)
-    return STAND_DOWN in data
+def _server(said: bytes) -> ProcessId | None:
+    """The server's identity, if the guard said it before it died."""
+    for line in said.decode("ascii", "replace").splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "S":
+            try:
+                return ProcessId(int(words[1]), float(words[2]))
+            except ValueError:
+                return None
+    return None
 
 
-def _end(guard: int, server: ProcessId, token: str, born: float, root: Root,
-         term_grace: float, kill_wait: float) -> None:
-    """The guard died: end its server's tree (module doc)."""
+def _end(guard: int, server: ProcessId | None, token: str, born: float, root: Root,
+         term_grace: float | None, kill_wait: float | None) -> None:
+    """The guard died: end its server's tree (module doc): what carries the guard's mark
+    (the server included, even one the guard had no time to name), and the server's group
+    when it was named."""
+    from mcp_tether import ladder
     from mcp_tether.proc.end import Tree, end_tree
     from mcp_tether.proc.leave import decide
 
-    tree = Tree(group=server.pid, known=[server], marks=[token], born=born)
+    known = [server] if server is not None else []
+    tree = Tree(group=None if server is None else server.pid, known=known, marks=[token],
+                born=born)
     members = tree.members_now()
     if not members:
         return
-    tree.leave(decide(members, root=root, server_sid=server.pid, known=[server]))
+    tree.leave(decide(members, root=root, server_sid=None if server is None else server.pid,
+                      known=known))
     log.say(f"mcp-tether: the guard {guard} is gone without ending its server: its "
             f"watcher ends the server's tree ({len(tree.members_now())} process(es))")
-    end_tree(tree, grace=0.0, term_grace=term_grace, kill_wait=kill_wait)
+    end_tree(tree, grace=0.0,
+             term_grace=ladder.TERM_GRACE if term_grace is None else term_grace,
+             kill_wait=ladder.KILL_WAIT if kill_wait is None else kill_wait)
