@@ -164,12 +164,12 @@ def helped(folder: Folder, *whats: str) -> Run:
 
 class Outsider:
     """A second, still-running server outside the first one's tree, connected to its
-    daemon: a live user of it."""
+    daemon: a live user of it (up once the daemon accepted it: its first byte read)."""
 
     def __init__(self, folder: Folder, tcp: bool = False) -> None:
         code = ("import socket, sys; a = sys.argv[1]; s = socket.socket(*(() if a.isdigit() else"
                 " (socket.AF_UNIX,))); s.connect(('127.0.0.1', int(a)) if a.isdigit() else a);"
-                " print('up', flush=True); sys.stdin.read()")
+                " s.recv(1); print('up', flush=True); sys.stdin.read()")
         where = Path(folder.path, "tcp.port").read_text() if tcp else f"{folder}/daemon.sock"
         self.proc = subprocess.Popen([sys.executable, "-c", code, where],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)

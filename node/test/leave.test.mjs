@@ -96,9 +96,9 @@ async function withFolder(fn) {
 }
 
 /** A second server outside the first one's tree, connected to its daemon (over loopback
- * TCP with `tcp`). */
+ * TCP with `tcp`): up once the daemon accepted it (its first byte read). */
 async function outsider(folder, { tcp = false } = {}) {
-  const code = "const a = process.argv[1]; const c = require('net').connect(/^\\d+$/.test(a) ? { port: Number(a), host: '127.0.0.1' } : a, () => console.log('up')); process.stdin.on('end', () => c.end()); process.stdin.resume();";
+  const code = "const a = process.argv[1]; const c = require('net').connect(/^\\d+$/.test(a) ? { port: Number(a), host: '127.0.0.1' } : a); c.once('data', () => console.log('up')); process.stdin.on('end', () => c.end()); process.stdin.resume();";
   const where = tcp ? readFileSync(join(folder.path, "tcp.port"), "utf8") : join(folder.path, "daemon.sock");
   const p = spawn(process.execPath, ["-e", code, where], { stdio: ["pipe", "pipe", "inherit"] });
   let out = "";
