@@ -30,10 +30,10 @@ from mcp_tether.proc import ProcessId, descendants, identify, signal_process, wa
 from polling import until
 
 DEADLINE = 15.0
-# Why a scan test is marked `requires_linux_backend`: its promise rests on other
-# processes' fds (pipe far ends, sock_diag), which the portable backend answers
-# "unknown"; so there `ps` calls nothing leaked and `reap` ends nothing (what
-# test_portable.py asserts instead).
+# Why a scan test is marked `requires_far_ends`: its promise rests on other processes'
+# fds (pipe far ends, socket peers), which the portable backend answers "unknown"; so
+# there `ps` calls nothing leaked and `reap` ends nothing (what test_portable.py asserts
+# instead). The Linux and darwin backends see them.
 FAR_ENDS = "far ends unknown: nothing is called leaked, reap ends nothing"
 
 FAKE_SERVER = """\
@@ -182,6 +182,22 @@ while True:
 
 READER_SHAPES = ["one-socketpair", "two-socketpairs", "pipe-pair"]
 
+# A server whose input has no writer and whose output a process named like containerd's
+# shim reads (the client is beyond it): both adopted by pid 1 once the launcher exits.
+SHIM_LAUNCHER = """\
+import os, subprocess, sys
+shim_exe, server = sys.argv[1], sys.argv[2]
+out_r, out_w = os.pipe()
+in_r, in_w = os.pipe()
+shim = subprocess.Popen([shim_exe, "-c", "import signal; signal.pause()"], pass_fds=[out_r],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, start_new_session=True)
+srv = subprocess.Popen([sys.executable, server], stdin=in_r, stdout=out_w,
+                       stderr=subprocess.DEVNULL, start_new_session=True)
+os.close(in_w)  # its input has no writer; its output's reader is the "shim"
+print(shim.pid, srv.pid, flush=True)
+"""
+
 # The hosts of the abandoned and superseded tests (tests/hostcheck_hosts) and the server
 # each starts copies of (the `mini` config entry).
 HOSTS = Path(__file__).parent / "hostcheck_hosts"
@@ -281,6 +297,28 @@ class Lab:
         helpers = [i for i in map(identify, map(int, line[1:])) if i is not None]
         self.started += helpers
         return Pair(c, ident, argv, helpers)
+
+    def shimmed_server(self) -> tuple[ProcessId, ProcessId]:
+        """(the "shim", the SDK-identified server it reads) of SHIM_LAUNCHER, adopted."""
+        shim_exe = self.tmp / "containerd-shim-runc-v2"
+        shim_exe.symlink_to(os.path.realpath(sys.executable))
+        server = self.fake_server("mcp-server-shimmed.py", sdk_import=True)
+        launcher = self.script("shim_launch.py", SHIM_LAUNCHER)
+        out = subprocess.run([sys.executable, str(launcher), str(shim_exe), str(server)],
+                             stdout=subprocess.PIPE, check=True).stdout.split()
+        shim, srv = identify(int(out[0])), identify(int(out[1]))
+        assert shim is not None and srv is not None
+        self.started += [shim, srv]
+
+        def adopted() -> bool:
+            try:
+                stat = Path(f"/proc/{srv.pid}/stat").read_text()
+            except OSError:
+                return False
+            return stat.rsplit(")", 1)[1].split()[1] == "1"
+
+        until(adopted, "the shimmed server to be adopted by pid 1", DEADLINE)
+        return shim, srv
 
     def popen(self, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
         p = subprocess.Popen(argv, **kw)

@@ -28,7 +28,17 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.guard.report import REPORT_ENV, ReportPipe
-from mcp_tether.proc import SAME, ProcessId, compare, descendants, identify, signal_process
+from mcp_tether.proc import (
+    SAME,
+    ProcessId,
+    compare,
+    descendants,
+    identify,
+    mark,
+    signal_process,
+    snapshot,
+)
+from mcp_tether.proc.tree import carrying
 from polling import until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -90,6 +100,15 @@ def folder() -> Iterator[Folder]:
         f.end()
 
 
+def tree_of(pid: int) -> set[ProcessId]:
+    """`pid`'s descendants, and (without a subreaper: darwin-sim) the processes that carry
+    its tree's mark (MCP_TETHER_TREE) wherever they were reparented."""
+    snap = snapshot()
+    kids = descendants(pid, snap)
+    tokens = {mark.token(p.pid, p.start) for p in (*kids, snap[pid])}
+    return {p.ident for p in kids} | {p.ident for p in carrying(tokens, snap)}
+
+
 class Run:
     """One server run: the process started, its tree when the server was ready, its end."""
 
@@ -100,7 +119,7 @@ class Run:
         until(lambda: Path(folder.path, "ready").exists() or proc.poll() is not None,
               "the server ready", DEADLINE)
         assert proc.poll() is None, log.read_text(errors="replace")
-        self.tree = {p.ident for p in descendants(proc.pid)}
+        self.tree = tree_of(proc.pid)
         self.stderr = ""
 
     def close(self) -> str:
@@ -145,12 +164,12 @@ def helped(folder: Folder, *whats: str) -> Run:
 
 class Outsider:
     """A second, still-running server outside the first one's tree, connected to its
-    daemon: a live user of it."""
+    daemon: a live user of it (up once the daemon accepted it: its first byte read)."""
 
     def __init__(self, folder: Folder, tcp: bool = False) -> None:
         code = ("import socket, sys; a = sys.argv[1]; s = socket.socket(*(() if a.isdigit() else"
                 " (socket.AF_UNIX,))); s.connect(('127.0.0.1', int(a)) if a.isdigit() else a);"
-                " print('up', flush=True); sys.stdin.read()")
+                " s.recv(1); print('up', flush=True); sys.stdin.read()")
         where = Path(folder.path, "tcp.port").read_text() if tcp else f"{folder}/daemon.sock"
         self.proc = subprocess.Popen([sys.executable, "-c", code, where],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -337,7 +356,7 @@ def test_the_host_client_leaves_the_users_processes_and_ends_the_servers(
         server = spawn([sys.executable, SERVER, str(folder), "tmux", "outside", "child",
                         "double"], stderr=fh, env=env, grace=0.3, term_grace=0.3)
         until(lambda: Path(folder.path, "ready").exists(), "the server ready", DEADLINE)
-        tree = {p.ident for p in descendants(server.pid)}
+        tree = tree_of(server.pid)
         kept = folder.pid("outside")
         status = server.close()
     err = log.read_text(errors="replace")

@@ -16,7 +16,8 @@
 //   is not linked to this process any more. Node cannot make itself a subreaper, so it is
 //   found only while it still carries this tree's mark in its environment
 //   (MCP_TETHER_TREE, set in process.env at arming, inherited by anything spawned after
-//   with the default environment), read from /proc/<pid>/environ.
+//   with the default environment), read from /proc/<pid>/environ on Linux, `ps -E` on
+//   macOS (this user's processes).
 // - What the server detached on purpose for its user is left running and named, one
 //   stderr line each (lib/leave.cjs: a child kept out with `outsideTether`, a terminal
 //   multiplexer's server, a daemon a live process outside the tree uses), with what runs
@@ -24,8 +25,9 @@
 // - `onExit()` is the last resort when the process exits by any other path
 //   (process.exit in the server's own code, an uncaught exception): the same walk and a
 //   SIGTERM, synchronously, with no wait (an `exit` listener cannot wait).
-// - Linux only (/proc: lib/platform.cjs `PROCFS`). Elsewhere one stderr line says, once,
-//   that descendants are not ended, and nothing is signalled.
+// - Wherever there is a process reader (lib/platform.cjs `PROCS`: /proc on Linux, ps on
+//   macOS). Elsewhere (Windows) one stderr line says, once, that descendants are not
+//   ended, and nothing is signalled.
 
 const { Tree, identify, signalIdent, SUPPORTED } = require('./tree.cjs');
 const { endTree, POLL_FIRST_MS } = require('./ladder.cjs');
@@ -33,7 +35,7 @@ const { say } = require('./log.cjs');
 const { NAME } = require('./platform.cjs');
 const { TREE: MARK, addMark } = require('./mark.cjs');
 const leave = require('./leave.cjs');
-const procfs = require('./procfs.cjs');
+const { PROCS: procs } = require('./platform.cjs');
 
 // The same numbers as the Python helper (tether/children.py): the host's 2 s window
 // (the SDKs' TERM grace) holds the server's close, the hooks and this ladder.
@@ -71,7 +73,7 @@ function tree() {
  * root and the server), and name each newly left one on stderr. */
 function leaveUsers(t) {
   if (t.members.size === 0) return;
-  const me = procfs.stat(process.pid);
+  const me = procs.stat(process.pid);
   const before = new Set(t.left.keys());
   t.leave(leave.decide([...t.members.values()], { root: process.pid, serverSid: me ? me.sid : null }));
   for (const [pid, v] of t.left) if (!before.has(pid)) say('warning', leave.line(v));

@@ -1,7 +1,7 @@
 'use strict';
 // What a tree kill leaves: the processes a server detached on purpose for its user. One
 // definition for tether(), the preload, the watchdog and the transport; the same as the
-// Python package's (src/mcp_tether/proc/leave.py), read through lib/procfs.cjs and the
+// Python package's (src/mcp_tether/proc/leave.py), read through lib/procs.cjs and the
 // platform's endpoint reader (lib/platform.cjs `ENDPOINTS`).
 //
 // Guarantees:
@@ -26,15 +26,14 @@
 // - Unknown is never an exemption: a member whose environment, terminal or fds cannot be
 //   read ends (its membership was read; unreadable is not "detached for a user").
 
-const procfs = require('./procfs.cjs');
-const { ENDPOINTS, PROCFS } = require('./platform.cjs');
+const { ENDPOINTS, PROCS: procs } = require('./platform.cjs');
 const mark = require('./mark.cjs');
 const { shown } = require('./log.cjs');
 
 const WHAT = { pipe: 'a pipe', unix: 'a unix socket', tcp: 'a TCP connection' };
 
 function entry(st, why, detail = '') {
-  const p = procfs.readProcess(st.pid);
+  const p = procs.readProcess(st.pid);
   return { pid: st.pid, start: st.start, pgid: st.pgid, sid: st.sid, why, detail,
     command: p && p.argv.join(' ') };
 }
@@ -44,7 +43,7 @@ function ancestors(root) {
   const out = new Set();
   for (let pid = root; pid && !out.has(pid);) {
     out.add(pid);
-    const st = procfs.stat(pid);
+    const st = procs.stat(pid);
     pid = st ? st.ppid : 0;
   }
   return out;
@@ -59,7 +58,7 @@ function terminalServer(st, ends, members) {
 /** Rules 2 and 3 on the detached members. */
 function detachedRules(detached, members, left, root, protocol) {
   const read = ENDPOINTS.reader();
-  const rootLinks = new Map(procfs.fds(root) || []);
+  const rootLinks = new Map(procs.fds(root) || []);
   const proto = new Set(protocol || [rootLinks.get(0), rootLinks.get(1)].filter(Boolean));
   const ends = new Map();
   for (const st of detached) {
@@ -88,7 +87,7 @@ function detachedRules(detached, members, left, root, protocol) {
       const users = [...far].filter(([p, how]) => p !== st.pid && (!members.has(p) || left.has(p)) &&
         (e.kind !== 'pipe' || how.includes(other))).map(([p]) => p).sort((a, b) => a - b);
       if (users.length) {
-        const u = procfs.readProcess(users[0]);
+        const u = procs.readProcess(users[0]);
         const name = u && u.argv.length ? u.argv[0].split('/').pop() : '?';
         left.set(st.pid, entry(st, 'in-use', `${users[0]} (${name}) over ${WHAT[e.kind]}`));
         grew = true;
@@ -122,16 +121,16 @@ function spread(live, left, inside) {
  */
 function decide(members, { root, serverSid, known = [], protocol = null }) {
   const left = new Map();
-  if (!PROCFS) return left;
-  const live = members.map((m) => [m, procfs.stat(m.pid)])
+  if (!procs) return left;
+  const live = members.map((m) => [m, procs.stat(m.pid)])
     .filter(([m, st]) => st && st.start === m.start).map(([, st]) => st);
   if (!live.length) return left;
-  const me = procfs.stat(root);
+  const me = procs.stat(root);
   const rootSid = me ? me.sid : null;
   const ours = new Set([...known.filter(Boolean), ...live, ...(me ? [me] : [])].map(mark.token));
   for (const st of live) {
-    const env = procfs.environ(st.pid);
-    if (env !== null && mark.tokens(procfs.envValue(env, mark.OUTSIDE)).some((t) => ours.has(t))) {
+    const env = procs.environ(st.pid);
+    if (env !== null && mark.tokens(procs.envValue(env, mark.OUTSIDE)).some((t) => ours.has(t))) {
       left.set(st.pid, entry(st, 'opted-out'));
     }
   }

@@ -4,7 +4,8 @@
 // (src/mcp_tether/proc/mark.py), so that a tree of either language reads the other's.
 //
 // Guarantees:
-// - A tree's token is its root's identity, `PID:START` (START: /proc/<pid>/stat field 22).
+// - A tree's token is its root's identity, `PID:START` (START: /proc/<pid>/stat field 22 on
+//   Linux; on macOS `ps`'s lstart as whole seconds since the epoch, lib/ps.cjs).
 // - MCP_TETHER_TREE lists (comma-separated) the tokens of the trees a process was started
 //   in: tether() adds its own to process.env when armed, the watchdog to its server's
 //   environment; every process inherits the list from its parent.

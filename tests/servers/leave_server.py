@@ -47,7 +47,9 @@ with open(sys.argv[2] + ".tmp", "w") as fh:
     fh.write(str(os.getpid()))
 os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 while True:
-    conns.append(s.accept()[0])  # kept open: its users stay connected
+    c = s.accept()[0]
+    c.sendall(b"a")  # accepted: a user that has read this byte is one the daemon serves
+    conns.append(c)  # kept open: its users stay connected
 """
 NULL = subprocess.DEVNULL
 

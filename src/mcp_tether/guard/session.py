@@ -94,8 +94,10 @@ class _Session:
         server = self.server = spawn(run_argv, env=env, new_session=True,
                                      pdeathsig=signal.SIGKILL)
         log.debug(f"server {server.pid} started: {' '.join(self.argv)}")
+        # Without a subreaper, the mark is how a daemon that left the group is found.
         tree = self.tree = Tree(group=server.pid, inbox=self.inbox, on_reap=self.on_reap,
-                                on_signal=self.on_signal, since=since)
+                                on_signal=self.on_signal, since=since,
+                                marks=() if me is None else (me,))
         info = read_info(server.pid)
         if info is not None:
             tree.note(info)
@@ -326,7 +328,20 @@ def _run(
     s = _Session(argv, inbox)
     started = time.monotonic()
     follow = _follow_container(argv)
-    server, tree = s.start(argv if follow is None else follow.argv)
+    watcher = None
+    if not platform.has_pdeathsig():  # nothing would end the tree if we were SIGKILLed
+        from mcp_tether.proc import watcher as _watcher
+
+        watcher = _watcher.start(term_grace=term_grace, kill_wait=kill_wait)
+    try:
+        server, tree = s.start(argv if follow is None else follow.argv)
+    except BaseException:
+        if watcher is not None:
+            watcher.stand_down()  # nothing started: nothing for it to end
+        raise
+    if watcher is not None:
+        watcher.server(server.ident)
+        tree.spare(watcher.ident)  # our child, not the server's tree
     # Imported only now, while the server starts up in parallel: the ladder module is
     # the heaviest import on this path and nothing before the fork needs it.
     from mcp_tether import ladder as _ladder
@@ -344,7 +359,11 @@ def _run(
             kill_wait=_ladder.KILL_WAIT if kill_wait is None else kill_wait)
         s.reap_server(ladder.rungs)
         survivors = [p.ident for p in tree.members_now()] if ladder.survived else []
+        if watcher is not None:
+            watcher.stand_down()
     finally:
+        if watcher is not None:
+            watcher.abandon()
         server.close()
         if follow is not None:
             follow.end()

@@ -28,11 +28,16 @@ Guarantees (Linux, caller a child subreaper, and the only one reaping its childr
   what they fork, nor the group while one of them is in it: its members are then
   signalled one by one), and "tree empty" means no child is left but them: they outlive
   us, and init (or the next subreaper up) takes them when we exit.
-Without a subreaper (the portable backend) the same calls fall back to group + scan:
-our descendants, plus every process met before (or `known` to the caller) that is still
-alive, wherever it was reparented, and its descendants. Exact for the group and for what
-was seen; a process that left the tree before any look saw it is out of sight.
-`Tree.exact` says which.
+Without a subreaper (macOS; the portable backend; Linux with MCP_TETHER_NO_SUBREAPER set,
+for tests) the same calls fall back to group + scan: our descendants, plus every process
+met before (or `known` to the caller) that is still alive, wherever it was reparented,
+plus every live process whose environment carries one of the tree's `marks` (its
+MCP_TETHER_TREE tokens, `proc.mark`: a daemon that setsid'd and double-forked before any
+look saw it still carries the environment it inherited), and their descendants. Each is
+a member by identity, signalled through `proc.signals` (identity re-checked right before
+the signal) like any other. A process whose environment cannot be read (another user's,
+a backend that shows none: the portable one), or that dropped the mark from it, and that
+left the tree before any look saw it, is out of sight. `Tree.exact` says which.
 """
 
 from __future__ import annotations
@@ -76,6 +81,10 @@ class Tree:
              signalled as one first; None if there is none.
     since:   `last_pid()` read before the tree's root was spawned, if known: then no
              look ever needs a full pass over /proc.
+    marks:   the tree's tokens (`proc.mark.token`) that its members carry in
+             MCP_TETHER_TREE: without a subreaper, how escapees are found (module doc).
+    born:    the start time no member is older than (default: this process's own);
+             only younger processes' environments are read for `marks`.
     inbox:   a `SignalInbox` recording SIGCHLD (and whatever else the caller wants);
              `wait()` sleeps on it and hands non-SIGCHLD signals to `on_signal`.
     on_reap: called with (pid, raw wait status) for every child reaped here.
@@ -91,6 +100,8 @@ class Tree:
         close_stdin: Callable[[], None] | None = None,
         since: int | None = None,
         known: Iterable[ProcessId] = (),
+        marks: Iterable[str] = (),
+        born: float | None = None,
     ) -> None:
         self.me = os.getpid()
         self.group = group
@@ -100,6 +111,12 @@ class Tree:
         self._close_stdin = close_stdin
         self.exact = platform.is_subreaper()
         self.known = set(known)  # members identified by the caller (its own scans)
+        self.marks = frozenset(marks)
+        self._marked: dict[ProcessId, bool] = {}  # environments read once per process
+        if born is None:  # no member is older than the tree's root: this process
+            mine = read_info(self.me)
+            born = None if mine is None else mine.start
+        self._born = born
         self.seen: dict[ProcessId, ProcRecord] = {}  # every process ever met in the tree
         self.escapees: set[ProcessId] = set()  # of those, outside `group`
         self.sig: int | None = None  # the current rung's signal, once one was sent
@@ -111,6 +128,7 @@ class Tree:
         self._last: int | None = since
         self._members: dict[int, ProcRecord] = {}  # live members at the last look
         self.left: dict[ProcessId, Left] = {}  # out of the tree for good (`leave`)
+        self._spared: set[ProcessId] = set()  # our own helpers, never of the tree
         self._left_pids: dict[int, ProcessId] = {}
         self._group_ok = True  # no left process in `group`: kill(-group) is ours alone
 
@@ -125,7 +143,7 @@ class Tree:
         """Reap what has exited; True when no child is left (see the module doc)."""
         self.reap()
         if self.exact:
-            return not (self._other_child() if self.left else has_children())
+            return not (self._other_child() if self._skipping else has_children())
         members = self.scan(signal_new=False)
         # A child that became a zombie between the reap above and the scan is not a
         # member any more, yet still ours to reap: reap again, or it is left a zombie.
@@ -139,7 +157,8 @@ class Tree:
             kids = [p.pid for p in snapshot().values() if p.ppid == self.me]
         for kid in kids:
             info = read_info(kid)
-            if info is not None and info.ident not in self.left and (
+            if info is not None and info.ident not in self.left \
+                    and info.ident not in self._spared and (
                     info.exited or not self._is_left(info)):
                 return True
         return False
@@ -157,11 +176,21 @@ class Tree:
             if self.group is not None and why.info.pgid == self.group:
                 self._group_ok = False
 
+    def spare(self, ident: ProcessId) -> None:
+        """`ident` is a child of ours that is not of the tree (the guard's watcher): never
+        a member, never signalled, not waited for."""
+        self._spared.add(ident)
+
+    @property
+    def _skipping(self) -> bool:
+        return bool(self.left or self._spared)
+
     def _is_left(self, info: ProcRecord) -> bool:
-        """`info` was left, or a left process forked it since: it goes with its parent."""
-        if not self.left:
+        """`info` was left (or spared), or a left process forked it since: it goes with
+        its parent."""
+        if not self._skipping:
             return False
-        if info.ident in self.left:
+        if info.ident in self.left or info.ident in self._spared:
             return True
         parent = self._left_pids.get(info.ppid)
         if parent is None:
@@ -176,7 +205,7 @@ class Tree:
 
     def _descendants(self, snap: dict[int, ProcRecord]) -> list[ProcRecord]:
         """Our live descendants in `snap`, but for what was left and what is under it."""
-        if not self.left:
+        if not self._skipping:
             return descendants(self.me, snap)
         kids = children_map(snap)
         out: list[ProcRecord] = []
@@ -286,7 +315,7 @@ class Tree:
                 if hurry:
                     self._by_zombie(info)
                 continue
-            if self.left and self._is_left(info):
+            if self._skipping and self._is_left(info):
                 continue
             if info.ppid in ours or info.ident in self.seen:
                 ours.add(info.pid)
@@ -296,11 +325,13 @@ class Tree:
         members = self._descendants(snap)
         if not self.exact:
             # No subreaper: a member whose parent died was reparented elsewhere; it is
-            # still ours by identity, and so is what it forks.
+            # still ours by identity, and so is what it forks, and so is a process that
+            # carries our mark (it left before any look saw it).
             have = {p.pid for p in members}
             for info in list(snap.values()):
                 if info.exited or info.pid in have or (
-                        info.ident not in self.seen and info.ident not in self.known):
+                        info.ident not in self.seen and info.ident not in self.known
+                        and not self.marked(info)):
                     continue
                 for p in (info, *descendants(info.pid, snap)):
                     if p.pid not in have and not self._is_left(p):
@@ -347,7 +378,7 @@ class Tree:
                 if info is not None:
                     zombies.append(info)
                 continue
-            if pid in members or (self.left and self._is_left(info)):
+            if pid in members or (self._skipping and self._is_left(info)):
                 continue
             if info.ppid in ours and backend.is_process(pid):
                 members[pid] = info
@@ -361,8 +392,16 @@ class Tree:
         # been reparented to us (its subreaper) by now, so read it again.
         pending = [q for q in (read_info(p.pid) if p.ppid in gone else p for p in pending)
                    if q is not None and not q.exited]
-        if self.left:  # forked by a left process (read before it, newest first)
+        if self._skipping:  # forked by a left process (read before it, newest first)
             pending = [q for q in pending if not self._is_left(q)]
+        if not self.exact and self.marks:  # no subreaper: an orphan found by its mark
+            for info in pending:
+                if info.pid not in ours and self.marked(info) and backend.is_process(info.pid):
+                    members[info.pid] = info
+                    ours.add(info.pid)
+                    self.note(info)
+                    if hurry:
+                        self._send(info)
         grown = True
         while grown:  # a child read before its parent (newest first, or a wrap-around)
             grown = False
@@ -379,6 +418,29 @@ class Tree:
                         self._send(info)
                     grown = True
         return list(members.values())
+
+    def marked(self, info: ProcRecord) -> bool:
+        """`info` carries one of the tree's marks in its environment: read once per
+        process, and only for one started after this process (no member is older) and
+        other than it or a process already left."""
+        if not self.marks or info.pid == self.me or info.exited:
+            return False
+        got = self._marked.get(info.ident)
+        if got is None:
+            got = False
+            if self._born is None or info.start >= self._born:
+                from mcp_tether.proc import mark  # stdlib only, on the guard's path
+
+                env = backend.channels().environ(info.pid)
+                got = env is not None and bool(self.marks & set(mark.tokens(env.get(mark.TREE))))
+            self._marked[info.ident] = got
+        return got and not self._is_left(info)
+
+    @property
+    def by_marks(self) -> bool:
+        """Without a subreaper, escapees are found by the tree's marks: there are marks,
+        and this backend reads environments (the portable one does not)."""
+        return bool(self.marks) and backend.channels().environ(self.me) is not None
 
     def members_now(self) -> list[ProcRecord]:
         """Live descendants now, signalling nobody."""
@@ -488,13 +550,13 @@ def _has_live_child() -> bool:
 
 
 def pidfds(pids: Iterable[int]) -> list[int]:
-    """pidfds of `pids`, readable when one exits (a change worth a look: not every one is
-    our child, so SIGCHLD alone would not say so); none where the backend has no pidfds
-    (then the caller's naps are short)."""
+    """Exit descriptors of `pids` (`platform.exit_fd`), readable when one exits (a change
+    worth a look: not every one is our child, so SIGCHLD alone would not say so); none
+    where the backend has none (then the caller's naps are short)."""
     fds: list[int] = []
     for pid in pids:
         try:
-            fd = platform.pidfd_open(pid)
+            fd = platform.exit_fd(pid)
         except OSError:
             continue
         if fd is not None:

@@ -33,20 +33,27 @@ Guarantees:
 - Unknown is never an exemption: a member whose environment, terminal or fds cannot be
   read is the server's own (it is a member by its parentage, which was read; leaving it
   because a process made itself unreadable would be the loophole).
-- Reads the few members that can be left; the one pass over every process's fds
-  (`endpoint_holders`) runs only when a detached member holds a channel the root does
-  not.
+- Reads the few members that can be left, in the seam's channel words (`fd_ends`,
+  `far_ends()`: a pipe's far end, what a socket is for, who holds an end), so every
+  backend that answers them keeps the rule (Linux, macOS); one that cannot (portable)
+  leaves nothing but the opted-out. The one pass over every process's fds (`holders`)
+  runs only when a detached member holds a channel the root does not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+from mcp_tether._plat.ends import CHANNEL_KINDS, OPEN, End
 from mcp_tether.platform import backend
 from mcp_tether.proc import mark
-from mcp_tether.proc.identity import ProcessId, ProcRecord, read_info
+from mcp_tether.proc.identity import DIFFERENT, ProcessId, ProcRecord, compare, read_info
 
-__all__ = ["Left", "decide", "OPTED_OUT", "TERMINAL", "IN_USE", "UNDER"]
+if TYPE_CHECKING:
+    from mcp_tether._plat.contract import FarEnds
+
+__all__ = ["Left", "Root", "decide", "OPTED_OUT", "TERMINAL", "IN_USE", "UNDER"]
 
 OPTED_OUT = "opted-out"
 TERMINAL = "terminal"
@@ -88,22 +95,64 @@ class Left:
         return f"Left({self.info.pid}, {self.why!r}, {self.detail!r})"
 
 
+class Root:
+    """What the rule reads of the process ending the tree (the guard; the server itself
+    under the helper): its record, the ends it holds (fds 0 and 1: the protocol channel)
+    and its ancestors now (the host and its launchers). Read when first asked, or at once
+    with `Root.read`: the guard's watcher reads them while the guard lives, and decides
+    after the guard died."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._info: ProcRecord | None = None
+        self._read = False
+        self._ends: dict[int, End] | None = None
+        self._ancestors: list[ProcessId] | None = None
+
+    @classmethod
+    def read(cls, pid: int) -> Root:
+        root = cls(pid)
+        root.info()
+        root.ends()
+        root.boundary()
+        return root
+
+    def info(self) -> ProcRecord | None:
+        if not self._read:
+            self._info, self._read = read_info(self.pid), True
+        return self._info
+
+    def ends(self) -> dict[int, End]:
+        if self._ends is None:
+            self._ends = backend.channels().fd_ends(self.pid) or {}
+        return self._ends
+
+    def boundary(self) -> set[int]:
+        """The root and its ancestors (those of them still the same processes)."""
+        if self._ancestors is None:
+            self._ancestors = _ancestors(self.pid)
+            return {i.pid for i in self._ancestors}
+        return {i.pid for i in self._ancestors if compare(i) != DIFFERENT}
+
+
 def decide(
     members: Iterable[ProcRecord],
     *,
-    root: int,
+    root: int | Root,
     server_sid: int | None,
     known: Iterable[ProcessId] = (),
 ) -> dict[ProcessId, Left]:
     """The members of a tree to leave (see the module doc), by identity.
 
-    root: the process ending the tree (the guard; the server itself under the helper).
-    server_sid: the server's session. known: identities of members met before (a server
-    that has exited), whose token may still name the tree."""
+    root: the process ending the tree (the guard; the server itself under the helper),
+    or what was read of it (`Root.read`). server_sid: the server's session. known:
+    identities of members met before (a server that has exited), whose token may still
+    name the tree."""
     live = [m for m in members if not m.exited]
     if not live:
         return {}
-    me = read_info(root)
+    root = root if isinstance(root, Root) else Root(root)
+    me = root.info()
     root_sid = None if me is None else me.sid
     ours = {mark.token(i.pid, i.start) for i in known}
     ours |= {mark.token(m.pid, m.start) for m in live}
@@ -124,67 +173,96 @@ def decide(
 
 
 def _detached(detached: list[ProcRecord], live: list[ProcRecord], left: dict[int, Left],
-              root: int) -> None:
-    """Rules 2 and 3 on the detached members (the module doc)."""
+              root: Root) -> None:
+    """Rules 2 and 3 on the detached members (the module doc), asked in the seam's channel
+    words: each member's ends (`fd_ends`), what a socket is for and what a pipe's far end
+    is (`far_ends()`), and who holds an end (`holders`)."""
     ch = backend.channels()
-    root_links = ch.fd_links(root) or {}
-    protocol = {root_links.get(0), root_links.get(1)} - {None}
-    ends: dict[int, list[tuple[str, str, str, str | None, str]]] = {}
+    root_ends = root.ends()
+    protocol = {e.channel for fd, e in root_ends.items() if fd in (0, 1)
+                and e.kind in CHANNEL_KINDS}
+    held = {e.channel for e in root_ends.values()} | {e.id for e in root_ends.values()}
+    ends: dict[int, dict[int, End]] = {}
     for m in detached:
-        got = ch.endpoints(m.pid)
-        if got is not None and not protocol & {e[2] for e in got}:
+        got = ch.fd_ends(m.pid)
+        if got is not None and not protocol & {e.channel for e in got.values()}:
             ends[m.pid] = got
     by_pid = {m.pid: m for m in live}
-    for m in detached:
-        kinds = {(e[0], e[1]) for e in ends.get(m.pid, ())}
-        if m.ppid not in by_pid and ("pty", "master") in kinds and ("unix", "listen") in kinds:
-            at = next(e[4] or e[2] for e in ends[m.pid] if e[:2] == ("unix", "listen"))
-            left[m.pid] = Left(m, TERMINAL, f"pseudo-terminal masters; listening at {at}")
-    held = set(root_links.values())
-    channels = [(m, e) for m in detached if m.pid not in left for e in ends.get(m.pid, ())
-                if e[3] is not None and (e[0] == "pipe" or e[1] == "accepted")
-                and e[2] not in held and e[3] not in held]
-    if not channels:
-        return
-    holders = ch.endpoint_holders({e[2] for _m, e in channels} | {e[3] for _m, e in channels})
-    if holders is None:
-        return
-    boundary = _ancestors(root)
+    look = ch.far_ends()
+    try:
+        for m in detached:
+            mine = ends.get(m.pid, {})
+            if m.ppid in by_pid or not any(e.kind == "pty" for e in mine.values()):
+                continue
+            at = next((s.address or e.name for fd, e in mine.items() if e.kind == "socket"
+                       and (s := look.socket(m.pid, fd, e))[:2] == ("unix", "listen")), None)
+            if at is not None:
+                left[m.pid] = Left(m, TERMINAL, f"pseudo-terminal masters; listening at {at}")
+        channels = [(m, what, e, far) for m in detached if m.pid not in left
+                    for what, e, far in _channels(look, m.pid, ends.get(m.pid, {}))
+                    if not {e.id, e.channel, far} & held]
+        if channels:
+            _in_use(channels, by_pid, left, look, root.boundary())
+    finally:
+        look.close()
+
+
+def _channels(look: FarEnds, pid: int, ends: dict[int, End]
+              ) -> list[tuple[str, End, str]]:
+    """(what, the end, its far end's id) of each pipe `pid` holds whose far end is open,
+    and of each connection it accepted whose other side is a socket of this machine."""
+    out: list[tuple[str, End, str]] = []
+    for fd, e in ends.items():
+        if e.kind == "pipe":
+            for side in ("in", "out"):  # a read end's far end is a write end; and back
+                if (side == "in") == ("r" in (e.mode or "")) or e.mode == "rw":
+                    far = look.far(pid, fd, e, side)
+                    if far.state == OPEN and far.id is not None:
+                        out.append(("a pipe", e, far.id))
+        elif e.kind == "socket":
+            s = look.socket(pid, fd, e)
+            if s.role == "accepted" and s.peer is not None:
+                what = "a unix socket" if s.family == "unix" else "a TCP connection"
+                out.append((what, e, s.peer))
+    return out
+
+
+def _in_use(channels: list[tuple[ProcRecord, str, End, str]], by_pid: dict[int, ProcRecord],
+            left: dict[int, Left], look: FarEnds, boundary: set[int]) -> None:
+    """Rule 3: a member whose far end a live process outside the tree holds (module doc)."""
     grew = True
     while grew:  # a process used by one left for another reason is the user's too
         grew = False
-        for m, (kind, role, near, far, _name) in channels:
+        for m, what, e, far in channels:
             if m.pid in left:
                 continue
-            near_h, far_h = holders.get(near, {}), holders.get(far or "", {})
-            if boundary & (near_h.keys() | far_h.keys()):
+            near_h = set(look.holders(e.id, set()))
+            if e.also:
+                near_h |= set(look.holders(e.also, set()))
+            far_h = look.holders(far, set())
+            if boundary & (near_h | set(far_h)):
                 continue  # the host's (or the root's) channel: never evidence
-            users = sorted(p for p, how in far_h.items()
-                           if p != m.pid and (p not in by_pid or p in left)
-                           and (kind != "pipe" or _other_end(role) in how))
+            users = sorted(p for p in far_h if p != m.pid and (p not in by_pid or p in left))
             if users:
-                left[m.pid] = Left(m, IN_USE, _user(users[0], kind))
+                left[m.pid] = Left(m, IN_USE, _user(users[0], what))
                 grew = True
 
 
-def _other_end(role: str) -> str:
-    return "w" if role == "r" else "r"
-
-
-def _user(pid: int, kind: str) -> str:
+def _user(pid: int, what: str) -> str:
     info = read_info(pid)
-    what = {"pipe": "a pipe", "unix": "a unix socket", "tcp": "a TCP connection"}[kind]
     return f"{pid} ({info.comm if info is not None else '?'}) over {what}"
 
 
-def _ancestors(root: int) -> set[int]:
+def _ancestors(root: int) -> list[ProcessId]:
     """The root and its ancestors now, up to init: the host and its launchers."""
-    out: set[int] = set()
+    out: list[ProcessId] = []
     pid: int | None = root
-    while pid and pid not in out:
-        out.add(pid)
+    while pid and pid not in {i.pid for i in out}:
         info = read_info(pid)
-        pid = info.ppid if info is not None else None
+        if info is None:
+            break
+        out.append(info.ident)
+        pid = info.ppid
     return out
 
 

@@ -30,7 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
-from mcp_tether.proc.table import ProcRecord
+from mcp_tether.proc.table import CHANNEL_KINDS, End, ProcRecord
 from mcp_tether.scan import abandoned, evidence, rules, superseded
 from mcp_tether.scan.identify import Identifier, identify, split_title
 from mcp_tether.scan.match import (
@@ -153,8 +153,8 @@ class _Scan:
         self.found: dict[int, list[str]] = {}  # candidate -> how it was found
         self.matched: dict[int, list[Matcher]] = {}  # candidate -> config entries it matches
         self.roots: set[int] = set()
-        self._links: dict[int, dict[int, str] | None] = {}
-        self._full: dict[int, dict[int, str] | None] = {}
+        self._links: dict[int, dict[int, End] | None] = {}
+        self._full: dict[int, dict[int, End] | None] = {}
         self._chans: dict[int, tuple[str, list[Channel], bool]] = {}
         self._details: dict[int, list[str]] = {}  # root -> its channels' own details
 
@@ -163,36 +163,37 @@ class _Scan:
     def adopter(self, p: ProcRecord | None, ppid: int) -> bool:
         return rules.adopter(p, ppid, self.pid1_init)
 
-    def fds(self, pid: int) -> dict[int, str] | None:
+    def fds(self, pid: int) -> dict[int, End] | None:
         """fd 0 and fd 1 only: all that wrapper and client checks need."""
         if pid not in self._links:
-            self._links[pid] = table.fd_links(pid, only=(0, 1))
+            self._links[pid] = table.fd_ends(pid, only=(0, 1))
         return self._links[pid]
 
-    def all_fds(self, pid: int) -> dict[int, str] | None:
+    def all_fds(self, pid: int) -> dict[int, End] | None:
         """Every fd of a would-be client or adopter (read once per scan: init is asked
         about every leak, and may hold thousands)."""
         if pid not in self._full:
-            self._full[pid] = table.fd_links(pid, limit=evidence.HOLDER_FD_LIMIT)
+            self._full[pid] = table.fd_ends(pid, limit=evidence.HOLDER_FD_LIMIT)
         return self._full[pid]
 
     def channels(self, pid: int) -> tuple[str, list[Channel], bool]:
         """`evidence.read_channels` of `pid`: what fd 0 is, the channel, private copies?"""
         if pid not in self._chans:
             head = self.fds(pid)
+            kind0 = evidence.stdin_kind(head.get(0)) if head is not None else "unknown"
             if head is None:
                 self._chans[pid] = ("unknown", [], False)
-            elif head.get(0, "").startswith(("pipe:[", "socket:[")):
+            elif kind0 in CHANNEL_KINDS:
                 self._chans[pid] = evidence.read_channels(pid, self.peers, head)
-            elif head.get(0) != "/dev/null":  # only the SDK's diversion leaves copies
-                self._chans[pid] = (evidence.stdin_kind(head.get(0)), [], False)
+            elif kind0 != "null":  # only the SDK's diversion leaves copies
+                self._chans[pid] = (kind0, [], False)
             else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
-                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS, known=head)
+                full = table.fd_ends(pid, limit=MAX_PRIVATE_FDS, known=head)
                 rec = self.procs.get(pid)
                 self._chans[pid] = (
                     evidence.read_channels(pid, self.peers, full,
                                            rec.exe if rec is not None else None)
-                    if full is not None else (evidence.stdin_kind(head.get(0)), [], False))
+                    if full is not None else (kind0, [], False))
         return self._chans[pid]
 
     def is_client(self, pid: int) -> bool:
@@ -202,9 +203,9 @@ class _Scan:
             return bool(self.clients[pid])
         served = []
         for k in self.kids.get(pid, ()):
-            klinks = self.fds(k) or {}
-            if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)) \
-                    and klinks.get(0) != "/dev/null":
+            kinds = {fd: e.kind for fd, e in (self.fds(k) or {}).items()}
+            if not any(kinds.get(fd) in CHANNEL_KINDS for fd in (0, 1)) \
+                    and kinds.get(0) != "null":
                 continue  # cheap: a child without a stdio channel needs no closer look
             if evidence.holds_peer(pid, self.channels(k)[1], self.peers,
                                    self.all_fds(pid) or {}):
@@ -218,7 +219,7 @@ class _Scan:
         through, as a wrapper passes it? False where the child's channel is unknown."""
         chans = self.channels(child)[1]
         mine = (self.fds(parent) or {}).get(0)
-        return bool(chans) and all(f"{c.kind}:[{c.inode}]" != mine for c in chans)
+        return bool(chans) and all(mine is None or not mine.holds(c.end) for c in chans)
 
     def launched(self, pid: int) -> list[int]:
         """Its children found as servers that it started on channels of their own: it
@@ -239,7 +240,7 @@ class _Scan:
             # call it `unknown` (its far end unseen), never leaked (docs/platforms.md).
             if not self.adopter(self.procs.get(p.ppid), p.ppid):
                 return False
-        elif not head.get(0, "").startswith(("pipe:[", "socket:[")):
+        elif evidence.stdin_kind(head.get(0)) not in CHANNEL_KINDS:
             return False
         return identify([(p.argv, p.cwd, p.exe, p.pid)], self.ident).mcp
 
@@ -349,9 +350,10 @@ class _Scan:
         # harness) gives the server a fresh pipe. Same fd 0 = same conversation, when
         # fd 0 is one: a host on /dev/null and its `mcp` SDK server (fd 0 diverted to
         # /dev/null) share no conversation.
-        la, lb = self.fds(parent.pid), self.fds(child.pid)
-        return bool(la and lb and la.get(0, "").startswith(("pipe:[", "socket:["))
-                    and la.get(0) == lb.get(0))
+        mine = (self.fds(parent.pid) or {}).get(0)
+        theirs = (self.fds(child.pid) or {}).get(0)
+        return bool(mine and theirs and mine.kind in CHANNEL_KINDS
+                    and mine.channel == theirs.channel)
 
     def tree(self, root: int) -> list[int]:
         """root and its descendants, not descending into another server's root."""

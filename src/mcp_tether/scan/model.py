@@ -78,13 +78,15 @@ class Channel:
     fd: int
     kind: str  # pipe | socket
     side: str  # in (what the process reads) | out (what it writes)
-    inode: int
+    end: str  # the end the fd is open on (`proc.table.End.id`: opaque, the backend's)
     peer: str  # yes | no | unknown: a writer (in) / a reader (out) left
     detail: str = ""
+    far: str | None = None  # the far end's id, where the backend can name it
+    inode: int | None = None  # the number the OS shows for it (Linux: the inode)
 
     def to_dict(self) -> dict[str, Any]:
         return {"fd": self.fd, "kind": self.kind, "side": self.side, "inode": self.inode,
-                "peer": self.peer, "detail": self.detail}
+                "end": self.end, "far": self.far, "peer": self.peer, "detail": self.detail}
 
 
 @dataclass

@@ -94,11 +94,11 @@ def counters(s: Server) -> Counters | None:
 
 def waiting(s: Server) -> bool:
     """Is a process of the tree waiting on the server's protocol input right now?"""
-    ins = {f"{c.kind}:[{c.inode}]" for c in s.channels if c.side == "in"}
+    ins = {c.end for c in s.channels if c.side == "in"}
     for m in s.members if ins else ():
         w = abandoned.look(m.ident.pid)
-        far = {fd: (link, table.fd_file(m.ident.pid, fd))
-               for fd, link in (w.links or {}).items() if link in ins}
+        far = {fd: (e, table.fd_file(m.ident.pid, fd))
+               for fd, e in (w.links or {}).items() if e.id in ins or e.also in ins}
         if far and abandoned.waits_on(w, far):
             return True
     return False

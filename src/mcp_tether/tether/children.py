@@ -20,8 +20,10 @@ Guarantees:
   SIGKILL of the server cannot come first and orphan the children to init.
 - Loaded only on the shutdown path: the tree ending (select, signal handling, /proc
   scans) costs a server nothing until it exits.
-- Where the platform has no subreaper, descendants still linked to the server are ended
-  and the summary says that escaped ones could not be followed (`Tree.exact`).
+- Where the platform has no subreaper (macOS), descendants still linked to the server
+  are ended, and so is every process started after arming that carries the server's
+  mark (a child that setsid'd and double-forked: `proc.end`); the summary says when the
+  platform could not follow escaped ones at all (`Tree.exact`, no environment to read).
 """
 
 from __future__ import annotations
@@ -61,9 +63,11 @@ def release() -> None:
 
 def end_children(budget: float) -> str | None:
     """End every live descendant; a short summary for the exit line, None when none."""
+    from mcp_tether.proc import mark
     from mcp_tether.proc.end import Tree, end_tree
 
-    tree = Tree(group=None)
+    me = mark.own_token()  # without a subreaper, how a child that daemonized is found
+    tree = Tree(group=None, marks=() if me is None else (me,))
     members = tree.members_now()
     if not members:
         tree.reap()
@@ -90,7 +94,9 @@ def _summary(tree: Tree, ended_by: str | None, survived: bool) -> str:
     how = {"sigterm": "on SIGTERM", "sigkill": "by SIGKILL"}.get(ended_by or "", "by themselves")
     line = f"{what} ended {how}"
     if not tree.exact:
-        line += " (no subreaper here: any that escaped the tree were not followed)"
+        line += (" (no subreaper here: escaped ones were found by the tree's mark)"
+                 if tree.by_marks else
+                 " (no subreaper here: any that escaped the tree were not followed)")
     if tree.left:
         line += f"; {_left_summary(tree)}"
     return line
