@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from mcp_tether.proc import ProcessId, is_running
+from mcp_tether.scan import superseded
 from mcp_tether.scan.superseded import Samples
 from polling import until
 from scan_lab import (
@@ -118,15 +119,18 @@ def test_idle_on_demand_hosts_keep_every_server_under_every_reap_form(
 
 @pytest.mark.requires_linux_backend(COUNTERS)
 def test_a_host_that_uses_its_older_copy_again_keeps_it(
-        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+        lab: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """1. Only the newer copy is used: the older one becomes superseded. 2. The host uses
-    the older one again: it uses copies side by side (observed), so its idle copies are
-    `unknown` from then on, even once the older one is idle again, and `reap --include
-    superseded --min-age 0` ends neither copy."""
+    the older one again, past the switch's grace: it uses copies side by side (observed),
+    so its idle copies are `unknown` from then on, even once the older one is idle again,
+    and `reap --include superseded --min-age 0` ends neither copy."""
+    monkeypatch.setattr(superseded, "SWITCH_GRACE", 1.0)
     cfg = mini_config(lab)
     h = _ondemand(lab, "sync", 2, cfg)
     old, new = h.copies
     _superseded_after(capsys, cfg, h, old, 1, 0.5)
+    until(lambda: _state(capsys, cfg, new)["age_seconds"] > 1.5,
+          "the newer copy past the switch's grace", DEADLINE)
     h.use(0)
     for _ in range(3):
         h.use(1)
@@ -138,6 +142,30 @@ def test_a_host_that_uses_its_older_copy_again_keeps_it(
         & {old.pid, new.pid}
     h.use(0)
     h.use(1)
+
+
+@pytest.mark.requires_linux_backend(COUNTERS)
+def test_a_call_that_lands_on_the_older_copy_at_the_switch_is_not_side_by_side(
+        lab: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call the host had under way when it started the newer copy lands on the older one
+    (Claude Code's /mcp Reconnect during a call): 1. the newer copy settles and is used;
+    2. the older copy answers one call within the switch's grace; 3. it is not taken for
+    copies used side by side: once idle, the older copy is superseded. 4. The same call
+    past the grace would have been (the previous test)."""
+    monkeypatch.setattr(superseded, "SWITCH_GRACE", 3600.0)
+    cfg = mini_config(lab)
+    h = _ondemand(lab, "sync", 2, cfg)
+    old, new = h.copies
+    _state(capsys, cfg, old)
+    h.use(1)
+    e = _state(capsys, cfg, old)  # the newer copy settled (waiting on its input) and used
+    h.use(0)  # the call under way at the switch
+    for _ in range(2):
+        h.use(1)
+        e = _state(capsys, cfg, old)
+        assert e["superseded"].get("habit", {}).get("source") != "observed", e
+    e = _superseded_after(capsys, cfg, h, old, 1, 0.5)
+    assert e["superseded"]["habit"]["source"] != "observed", e
 
 
 @pytest.mark.requires_linux_backend(COUNTERS)

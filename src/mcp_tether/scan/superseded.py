@@ -29,8 +29,10 @@ Guarantees:
 - One pair of looks is not enough: a host that uses both copies for each request, one
   right after the other, can be looked at between its two calls.
 - A host seen using an older copy after a newer copy of it had settled (the older one's
-  counters moved between two looks both after that) uses copies side by side: that is
-  kept per host and server (`Samples.mark_side_by_side`) and makes it per-client.
+  counters moved between two looks both after that, and at least `SWITCH_GRACE` after
+  the newer copy's start: a call under way at the switch is not side by side) uses
+  copies side by side: that is kept per host and server (`Samples.mark_side_by_side`)
+  and makes it per-client.
 - Never the newest copy of its server; never a copy with traffic. Where counters, the
   environment, the host or its sockets cannot be read, or a process is in another pid
   namespace, the answer is "unknown", which is never superseded. Every answer that is
@@ -66,6 +68,12 @@ __all__ = ["SUPERSEDED_MIN_AGE", "USED_LOOKS", "MISSING", "Samples", "assess", "
 # makes that rare; a shorter one ends such a copy and fails the parent's next call.
 SUPERSEDED_MIN_AGE = 3600.0
 USED_LOOKS = 2  # the newer copy read between this many pairs of looks (docstring)
+# The host's switch to a newer copy: a call it had under way when it started the newer
+# copy may still land on the older one (Claude Code 2.1.332, /mcp Reconnect during a call:
+# the older copy answered 0.15 s after the newer one's initialize, and in 4 of 10
+# reconnects of a 30-minute soak a read of it fell after the newer copy was settled).
+# Reads of the older copy this soon after the newer copy's start are not "side by side".
+SWITCH_GRACE = 10.0
 # What a copy that looks forgotten lacks to be superseded (`superseded.missing`).
 MISSING = (
     "same-server",  # the newer copy is another server (argv, cwd or environment differ)
@@ -194,7 +202,11 @@ class _Judge:
                 continue
             for o in self.newer(s):
                 settled = self.samples.settled(o.ident)
-                when = self.samples.moved_after(s.ident, settled) if settled is not None \
+                # Not within SWITCH_GRACE of the newer copy's start: a call already under
+                # way when the host started it may still land on the older copy.
+                after = None if settled is None else max(
+                    settled, self.now - o.age_seconds + SWITCH_GRACE)
+                when = self.samples.moved_after(s.ident, after) if after is not None \
                     else None
                 if when is None or self.same(s, o)[0] != "yes":
                     continue
