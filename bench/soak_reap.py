@@ -404,7 +404,7 @@ class Soak:
 
     def _copies(self, h: Proc, pids: list[int], kinds: list[str]) -> list[Proc]:
         out = []
-        for pid, kind in zip(pids, kinds):
+        for pid, kind in zip(pids, kinds, strict=False):  # a host may start fewer
             c = self.track(pid, kind)
             if c is not None:
                 h.servers.append(c)
@@ -716,12 +716,7 @@ class Soak:
             self.drive()
             time.sleep(0.5)
         self.check()
-        watcher.send_signal(signal.SIGTERM)
-        try:
-            watcher.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.wait()
+        stop_watcher(watcher)
         reader.join(timeout=5)
         self.report(time.monotonic() - t0, lines)
         self.cleanup()
@@ -781,6 +776,16 @@ class Soak:
             if pop.poll() is None:
                 pop.kill()
             pop.wait()
+
+
+def stop_watcher(watcher: subprocess.Popen[str]) -> None:
+    """SIGTERM to `reap --watch` (it ends its round and exits), SIGKILL after a minute."""
+    watcher.send_signal(signal.SIGTERM)
+    try:
+        watcher.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        watcher.wait()
 
 
 def _weighted(rng: random.Random, choices: Sequence[tuple[T, float]]) -> T:

@@ -18,7 +18,9 @@
 //   or outlives its share is reported in one stderr line and the next step still runs.
 // - Then the process's descendants (lib/descendants.cjs: found down the ppid chain, never
 //   by group, each identity-checked before SIGTERM and SIGKILL, within what is left of
-//   the host's 2 s window), then process.exit: 0 for EOF, a dead pipe or the host's
+//   the host's 2 s window), but for what the server detached for its user (lib/leave.cjs:
+//   `outsideTether(env)` children, a tmux session, a daemon another live process uses),
+//   left running and named on stderr; then process.exit: 0 for EOF, a dead pipe or the host's
 //   death; 128+N for signal N. A second signal during the shutdown exits at once with
 //   128+N. Any other exit of the process SIGTERMs its descendants on the way out.
 // - Armed once per process, whichever copy of the package arms it: the preload
@@ -44,6 +46,7 @@
 
 const hostlib = require('./lib/host.cjs');
 const { arm, armed, join, DEFAULT_TIMEOUT_MS } = require('./lib/tether/arm.cjs');
+const { outsideTether } = require('./lib/mark.cjs');
 
 function looksLikeOptions(x) {
   return x !== null && typeof x === 'object' && typeof x.close !== 'function' &&
@@ -83,5 +86,6 @@ function tether(server, options) {
   return state.handle;
 }
 
-module.exports = { tether, isLauncher: hostlib.isLauncher, findHost: hostlib.findHost };
+module.exports = { tether, isLauncher: hostlib.isLauncher, findHost: hostlib.findHost,
+  outsideTether };
 module.exports.default = tether;

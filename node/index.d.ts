@@ -74,4 +74,11 @@ export declare function findHost(startPid?: number): {
   why?: string;
 };
 
+/** An environment for a child the server starts for its user: a copy of `env` (default
+ * process.env) marked MCP_TETHER_OUTSIDE, so that the tree kill of this server (tether(),
+ * the preload, the watchdog, `mcp-tether run`) leaves the child and its descendants running
+ * and names them on stderr. Pass it as the child's `env`, with `detached: true` (or the
+ * child stays in the server's process group, which a host may signal as a whole). */
+export declare function outsideTether(env?: Record<string, string | undefined>): Record<string, string | undefined>;
+
 export default tether;

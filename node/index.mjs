@@ -5,4 +5,5 @@ import cjs from './index.cjs';
 export const tether = cjs.tether;
 export const isLauncher = cjs.isLauncher;
 export const findHost = cjs.findHost;
+export const outsideTether = cjs.outsideTether;
 export default cjs.tether;

@@ -98,30 +98,57 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _timings.write(TIMINGS_OUT, platform.BACKEND)  # tests/run notices a pass that wrote none
 
 
-# -- the portable backend: `MCP_TETHER_BACKEND=portable tests/run -m portable` runs the
-# files tests/shards.py names (`is_portable`) on psutil + POSIX only. A test whose promise
-# is the Linux backend's alone says so with `@pytest.mark.requires_linux_backend("why")`:
-# skipped, with that reason, under the portable backend only; a test beside it asserts
-# the weaker promise.
+# -- other backends on this machine: `MCP_TETHER_BACKEND=portable tests/run -m portable`
+# runs the files tests/shards.py names (`is_portable`) on psutil + POSIX only;
+# `MCP_TETHER_BACKEND=darwin-sim tests/run -m darwin_sim` runs those it names
+# (`is_darwin_sim`: the machine view's, the guard's, ...) on the darwin backend, its
+# libproc answered from /proc (`_plat/darwin_sim.py`). A test whose promise is the Linux
+# backend's alone says so with `@pytest.mark.requires_linux_backend("why")`; one whose
+# promise rests on other processes' far ends, with `@pytest.mark.requires_far_ends("why")`
+# (the Linux and darwin backends see them, the portable one does not); one whose promise
+# rests on the whole tree, escapees included, with `@pytest.mark.requires_tree("why")` (a
+# subreaper on Linux, the tree's mark read from environments on darwin; not the portable
+# backend). Each is skipped, with its reason, where the backend does not keep it; a test
+# beside it asserts the weaker promise.
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "portable: in the subset CI runs a second time "
                             "with MCP_TETHER_BACKEND=portable")
+    config.addinivalue_line("markers", "darwin_sim: in the subset CI runs again with "
+                            "MCP_TETHER_BACKEND=darwin-sim")
     config.addinivalue_line("markers", "requires_linux_backend(reason): a promise only the "
-                            "Linux backend keeps; skipped under the portable one")
+                            "Linux backend keeps; skipped under any other")
+    config.addinivalue_line("markers", "requires_far_ends(reason): a promise resting on "
+                            "other processes' far ends; skipped where the backend sees none")
+    config.addinivalue_line("markers", "requires_tree(reason): a promise resting on the "
+                            "whole tree, escapees included (a subreaper, or the tree's mark "
+                            "in environments: the darwin backend); skipped where neither")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from mcp_tether import platform
 
+    detail = platform.backend.channels().CHANNEL_DETAIL
+    tree = platform.backend.HAS_SUBREAPER or \
+        platform.backend.channels().environ(os.getpid()) is not None
     for item in items:
         if shards.is_portable(item.path.name):
             item.add_marker(pytest.mark.portable)
+        if shards.is_darwin_sim(item.path.name):
+            item.add_marker(pytest.mark.darwin_sim)
         mark = item.get_closest_marker("requires_linux_backend")
         if mark is not None and platform.BACKEND != "linux":
             why = mark.args[0] if mark.args else "a Linux backend promise"
-            item.add_marker(pytest.mark.skip(reason=f"portable backend: {why}"))
+            item.add_marker(pytest.mark.skip(reason=f"{platform.BACKEND} backend: {why}"))
+        mark = item.get_closest_marker("requires_far_ends")
+        if mark is not None and not detail:
+            why = mark.args[0] if mark.args else "far ends unseen"
+            item.add_marker(pytest.mark.skip(reason=f"{platform.BACKEND} backend: {why}"))
+        mark = item.get_closest_marker("requires_tree")
+        if mark is not None and not tree:
+            why = mark.args[0] if mark.args else "escapees out of sight"
+            item.add_marker(pytest.mark.skip(reason=f"{platform.BACKEND} backend: {why}"))
 
 
 @pytest.fixture
@@ -137,7 +164,7 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
 
 @pytest.fixture
 def backend() -> str:
-    """The platform backend this run uses: "linux" or "portable"."""
+    """The platform backend this run uses: "linux", "portable" or "darwin-sim"."""
     from mcp_tether import platform
 
     return platform.BACKEND

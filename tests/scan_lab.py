@@ -14,8 +14,11 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import sysconfig
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +30,10 @@ from mcp_tether.proc import ProcessId, descendants, identify, signal_process, wa
 from polling import until
 
 DEADLINE = 15.0
-# Why a scan test is marked `requires_linux_backend`: its promise rests on other
-# processes' fds (pipe far ends, sock_diag), which the portable backend answers
-# "unknown"; so there `ps` calls nothing leaked and `reap` ends nothing (what
-# test_portable.py asserts instead).
+# Why a scan test is marked `requires_far_ends`: its promise rests on other processes'
+# fds (pipe far ends, socket peers), which the portable backend answers "unknown"; so
+# there `ps` calls nothing leaked and `reap` ends nothing (what test_portable.py asserts
+# instead). The Linux and darwin backends see them.
 FAR_ENDS = "far ends unknown: nothing is called leaked, reap ends nothing"
 
 FAKE_SERVER = """\
@@ -179,6 +182,22 @@ while True:
 
 READER_SHAPES = ["one-socketpair", "two-socketpairs", "pipe-pair"]
 
+# A server whose input has no writer and whose output a process named like containerd's
+# shim reads (the client is beyond it): both adopted by pid 1 once the launcher exits.
+SHIM_LAUNCHER = """\
+import os, subprocess, sys
+shim_exe, server = sys.argv[1], sys.argv[2]
+out_r, out_w = os.pipe()
+in_r, in_w = os.pipe()
+shim = subprocess.Popen([shim_exe, "-c", "import signal; signal.pause()"], pass_fds=[out_r],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, start_new_session=True)
+srv = subprocess.Popen([sys.executable, server], stdin=in_r, stdout=out_w,
+                       stderr=subprocess.DEVNULL, start_new_session=True)
+os.close(in_w)  # its input has no writer; its output's reader is the "shim"
+print(shim.pid, srv.pid, flush=True)
+"""
+
 # The hosts of the abandoned and superseded tests (tests/hostcheck_hosts) and the server
 # each starts copies of (the `mini` config entry).
 HOSTS = Path(__file__).parent / "hostcheck_hosts"
@@ -279,6 +298,28 @@ class Lab:
         self.started += helpers
         return Pair(c, ident, argv, helpers)
 
+    def shimmed_server(self) -> tuple[ProcessId, ProcessId]:
+        """(the "shim", the SDK-identified server it reads) of SHIM_LAUNCHER, adopted."""
+        shim_exe = self.tmp / "containerd-shim-runc-v2"
+        shim_exe.symlink_to(os.path.realpath(sys.executable))
+        server = self.fake_server("mcp-server-shimmed.py", sdk_import=True)
+        launcher = self.script("shim_launch.py", SHIM_LAUNCHER)
+        out = subprocess.run([sys.executable, str(launcher), str(shim_exe), str(server)],
+                             stdout=subprocess.PIPE, check=True).stdout.split()
+        shim, srv = identify(int(out[0])), identify(int(out[1]))
+        assert shim is not None and srv is not None
+        self.started += [shim, srv]
+
+        def adopted() -> bool:
+            try:
+                stat = Path(f"/proc/{srv.pid}/stat").read_text()
+            except OSError:
+                return False
+            return stat.rsplit(")", 1)[1].split()[1] == "1"
+
+        until(adopted, "the shimmed server to be adopted by pid 1", DEADLINE)
+        return shim, srv
+
     def popen(self, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
         p = subprocess.Popen(argv, **kw)
         self.procs.append(p)
@@ -325,6 +366,47 @@ def host_line(proc: subprocess.Popen[bytes], what: str) -> bytes:
     fd = proc.stdout.fileno()
     until(lambda: select.select([fd], [], [], 0)[0], what, DEADLINE * 2)
     return proc.stdout.readline()
+
+
+class Host:
+    """A host process that started copies of the `mini` config entry and uses them on
+    demand: `use(i)` asks it for a tools/call to copy i and waits for its `ok i`."""
+
+    def __init__(self, lab: Lab, argv: list[str], cwd: Path | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.proc = lab.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd,
+                              env=env)
+        self.lab = lab
+        words = self._line().split()
+        assert words and words[0] == "ready", words
+        self.copies = [self._ident(int(w)) for w in words[1:]]
+        lab.started += self.copies
+
+    @staticmethod
+    def _ident(pid: int) -> ProcessId:
+        got = identify(pid)
+        assert got is not None
+        return got
+
+    def _line(self) -> str:
+        return host_line(self.proc, "the host to answer").decode()
+
+    def tell(self, command: str) -> str:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command.encode() + b"\n")
+        self.proc.stdin.flush()
+        return self._line().strip()
+
+    def use(self, i: int) -> None:
+        assert self.tell(f"call {i}") == f"ok {i}"
+
+    def start(self) -> ProcessId:
+        words = self.tell("start").split()
+        assert words[0] == "started", words
+        ident = self._ident(int(words[1]))
+        self.lab.started.append(ident)
+        self.copies.append(ident)
+        return ident
 
 
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
@@ -453,3 +535,101 @@ def assert_ps_and_reap_agree(capsys: Any, pid: int, *include: str,
         reaped = done["results"] if done["schema"] == "mcp-tether/reap" else []
         assert pid not in [r["pid"] for r in reaped], out
     return doc
+
+
+def codex_standin(lab: Lab) -> tuple[Path, dict[str, str]]:
+    """A stand-in for the process of Codex 0.171.0, NOT Codex: this Python interpreter
+    copied to where npm installs Codex's native binary
+    (`node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex`,
+    its platform package's manifest beside it), so that its /proc/PID/exe has the real
+    one's shape. Run with `ondemand_host.py`, it starts its copies as Codex does: children
+    of the one process, each with the same argv, cwd and environment (`start`: one more
+    agent's copy). Returns the executable and the environment to run it in (the copy
+    finds its shared libpython there)."""
+    root = lab.tmp / "node_modules" / "@openai" / "codex-linux-x64"
+    exe = root / "vendor" / "x86_64-unknown-linux-musl" / "bin" / "codex"
+    exe.parent.mkdir(parents=True)
+    shutil.copy2(os.path.realpath(sys.executable), exe)
+    (root / "package.json").write_text(json.dumps(
+        {"name": "@openai/codex", "version": "0.171.0-linux-x64"}))
+    env = dict(os.environ)
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if sysconfig.get_config_var("Py_ENABLE_SHARED") and libdir:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (libdir, env.get("LD_LIBRARY_PATH")) if p)
+    return exe, env
+
+
+class GatewayClient:
+    """One MCP client of `gateway_host.py`: connects, initializes, calls `sleep`."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+        self.file = self.sock.makefile("rwb")
+        self.n = 0
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "gateway-client", "version": "0"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        self.file.write(json.dumps(msg).encode() + b"\n")
+        self.file.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.n += 1
+        self._send({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params})
+        while True:
+            line = self.file.readline()
+            assert line, f"the gateway hung up on {method}"
+            msg: dict[str, Any] = json.loads(line)
+            if msg.get("id") == self.n:
+                return msg
+
+    def call(self) -> None:
+        got = self.request("tools/call", {"name": "sleep", "arguments": {"seconds": 0}})
+        assert "result" in got, got
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+def watch_while(cfg: str, use: Any, rounds: int, *, interval: float = 0.5,
+                min_age: float = 2.0, every: float = 0.5,
+                ended: list[int] | None = None) -> list[str]:
+    """`reap --watch --include superseded --min-age MIN_AGE` (the tests' short equivalent
+    of `--min-age 20`) for `rounds` rounds while `use()` runs every `every` seconds in a
+    thread; the lines it printed. A failed `use()` fails the test. With `ended`: stops
+    after the first round that ended something, its number appended to `ended`."""
+    from mcp_tether.scan.watch import watch
+
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def traffic() -> None:
+        while not stop.wait(every):
+            try:
+                use()
+            except BaseException as exc:  # noqa: BLE001  # reported by the test below
+                failed.append(exc)
+                return
+
+    n = [0]
+
+    def counted(result: Any, outcomes: Any) -> None:
+        n[0] += 1
+        if ended is not None and any(o.outcome == "ended" for o in outcomes):
+            ended.append(n[0])
+
+    user = threading.Thread(target=traffic)
+    user.start()
+    lines: list[str] = []
+    try:
+        watch(interval=interval, min_age=0, superseded_min_age=min_age,
+              include={"superseded"}, scan_kwargs={"config": cfg}, emit=lines.append,
+              rounds=rounds, after_round=counted, should_stop=lambda: bool(ended))
+    finally:
+        stop.set()
+        user.join()
+    assert not failed, failed
+    return lines

@@ -4,7 +4,8 @@ so that every pass ends at about the same time, and how those seconds are kept t
 
 `tests/run` (no path) runs the whole suite as several pytest passes at once, each in a
 pid namespace of its own. Each backend's subset (`BACKENDS`: the Linux backend runs
-every file, the portable one the files of `PORTABLE_FILES`) is split into as many passes
+every file, the portable one the files of `PORTABLE_FILES`, darwin-sim those of
+`DARWIN_SIM_FILES`) is split into as many passes
 as keep it from being the last to end (`plan`), and its files are dealt whole (a
 file's module fixtures stay in one pass) to the lightest pass, heaviest first (`deal`).
 The suite mostly waits on processes (grace periods, windows), so on 2 cores eight passes
@@ -49,20 +50,33 @@ HOW = (f"Seconds each test file takes in a whole run of the suite (`tests/run`),
 PORTABLE_FILES = ("test_proc.py", "test_guard.py", "test_guard_argv.py", "test_client.py",
                   "test_probe.py", "test_probe_levels.py", "test_portable.py")
 PORTABLE_PREFIXES = ("test_tether", "test_scan")
+# -- the darwin backend on a libproc answered from /proc (`MCP_TETHER_BACKEND=darwin-sim
+# tests/run -m darwin_sim`): the machine view, the guard, the host client, the tree
+# kill's leave rule, the process core.
+DARWIN_SIM_FILES = ("test_scan.py", "test_scan_leaks.py", "test_scan_channels.py",
+                    "test_scan_table.py", "test_scan_watch.py", "test_scan_evidence.py",
+                    "test_darwin.py", "test_seam.py", "test_guard.py", "test_leave.py",
+                    "test_proc.py", "test_client.py")
 
 # Each backend a whole run covers (its MCP_TETHER_BACKEND; `files_of` says which files):
 # a pass is given its files as paths, so it collects and runs those alone (the portable
-# passes' files hold only tests marked `portable`: the same selection as -m portable).
-BACKENDS = ("linux", "portable")
+# passes' files hold only tests marked `portable`: the same selection as -m portable;
+# the darwin-sim ones, likewise, `darwin_sim`).
+BACKENDS = ("linux", "portable", "darwin-sim")
 
 
 def is_portable(name: str) -> bool:
     return name in PORTABLE_FILES or name.startswith(PORTABLE_PREFIXES)
 
 
+def is_darwin_sim(name: str) -> bool:
+    return name in DARWIN_SIM_FILES
+
+
 def files_of(backend: str, files: Iterable[str]) -> list[str]:
     """The test files a backend's passes run."""
-    return sorted(f for f in files if backend == "linux" or is_portable(f))
+    keep = {"linux": lambda f: True, "portable": is_portable, "darwin-sim": is_darwin_sim}
+    return sorted(f for f in files if keep[backend](f))
 
 
 def test_files(folder: Path = HERE) -> list[str]:

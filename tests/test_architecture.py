@@ -192,6 +192,7 @@ HOT_RUN = HOT_IMPORT | {
     "mcp_tether.guard.result", "mcp_tether.guard.session", "mcp_tether.ladder",
     "mcp_tether.log", "mcp_tether.platform", "mcp_tether.proc", "mcp_tether.proc.end",
     "mcp_tether.proc.front", "mcp_tether.proc.identity", "mcp_tether.proc.inbox",
+    "mcp_tether.proc.mark",
     "mcp_tether.proc.reap", "mcp_tether.proc.signals", "mcp_tether.proc.spawn",
     "mcp_tether.proc.tree", "mcp_tether.watch"}
 # Each path runs after a prelude that notes sys.modules, and names what was added when

@@ -270,9 +270,10 @@ def test_spawn_gives_raw_pipes_and_close_ends_the_whole_tree() -> None:
         assert reply["id"] == 1 and "serverInfo" in reply["result"]
         tree = _tree_of_me()
         # the guard's front (the pid the host knows; none in the portable backend), its
-        # supervisor, sh, the server
+        # supervisor, sh, the server; and where there is no PDEATHSIG, its watcher
         front = 1 if platform.backend.WATCHES_BEYOND_PARENT else 0
-        assert len(tree) == 3 + front and tree[0].pid == server.pid
+        watcher = 0 if platform.has_pdeathsig() else 1
+        assert len(tree) == 3 + front + watcher and tree[0].pid == server.pid
     assert server.settled is not None and server.settled.how == "exited"
     assert [i for i in tree if is_running(i)] == []
     assert server.returncode == 128 + signal.SIGTERM  # mirrored: sh died of the group SIGTERM

@@ -134,7 +134,7 @@ def _query(port: int, expr: str) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 @pytest.mark.linux
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @needs_proc
 def test_every_dashboard_query_returns_series_from_a_real_scrape(
     lab: Lab, tmp_path: Path,

@@ -53,6 +53,8 @@ FAST = ["--grace", "0.3", "--term-grace", "0.3"]
 # does, so that "it exited by itself" does not also mean "within 0.3 s" on a loaded machine.
 ROOMY = ["--grace", "60", "--term-grace", "0.3"]
 DEADLINE = 10.0
+# The guard reaps what it guards: with a subreaper (Linux, unless switched off for tests).
+SUBREAPER = platform.backend.HAS_SUBREAPER and not os.environ.get(platform.NO_SUBREAPER)
 
 SERVER = r'''
 import os, signal, sys, threading, time
@@ -407,8 +409,9 @@ def test_a_server_behind_sh_c_is_ended_with_its_wrapper(lab: Lab, guards: list[G
     assert_gone(server)
 
 
-@pytest.mark.requires_linux_backend(
-    "no subreaper: a daemon that left the tree is out of sight (test_proc's escapee test)")
+@pytest.mark.requires_tree(
+    "no subreaper and no environment: a daemon that left the tree is out of sight "
+    "(test_proc's escapee test)")
 def test_a_daemonized_escapee_is_ended_too(lab: Lab, guards: list[Guarded]) -> None:
     """1. the server double-forks a daemon out of its group; 2. close stdin; 3. both gone."""
     pf = lab.pidfile()
@@ -423,6 +426,30 @@ def test_a_daemonized_escapee_is_ended_too(lab: Lab, guards: list[Guarded]) -> N
     assert "server exited by itself" in err
     assert "outside its group" in err and "SIGTERM" in err
     assert_gone(server, daemon)
+
+
+@pytest.mark.requires_linux_backend("the test switch is read by the seam on Linux")
+@pytest.mark.parametrize("mode", ["daemonize", "launcher-ignore"])
+def test_with_the_subreaper_switched_off_the_trees_mark_still_finds_what_left_it(
+    lab: Lab, guards: list[Guarded], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """MCP_TETHER_NO_SUBREAPER (a test switch): the guard is no subreaper, as on macOS.
+    1. a server double-forks a daemon out of its group and session, or a launcher's real
+    server setsid's and the launcher exits; 2. the daemon is reparented to init, out of
+    the guard's descendants; 3. close stdin: found by the mark in its environment, it is
+    ended (SIGTERM), and the guard says it was outside the group."""
+    monkeypatch.setenv(platform.NO_SUBREAPER, "1")
+    pf = lab.pidfile()
+    g = start(guards, lab, lab.server_cmd(mode, pf), opts=["--grace", "2"])
+    daemon = ident_from(pf + ".daemon")
+    if mode == "launcher-ignore":
+        launcher_gone(pf)
+    until(lambda: (info := platform.backend.read(daemon.pid)) is not None
+          and info.ppid != g.proc.pid, "the daemon reparented away", DEADLINE)
+    g.close_stdin()
+    rc, _, err = g.finish()
+    assert "SIGTERM" in err and ("outside its group" in err or "on its stdio" in err), err
+    assert_gone(daemon)
 
 
 @pytest.mark.parametrize("kind", ["pipe", "socket"])
@@ -536,11 +563,9 @@ def test_a_stray_signal_to_the_supervisor_ends_the_whole_tree_first(
     assert rc == 128 + signal.SIGTERM, err
 
 
-@pytest.mark.requires_linux_backend(
-    "no PDEATHSIG: the server ends at its client's EOF instead "
-    "(test_a_sigkilled_guards_eof_honouring_server_still_ends_at_the_clients_eof)")
 def test_a_sigkilled_guard_takes_its_server_along(lab: Lab, guards: list[Guarded]) -> None:
-    """1. a stubborn server; 2. SIGKILL the guard; 3. PDEATHSIG kills the server."""
+    """1. a stubborn server; 2. SIGKILL the guard; 3. PDEATHSIG kills the server (Linux),
+    or the watcher the guard left where there is none (`proc.watcher`: darwin, portable)."""
     pf = lab.pidfile()
     g = start(guards, lab, lab.server_cmd("stubborn", pf))
     server = ident_from(pf)
@@ -563,17 +588,19 @@ def test_a_sigkilled_guards_eof_honouring_server_still_ends_at_the_clients_eof(
     assert wait_gone(server, DEADLINE) is not None
 
 
-@pytest.mark.requires_linux_backend(
-    "no front and no PDEATHSIG: nothing outlives the guard to end the tree")
-@pytest.mark.parametrize("shape", ["sh", "daemonize"])
+@pytest.mark.parametrize("shape", [
+    "sh", pytest.param("daemonize", marks=pytest.mark.requires_tree(
+        "no subreaper and no environment: the daemon is out of the watcher's sight"))])
 def test_a_sigkilled_guard_pid_still_ends_the_servers_whole_tree(
     lab: Lab, guards: list[Guarded], shape: str
 ) -> None:
     """1. a server behind `sh -c` that ignores EOF, or one with a daemon outside its group;
     2. the host SIGKILLs the guard's pid while it still holds stdin open (no EOF comes);
     3. every process of the tree is gone: the pid the host knows is a thin front, and the
-    supervisor behind it takes the front's death as its parent's death (the ladder).
-    Before the front, the kernel's PDEATHSIG ended the direct child only."""
+    supervisor behind it takes the front's death as its parent's death (the ladder,
+    Linux); without a front, the watcher the guard left takes the guard's death so
+    (darwin: kqueue on the guard; the daemon found by its mark). Before the front, the
+    kernel's PDEATHSIG ended the direct child only."""
     pf = lab.pidfile()
     if shape == "sh":
         inner = " ".join(lab.server_cmd("ignore-eof", pf))
@@ -641,7 +668,10 @@ def launcher_gone(pf: str) -> None:
 
 
 @pytest.mark.requires_linux_backend(
-    "no subreaper: a pid-hopper leaves the tree")
+    "no subreaper: a pid-hopper's hops outrun every scan (each lives less than a look "
+    "takes) and nothing says a child is left")
+@pytest.mark.skipif(not SUBREAPER, reason="the subreaper is switched off: as on macOS, a "
+                    "pid-hopper's hops outrun every scan")
 @pytest.mark.parametrize("mode", ["hopper", "hopper-setsid"])
 def test_pid_hopping_descendants_are_ended_however_fast_they_fork(
     lab: Lab, guards: list[Guarded], mode: str
@@ -665,14 +695,16 @@ def test_pid_hopping_descendants_are_ended_however_fast_they_fork(
     assert not left, f"hoppers outlived their guard: {left}"
 
 
-@pytest.mark.requires_linux_backend(
-    "no subreaper: a launcher's daemonized server is out of the guard's sight")
+@pytest.mark.requires_tree(
+    "no subreaper and no environment: a launcher's daemonized server is out of sight")
 def test_a_daemonizing_launcher_hands_over_and_the_guard_keeps_guarding(
     lab: Lab, guards: list[Guarded]
 ) -> None:
     """1. a launcher forks the real server (setsid, same stdio) and exits 0 at once;
     2. the guard stays: the real server still answers through it; 3. on EOF the real
-    server exits 3 by itself and the guard mirrors 3."""
+    server exits 3 by itself and the guard mirrors 3 (with a subreaper: it reaps the
+    real server; without one, found by its mark, it is not our child and its status is
+    not ours to see: the launcher's 0)."""
     pf = lab.pidfile()
     g = start(guards, lab, lab.server_cmd("launcher", pf, 3), opts=ROOMY)
     daemon = ident_from(pf + ".daemon")
@@ -684,18 +716,19 @@ def test_a_daemonizing_launcher_hands_over_and_the_guard_keeps_guarding(
     assert g.proc.poll() is None and compare(daemon) == SAME
     g.close_stdin()
     rc, out, err = g.finish()
-    assert rc == 3, err
+    assert rc == (3 if SUBREAPER else 0), err
     assert "leaving 1 process on its stdio" in err
     assert_gone(daemon)
 
 
-@pytest.mark.requires_linux_backend(
-    "no subreaper: a launcher's daemonized server is out of the guard's sight")
+@pytest.mark.requires_tree(
+    "no subreaper and no environment: a launcher's daemonized server is out of sight")
 def test_a_launchers_server_that_ignores_eof_gets_the_ladder_when_the_client_goes(
     lab: Lab, guards: list[Guarded]
 ) -> None:
     """1. a launcher whose real server ignores EOF; 2. the launcher exits, the guard
-    guards on; 3. the client closes stdin: SIGTERM after the grace, status 143."""
+    guards on; 3. the client closes stdin: SIGTERM after the grace, status 143 (without
+    a subreaper the real server's status is not seen: the launcher's 0)."""
     pf = lab.pidfile()
     g = start(guards, lab, lab.server_cmd("launcher-ignore", pf))
     daemon = ident_from(pf + ".daemon")
@@ -703,7 +736,7 @@ def test_a_launchers_server_that_ignores_eof_gets_the_ladder_when_the_client_goe
     assert compare(daemon) == SAME and g.proc.poll() is None
     g.close_stdin()
     rc, _out, err = g.finish()
-    assert rc == 128 + signal.SIGTERM, err
+    assert rc == (128 + signal.SIGTERM if SUBREAPER else 0), err
     assert "by SIGTERM" in err
     assert_gone(daemon)
 
@@ -823,10 +856,16 @@ FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof", "hopp
             "hopper-setsid", "launcher", "launcher-ignore"]
 ACTIONS = ["exit", "kill", "close", "kill-guard"]
 ROUNDS = int(os.environ.get("MCP_TETHER_GUARD_ROUNDS", "30"))
-# What the portable backend promises (docs/platforms.md): no escapes (no subreaper), no
-# SIGKILL of the guard (no front, no PDEATHSIG), no socket half-close (no POLLRDHUP).
+# What the portable backend promises (docs/platforms.md): no escapes (no subreaper, no
+# environment to read), no socket half-close (no POLLRDHUP); a SIGKILLed guard's watcher
+# ends its group (no PDEATHSIG, no front).
 PORTABLE_FIXTURES = ["eof", "ignore-eof", "stubborn", "sh-ignore-eof"]
-PORTABLE_ACTIONS = ["exit", "kill", "close"]
+PORTABLE_ACTIONS = ["exit", "kill", "close", "kill-guard"]
+# The darwin backend's (darwin-sim): escapes found by the tree's mark, launchers handed
+# over, the watcher; not pid-hoppers, not a socket's half-close (a full close is seen).
+TREE_FIXTURES = ["eof", "ignore-eof", "stubborn", "daemonize", "sh-ignore-eof", "launcher",
+                 "launcher-ignore"]
+TREE = platform.backend.channels().environ(os.getpid()) is not None
 
 
 @pytest.mark.slow
@@ -854,8 +893,11 @@ def test_the_client_dying_at_random_moments_leaves_no_survivor(lab: Lab) -> None
 
 def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
     for n in range(ROUNDS):
-        if platform.BACKEND == "linux":
+        if platform.BACKEND == "linux" and SUBREAPER:
             fixture, action = rng.choice(FIXTURES), rng.choice(ACTIONS)
+            kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
+        elif TREE:
+            fixture, action = rng.choice(TREE_FIXTURES), rng.choice(ACTIONS)
             kind, delay = rng.choice(["pipe", "socket"]), rng.uniform(0, 0.4)
         else:
             fixture, action = rng.choice(PORTABLE_FIXTURES), rng.choice(PORTABLE_ACTIONS)

@@ -32,6 +32,7 @@ from mcp_tether.proc import (
 from mcp_tether.proc.reap import exit_status, reap_children
 from mcp_tether.proc.signals import pin
 from mcp_tether.proc.spawn import spawn
+from mcp_tether.proc.table import End
 from polling import until
 
 SLEEPER = [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"]
@@ -135,7 +136,7 @@ def test_an_unknown_backend_is_one_clear_line_and_exit_2() -> None:
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.splitlines() == [
         "mcp-tether run: MCP_TETHER_BACKEND='macos' is not a backend (choose one of: "
-        "linux, portable, or leave it unset)"]
+        "linux, portable, darwin, darwin-sim, or leave it unset)"]
 
 
 def test_capabilities_are_probed_once_and_consistent() -> None:
@@ -429,8 +430,11 @@ def test_the_portable_backend_says_what_it_cannot_do() -> None:
         key = (os.fstat(r).st_dev, os.fstat(r).st_ino)
         assert portable.holds(child.pid, {key}) is None
         ch = portable.channels()
-        assert ch.CHANNEL_DETAIL is False and ch.fd_links(child.pid) is None
-        assert ch.pipe_peer(child.pid, 0, key[1], "r") == "unknown"
+        assert ch.CHANNEL_DETAIL is False and ch.fd_ends(child.pid) is None
+        end = End("pipe", "p", "p", "p", "r")
+        look = ch.far_ends()
+        assert look.far(child.pid, 0, end, "in").state == "unknown"
+        assert look.holders("p", set()) == [] and ch.fd_state(child.pid, 0) is None
         rec = portable.read(child.pid)
         assert rec is not None and not rec.exited
         assert (rec.ppid, rec.pgid, rec.sid) == (os.getpid(), child.pid, child.pid)

@@ -40,7 +40,7 @@ pytestmark = needs_proc
 # ----- ps ----------------------------------------------------------------------------
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -60,7 +60,7 @@ def test_ps_reports_a_leak_with_parent_gone_and_stdin_without_writer(
     assert doc["results"][0]["state"] == "leaked"  # leaked first
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_live_server_whose_client_is_alive_is_not_leaked(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -75,7 +75,7 @@ def test_a_live_server_whose_client_is_alive_is_not_leaked(
         assert e["parent"]["role"] == "launcher"
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_socket_stdin_whose_peer_died_has_no_writer(lab: Lab) -> None:
     """Node hosts give servers a UNIX socketpair: the peer is read via sock_diag."""
     pair = lab.pair(socket=True)
@@ -87,7 +87,7 @@ def test_a_socket_stdin_whose_peer_died_has_no_writer(lab: Lab) -> None:
     assert {"parent-gone", "stdin-no-writer"} <= set(e.evidence)
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_wrapper_and_the_server_it_runs_are_one_entry(lab: Lab) -> None:
     pair = lab.pair(wrapper=True)
     result = scan.scan()
@@ -144,7 +144,7 @@ def test_a_malformed_host_config_gives_a_message_and_the_scan_still_works(
     assert e["config"][0]["host"] == "claude-code" and e["config"][0]["name"] == "fake"
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_openmetrics_output_is_well_formed_and_ends_with_eof(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -176,7 +176,7 @@ def test_openmetrics_output_is_well_formed_and_ends_with_eof(
     assert lines.count("# EOF") == 1
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_plain_ps_lists_leaks_first_with_totals(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -194,7 +194,7 @@ def test_plain_ps_lists_leaks_first_with_totals(
 # ----- reap --------------------------------------------------------------------------
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @pytest.mark.parametrize("new_session", [True, False], ids=["own-session", "client-group"])
 def test_reap_yes_ends_the_leak_and_touches_nothing_else(
     lab: Lab, capsys: pytest.CaptureFixture[str], new_session: bool
@@ -220,7 +220,7 @@ def test_reap_yes_ends_the_leak_and_touches_nothing_else(
     assert bystander.poll() is None
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_reap_ends_a_config_matched_leaked_tree_by_default(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -240,7 +240,7 @@ def test_reap_ends_a_config_matched_leaked_tree_by_default(
         assert wait_gone(m, DEADLINE) is not None
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None:
     """The plan's start times are faked ("the pid now belongs to someone else")."""
     orphan = lab.pair().orphan()
@@ -259,7 +259,7 @@ def test_a_pid_reused_between_scan_and_signal_is_not_signalled(lab: Lab) -> None
     assert compare(orphan) == SAME  # untouched
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_pid_reused_within_the_same_clock_tick_is_not_signalled(lab: Lab) -> None:
     """Same pid, same start tick, another process: told apart by its parent and its
     channel, checked after the pidfd pins it (a start time counted in clock ticks
@@ -284,7 +284,7 @@ def test_reap_without_a_terminal_or_yes_refuses(
     assert compare(orphan) == SAME
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_reap_asks_about_what_it_will_end_counted_in_words(
     lab: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -309,7 +309,7 @@ def test_reap_asks_about_what_it_will_end_counted_in_words(
     assert compare(first) == SAME and compare(second) == SAME
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_reap_dry_run_shows_the_plan_and_ends_nothing(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -377,7 +377,7 @@ def test_only_reap_may_signal_and_only_through_the_core() -> None:
             assert not re.search(r"\b(signal_process|signal_group|\.signal\()", src), f
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @pytest.mark.parametrize("launcher", ["module", "script"])
 def test_ps_shows_the_inner_command_of_a_guarded_server(
     lab: Lab, capsys: pytest.CaptureFixture[str], launcher: str
@@ -396,11 +396,17 @@ def test_ps_shows_the_inner_command_of_a_guarded_server(
     e = entry(doc, pair.server.pid)
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["command"][-len(server) - 4:-len(server)] == ["run", "--grace", "1", "--"]
-    # the guard's front (the pid the host knows), its supervisor, the server
-    assert e["shown_command"] == server and len(e["members"]) == 3
+    # the guard's front (the pid the host knows), its supervisor, the server; no front
+    # where the guard cannot watch its host past one (no pidfds: the darwin backend),
+    # but the guard's watcher where there is no parent-death signal (the darwin one)
+    from mcp_tether import platform
+
+    others = (2 if platform.backend.WATCHES_BEYOND_PARENT else 1) \
+        + (0 if platform.has_pdeathsig() else 1)
+    assert e["shown_command"] == server and len(e["members"]) == others + 1
     rc, out, _ = run_cli(capsys, "ps")
     row = next(ln for ln in out.splitlines() if ln.split()[1:2] == [str(pair.server.pid)])
-    assert "guarded: " in row and "mcp-server-fake.py [+2]" in row
+    assert "guarded: " in row and f"mcp-server-fake.py [+{others}]" in row
     assert "mcp_tether run" not in row and "mcp-tether run" not in row
 
 
@@ -459,6 +465,46 @@ def test_config_entries_match_the_package_a_process_was_identified_as_running() 
     assert m("uvx", "mcp_server_time").matches_package(py)
     assert m("pipx", "run", "mcp-server-time==1.0").matches_package(py)
     assert not m("uvx", "mcp-server-git").matches_package(py)
+
+
+def test_a_config_entry_is_run_exactly_as_written_or_not() -> None:
+    """`Matcher.exactly`: one member's command line ends in the entry's command and every
+    argument, flags included (a runner's words from its package on), in the entry's cwd,
+    with the entry's variables; an edit of a flag, an operand, the cwd or a variable
+    gives another fingerprint, and the old tree no longer runs the entry exactly."""
+    from types import SimpleNamespace
+
+    from mcp_tether.scan.match import Matcher
+
+    def m(command: str, *args: str, env: dict[str, str] | None = None,
+          cwd: str | None = None) -> Matcher:
+        return Matcher.of(SimpleNamespace(command=command, args=list(args), env=env or {},
+                                          cwd=cwd, host="h", name="n", path="p"))
+
+    py = ["/usr/bin/python3", "/srv/mini.py", "--v1", "alpha"]
+    v1 = m("python3", "/srv/mini.py", "--v1", "alpha")
+    assert v1.exactly([py], "/srv", {})
+    for edited in (m("python3", "/srv/mini.py", "--v2", "alpha"),  # a flag
+                   m("python3", "/srv/mini.py", "--v1", "beta"),  # an operand
+                   m("python3", "/srv/mini.py", "--v1"),  # an argument dropped
+                   m("python3", "/srv/other.py", "--v1", "alpha")):  # the script
+        assert edited.fingerprint != v1.fingerprint and not edited.exactly([py], "/srv", {})
+    assert m("python3", "mini.py", "--v1", "alpha").exactly([py], "/srv", {})  # cwd-relative
+    assert not m("python3", "mini.py", "--v1", "alpha").exactly([py], "/elsewhere", {})
+    env = m("python3", "/srv/mini.py", "--v1", "alpha", env={"K": "v"})
+    assert env.exactly([py], "/srv", {"K": "v", "HOME": "/root"})
+    assert not env.exactly([py], "/srv", {"K": "w"}) and not env.exactly([py], "/srv", None)
+    assert env.fingerprint != v1.fingerprint
+    assert not m("python3", "/srv/mini.py", "--v1", "alpha", cwd="/a").exactly([py], "/b", {})
+    npx = m("npx", "-y", "@acme/weather@1.2", "--units", "si")
+    assert npx.exactly([["npm exec @acme/weather@1.2 --units si"]], "/", {})  # a title
+    assert npx.exactly([["sh", "-c", "weather --units si"],
+                        ["node", "/home/u/.npm/_npx/1/node_modules/.bin/weather", "--units",
+                         "si"]], "/", {})
+    assert not npx.exactly([["npm exec @acme/weather@1.2 --units imperial"]], "/", {})
+    guarded = m("mcp-tether", "run", "--", "python3", "/srv/mini.py", "--v1", "alpha")
+    assert guarded.exactly([["/usr/bin/mcp-tether", "run", "--", "python3", *py[1:]]], "/srv",
+                           {})  # the guard's argv holds the entry's words as written
 
 
 def test_every_scan_reads_the_host_configs_afresh(

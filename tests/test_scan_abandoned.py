@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from mcp_tether.proc import ProcessId, identify, is_running
+from mcp_tether.proc.table import End
 from mcp_tether.scan import abandoned
 from mcp_tether.scan.abandoned import Waits, listens
 from scan_lab import (
@@ -211,23 +212,24 @@ def test_where_the_backend_cannot_see_how_a_host_waits_nothing_is_abandoned(
     assert is_running(h.a) and is_running(h.b)
 
 
-FAR = {5: ("pipe:[100]", (15, 100))}
+READ_END = End("pipe", "pipe:[100]:r", "pipe:[100]", "pipe:[100]", "r", 100)
+FAR = {5: (READ_END, (15, 100))}
 
 
 def test_an_epoll_item_added_under_a_since_closed_fd_still_counts_by_its_open_file() -> None:
     """The item's tfd 9 is closed (a dup, fd 5, keeps the pipe): matched by (dev, ino)."""
-    w = Waits({5: "pipe:[100]"}, [(9, 0x19, (15, 100))], False, [(1, "epoll", None)])
+    w = Waits({5: READ_END}, [(9, 0x19, (15, 100))], False, [(1, "epoll", None)])
     assert listens(w, FAR)[0] == "yes"
 
 
 def test_an_epoll_item_that_waits_for_output_only_is_not_listening() -> None:
-    w = Waits({5: "pipe:[100]"}, [(5, 0x4, (15, 100))], False, [(1, "epoll", None)])
+    w = Waits({5: READ_END}, [(5, 0x4, (15, 100))], False, [(1, "epoll", None)])
     assert listens(w, FAR)[0] == "no"
 
 
 def test_waits_that_cannot_be_read_are_unknown_never_no() -> None:
     """poll/select, an io_uring, unreadable threads or fds (the portable backend)."""
-    links = {5: "pipe:[100]"}
+    links = {5: READ_END}
     for w in (Waits(links, [], False, [(1, "poll", None)]),
               Waits(links, [], True, [(1, "other", None)]),
               Waits(links, [], False, None),

@@ -78,14 +78,15 @@ def test_a_server_whose_output_a_live_host_reads_is_never_leaked_nor_ended(
 ) -> None:
     """1. a live host's server behind a dead wrapper, its input (half-)closed, its
     output read; 2. ps: not leaked (live with the reader named; unknown on the portable
-    backend), and reap agrees; 3. reap --yes, --include stdio --yes and two --watch
-    rounds at --min-age 0 end nothing; 4. the server runs and the host still reads it."""
+    backend, which sees no far ends), and reap agrees; 3. reap --yes, --include stdio
+    --yes and two --watch rounds at --min-age 0 end nothing; 4. the server runs and the
+    host still reads it."""
     host, srv, count = start_host(lab, shape)
     doc = assert_ps_and_reap_agree(capsys, srv.pid)
     e = entry(doc, srv.pid)
     assert e is not None, [s["command"] for s in doc["results"]]
     assert e["parent"]["role"] == "adopter" and "parent-gone" in e["evidence"]
-    if platform.BACKEND == "linux":
+    if platform.backend.channels().CHANNEL_DETAIL:  # far ends seen (Linux, darwin)
         assert e["state"] == "live", e
         assert "stdin-no-writer" in e["evidence"] and "stdout-no-reader" not in e["evidence"]
         assert "reader-held" in e["evidence"], e
@@ -116,21 +117,25 @@ def _tree(pid: int, adopted: bool, channels: list[Channel]) -> Server:
 
 
 def _settle(trees: list[Server], holders: dict[int, list[int]]) -> dict[int, str]:
-    """`rules.settle` with `judge` over `holders` (channel inode -> who holds its far
-    end): each tree's state."""
+    """`rules.settle` with `judge` over `holders` (a channel's far end -> who holds it):
+    each tree's state."""
 
     def judge(s: Server, leaked: frozenset[int]) -> None:
         skip = {m.ident.pid for m in s.members}
         s.evidence = rules.judge(s.parent["role"] == "adopter", s.channels,
-                                 lambda c: [p for p in holders.get(c.inode, []) if p not in skip],
+                                 lambda c: [p for p in holders.get(int(c.far or 0), [])
+                                            if p not in skip],
                                  lambda pid: "x", leaked_elsewhere=leaked - skip).evidence
 
     rules.settle(trees, judge)
     return {s.pid: s.state for s in trees}
 
 
-def _chans(ino: int, writer: str, reader: str) -> list[Channel]:
-    return [Channel(0, "pipe", "in", ino, writer), Channel(1, "pipe", "out", ino + 1, reader)]
+def _chans(n: int, writer: str, reader: str) -> list[Channel]:
+    """fd 0 reads what far end n writes, fd 1 writes what far end n + 1 reads (numbers
+    naming ends: `holders` says who holds each)."""
+    return [Channel(0, "pipe", "in", f"{n}r", writer, far=str(n)),
+            Channel(1, "pipe", "out", f"{n}w", reader, far=str(n + 1))]
 
 
 def test_a_far_end_held_by_another_leaked_tree_keeps_nothing_and_one_held_live_keeps_its_chain(
@@ -155,9 +160,12 @@ def test_a_far_end_held_by_another_leaked_tree_keeps_nothing_and_one_held_live_k
 def test_a_socket_used_both_ways_is_judged_per_direction() -> None:
     """One socket at fd 0 and fd 1 is two channels: a peer's SHUT_WR ends the input
     only, and the live peer's holder keeps the tree; its SHUT_RDWR ends both."""
-    half = [Channel(0, "socket", "in", 7, "no"), Channel(1, "socket", "out", 7, "yes")]
+    def sock(fd: int, side: str, peer: str) -> Channel:
+        return Channel(fd, "socket", side, "6", peer, far="7")
+
+    half = [sock(0, "in", "no"), sock(1, "out", "yes")]
     assert _settle([_tree(1, True, half)], {7: [9]}) == {1: "live"}
-    both = [Channel(0, "socket", "in", 7, "no"), Channel(1, "socket", "out", 7, "no")]
+    both = [sock(0, "in", "no"), sock(1, "out", "no")]
     assert _settle([_tree(1, True, both)], {7: [9]}) == {1: "leaked"}
-    unreadable = [Channel(0, "socket", "in", 7, "no"), Channel(1, "socket", "out", 7, "unknown")]
+    unreadable = [sock(0, "in", "no"), sock(1, "out", "unknown")]
     assert _settle([_tree(1, True, unreadable)], {7: [9]}) == {1: "unknown"}

@@ -235,7 +235,7 @@ def test_a_node_service_host_whose_server_crashed_is_no_server_and_survives_reap
     _assert_host_kept(lab, capsys, host)
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_live_host_under_init_is_a_host_and_its_live_servers_are_listed_apart(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -300,7 +300,7 @@ print(h.pid, flush=True)
 
 
 def test_a_host_on_dev_null_is_no_wrapper_of_its_sdk_server(
-    lab: Lab, capsys: pytest.CaptureFixture[str], backend: str
+    lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """1. a host named like nothing in particular, stdin /dev/null, parent pid 1, runs a
     live `mcp` SDK server on one socketpair (the server diverts its own fd 0 to
@@ -329,8 +329,47 @@ def test_a_host_on_dev_null_is_no_wrapper_of_its_sdk_server(
     assert e is not None, [x["command"] for x in doc["results"]]
     assert e["parent"]["pid"] == host.pid and [m["pid"] for m in e["members"]] == [srv.pid]
     assert e["state"] == "live" and "parent-gone" not in e["evidence"]
-    assert e["stdin"]["private"] is (backend == "linux")  # the portable one sees no fds
+    # seen where the backend reads other processes' fds (not the portable one)
+    assert e["stdin"]["private"] is platform.backend.channels().CHANNEL_DETAIL
     assert_ps_and_reap_agree(capsys, srv.pid, "stdio", "guess")  # the same, seen from here
+
+
+# A host that starts one server (whose command it takes from its own argv, so that its
+# argv names the server's file), then closes its ends of the server's pipes without
+# ending it: its only child is a server it no longer holds any far end of.
+DROPPING_HOST = """\
+import subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+p.stdin.close()
+p.stdout.close()
+print(p.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.requires_linux_backend(FAR_ENDS)
+def test_a_host_that_closed_its_servers_pipes_is_still_no_server_nor_its_wrapper(
+        lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
+    """1. a host whose argv names an MCP server file (a name guess) starts that server on
+    pipes of its own, then closes its ends (the server lives on, EOF ignored); 2. `ps`
+    lists the server as its own tree whose parent is the host (it launched it on a
+    channel of its own), never the host as a server with the server folded in."""
+    server = lab.script("mcp-server-kept.py", Path(__file__).with_name("servers")
+                        .joinpath("mini.py").read_text())
+    host_py = lab.script("plain_host.py", DROPPING_HOST)
+    p = lab.popen([sys.executable, str(host_py), sys.executable, str(server), "--thread"],
+                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.stdout is not None
+    srv = identify(int(p.stdout.readline()))
+    assert srv is not None
+    lab.started.append(srv)
+    doc = assert_ps_and_reap_agree(capsys, srv.pid, "stdio", "guess")
+    assert entry(doc, p.pid) is None, entry(doc, p.pid)
+    e = entry(doc, srv.pid)
+    assert e is not None, [x["command"] for x in doc["results"]]
+    assert e["parent"] == {**e["parent"], "pid": p.pid, "role": "host"}, e["parent"]
+    assert [m["pid"] for m in e["members"]] == [srv.pid], e["members"]
+    assert e["state"] == "live"
 
 
 # pid 1 of a fresh pid namespace: a live program, or the project's own init.
@@ -355,7 +394,7 @@ print(child.pid, flush=True)
 """  # ...and exits: the child is adopted by the namespace's init
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @needs_ns
 @pytest.mark.parametrize("pid1", ["live-program", "init"])
 def test_a_child_in_a_pid_namespace_whose_output_is_read_from_outside_is_unknown(
@@ -426,7 +465,7 @@ def _read_until(fd: int, want: bytes, deadline: float) -> bytes:
     return got
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_bare_reap_on_a_terminal_lists_the_leak_and_asks_stating_the_minimum_age(
     lab: Lab
 ) -> None:
@@ -471,39 +510,15 @@ def test_bare_reap_without_a_terminal_refuses_in_one_line_with_exit_2(
         assert wait_gone(leaked, 0.01) is None
 
 
-SHIM_LAUNCHER = """\
-import os, subprocess, sys
-shim_exe, server = sys.argv[1], sys.argv[2]
-out_r, out_w = os.pipe()
-in_r, in_w = os.pipe()
-shim = subprocess.Popen([shim_exe, "-c", "import signal; signal.pause()"], pass_fds=[out_r],
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, start_new_session=True)
-srv = subprocess.Popen([sys.executable, server], stdin=in_r, stdout=out_w,
-                       stderr=subprocess.DEVNULL, start_new_session=True)
-os.close(in_w)  # its input has no writer; its output's reader is the "shim"
-print(shim.pid, srv.pid, flush=True)
-"""  # ...and exits: both are adopted by pid 1
-
-
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_server_whose_output_a_container_engine_shim_reads_is_unknown(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """1. an SDK-identified server under pid 1 has no writer on stdin, and its stdout is
     read by a process named like containerd's shim (the client is beyond it); 2. ps says
     `unknown`; 3. `reap --yes --include stdio` leaves it."""
-    shim_exe = lab.tmp / "containerd-shim-runc-v2"
-    shim_exe.symlink_to(os.path.realpath(sys.executable))
-    server = lab.fake_server(sdk_import=True)
-    launcher = lab.script("shim_launch.py", SHIM_LAUNCHER)
-    out = subprocess.run([sys.executable, str(launcher), str(shim_exe), str(server)],
-                         stdout=subprocess.PIPE, check=True).stdout.split()
-    shim, srv = identify(int(out[0])), identify(int(out[1]))
-    assert shim is not None and srv is not None
-    lab.started += [shim, srv]
+    shim, srv = lab.shimmed_server()
     assert Path(f"/proc/{shim.pid}/comm").read_text().strip() == "containerd-shim"
-    until(lambda: _ppid(srv.pid) == 1, "the server to be adopted by pid 1", DEADLINE)
     e = entry(assert_ps_and_reap_agree(capsys, srv.pid, "stdio"), srv.pid)
     assert e is not None and e["state"] == "unknown", e
     assert "far-end-unseen" in e["evidence"]

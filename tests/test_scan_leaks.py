@@ -61,7 +61,7 @@ def _reap_json(capsys: pytest.CaptureFixture[str], *extra: str) -> dict:  # type
     return json.loads(out)  # type: ignore[no-any-return]
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @needs_node
 def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     lab: Lab, capsys: pytest.CaptureFixture[str]
@@ -86,7 +86,7 @@ def test_a_nameless_node_sdk_server_is_found_identified_and_ended_by_plain_reap(
     assert wait_gone(leaked, DEADLINE) is not None
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_reap(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -109,7 +109,7 @@ def test_a_nameless_python_sdk_server_is_found_identified_and_ended_by_plain_rea
     assert wait_gone(leaked, DEADLINE) is not None
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -138,7 +138,7 @@ def test_an_mcp2_server_with_a_leaked_writer_is_found_past_fd_0_and_not_ended(
     assert compare(leaked) == SAME
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @needs_node
 def test_an_npx_launched_server_is_matched_to_its_config_entry(
     lab: Lab, capsys: pytest.CaptureFixture[str]
@@ -186,7 +186,7 @@ print(h.stdout.readline().decode().strip(), flush=True)
 """  # ...and exits: the host is adopted by pid 1, its own stdout left with no reader
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @pytest.mark.parametrize("include", [[], ["guess"], ["stdio"], ["guess", "stdio"]])
 def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     lab: Lab, capsys: pytest.CaptureFixture[str], include: list[str]
@@ -217,7 +217,7 @@ def test_a_live_host_with_dev_null_stdin_under_pid_1_is_never_proposed(
     assert compare(host_id) == SAME and compare(server_id) == SAME
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_leaked_non_mcp_stdio_process_is_listed_but_ended_only_with_include_stdio(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:

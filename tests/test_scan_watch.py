@@ -47,7 +47,7 @@ class Lines:
         return next((ln for ln in list(self.lines) if all(w in ln for w in words)), None)
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_watch_ends_a_leak_that_appears_after_it_started_and_leaves_young_and_allowed_ones(
     lab: Lab,
 ) -> None:
@@ -129,7 +129,7 @@ def _can_mount_tmpfs() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 @pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs unshare, nsenter and tmpfs as root")
 def test_watch_keeps_reaping_when_its_textfile_and_samples_cannot_be_written(
     lab: Lab, tmp_path: Path,
@@ -225,7 +225,7 @@ def test_watch_keeps_reaping_when_its_textfile_and_samples_cannot_be_written(
         ("samples file", "Read-only file system")], err.lines
 
 
-@pytest.mark.requires_linux_backend(FAR_ENDS)
+@pytest.mark.requires_far_ends(FAR_ENDS)
 def test_a_newline_in_a_command_line_or_a_package_name_keeps_each_record_on_one_line(
     lab: Lab, capsys: pytest.CaptureFixture[str],
 ) -> None:

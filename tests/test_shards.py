@@ -52,23 +52,26 @@ def test_a_pass_times_each_file_as_the_sum_of_its_tests_phases() -> None:
 
 
 def test_each_backend_gets_a_pass_and_the_rest_go_where_the_longest_pass_is() -> None:
-    """1. every backend runs its own files (the portable one its subset) in a pass of its
-    own; 2. a further pass goes to the backend whose heaviest pass is the heaviest, while
-    that splits it; 3. a pass that is one file alone is not split again."""
+    """1. every backend runs its own files (the portable and darwin-sim ones their
+    subsets) in a pass of its own; 2. a further pass goes to the backend whose heaviest
+    pass is the heaviest, while that splits it; 3. a pass that is one file alone is not
+    split again."""
     files = ["test_a.py", "test_b.py", "test_c.py", "test_guard.py", "test_tether.py"]
     linux = {"test_a.py": 40.0, "test_b.py": 30.0, "test_c.py": 30.0, "test_guard.py": 20.0,
              "test_tether.py": 20.0}
-    seconds = {"linux": linux, "portable": {"test_guard.py": 30.0, "test_tether.py": 10.0}}
-    (only,) = [p for p in shards.plan(files, seconds, 1) if p[0] == "linux"]
-    assert only == ("linux", sorted(files))
-    assert shards.plan(files, seconds, 2)[1] == ("portable", ["test_guard.py", "test_tether.py"])
-    four = shards.plan(files, seconds, 4)  # Linux 140 s > 40 s, then 80 s > 40 s
-    assert [p[0] for p in four] == ["linux", "linux", "linux", "portable"]
-    assert [p[1] for p in four[:3]] == [["test_a.py"], ["test_b.py", "test_guard.py"],
+    seconds = {"linux": linux, "portable": {"test_guard.py": 30.0, "test_tether.py": 10.0},
+               "darwin-sim": {"test_guard.py": 25.0}}
+    assert shards.plan(files, seconds, 1) == [
+        ("linux", sorted(files)), ("portable", ["test_guard.py", "test_tether.py"]),
+        ("darwin-sim", ["test_guard.py"])]
+    five = shards.plan(files, seconds, 5)  # Linux 140 s > 40 s, then 80 s > 40 s
+    assert [p[0] for p in five] == ["linux", "linux", "linux", "portable", "darwin-sim"]
+    assert [p[1] for p in five[:3]] == [["test_a.py"], ["test_b.py", "test_guard.py"],
                                         ["test_c.py", "test_tether.py"]]
-    # Four Linux passes: 40 s each at most (test_a.py alone). Then both backends' longest
-    # pass is 40 s and Linux's cannot be split: more passes would not end any sooner.
-    assert [p[0] for p in shards.plan(files, seconds, 50)] == ["linux"] * 4 + ["portable"]
+    # Four Linux passes: 40 s each at most (test_a.py alone). Then the longest pass is
+    # 40 s, Linux's, and it cannot be split: more passes would not end any sooner.
+    assert [p[0] for p in shards.plan(files, seconds, 50)] == \
+        ["linux"] * 4 + ["portable", "darwin-sim"]
 
 
 def test_a_backend_weighs_its_own_seconds_and_the_linux_ones_where_it_has_none(

@@ -16,17 +16,26 @@
 //   is not linked to this process any more. Node cannot make itself a subreaper, so it is
 //   found only while it still carries this tree's mark in its environment
 //   (MCP_TETHER_TREE, set in process.env at arming, inherited by anything spawned after
-//   with the default environment), read from /proc/<pid>/environ.
+//   with the default environment), read from /proc/<pid>/environ on Linux, `ps -E` on
+//   macOS (this user's processes).
+// - What the server detached on purpose for its user is left running and named, one
+//   stderr line each (lib/leave.cjs: a child kept out with `outsideTether`, a terminal
+//   multiplexer's server, a daemon a live process outside the tree uses), with what runs
+//   under it; it is decided before the first signal, again for what the mark finds.
 // - `onExit()` is the last resort when the process exits by any other path
 //   (process.exit in the server's own code, an uncaught exception): the same walk and a
 //   SIGTERM, synchronously, with no wait (an `exit` listener cannot wait).
-// - Linux only (/proc: lib/platform.cjs `PROCFS`). Elsewhere one stderr line says, once,
-//   that descendants are not ended, and nothing is signalled.
+// - Wherever there is a process reader (lib/platform.cjs `PROCS`: /proc on Linux, ps on
+//   macOS). Elsewhere (Windows) one stderr line says, once, that descendants are not
+//   ended, and nothing is signalled.
 
 const { Tree, identify, signalIdent, SUPPORTED } = require('./tree.cjs');
 const { endTree, POLL_FIRST_MS } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
 const { NAME } = require('./platform.cjs');
+const { TREE: MARK, addMark } = require('./mark.cjs');
+const leave = require('./leave.cjs');
+const { PROCS: procs } = require('./platform.cjs');
 
 // The same numbers as the Python helper (tether/children.py): the host's 2 s window
 // (the SDKs' TERM grace) holds the server's close, the hooks and this ladder.
@@ -34,7 +43,6 @@ const HOST_WINDOW_MS = 2000;
 const CHILD_TERM_GRACE_MS = 500;
 const CHILD_KILL_WAIT_MS = 500;
 const MIN_RUNG_MS = 50; // even with no window left, SIGTERM gets this long before SIGKILL
-const MARK = 'MCP_TETHER_TREE';
 
 let warned = false;
 let markValue = null;
@@ -57,15 +65,18 @@ function mark() {
   process.env[MARK] = addMark(process.env[MARK], markValue);
 }
 
-/** `list` (comma-separated tokens, or undefined) with `token` added: a tree inside
- * another (a tethered server behind the Node watchdog) keeps the outer tree's mark too. */
-function addMark(list, token) {
-  const tokens = String(list || '').split(',').filter(Boolean);
-  return tokens.includes(token) ? tokens.join(',') : [...tokens, token].join(',');
-}
-
 function tree() {
   return new Tree(identify(process.pid), { pgid: null, mark: markValue ? `${MARK}=${markValue}` : null });
+}
+
+/** Leave what the server detached for its user among `t`'s members (this process is the
+ * root and the server), and name each newly left one on stderr. */
+function leaveUsers(t) {
+  if (t.members.size === 0) return;
+  const me = procs.stat(process.pid);
+  const before = new Set(t.left.keys());
+  t.leave(leave.decide([...t.members.values()], { root: process.pid, serverSid: me ? me.sid : null }));
+  for (const [pid, v] of t.left) if (!before.has(pid)) say('warning', leave.line(v));
 }
 
 /**
@@ -78,13 +89,15 @@ async function endDescendants(elapsedMs = 0) {
   // The children by their links first (a few small reads) and their SIGTERM at once;
   // the whole-table look (the tree's mark: what left the chain) runs while they exit.
   t.look();
+  leaveUsers(t);
   const sent = new Set([...t.members.values()].map((m) => `${m.pid}:${m.start}`));
   t.signal('SIGTERM', { known: true });
   t.full();
+  leaveUsers(t);
   const late = [...t.members.values()].filter((m) => !sent.has(`${m.pid}:${m.start}`));
   for (const m of late) signalIdent(m, 'SIGTERM');
   const total = sent.size + late.length;
-  if (total === 0) return { found: 0, ended_by: 'none-found', survivors: [] };
+  if (total === 0) return { found: 0, ended_by: 'none-found', survivors: [], left: leftOf(t) };
   const left = Math.max(0, HOST_WINDOW_MS - elapsedMs);
   const termGraceMs = Math.min(CHILD_TERM_GRACE_MS, Math.max(MIN_RUNG_MS, left / 2));
   const killWaitMs = Math.min(CHILD_KILL_WAIT_MS, Math.max(MIN_RUNG_MS, left - termGraceMs));
@@ -95,7 +108,12 @@ async function endDescendants(elapsedMs = 0) {
   say(survivors.length ? 'warning' : 'info', `${total} descendant process(es): ` +
     (survivors.length ? `${survivors.length} still alive after SIGKILL ${JSON.stringify(survivors)}`
       : `ended on ${last.action === 'sigterm' ? 'SIGTERM' : 'SIGKILL'}`));
-  return { found: total, ended_by: endedBy, survivors };
+  return { found: total, ended_by: endedBy, survivors, left: leftOf(t) };
+}
+
+/** What was left, for the shutdown report: `[{pid, start, why}]`. */
+function leftOf(t) {
+  return [...t.left.values()].map(({ pid, start, why }) => ({ pid, start, why }));
 }
 
 /** Synchronous last resort from an `exit` listener: SIGTERM each live descendant. */
@@ -104,10 +122,11 @@ function onExit() {
   try {
     const t = tree();
     if (t.full().length === 0) return 0;
+    leaveUsers(t);
     return t.signal('SIGTERM');
   } catch {
     return 0; // the process is exiting: nothing here may throw
   }
 }
 
-module.exports = { endDescendants, onExit, mark, addMark, unsupported, MARK, HOST_WINDOW_MS };
+module.exports = { endDescendants, onExit, mark, unsupported, HOST_WINDOW_MS };

@@ -12,8 +12,7 @@
 //   host watch is off (stdin EOF, the dead-pipe errors and the signals still work).
 
 const path = require('node:path');
-const { ANCESTRY, PROCFS, NAME } = require('./platform.cjs');
-const procfs = require('./procfs.cjs');
+const { ANCESTRY, PROCS: procs, NAME } = require('./platform.cjs');
 
 const MAX_DEPTH = 32;
 const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ash', 'ksh', 'mksh', 'busybox', 'fish']);
@@ -105,12 +104,12 @@ function watcher(host) {
  * group or session of its own (the Python SDK's hosts) gets undefined: no evidence.
  */
 function adoptedEarly() {
-  if (!PROCFS) return undefined;
-  const me = procfs.stat(process.pid);
+  if (!procs) return undefined;
+  const me = procs.stat(process.pid);
   if (!me || !(me.pgid > 1) || me.pgid === process.pid) return undefined;
-  const leader = procfs.stat(me.pgid);
+  const leader = procs.stat(me.pgid);
   if (leader !== null) return leader === undefined ? undefined : false;
-  const parent = procfs.stat(process.ppid, { dead: true });
+  const parent = procs.stat(process.ppid, { dead: true });
   if (!parent) return undefined;
   return parent.pgid !== me.pgid;
 }

@@ -21,6 +21,21 @@ function oneLine(err) {
   return text.replace(/\s+/g, ' ').slice(0, 300);
 }
 
+// What a terminal would obey: C0 and C1 controls, DEL, the bidirectional overrides.
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` for one terminal line: every control character shown as an escape (`\x1b`,
+ * `\n`), never sent, as the Python package's report/escape.py `terminal` does. */
+function shown(text) {
+  return String(text).replace(CONTROLS, (c) => {
+    const n = c.charCodeAt(0);
+    if (n === 9) return '\\t';
+    if (n === 10) return '\\n';
+    if (n === 13) return '\\r';
+    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+  });
+}
+
 function say(level, text, who = 'mcp-tether') {
   if (LEVELS[level] < current) return;
   try {
@@ -30,4 +45,4 @@ function say(level, text, who = 'mcp-tether') {
   }
 }
 
-module.exports = { say, oneLine, threshold, LEVELS };
+module.exports = { say, oneLine, shown, threshold, LEVELS };

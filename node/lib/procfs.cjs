@@ -13,6 +13,9 @@
 // - `children(pid)` reads /proc/<pid>/task/<tid>/children; on a kernel without them
 //   (no CONFIG_PROC_CHILDREN) `childrenFilesMissing()` turns true, and callers read the
 //   whole table (`table()`) instead.
+// - `fds(pid)`, `fdMode(pid, fd)`, `unixTable(pid)` and `tcpTable(pid)` are the raw reads
+//   behind a process's endpoints (lib/endpoints.cjs): its fd links, how a pipe end is
+//   open, and the unix and TCP sockets of its network namespace. null where unreadable.
 
 const fs = require('node:fs');
 
@@ -43,7 +46,9 @@ function stat(pid, { dead = false } = {}) {
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const state = rest[0]; // field 3
   if (!dead && (state === 'Z' || state === 'X')) return null; // dead, not yet reaped
-  return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), start: rest[19] }; // fields 4, 5, 22
+  // fields 4 (ppid), 5 (pgid), 6 (session), 7 (controlling terminal, 0: none), 22 (start)
+  return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), sid: Number(rest[3]),
+    tty: Number(rest[4]), start: rest[19] };
 }
 
 /** `{pid, ppid, pgid, start, argv}`, `null` (gone) or `undefined` (cannot tell). */
@@ -137,6 +142,15 @@ function uptime() {
   }
 }
 
+/** The value of `name` in a raw environment (NUL-separated, as /proc gives it), or ''. */
+function envValue(raw, name) {
+  const key = `${name}=`;
+  const at = raw.startsWith(key) ? 0 : raw.indexOf(`\0${key}`) + 1;
+  if (at === 0 && !raw.startsWith(key)) return '';
+  const end = raw.indexOf('\0', at);
+  return raw.slice(at + key.length, end === -1 ? undefined : end);
+}
+
 /** What fd `n` of `pid` is (`socket:[123]`, `pipe:[456]`), or null. */
 function fdTarget(n, pid = 'self') {
   try {
@@ -146,6 +160,65 @@ function fdTarget(n, pid = 'self') {
   }
 }
 
+/** `[[fd, link]]` of every open fd of `pid`, or null (gone, or not ours to read). */
+function fds(pid) {
+  let names;
+  try {
+    names = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return null;
+  }
+  const out = [];
+  for (const n of names) {
+    const link = fdTarget(n, pid);
+    if (link !== null) out.push([Number(n), link]);
+  }
+  return out;
+}
+
+/** How fd `fd` of `pid` is open: 'r', 'w', 'rw', or null (fdinfo's flags: O_ACCMODE). */
+function fdMode(pid, fd) {
+  try {
+    const m = /^flags:\s*([0-7]+)/m.exec(fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'latin1'));
+    return m ? ['r', 'w', 'rw'][parseInt(m[1], 8) & 3] || null : null;
+  } catch {
+    return null;
+  }
+}
+
+function lines(file) {
+  try {
+    return fs.readFileSync(file, 'latin1').split('\n').slice(1).filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** Map inode -> {flags, state, name} of the unix sockets in `pid`'s network namespace. */
+function unixTable(pid) {
+  const out = new Map();
+  for (const line of lines(`/proc/${pid}/net/unix`)) {
+    // Num RefCount Protocol Flags Type St Inode [Path]
+    const m = /^\s*\S+\s+\S+\s+\S+\s+(\S+)\s+\S+\s+(\S+)\s+(\d+)(?: (.*))?$/.exec(line);
+    if (m) out.set(m[3], { flags: parseInt(m[1], 16), state: parseInt(m[2], 16), name: m[4] || '' });
+  }
+  return out;
+}
+
+/** `[{ino, state, local, remote}]` of the TCP sockets in `pid`'s network namespace; an
+ * address is `HEX:PORT` as the kernel prints it (`tcpAddress` reads it). */
+function tcpTable(pid) {
+  const out = [];
+  for (const name of ['tcp', 'tcp6']) {
+    for (const line of lines(`/proc/${pid}/net/${name}`)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9) out.push({ ino: f[9], state: parseInt(f[3], 16), local: f[1], remote: f[2] });
+    }
+  }
+  return out;
+}
+
 module.exports = {
-  stat, readProcess, watcher, children, childrenFilesMissing, table, environ, fdTarget, uptime,
+  stat, readProcess, watcher, children, childrenFilesMissing, table, environ, envValue,
+  fdTarget, uptime, fds, fdMode, unixTable, tcpTable,
 };

@@ -8,12 +8,13 @@
 //   ran through tether(), written after the descendants' ladder and before the exit:
 //   `{"version":1,"pid":N,"start":"<stat field 22>"|null,"reason":"stdin-end",
 //   "status":0,"children":{"found":N,"ended_by":"sigterm"|"sigkill"|"none"|
-//   "none-found"|"unknown","survivors":[{pid,start}]},"armed":{"by":"tether()"|"preload",
-//   "at":N|null}}` ("none": something outlived SIGKILL; "unknown": this platform cannot
-//   list descendants). `armed.at` is when the tether armed (and marked the environment
-//   its later children inherit), on the clock process start times are read on
-//   (lib/platform.cjs `processClock`): a descendant that started before it carries no
-//   mark, and once it leaves the tree no shutdown can find it.
+//   "none-found"|"unknown","survivors":[{pid,start}],"left":[{pid,start,why}]},
+//   "armed":{"by":"tether()"|"preload","at":N|null}}` ("none": something outlived
+//   SIGKILL; "unknown": this platform cannot list descendants; `left`: what was left
+//   running for the user, lib/leave.cjs's `why`). `armed.at` is when the tether armed
+//   (and marked the environment its later children inherit), on the clock process start
+//   times are read on (lib/platform.cjs `processClock`): a descendant that started before
+//   it carries no mark, and once it leaves the tree no shutdown can find it.
 // - One synchronous write with O_APPEND (lines of one file from several processes of
 //   one tree do not interleave); a file that cannot be written costs one debug line.
 // - Never stdout; the variable stays in the environment (a tethered child writes its own

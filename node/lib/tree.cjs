@@ -2,41 +2,48 @@
 // A server's process tree, recorded by identity, and the signals sent to it.
 //
 // Guarantees:
-// - A member is (pid, start time): `/proc/<pid>/stat` field 22 on Linux. A recorded
-//   member whose pid now has another start time is gone, never signalled; one that
-//   cannot be read is kept as `unknown` and never signalled either.
+// - A member is (pid, start time): `/proc/<pid>/stat` field 22 on Linux, `ps`'s `lstart`
+//   on macOS (lib/platform.cjs `PROCS`). A recorded member whose pid now has another
+//   start time is gone, never signalled; one that cannot be read is kept as `unknown` and
+//   never signalled either.
 // - The record only grows while the tree lives: a member seen once stays known after its
 //   parent exits, so a helper that left the group (setsid) and was reparented to init is
 //   still found, and its own children with it. A process that forks and loses its parent
 //   between two looks (a double-fork inside one poll) is not seen: without a subreaper
 //   (Node cannot be one) that gap is the limit of this walk.
 // - A look reads `/proc/<pid>/task/<tid>/children` of the known members (a few small
-//   reads, whatever else runs on the machine); where that file is missing it reads every
-//   `/proc/<pid>/stat` once. `full()` always reads every process, so group members whose
-//   parent is gone are found too.
+//   reads, whatever else runs on the machine); where there are no children lists (a
+//   kernel without them; macOS's ps) it reads the whole table once (one ps run).
+//   `full()` always reads every process, so group members whose parent is gone are
+//   found too, and prunes the members from that same reading.
 // - The group is signalled with kill(-pgid) only while a process of that group is a
 //   recorded member, and its members are recorded only while that holds or its leader (the
 //   server, pid = pgid) is gone or still itself: a pgid whose leader pid is now another
 //   process is never taken (the number could be a new group's). Each member outside the
 //   group is re-read right before its signal. Node has no pidfd: a pid that dies and is
 //   reused between that read and the kill is the one race left, microseconds wide.
-// - Linux only (lib/platform.cjs `PROCFS`; the reads are lib/procfs.cjs). Elsewhere
+// - `leave(left)` takes processes out of the tree for good (lib/leave.cjs: what the
+//   server detached for its user): from then on they are never recorded nor signalled,
+//   nor is what they fork, nor the group while one of them is in it (its members are
+//   then signalled one by one).
+// - Wherever there is a process reader (Linux's /proc, macOS's ps). Elsewhere (Windows)
 //   `SUPPORTED` is false and only the group is signalled.
 
-const { PROCFS: SUPPORTED } = require('./platform.cjs');
-const procfs = require('./procfs.cjs');
+const { PROCS: procs } = require('./platform.cjs');
+
+const SUPPORTED = procs !== null;
 
 /** `{pid, start}` of a live process, `null` if gone, `undefined` if it cannot be told. */
 function identify(pid, { dead = false } = {}) {
   if (!SUPPORTED) return undefined;
-  const st = procfs.stat(pid, { dead });
+  const st = procs.stat(pid, { dead });
   return st && { pid, start: st.start, pgid: st.pgid };
 }
 
 /** true (the same process lives), false (gone or replaced), undefined (cannot tell). */
 function same(ident) {
   if (!SUPPORTED) return undefined;
-  const st = procfs.stat(ident.pid);
+  const st = procs.stat(ident.pid);
   if (st === undefined) return undefined;
   return st !== null && st.start === ident.start;
 }
@@ -62,25 +69,56 @@ class Tree {
     // in NAME (a comma-separated list) descends from the tree, even if its parent is gone.
     this.mark = mark;
     this.leader = leader; // {pid, start} of the group's leader (pid === pgid), if known
-    this.members = new Map(); // pid -> {pid, start, pgid}
+    this.members = new Map(); // pid -> {pid, start, pgid, sid}
+    this.left = new Map(); // pid -> what lib/leave.cjs decided: out of the tree for good
     if (includeRoot && root) this.members.set(root.pid, { ...root });
   }
 
+  /** Take `left` (Map pid -> {pid, start, pgid, why, ...}) out of the tree for good. */
+  leave(left) {
+    for (const [pid, v] of left) {
+      this.left.set(pid, v);
+      const m = this.members.get(pid);
+      if (m && m.start === v.start) this.members.delete(pid);
+    }
+  }
+
+  /** `st` was left, or a left process forked it since (it goes with its parent). */
+  _isLeft(st) {
+    if (this.left.size === 0) return false;
+    const v = this.left.get(st.pid);
+    if (v && v.start === st.start) return true;
+    const parent = this.left.get(st.ppid);
+    if (!parent) return false;
+    const now = procs.stat(parent.pid);
+    if (!now || now.start !== parent.start) return false; // reparented: its parent is gone
+    this.left.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid, sid: st.sid, why: 'under',
+      detail: `${parent.pid} (its parent)`, command: null });
+    return true;
+  }
+
+  /** Whether a left process is in the server's group: then no kill(-pgid) is sent. */
+  _groupShared() {
+    return [...this.left.values()].some((v) => v.pgid === this.pgid);
+  }
+
   _add(st) {
+    if (this._isLeft(st)) return false;
     const known = this.members.get(st.pid);
     if (known && known.start === st.start) {
       known.pgid = st.pgid;
       return false;
     }
-    this.members.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid });
+    this.members.set(st.pid, { pid: st.pid, start: st.start, pgid: st.pgid, sid: st.sid });
     return true;
   }
 
-  /** Drop members that are gone; return the live ones (unknowns count as live). */
-  _prune() {
+  /** Drop members that are gone; return the live ones (unknowns count as live). `snap`:
+   * a whole-table reading (Map pid -> record) to judge them by, instead of one read each. */
+  _prune(snap = null) {
     const live = [];
     for (const [pid, m] of this.members) {
-      const st = procfs.stat(pid);
+      const st = snap ? (snap.get(pid) || null) : procs.stat(pid);
       if (st === null || (st && st.start !== m.start)) {
         this.members.delete(pid);
       } else {
@@ -93,32 +131,33 @@ class Tree {
 
   /** Where a walk starts: the root if it is still itself, and every live member (a pid
    * reused by a stranger is pruned first, so a stranger's children are never taken). */
-  _starts() {
-    const live = this._prune();
+  _starts(snap = null) {
+    const live = this._prune(snap);
     const starts = live.map((m) => m.pid);
-    if (this.root && same(this.root)) starts.push(this.root.pid);
+    const root = this.root && (snap ? snap.get(this.root.pid) : procs.stat(this.root.pid));
+    if (root && root.start === this.root.start) starts.push(this.root.pid);
     return { live, starts };
   }
 
   /** A cheap look: the children of the root and of every known member. */
   look() {
     if (!SUPPORTED) return [];
-    if (procfs.childrenFilesMissing()) return this.full();
+    if (procs.childrenFilesMissing()) return this.full();
     const queue = this._starts().starts;
     const seen = new Set();
     while (queue.length) {
       const pid = queue.shift();
       if (seen.has(pid)) continue;
       seen.add(pid);
-      for (const child of procfs.children(pid)) {
-        const st = procfs.stat(child);
-        if (st && st.ppid === pid) {
+      for (const child of procs.children(pid)) {
+        const st = procs.stat(child);
+        if (st && st.ppid === pid && !this._isLeft(st)) {
           this._add(st);
           queue.push(child);
         }
       }
     }
-    if (procfs.childrenFilesMissing()) return this.full();
+    if (procs.childrenFilesMissing()) return this.full();
     return this._prune();
   }
 
@@ -126,17 +165,18 @@ class Tree {
    * every process of the server's group while a member still holds that group. */
   full() {
     if (!SUPPORTED) return [];
-    const { live, starts } = this._starts();
+    const all = procs.table();
+    const snap = new Map(all.map((st) => [st.pid, st]));
+    const { live, starts } = this._starts(snap);
     const groupHeld = this.pgid !== null && (live.some((m) => m.pgid === this.pgid) ||
-      this._leaderKept());
+      this._leaderKept(snap));
     const kids = new Map();
-    const all = procfs.table();
     for (const st of all) {
       if (!kids.has(st.ppid)) kids.set(st.ppid, []);
       kids.get(st.ppid).push(st);
       if (groupHeld && st.pgid === this.pgid) this._add(st);
     }
-    if (this.mark && this.root) this._marked(all);
+    if (this.mark && this.root) this._marked(all, snap);
     const queue = [...starts, ...[...this.members.keys()].filter((p) => !starts.includes(p))];
     const seen = new Set();
     while (queue.length) {
@@ -144,42 +184,49 @@ class Tree {
       if (seen.has(pid)) continue;
       seen.add(pid);
       for (const st of kids.get(pid) || []) {
+        if (this._isLeft(st)) continue;
         this._add(st);
         queue.push(st.pid);
       }
     }
-    return this._prune();
+    return this._prune(snap);
   }
 
   /** Record the processes of `all` that carry the tree's mark: only those started at or
    * after the root (none before it could have inherited the mark from it). */
-  _marked(all) {
+  _marked(all, snap) {
     const eq = this.mark.indexOf('=');
-    const name = this.mark.slice(0, eq + 1);
+    const name = this.mark.slice(0, eq);
     const token = this.mark.slice(eq + 1);
     const since = Number(this.root.start);
-    const newer = new Set(all.filter((st) => Number(st.start) >= since).map((st) => st.pid));
+    // Started in the root's clock tick or later, but for the root's own ancestors (a
+    // namespace's init started in the same tick would otherwise pass for a descendant, and
+    // hide the daemons it adopted behind the shortcut below).
+    const above = new Set();
+    for (let p = this.root.pid; p > 0 && !above.has(p);) {
+      above.add(p);
+      const st = snap.get(p);
+      p = st ? st.ppid : 0;
+    }
+    const newer = new Set(all.filter((st) => Number(st.start) >= since && !above.has(st.pid))
+      .map((st) => st.pid));
     for (const st of all) {
       if (st.pid === this.root.pid || this.members.has(st.pid) || !newer.has(st.pid)) continue;
       // A descendant of a newer process is found from it, by ppid: only the top of each
       // newer subtree (its parent older than the root: init, a subreaper) is read.
       if (newer.has(st.ppid)) continue;
-      const env = procfs.environ(st.pid);
+      const env = procs.environ(st.pid);
       if (env === null) continue; // gone, or not ours to read: not ours to signal either
-      const at = env.startsWith(name) ? 0 : env.indexOf(`\0${name}`) + 1;
-      if (at <= 0 && !env.startsWith(name)) continue;
-      const end = env.indexOf('\0', at);
-      const value = env.slice(at + name.length, end === -1 ? undefined : end);
-      if (value.split(',').includes(token)) this._add(st);
+      if (procs.envValue(env, name).split(',').includes(token)) this._add(st);
     }
   }
 
   /** The group's number is still ours: its leader lives as itself or is gone, not
    * replaced (a new group of that number needs a new process of that pid). */
-  _leaderKept() {
+  _leaderKept(snap) {
     if (!this.leader) return false;
-    const st = procfs.stat(this.leader.pid);
-    return st === null || (st !== undefined && st.start === this.leader.start);
+    const st = snap.get(this.leader.pid) || null;
+    return st === null || st.start === this.leader.start;
   }
 
   /** True when no process holds the server's group (one kill(-pgid, 0)): what a look of
@@ -202,7 +249,8 @@ class Tree {
     const live = !SUPPORTED ? [] : known ? this._prune() : this.full();
     let sent = 0;
     const groupHeld = !SUPPORTED || live.some((m) => m.pgid === this.pgid);
-    if (this.pgid !== null && groupHeld) {
+    const shared = this._groupShared(); // a left process in it: members one by one
+    if (this.pgid !== null && groupHeld && !shared) {
       try {
         process.kill(-this.pgid, sig);
         sent += 1;
@@ -211,21 +259,33 @@ class Tree {
       }
     }
     for (const m of live) {
-      if (m.pgid !== this.pgid && signalIdent(m, sig)) sent += 1;
+      if ((m.pgid !== this.pgid || shared) && signalIdent(m, sig)) sent += 1;
     }
     return sent;
   }
 }
 
-/** Live members of `tree` that hold this process's stdin or stdout (a server a launcher
- * handed the stdio to before it exited). */
-function stdioHolders(tree) {
-  // Only a pipe or a socket is the host's: /dev/null or a file says nothing about who.
-  const ours = new Set([procfs.fdTarget(0), procfs.fdTarget(1)]
-    .filter((t) => /^(pipe|socket):/.test(t || '')));
-  // A whole-table look: a server the launcher started just before it left was likely
-  // never seen by a look while the launcher lived; it is still in the group.
-  return tree.full().filter((m) => [0, 1].some((n) => ours.has(procfs.fdTarget(n, m.pid))));
+/** The pipes and sockets on fds 0 and 1 of `pid` (default: this process), as links: only
+ * these are a host's channel (/dev/null or a file says nothing about who). undefined
+ * where descriptors cannot be read (macOS's ps). */
+function stdioTargets(pid = 'self') {
+  if (!SUPPORTED) return [];
+  const got = [procs.fdTarget(0, pid), procs.fdTarget(1, pid)];
+  if (got.includes(undefined)) return undefined;
+  return got.filter((t) => /^(pipe|socket):/.test(t || ''));
 }
 
-module.exports = { Tree, identify, same, signalIdent, stdioHolders, SUPPORTED };
+/** Live members of `tree` that hold this process's stdin or stdout (a server a launcher
+ * handed the stdio to before it exited). Where descriptors cannot be read, every live
+ * member may be that server: all count as holders (unknown is never "nobody"). */
+function stdioHolders(tree) {
+  const targets = stdioTargets();
+  // A whole-table look: a server the launcher started just before it left was likely
+  // never seen by a look while the launcher lived; it is still in the group.
+  const live = tree.full();
+  if (targets === undefined) return live;
+  const ours = new Set(targets);
+  return live.filter((m) => [0, 1].some((n) => ours.has(procs.fdTarget(n, m.pid))));
+}
+
+module.exports = { Tree, identify, same, signalIdent, stdioHolders, stdioTargets, SUPPORTED };

@@ -25,6 +25,8 @@
 //   the ladder runs (a close() that raced start()) before the tree is called empty
 //   (lib/ladder.cjs). One that also replaced its environment escapes this watchdog (the
 //   guard, a subreaper, does not).
+// - What the server detached on purpose for its user (lib/leave.cjs) is taken out of the
+//   tree when the ladder starts: never signalled nor waited for, named on stderr.
 // - The watchdog exits only when the tree is empty, with the server's status (128+N after
 //   signal N; 127 / 126 when the command cannot start). When the server exits by itself,
 //   what is left of its tree gets the ladder from SIGTERM, unless a process of the tree
@@ -37,7 +39,8 @@ const os = require('node:os');
 const { Tree, identify, stdioHolders } = require('./tree.cjs');
 const { endTree, waitEmpty, Nudge } = require('./ladder.cjs');
 const { say } = require('./log.cjs');
-const { MARK, addMark } = require('./descendants.cjs');
+const { TREE: MARK, addMark } = require('./mark.cjs');
+const leave = require('./leave.cjs');
 
 // 250 ms: a setsid helper is recorded within a quarter second of its birth; each look
 // reads only the children files of the tree's own processes.
@@ -121,6 +124,9 @@ function supervise({ child, tree }, { graceMs, termGraceMs }) {
     ending = (async () => {
       say('debug', `${reason}: ending the tree of ${child.pid}`, WHO);
       tree.full(); // a whole-table look, the mark included: record what left the chain
+      tree.leave(leave.decide([...tree.members.values()], { root: process.pid,
+        serverSid: child.pid, known: [tree.leader] }));
+      for (const v of tree.left.values()) say('warning', leave.line(v), WHO);
       const { rungs, survivors } = await endTree(tree, {
         graceMs, termGraceMs, fromSigterm, busy: () => status === null, nudge,
       });

@@ -6,6 +6,14 @@ import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
+// The package takes its macOS path here (lib/platform.cjs's test switch: its processes
+// read with a `ps` that prints as macOS's, tests/macos_ps.py); the tests still read /proc.
+export const PACKAGE_MACOS = process.env.MCP_TETHER_TEST_PLATFORM === "darwin";
+// What a process the tests start must inherit to take the same (simulated) path, where
+// the transport gives its server (and the watchdog) an environment of its own.
+export const SIM_ENV = PACKAGE_MACOS ? Object.fromEntries(["MCP_TETHER_TEST_PLATFORM",
+  "MCP_TETHER_TEST_PS", "MCP_TETHER_BACKEND"].filter((k) => process.env[k])
+  .map((k) => [k, process.env[k]])) : {};
 export const INDEX_CJS = join(PKG, "index.cjs");
 export const INDEX_MJS = join(PKG, "index.mjs");
 

@@ -26,10 +26,18 @@ TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "on_shutdown", "run", "tethered", "ShutdownCoordinator"]
+__all__ = ["__version__", "on_shutdown", "outside_tether", "run", "tethered",
+           "ShutdownCoordinator"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mcp_tether.tether import ShutdownCoordinator, on_shutdown, run, tethered
+    from mcp_tether.tether import (
+        ShutdownCoordinator,
+        on_shutdown,
+        outside_tether,
+        run,
+        tethered,
+    )
 
 __getattr__, __dir__ = _lazy.attach(__name__, dict.fromkeys(
-    ("on_shutdown", "run", "tethered", "ShutdownCoordinator"), "mcp_tether.tether"))
+    ("on_shutdown", "outside_tether", "run", "tethered", "ShutdownCoordinator"),
+    "mcp_tether.tether"))

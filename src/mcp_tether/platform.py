@@ -7,12 +7,17 @@ and never tests the platform, a capability or an import itself. The backends liv
 
 - `linux` (the default where /proc is mounted): /proc read directly, pidfds, the child
   subreaper, PR_SET_PDEATHSIG, fd far ends through /proc and sock_diag. Stdlib only.
-- `portable` (everywhere else): psutil and POSIX only, what macOS offers. What it
-  cannot know (another process's fds, a socket's half-close, an exit's exact instant)
-  it answers `unknown` / None, or by polling, never by guessing.
+- `darwin` (macOS): libproc and sysctl through ctypes (stdlib only): identity,
+  parents, fds, pipe and socket peers, exit waits on kqueue. What macOS does not show
+  (I/O counters, a subreaper, how another process waits) it answers None.
+- `portable` (everywhere else): psutil and POSIX only. What it cannot know (another
+  process's fds, a socket's half-close, an exit's exact instant) it answers `unknown` /
+  None, or by polling, never by guessing.
 
 `MCP_TETHER_BACKEND=portable` forces the portable backend on Linux (CI runs a subset of
-the tests that way); `linux` forces the Linux one; anything else is a usage error.
+the tests that way); `linux` forces the Linux one; `darwin-sim` runs the darwin backend
+on Linux against a simulated libproc answered from /proc (a test backend: never chosen
+on its own); anything else is a usage error.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ TYPE_CHECKING = False  # the helper's and the guard's start-up path: typing stay
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from mcp_tether._plat import darwin_fds, linux_fds, portable
+    from mcp_tether._plat.contract import Backend, Channels
+
+    # every channels module, held to the contract by the type checker (`channels()` is
+    # typed as a module, which would not say so)
+    _CHANNELS: tuple[Channels, ...] = (linux_fds, darwin_fds, portable)
+
 __all__ = [
     "BACKEND",
     "backend",
@@ -39,9 +51,11 @@ __all__ = [
     "posix_shell",
     "has_pidfd",
     "pidfd_open",
+    "exit_fd",
     "prctl",
     "set_subreaper",
     "is_subreaper",
+    "has_pdeathsig",
     "subreaper",
     "set_pdeathsig",
     "load_prctl",
@@ -49,7 +63,7 @@ __all__ = [
 ]
 
 ENV = "MCP_TETHER_BACKEND"
-BACKENDS = ("linux", "portable")
+BACKENDS = ("linux", "portable", "darwin", "darwin-sim")
 
 
 def _choose() -> str:
@@ -57,17 +71,33 @@ def _choose() -> str:
     if wanted and wanted not in BACKENDS:
         raise UsageError(f"{ENV}={wanted!r} is not a backend (choose one of: "
                          f"{', '.join(BACKENDS)}, or leave it unset)")
+    if wanted == "darwin" and sys.platform != "darwin":
+        raise UsageError(f"{ENV}=darwin needs macOS's libproc (darwin-sim simulates it "
+                         "on Linux, for tests)")
     if wanted:
         return wanted
-    linux = sys.platform.startswith("linux") and has_procfs()
-    return "linux" if linux else "portable"
+    if sys.platform.startswith("linux") and has_procfs():
+        return "linux"
+    return "darwin" if sys.platform == "darwin" else "portable"
 
 
 BACKEND = _choose()
 if BACKEND == "linux":
-    from mcp_tether._plat import linux as backend
+    from mcp_tether._plat import linux as _linux
+
+    backend: Backend = _linux
+elif BACKEND == "portable":
+    from mcp_tether._plat import portable as _portable
+
+    backend = _portable
 else:
-    from mcp_tether._plat import portable as backend  # type: ignore[no-redef]  # same API
+    from mcp_tether._plat import darwin as _darwin
+
+    if BACKEND == "darwin-sim":  # the darwin logic, its C calls answered from /proc
+        from mcp_tether._plat import darwin_sim
+
+        _darwin.bind(darwin_sim.load)
+    backend = _darwin
 ProcRecord._backend = backend  # records read argv, cwd and exe through it, lazily
 
 
@@ -142,6 +172,13 @@ def pidfd_open(pid: int) -> int | None:
     return backend.pidfd_open(pid)
 
 
+def exit_fd(pid: int) -> int | None:
+    """A descriptor that turns readable when `pid` exits (a pidfd on Linux, a kqueue
+    watching it on macOS), closed with os.close; None where the backend has none (then
+    exits are polled). ProcessLookupError: no such process (or it is exiting)."""
+    return backend.exit_fd(pid)
+
+
 def load_prctl() -> None:
     """Load what `set_pdeathsig` needs *before* a fork (no library loading in a child)."""
     backend.load()
@@ -152,18 +189,34 @@ def prctl(option: int, arg: int) -> bool:
     return backend.prctl(option, arg)
 
 
+# A test switch: with it set (to anything), this process never becomes a child subreaper
+# and says it is none, so Linux runs the trees' no-subreaper strategy (group, scan, marks)
+# that macOS runs. Read once, here; never set by the package itself.
+NO_SUBREAPER = "MCP_TETHER_NO_SUBREAPER"
+_NO_SUBREAPER = bool(os.environ.get(NO_SUBREAPER))
+
+
 def set_subreaper(on: bool = True) -> bool:
     """Make orphaned descendants reparent to this process instead of init (Linux).
 
     `on=False` turns it off again: a library call that made its caller a subreaper for
     a while (the probe run from pytest) must not leave it so. Prefer `subreaper()`.
     """
+    if on and _NO_SUBREAPER:
+        return False
     return backend.set_subreaper(on)
 
 
 def is_subreaper() -> bool:
-    """Whether this process is a child subreaper now (False where there is none)."""
-    return backend.is_subreaper()
+    """Whether this process is a child subreaper now (False where there is none, or
+    MCP_TETHER_NO_SUBREAPER is set)."""
+    return not _NO_SUBREAPER and backend.is_subreaper()
+
+
+def has_pdeathsig() -> bool:
+    """A child can have the kernel signal it when its parent dies (Linux's
+    PR_SET_PDEATHSIG); False: the guard leaves a watcher behind it (`proc.watcher`)."""
+    return bool(backend.HAS_PDEATHSIG)
 
 
 class subreaper:  # noqa: N801  # used like a function: `with platform.subreaper() as ok:`

@@ -16,11 +16,15 @@ MODE fork:    a forked helper holds dups of the servers' pipes and does the requ
 MODE select:  one thread waits in select() over its stdin and every server's output
 Commands, one per line on stdin: `call I` (a tools/call to copy I, answered `ok I`),
 `start` (one more copy of the config entry, read afresh from CONFIG: an edit is seen;
-answered `started PID`). Prints `ready PID...` once its first COUNT copies answered
-`initialize`. Ends at stdin EOF (its servers end with their pipes).
-Usage: ondemand_host.py MODE COUNT CONFIG
+answered `started PID`). Each copy gets the host's environment plus the entry's `env`;
+with VAR, also VAR set by the host itself to a fresh value per copy (a session token, a
+profile: copies that differ in it are different servers). Prints `ready PID...` once
+its first COUNT copies answered `initialize`. Ends at stdin EOF (its servers end with
+their pipes). The entry is `mini` (ONDEMAND_ENTRY names another).
+Usage: ondemand_host.py MODE COUNT CONFIG [VAR]
 """
 
+import contextlib
 import fcntl
 import json
 import os
@@ -32,6 +36,8 @@ import threading
 import time
 
 mode, count, config = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+session_var = sys.argv[4] if len(sys.argv) > 4 else None
+ENTRY = os.environ.get("ONDEMAND_ENTRY", "mini")
 copies: list[subprocess.Popen] = []
 ids = iter(range(10, 1 << 30))
 
@@ -56,9 +62,12 @@ def answer(fd: int) -> bytes:
 
 def start() -> subprocess.Popen:
     with open(config) as fh:
-        entry = json.load(fh)["mcpServers"]["mini"]
+        entry = json.load(fh)["mcpServers"][ENTRY]
+    env = {**os.environ, **entry.get("env", {})}
+    if session_var:
+        env[session_var] = os.urandom(8).hex()
     p = subprocess.Popen([entry["command"], *entry.get("args", [])], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, bufsize=0)
+                         stdout=subprocess.PIPE, bufsize=0, env=env)
     send(p, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                         "clientInfo": {"name": "ondemand-host", "version": "1"}}})
@@ -134,10 +143,8 @@ elif mode in ("sleep", "poll-nb"):
         time.sleep(0.2)
         if mode == "poll-nb":
             for p in copies:  # nothing comes unasked: EAGAIN
-                try:
+                with contextlib.suppress(BlockingIOError):
                     os.read(p.stdout.fileno(), 65536)
-                except BlockingIOError:
-                    pass
         try:
             got = os.read(0, 4096)
         except BlockingIOError:

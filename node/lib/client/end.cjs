@@ -11,12 +11,16 @@
 // - Behind a supervisor, the supervisor runs the ladder and exits once the tree is gone;
 //   one still there after its own worst case plus SAFETY_MARGIN_MS is SIGKILLed with the
 //   tree it leads, each process identity-checked right before the signal.
+// - What the server detached on purpose for its user (lib/leave.cjs) is left and named,
+//   here as behind a supervisor (which decides it itself), also when a stuck supervisor's
+//   tree is SIGKILLed.
 // - `endChild` resolves once the tree is gone and the child's stdio is closed: a piped
 //   stderr nobody reads is destroyed after STREAM_DRAIN_MS instead of holding 'close'.
 
-const { Tree } = require('../tree.cjs');
+const { Tree, stdioTargets } = require('../tree.cjs');
 const { endTree, waitEmpty, Nudge, KILL_WAIT_MS } = require('../ladder.cjs');
 const { say } = require('../log.cjs');
+const leave = require('../leave.cjs');
 
 // Beyond the supervisor's own worst case before it is no longer trusted.
 const SAFETY_MARGIN_MS = 1000;
@@ -53,9 +57,21 @@ function closeStdin(child) {
   try { child.stdio[3]?.destroy(); } catch { /* the watchdog sees EOF either way */ }
 }
 
+/** Take out of `tree` what its server (`server`, whose session is its pid) detached for
+ * its user, named on stderr; this process is the root (a supervisor is never left). */
+function leaveUsers(tree, server) {
+  tree.full();
+  const members = [...tree.members.values()].filter((m) => m.pid === server.pid ||
+    m.pid !== tree.root.pid);
+  tree.leave(leave.decide(members, { root: process.pid, serverSid: server.pid,
+    known: [server], protocol: stdioTargets(server.pid) }));
+  for (const v of tree.left.values()) say('warning', leave.line(v));
+}
+
 /** No supervisor: the ladder on the server's tree, from here. */
 async function ladderHere(child, { ident, graceMs, termMs, signalFirst }) {
   const tree = new Tree(ident, { pgid: child.pid, includeRoot: true, leader: ident });
+  if (ident) leaveUsers(tree, ident);
   const nudge = new Nudge();
   child.once('exit', () => nudge.poke());
   await endTree(tree, { graceMs, termGraceMs: termMs,
@@ -69,9 +85,14 @@ async function awaitSupervisor(child, { kind, ident, graceMs, termMs, signalFirs
   if (signalFirst && !exited(child)) child.kill('SIGTERM'); // our unreaped child
   const budget = (signalFirst ? 0 : graceMs) + termMs + KILL_WAIT_MS + SAFETY_MARGIN_MS;
   if (await waitExit(child, budget)) return;
-  // The supervisor is stuck (stopped, traced, a bug): SIGKILL it and its tree.
+  // The supervisor is stuck (stopped, traced, a bug): SIGKILL it and its tree, but for
+  // what its server detached for its user. The server is the oldest session leader under
+  // the supervisor (started in a session of its own; the guard's own processes are not).
   const tree = new Tree(ident, { includeRoot: true });
   tree.full();
+  const server = [...tree.members.values()].filter((m) => m.pid !== ident.pid && m.sid === m.pid)
+    .sort((a, b) => Number(a.start) - Number(b.start) || a.pid - b.pid)[0];
+  if (server) leaveUsers(tree, server);
   const stuck = [...tree.members.values()].map(({ pid, start }) => ({ pid, start }));
   tree.signal('SIGKILL');
   if (!exited(child)) child.kill('SIGKILL');

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import select
 
+from mcp_tether._plat import fstat_key, memo
 from mcp_tether._plat.record import ProcRecord
 
 TYPE_CHECKING = False  # typing stays off the guard's start-up path
@@ -32,6 +33,7 @@ NAME = "linux"
 SOCKET_HANGUP = getattr(select, "POLLRDHUP", 0x2000)
 
 HAS_SUBREAPER = True  # PR_SET_CHILD_SUBREAPER (Linux >= 3.4)
+HAS_PDEATHSIG = True  # PR_SET_PDEATHSIG
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -118,6 +120,11 @@ def pidfd_open(pid: int) -> int | None:
         return None
 
 
+def exit_fd(pid: int) -> int | None:
+    """A descriptor that turns readable when `pid` exits: its pidfd (see `pidfd_open`)."""
+    return pidfd_open(pid)
+
+
 # ----- the process table --------------------------------------------------------------
 
 
@@ -199,7 +206,7 @@ def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) ->
     """Every live process into `out`; the number that may not be read. The hot loop of
     `ps`: one open/read/close of stat per process, names judged once per distinct comm."""
     if want_argv is not None:
-        want_argv = _memo(want_argv)
+        want_argv = memo(want_argv)
     unreadable = 0
     open_, read_, close, flags = os.open, os.read, os.close, os.O_RDONLY | os.O_CLOEXEC
     for name in os.listdir("/proc"):
@@ -222,16 +229,14 @@ def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) ->
     return unreadable
 
 
-def _memo(want: Callable[[str], bool]) -> Callable[[str], bool]:
-    seen: dict[str, bool] = {}
-
-    def memo(comm: str) -> bool:
-        got = seen.get(comm)
-        if got is None:
-            got = seen[comm] = want(comm)
-        return got
-
-    return memo
+def terminal(pid: int) -> int | None:
+    """`pid`'s controlling terminal (stat's tty_nr: 0 for none, as a daemon has); None
+    where unreadable."""
+    try:
+        data = _read_all(f"/proc/{pid}/stat", 4096)
+        return int(data[data.rindex(b")") + 2 :].split(None, 5)[4])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def read_argv(pid: int) -> list[str] | None:
@@ -337,6 +342,9 @@ def children(pid: int) -> list[int] | None:
 
 
 # ----- open files ----------------------------------------------------------------------------
+
+
+stdio_key = fstat_key  # a pipe's inode is both ends': holders of either end match
 
 
 def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
@@ -446,6 +454,15 @@ def pid_namespace(pid: int) -> int | None:
     """An id of `pid`'s pid namespace (the inode of its ns/pid link); None: unknown."""
     try:
         return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def boot_id() -> str | None:
+    """This boot's random id (a reboot makes a new one); None if unreadable."""
+    try:
+        return _read_all("/proc/sys/kernel/random/boot_id", 256).decode("ascii", "replace")\
+            .strip() or None
     except OSError:
         return None
 

@@ -4,6 +4,9 @@ Guarantees:
 - Reading never disturbs a process: a pipe's far end is checked by opening a fresh end
   through /proc and polling it with no events (nothing is read or written); sockets are
   asked about through NETLINK_SOCK_DIAG, which needs no privilege.
+- Ends (`_plat.ends`) are named from /proc's links: a pipe end is its link and the fd's
+  mode (`pipe:[N]:r`, `pipe:[N]:w`; the pipe's two ends share the channel `pipe:[N]`), a
+  socket its link (`socket:[N]`), anything else its link text.
 - Answers are "yes" / "no" / "unknown"; an fd that cannot be read is unknown (None),
   never "not open". A holder list names only the processes we can read: empty proves
   nothing.
@@ -13,6 +16,19 @@ from __future__ import annotations
 
 import os
 from typing import Any
+
+from mcp_tether._plat.ends import (
+    CLOSED,
+    OPEN,
+    UNCONNECTED,
+    UNKNOWN,
+    End,
+    Far,
+    FdState,
+    Sock,
+    kind_of_path,
+    tcp_text,
+)
 
 
 def _read(path: str) -> bytes:
@@ -24,7 +40,7 @@ def _read(path: str) -> bytes:
 CHANNEL_DETAIL = True  # this backend sees fds and peers
 
 
-def fd_links(pid: int, only: tuple[int, ...] | None = None,
+def _fd_links(pid: int, only: tuple[int, ...] | None = None,
              limit: int | None = None,
              known: dict[int, str] | None = None) -> dict[int, str] | None:
     base = f"/proc/{pid}/fd"
@@ -58,7 +74,7 @@ def fd_links(pid: int, only: tuple[int, ...] | None = None,
 _MODES = {os.O_RDONLY: "r", os.O_WRONLY: "w", os.O_RDWR: "rw"}
 
 
-def fd_mode(pid: int, fd: int) -> str | None:
+def _fd_mode(pid: int, fd: int) -> str | None:
     # The link's own mode bits say how the fd was opened (procfs sets S_IRUSR for
     # FMODE_READ, S_IWUSR for FMODE_WRITE): one lstat, not an open/read/close of
     # fdinfo for every pipe of every process adopted by init. A read-write answer, or
@@ -82,7 +98,7 @@ def fd_mode(pid: int, fd: int) -> str | None:
     return _MODES.get(flags & 3)
 
 
-def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
+def _pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     # Opening an anonymous pipe through /proc gives a fresh end of the same pipe
     # (fifo_open never blocks or fails for pipefs). poll() with no events requested
     # then reports POLLHUP on a read end iff no write end is open anywhere, and POLLERR
@@ -106,7 +122,7 @@ def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     return "no" if gone else "yes"
 
 
-def fd_info(pid: int, fd: int) -> dict[str, str] | None:
+def _fd_info(pid: int, fd: int) -> dict[str, str] | None:
     """/proc/PID/fdinfo/FD's first lines (pos, flags, mnt_id, ino) as text."""
     try:
         data = _read(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
@@ -137,40 +153,26 @@ def root_pid_namespace() -> bool | None:
     return bool(flags & 0x00200000)
 
 
-def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
-    return link_holders(f"pipe:[{ino}]", skip, mode)
-
-
-def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
-    # One pass over every readable /proc/*/fd: only run in rare cases (a parent gone,
-    # yet a writer left; a far end to name), so its cost stays off the common path.
-    out: list[int] = []
+def _all_links() -> dict[str, list[tuple[int, int]]]:
+    """link -> every (pid, fd) open on it, of every process whose fds can be read."""
+    out: dict[str, list[tuple[int, int]]] = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in skip:
+        if not name.isdigit():
             continue
-        links = fd_links(int(name))
-        for fd, link in (links or {}).items():
-            if link != target:
-                continue
-            if mode is None:
-                out.append(int(name))
-                break
-            m = fd_mode(int(name), fd)
-            if m is not None and (mode in m or m == "rw"):
-                out.append(int(name))
-                break
+        for fd, link in (_fd_links(int(name)) or {}).items():
+            if link.startswith(("pipe:[", "socket:[")):
+                out.setdefault(link, []).append((int(name), fd))
     return out
 
 
 NLMSG_ERROR = 2
 SOCK_DIAG_BY_FAMILY = 20
 NETLINK_SOCK_DIAG = 4
-UDIAG_SHOW_PEER = 0x04
-UNIX_DIAG_PEER = 2
-UNIX_DIAG_SHUTDOWN = 6
+UDIAG_SHOW_NAME, UDIAG_SHOW_PEER = 0x01, 0x04
+UNIX_DIAG_NAME, UNIX_DIAG_PEER, UNIX_DIAG_SHUTDOWN = 0, 2, 6
 
 
-class UnixDiag:
+class _UnixDiag:
     """Ask the kernel (NETLINK_SOCK_DIAG) for a UNIX socket's peer: needs no privilege."""
 
     def __init__(self) -> None:
@@ -180,7 +182,14 @@ class UnixDiag:
     def peer(self, ino: int) -> tuple[int | None, int | None] | None:
         """(peer inode, 0 if the peer closed, None if unconnected; this socket's shutdown
         mask, None if the kernel does not say); None if not a UNIX socket or the kernel
-        refused.
+        refused (`info`)."""
+        got = self.info(ino)
+        return None if got is None else (got[0], got[1])
+
+    def info(self, ino: int) -> tuple[int | None, int | None, int, str] | None:
+        """`peer`'s two answers, then the socket's state (10, TCP_LISTEN, for a listener)
+        and the name it is bound to ("" none; an abstract one as /proc/net/unix shows it,
+        "@..."); None if not a UNIX socket or the kernel refused.
 
         The mask is the socket's own `sk_shutdown` (UNIX_DIAG_SHUTDOWN, Linux >= 3.10),
         which a stream peer's shutdown(2) also sets: RCV_SHUTDOWN (1) once nothing more
@@ -197,7 +206,7 @@ class UnixDiag:
                 self._sock.settimeout(1.0)
             self._seq += 1
             req = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, ino,
-                              UDIAG_SHOW_PEER, 0xFFFFFFFF, 0xFFFFFFFF)
+                              UDIAG_SHOW_PEER | UDIAG_SHOW_NAME, 0xFFFFFFFF, 0xFFFFFFFF)
             self._sock.sendto(struct.pack("=IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY, 1,
                                           self._seq, 0) + req, (0, 0))
             data = self._sock.recv(65536)
@@ -206,7 +215,8 @@ class UnixDiag:
         length, typ = struct.unpack_from("=IH", data)  # nlmsghdr: len, type
         if typ == NLMSG_ERROR or typ != SOCK_DIAG_BY_FAMILY or length > len(data):
             return None
-        off, peer, shut = 32, None, None
+        state = data[18]  # unix_diag_msg: family, type, state, pad, ino, cookie
+        off, peer, shut, name = 32, None, None, ""
         while off + 4 <= length:
             alen, atype = struct.unpack_from("=HH", data, off)
             if alen < 4:
@@ -215,13 +225,254 @@ class UnixDiag:
                 peer = struct.unpack_from("=I", data, off + 4)[0]
             elif atype == UNIX_DIAG_SHUTDOWN and alen >= 5:
                 shut = data[off + 4]
+            elif atype == UNIX_DIAG_NAME and alen > 4:
+                raw = data[off + 4 : off + alen]
+                name = ("@" + raw[1:].decode("utf-8", "surrogateescape") if raw[:1] == b"\0"
+                        else raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape"))
             off += (alen + 3) & ~3
-        return peer, shut
+        return peer, shut, state, name
 
     def close(self) -> None:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+# ----- ends: what an fd is open on, its far end, who holds that ----------------------------
+
+
+def _end(pid: int, fd: int, link: str) -> End:
+    if link.startswith("pipe:["):
+        mode = _fd_mode(pid, fd)  # which end: one lstat of the fd's link
+        ino = _link_ino(link)
+        if mode == "rw":  # a pipe reopened read-write through /proc holds both ends
+            return End("pipe", f"{link}:r", link, link, mode, ino, f"{link}:w")
+        return End("pipe", f"{link}:{mode}" if mode else link, link, link, mode, ino)
+    if link.startswith("socket:["):
+        return End("socket", link, link, link, None, _link_ino(link))
+    return End(kind_of_path(link), link, link, link)
+
+
+def _link_ino(link: str) -> int | None:
+    try:
+        return int(link[link.index("[") + 1 : link.index("]")])
+    except ValueError:
+        return None
+
+
+def fd_ends(pid: int, only: tuple[int, ...] | None = None, limit: int | None = None,
+            known: dict[int, End] | None = None) -> dict[int, End] | None:
+    """fd -> the `End` it is open on; None if the fds cannot be read. `only`: just these
+    fds (those not open are absent); `limit`: None past that many fds; `known`: ends this
+    caller already read, taken as they are for fds still open."""
+    links = _fd_links(pid, only, limit, {fd: e.name for fd, e in known.items()}
+                     if known else None)
+    if links is None:
+        return None
+    return {fd: known[fd] if known and fd in known and known[fd].name == link
+            else _end(pid, fd, link) for fd, link in links.items()}
+
+
+def fd_state(pid: int, fd: int) -> FdState | None:
+    """How `fd` was opened (fdinfo's flags) and what open file it is (pos, flags without
+    close-on-exec, mnt_id, ino: what two copies of one open file share)."""
+    info = _fd_info(pid, fd)
+    try:
+        flags = int(info["flags"], 8) if info else None
+    except (KeyError, ValueError):
+        flags = None
+    if info is None or flags is None:
+        return None
+    access = _MODES.get(flags & 3, "rw")
+    return FdState(access, bool(flags & _O_CLOEXEC),
+                   (info.get("pos"), flags & ~_O_CLOEXEC, info.get("mnt_id"), info.get("ino")))
+
+
+_O_CLOEXEC = 0o2000000
+_RCV_SHUTDOWN, _SEND_SHUTDOWN = 1, 2  # a socket's sk_shutdown bits, as sock_diag says them
+
+
+# ----- what a socket is for: listening, accepted, client; its loopback peer -----------------
+
+_ACCEPTCON = 0x10000  # /proc/net/unix Flags: a listening socket (__SO_ACCEPTCON)
+_UNIX_CONNECTED = 3  # /proc/net/unix St: SS_CONNECTED
+_TCP_ESTABLISHED, _TCP_LISTEN = 0x01, 0x0A
+
+_Addr = tuple[bytes, int]
+_TcpRow = tuple[int, int, _Addr, _Addr]  # (inode, state, local, remote)
+
+
+def _unix_table(pid: int) -> dict[int, tuple[int, int, str]]:
+    """inode -> (flags, state, name) of every unix socket in `pid`'s network namespace."""
+    try:
+        data = _read(f"/proc/{pid}/net/unix").decode("utf-8", "surrogateescape")
+    except OSError:
+        return {}
+    out: dict[int, tuple[int, int, str]] = {}
+    for line in data.splitlines()[1:]:
+        f = line.split(None, 7)  # Num RefCount Protocol Flags Type St Inode [Path]
+        try:
+            out[int(f[6])] = (int(f[3], 16), int(f[5], 16), f[7] if len(f) > 7 else "")
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def _tcp_address(text: str) -> _Addr:
+    """/proc/net/tcp's `HEX:PORT` as (address bytes, port): each 32-bit word is in host
+    order; an IPv4-mapped IPv6 address reads as its IPv4 one."""
+    host, _, port = text.partition(":")
+    raw = bytes.fromhex(host)
+    raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    if len(raw) == 16 and raw[:12] == b"\0" * 10 + b"\xff\xff":
+        raw = raw[12:]
+    return raw, int(port, 16)
+
+
+def _tcp_table(pid: int) -> list[_TcpRow]:
+    """(inode, state, local, remote) of every TCP socket in `pid`'s network namespace."""
+    rows = []
+    for name in ("tcp", "tcp6"):
+        try:
+            data = _read(f"/proc/{pid}/net/{name}").decode("ascii", "replace")
+        except OSError:
+            continue
+        for line in data.splitlines()[1:]:
+            f = line.split()
+            try:
+                rows.append((int(f[9]), int(f[3], 16), _tcp_address(f[1]), _tcp_address(f[2])))
+            except (IndexError, ValueError):
+                continue
+    return rows
+
+
+def _tcp_role(row: _TcpRow, rows: list[_TcpRow]) -> tuple[str, int | None]:
+    """(listen | accepted | client | "", the other side's inode on this machine) of one
+    TCP socket among `rows` (its namespace's): accepted when its local address is one a
+    listener has (0.0.0.0 or ::, which takes IPv4 too, counts for every address); the
+    other side is the socket whose local and remote addresses are this one's swapped."""
+    ino, st, local, remote = row
+    if st == _TCP_LISTEN:
+        return "listen", None
+    if st != _TCP_ESTABLISHED:
+        return "", None
+    listening = {lo for _i, s, lo, _r in rows if s == _TCP_LISTEN}
+    if local in listening or (bytes(4), local[1]) in listening \
+            or (bytes(16), local[1]) in listening:
+        peer = next((i for i, s, lo, rem in rows
+                     if s == _TCP_ESTABLISHED and i and lo == remote and rem == local), None)
+        return "accepted", peer
+    return "client", None
+
+
+def _netns(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return f"pid {pid}"  # no namespace link: the tables are read per process
+
+
+
+class FarEnds:
+    """One look at far ends (a scan's): the socket to sock_diag is opened once."""
+
+    def __init__(self) -> None:
+        self._diag = _UnixDiag()
+        self._links: dict[str, list[tuple[int, int]]] | None = None  # link -> (pid, fd)
+        self._unix: dict[str, dict[int, tuple[int, int, str]]] = {}  # per net namespace
+        self._tcp: dict[str, list[_TcpRow]] = {}
+
+    def far(self, pid: int, fd: int, end: End, side: str) -> Far:
+        """The far end of `pid`'s `fd` (open on `end`), used for `side` (in: what the fd
+        reads; out: what it writes). A pipe's far end is its other end: the write end of
+        what the fd reads, the read end of what it writes."""
+        if end.kind == "pipe" and end.inode is not None:
+            want = "r" if side == "in" else "w"
+            far_id = f"{end.channel}:{'w' if want == 'r' else 'r'}"
+            got = _pipe_peer(pid, fd, end.inode, want)
+            if got == "yes":
+                return Far(OPEN, far_id, True, True)
+            if got == "no":
+                return Far(CLOSED, far_id)
+            return Far(UNKNOWN, far_id, why="the fd was replaced or cannot be opened")
+        if end.kind == "socket" and end.inode is not None:
+            diag = self._diag.peer(end.inode)
+            if diag is None:
+                return Far(UNKNOWN, why="not a UNIX socket")
+            peer, shut = diag
+            if peer is None:
+                return Far(UNCONNECTED)
+            if peer == 0:
+                return Far(CLOSED)
+            if shut is None:
+                return Far(OPEN, f"socket:[{peer}]",
+                           why="UNIX socket shutdown state not readable")
+            return Far(OPEN, f"socket:[{peer}]", not shut & _RCV_SHUTDOWN,
+                       not shut & _SEND_SHUTDOWN)
+        return Far(UNKNOWN, why="not a pipe or a socket")
+
+    def holders(self, end_id: str, skip: set[int]) -> list[int]:
+        """Pids (not in `skip`) we can see holding the end `end_id` (a pipe's write end
+        also through a read-write fd). One pass over every readable /proc/*/fd, the first
+        time a look asks (only run in rare cases: a parent gone, yet a writer left; a far
+        end to name). Empty proves nothing: unreadable processes and those outside our
+        pid namespace are not in it."""
+        if self._links is None:
+            self._links = _all_links()
+        mode = None
+        link = end_id
+        if end_id.startswith("pipe:[") and end_id.endswith(("]:r", "]:w")):
+            link, mode = end_id[:-2], end_id[-1]
+        out: list[int] = []
+        for pid, fd in self._links.get(link, ()):
+            if pid in skip or pid in out:
+                continue
+            if mode is not None:
+                m = _fd_mode(pid, fd)
+                if m is None or not (mode in m or m == "rw"):
+                    continue
+            out.append(pid)
+        return out
+
+    def socket(self, pid: int, fd: int, end: End) -> Sock:
+        """What `pid`'s socket `end` is for: /proc/PID/net/{unix,tcp,tcp6} of its network
+        namespace (read once per look) and, for an accepted UNIX connection, sock_diag's
+        peer. A UNIX socket is accepted when it is connected and bears the name of a
+        listening one (the kernel gives an accepted socket its listener's name)."""
+        ino = end.inode
+        if end.kind != "socket" or ino is None:
+            return Sock("", "")
+        ns = _netns(pid)
+        if ns not in self._unix:
+            self._unix[ns] = _unix_table(pid)
+        row = self._unix[ns].get(ino)
+        if row is not None:
+            flags, state, name = row
+            if flags & _ACCEPTCON:
+                return Sock("unix", "listen", name)
+            listening = {n for f, _s, n in self._unix[ns].values() if f & _ACCEPTCON and n}
+            if state != _UNIX_CONNECTED or name not in listening:
+                return Sock("unix", "client" if state == _UNIX_CONNECTED else "", name)
+            got = self._diag.peer(ino)
+            peer = got[0] if got is not None else None
+            return Sock("unix", "accepted", name, f"socket:[{peer}]" if peer else None)
+        if ns not in self._tcp:
+            self._tcp[ns] = _tcp_table(pid)
+        rows = self._tcp[ns]
+        mine = next((r for r in rows if r[0] == ino), None)
+        if mine is None:
+            return Sock("", "")
+        role, other = _tcp_role(mine, rows)
+        if role == "listen":
+            return Sock("tcp", role, tcp_text(*mine[2]))
+        return Sock("tcp", role, "", f"socket:[{other}]" if other else None)
+
+    def close(self) -> None:
+        self._diag.close()
+
+
+def far_ends() -> FarEnds:
+    return FarEnds()
 
 
 # ----- how a process waits: its epoll sets, its threads' syscalls, its I/O counters ----
@@ -241,7 +492,7 @@ _KINDS = {nr: kind for kind, nrs in _SYSCALLS.get(os.uname().machine, {}).items(
           for nr in nrs}
 
 
-def epoll_items(pid: int, links: dict[int, str] | None = None
+def epoll_items(pid: int, ends: dict[int, End] | None = None
                 ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
     """Every item of every epoll set `pid` holds: (tfd, events, the watched file's
     (st_dev, st_ino) or None), and whether it holds an io_uring (reads may wait there,
@@ -250,8 +501,7 @@ def epoll_items(pid: int, links: dict[int, str] | None = None
     tfd is the fd number the item was added under, in `pid`'s table; it may since have
     been closed while a dup keeps the file watched, so callers match the open file by
     `ino:`/`sdev:` (printed by kernels >= 3.19), by tfd's link only where they are missing."""
-    if links is None:
-        links = fd_links(pid)
+    links = _fd_links(pid) if ends is None else {fd: e.name for fd, e in ends.items()}
     if links is None:
         return None
     items: list[tuple[int, int, tuple[int, int] | None]] = []

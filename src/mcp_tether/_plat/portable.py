@@ -23,6 +23,17 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from mcp_tether._plat import fill_from, fstat_key
+from mcp_tether._plat.absent import cgroup as cgroup  # Linux's process controls,
+from mcp_tether._plat.absent import cgroup_memory as cgroup_memory  # namespaces and
+from mcp_tether._plat.absent import is_subreaper as is_subreaper
+from mcp_tether._plat.absent import load as load  # cgroups: none here (re-exported)
+from mcp_tether._plat.absent import pid_namespace as pid_namespace
+from mcp_tether._plat.absent import pidfd_open as pidfd_open
+from mcp_tether._plat.absent import prctl as prctl
+from mcp_tether._plat.absent import set_pdeathsig as set_pdeathsig
+from mcp_tether._plat.absent import set_subreaper as set_subreaper
+from mcp_tether._plat.ends import UNKNOWN, End, Far, FdState, Sock
 from mcp_tether._plat.record import ProcRecord
 
 if TYPE_CHECKING:
@@ -36,6 +47,7 @@ WATCHES_BEYOND_PARENT = False
 SOCKET_HANGUP = 0  # poll reports POLLHUP only once both directions are closed
 HAS_PIDFD = False
 HAS_SUBREAPER = False
+HAS_PDEATHSIG = False
 PID_MAX = 0
 CHANNEL_DETAIL = False
 
@@ -61,28 +73,8 @@ def boot_paths() -> list[str]:
     return [os.path.dirname(os.path.dirname(_psutil().__file__ or ""))]
 
 
-def load() -> None:
-    return None
-
-
-def prctl(option: int, arg: int) -> bool:
-    return False
-
-
-def set_subreaper(on: bool) -> bool:
-    return False
-
-
-def is_subreaper() -> bool:
-    return False
-
-
-def set_pdeathsig(sig: int) -> bool:
-    return False
-
-
-def pidfd_open(pid: int) -> int | None:
-    return None
+def exit_fd(pid: int) -> int | None:
+    return None  # exits are polled
 
 
 # ----- the process table --------------------------------------------------------------
@@ -153,16 +145,15 @@ def pids() -> list[int]:
 
 
 def fill(out: dict[int, ProcRecord], want_argv: Callable[[str], bool] | None) -> int:
-    unreadable = 0
-    for pid in _psutil().pids():
-        try:
-            p = read_record(pid, want_argv)
-        except PermissionError:
-            unreadable += 1
-            continue
-        if p is not None:
-            out[pid] = p
-    return unreadable
+    return fill_from(_psutil().pids(), read_record, out, want_argv)
+
+
+def terminal(pid: int) -> int | None:
+    """1 when `pid` has a controlling terminal, 0 when it has none; None: unreadable."""
+    try:
+        return 0 if _psutil().Process(pid).terminal() is None else 1
+    except (_psutil().Error, OSError):
+        return None
 
 
 def read_argv(pid: int) -> list[str] | None:
@@ -211,6 +202,9 @@ def children(pid: int) -> list[int] | None:
     return None
 
 
+stdio_key = fstat_key
+
+
 def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:
     return None  # another process's open files cannot be seen portably
 
@@ -246,18 +240,6 @@ def running_threads(pid: int) -> int | None:
     return None  # psutil has a process's status, not each thread's
 
 
-def pid_namespace(pid: int) -> int | None:
-    return None
-
-
-def cgroup(pid: int) -> str | None:
-    return None
-
-
-def cgroup_memory(pid: int) -> int | None:
-    return None
-
-
 def mapped_files(pid: int) -> tuple[list[str], str] | None:
     try:
         maps = _psutil().Process(pid).memory_maps()
@@ -269,20 +251,12 @@ def mapped_files(pid: int) -> tuple[list[str], str] | None:
 # ----- channels: nothing is known ---------------------------------------------------------
 
 
-def fd_links(pid: int, only: tuple[int, ...] | None = None, limit: int | None = None,
-             known: dict[int, str] | None = None) -> dict[int, str] | None:
-    return None
+def fd_ends(pid: int, only: tuple[int, ...] | None = None, limit: int | None = None,
+            known: dict[int, End] | None = None) -> dict[int, End] | None:
+    return None  # another process's fds cannot be seen portably
 
 
-def fd_mode(pid: int, fd: int) -> str | None:
-    return None
-
-
-def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
-    return "unknown"
-
-
-def fd_info(pid: int, fd: int) -> dict[str, str] | None:
+def fd_state(pid: int, fd: int) -> FdState | None:
     return None
 
 
@@ -290,23 +264,27 @@ def root_pid_namespace() -> bool | None:
     return None
 
 
-def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
-    return []
+class FarEnds:
+    """Every far end is unknown here; no holder can be seen."""
 
+    def far(self, pid: int, fd: int, end: End, side: str) -> Far:
+        return Far(UNKNOWN, why="this backend cannot see other processes' fds")
 
-def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
-    return []
+    def holders(self, end_id: str, skip: set[int]) -> list[int]:
+        return []
 
-
-class UnixDiag:
-    def peer(self, ino: int) -> tuple[int | None, int | None] | None:
-        return None
+    def socket(self, pid: int, fd: int, end: End) -> Sock:
+        return Sock("", "")
 
     def close(self) -> None:
         pass
 
 
-def epoll_items(pid: int, links: dict[int, str] | None = None
+def far_ends() -> FarEnds:
+    return FarEnds()
+
+
+def epoll_items(pid: int, ends: dict[int, End] | None = None
                 ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
     return None  # how another process waits cannot be seen portably
 
@@ -325,3 +303,11 @@ def io_counters(pid: int) -> tuple[int, int, int, int] | None:
 
 def environ(pid: int) -> dict[str, str] | None:
     return None
+
+
+def boot_id() -> str | None:
+    """This boot, named by its boot time (psutil); None where it cannot be read."""
+    try:
+        return f"boot-time-{int(_psutil().boot_time())}"
+    except (_psutil().Error, OSError, AttributeError):
+        return None

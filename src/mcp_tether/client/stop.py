@@ -6,8 +6,11 @@ with the best exit wait the core has (a pidfd on Linux: the exit instant, no pol
 
 Safety rung: if the guard is still there after its own worst case (grace + term grace +
 the time to see SIGKILLed processes go, plus a margin), it is stuck (stopped, traced, a
-bug). Then its tree is read once, and the guard and every process of that tree get
-SIGKILL, each identity-checked right before the signal by `mcp_tether.proc`.
+bug). Then its tree is read once (its descendants, and what carries its mark: a daemon
+that left it where there is no subreaper), and the guard and every process of that tree get
+SIGKILL, each identity-checked right before the signal by `mcp_tether.proc`, but for
+what the server detached on purpose for its user (`proc.leave`, as the guard decides it:
+the server is the oldest session leader under it).
 """
 
 from __future__ import annotations
@@ -17,7 +20,17 @@ import time
 from dataclasses import dataclass, field
 
 from mcp_tether.ladder import KILL_WAIT
-from mcp_tether.proc import ExitWaiter, ProcessId, descendants, signal_process, wait_gone
+from mcp_tether.proc import (
+    ExitWaiter,
+    ProcessId,
+    descendants,
+    mark,
+    signal_process,
+    snapshot,
+    wait_gone,
+)
+from mcp_tether.proc.leave import decide
+from mcp_tether.proc.tree import carrying
 
 __all__ = ["SAFETY_MARGIN", "settle_budget", "settle", "Settled"]
 
@@ -47,7 +60,18 @@ def settle(guard: ProcessId | None, timeout: float, kill_wait: float = KILL_WAIT
     gone = wait_gone(guard, timeout)
     if gone is not None:
         return Settled("exited", gone)
-    tree = [info.ident for info in descendants(guard.pid)]
+    snap = snapshot()
+    members = descendants(guard.pid, snap)
+    # Without a subreaper (macOS), a daemon that left the guard's tree is found by the
+    # mark the guard (or its supervisor, behind a front) put in the server's environment.
+    tokens = {mark.token(guard.pid, guard.start)} | {mark.token(p.pid, p.start) for p in members}
+    have = {m.pid for m in members}
+    members += [p for p in carrying(tokens, snap, guard.start) if p.pid not in have]
+    # The server: the oldest session leader under the guard (it starts the server in a
+    # session of its own; its front and supervisor are not leaders).
+    leaders = sorted((m for m in members if m.sid == m.pid), key=lambda m: (m.start, m.pid))
+    left = decide(members, root=guard.pid, server_sid=leaders[0].sid) if leaders else {}
+    tree = [info.ident for info in members if info.ident not in left]
     for ident in (guard, *tree):
         signal_process(ident, signal.SIGKILL)
     deadline = time.monotonic() + kill_wait

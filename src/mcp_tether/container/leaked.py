@@ -113,12 +113,19 @@ def _visible(pid: int, cid: str) -> bool:
 
 
 def _stdin_evidence(pid: int) -> tuple[str, str] | None:
-    target = (table.fd_links(pid, (0,)) or {}).get(0, "")
-    if not target.startswith("pipe:"):
+    end = (table.fd_ends(pid, (0,)) or {}).get(0)
+    if end is None or end.kind != "pipe":
         return None
-    writers = table.pipe_holders(int(target[6:-1]), set(), "w")
+    look = table.far_ends()
+    try:
+        far = look.far(pid, 0, end, "in")
+        writers = look.holders(far.id, set()) if far.id is not None else []
+    finally:
+        look.close()
     if writers:
         return LIVE, f"its stdin has a writer (pid {writers[0]})"
+    if far.state == table.UNKNOWN and far.id is None:
+        return None
     return LEAKED, "its stdin has no writer (client gone)"
 
 

@@ -7,6 +7,10 @@ Guarantees:
 - The server runs in a session (and so a process group) of its own, with
   PR_SET_PDEATHSIG(SIGKILL) set in the child before exec, and the guard is a child
   subreaper: descendants that escape the group (setsid + double fork) reparent to it.
+  Where the platform has neither (macOS), the server's environment carries the guard's
+  mark (MCP_TETHER_TREE), by which such descendants are found (`proc.end`), and the guard
+  forks a watcher before the server (`proc.watcher`) that ends the server's tree if the
+  guard dies without ending it (SIGKILL).
 - The client is gone when any of these happens, seen by one poll(2) loop:
   1. stdin hangs up (POLLHUP on a pipe; POLLRDHUP on a socket, so a half-close counts),
      seen without reading: the server shares that stdin and sees EOF by itself;

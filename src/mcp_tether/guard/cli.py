@@ -114,6 +114,8 @@ def _run(cmd: list[str], grace: float | None, term_grace: float | None) -> int:
 
         write_report(report_fd, GuardReport.from_result(result))
     log.say(f"mcp-tether run: {result.summary()}")
+    for line in result.left_lines():
+        log.say(f"mcp-tether run: {line}")
     if EXIT_AT_ONCE:
         exit_at_once(result.exit_status)
     return result.exit_status

@@ -29,8 +29,11 @@ sigterm rung; after a launcher's hand-over the server is whoever held the stdio)
 `rungs`: [{action, ms, outcome}] (ms after the trigger, or after the start when the
 server exited first); `survivors`, `escapees`, `holders`: [{pid, start}] (at most
 `LIST_CAP` each; `counts` has the full numbers and `others`, the tree besides the
-server); `server_exit_ms`, `elapsed_ms` (trigger, or start, to everything gone),
-`hurried` (a second SIGINT).
+server); `left`: [{pid, start, why, detail, command}] (at most `LIST_CAP`), the processes
+the server detached on purpose for its user, left running (`proc.leave`: why is
+"opted-out" | "terminal" | "in-use" | "under"; absent from older lines, read as []);
+`server_exit_ms`, `elapsed_ms` (trigger, or start, to everything gone), `hurried` (a
+second SIGINT).
 
 `mcp-tether run` loads this module only when the variable is set (it is on every
 guarded server's launch path), so it is ordinary Python; stdlib only.
@@ -55,8 +58,9 @@ if TYPE_CHECKING:
     from mcp_tether.guard.result import GuardResult
 
 __all__ = [
-    "REPORT_ENV", "VERSION", "ENDED_BY", "NOT_STARTED", "GuardReport", "ReportError",
-    "ReportPipe", "RungTaken", "read_report", "take_report_fd", "write_report",
+    "REPORT_ENV", "VERSION", "ENDED_BY", "NOT_STARTED", "GuardReport", "LeftRunning",
+    "ReportError", "ReportPipe", "RungTaken", "read_report", "take_report_fd",
+    "write_report",
 ]
 
 VERSION = 1
@@ -80,6 +84,18 @@ class RungTaken(Step):
     outcome: str
 
 
+@dataclass(frozen=True)
+class LeftRunning:
+    """A process the guard left running for the server's user (`proc.leave.Left` as the
+    report carries it; `command` and `detail` are the server's untrusted text)."""
+
+    pid: int
+    start: float
+    why: str
+    detail: str
+    command: str
+
+
 @dataclass(eq=True)
 class GuardReport:
     """What one guarded run did, as the report line carries it (see the module doc)."""
@@ -95,6 +111,7 @@ class GuardReport:
     survivors: list[ProcessId] = field(default_factory=list)
     escapees: list[ProcessId] = field(default_factory=list)
     holders: list[ProcessId] = field(default_factory=list)
+    left: list[LeftRunning] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # empty: the lists' lengths
     server_exit_ms: float | None = None
     elapsed_ms: float = 0.0
@@ -103,7 +120,8 @@ class GuardReport:
     def __post_init__(self) -> None:
         if not self.counts:
             self.counts = {"others": 0, "survivors": len(self.survivors),
-                           "escapees": len(self.escapees), "holders": len(self.holders)}
+                           "escapees": len(self.escapees), "holders": len(self.holders),
+                           "left": len(self.left)}
 
     @classmethod
     def from_result(cls, r: GuardResult) -> GuardReport:
@@ -121,8 +139,11 @@ class GuardReport:
             survivors=r.survivors[:LIST_CAP],
             escapees=r.escapees[:LIST_CAP],
             holders=r.holders[:LIST_CAP],
+            left=[LeftRunning(v.info.pid, v.info.start, v.why, v.detail, v.command)
+                  for v in r.left[:LIST_CAP]],
             counts={"others": len(r.others), "survivors": len(r.survivors),
-                    "escapees": len(r.escapees), "holders": len(r.holders)},
+                    "escapees": len(r.escapees), "holders": len(r.holders),
+                    "left": len(r.left)},
             server_exit_ms=None if r.server_exited_at is None else _ms(t0, r.server_exited_at),
             elapsed_ms=_ms(t0, r.ended_at),
             hurried=r.hurried,
@@ -137,6 +158,7 @@ class GuardReport:
         d: dict[str, Any] = {"version": VERSION}
         d.update((f.name, getattr(self, f.name)) for f in fields(self))
         d["rungs"] = [asdict(x) for x in self.rungs]
+        d["left"] = [asdict(x) for x in self.left]
         for name in _IDENTITY_LISTS:
             d[name] = [{"pid": p.pid, "start": p.start} for p in d[name]]
         d["counts"] = dict(self.counts)
@@ -242,6 +264,10 @@ def read_report(text: str | bytes) -> GuardReport:
                        _field(x, "outcome", str)) for x in _field(d, "rungs", list)]
     lists = {name: [ProcessId(_field(p, "pid", int), float(_field(p, "start", (int, float))))
                     for p in _field(d, name, list)] for name in _IDENTITY_LISTS}
+    left = [LeftRunning(_field(x, "pid", int), float(_field(x, "start", (int, float))),
+                        _field(x, "why", str), _field(x, "detail", str),
+                        _field(x, "command", str))
+            for x in _field(d, "left", list, [])]
     counts = _field(d, "counts", dict)
     counts = {str(k): _field(counts, k, int) for k in counts}
     return GuardReport(
@@ -257,6 +283,7 @@ def read_report(text: str | bytes) -> GuardReport:
         server_exit_ms=_field(d, "server_exit_ms", (int, float), None),
         elapsed_ms=_field(d, "elapsed_ms", (int, float)),
         hurried=_field(d, "hurried", bool),
+        left=left,
         **lists,
     )
 
@@ -269,6 +296,8 @@ def _field(d: object, name: str, kind: type | tuple[type, ...], *default: object
     if not isinstance(d, dict):
         raise ReportError(f"guard report: expected an object holding {name!r}")
     value = d.get(name, _MISSING)
+    if value is _MISSING and default and default[0] is not None:
+        return default[0]  # a field added within the version: older lines lack it
     if value is _MISSING:
         raise ReportError(f"guard report: {name!r} missing")
     if value is None and default and default[0] is None:

@@ -12,6 +12,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ms h
 if TYPE_CHECKING:
     from mcp_tether.ladder import Rung
     from mcp_tether.proc import ProcessId
+    from mcp_tether.proc.leave import Left
 
 __all__ = ["GuardResult", "SERVER_EXIT", "STDIN_HANGUP", "PARENT_DEATH", "SIGNALLED",
            "signame"]
@@ -54,6 +55,7 @@ class GuardResult:
         hurried: bool = False,
         holders: list[ProcessId] | None = None,
         server_status: int | None = None,
+        left: list[Left] | None = None,
     ) -> None:
         self.argv = argv
         self.exit_status = exit_status  # the server's: its code, or 128+N after signal N
@@ -76,6 +78,9 @@ class GuardResult:
         self.holders: list[ProcessId] = holders or []
         # The direct child's own status (differs from exit_status after a hand-over).
         self.server_status = exit_status if server_status is None else server_status
+        # Processes the server detached on purpose for its user: never signalled, still
+        # running (`proc.leave`).
+        self.left: list[Left] = left or []
 
     def __repr__(self) -> str:
         return f"GuardResult({self.reason!r}, status {self.exit_status}: {self.summary()!r})"
@@ -169,10 +174,23 @@ class GuardResult:
             n = len(self.others)
             esc = f" ({len(self.escapees)} outside its group)" if self.escapees else ""
             parts.append(f"{n} more process{'es' if n > 1 else ''} of its tree{esc} ended{how}")
+        if self.left:
+            n = len(self.left)
+            parts.append(f"{n} process{'es' if n > 1 else ''} left running for the user")
         if self.survivors:
             pids = " ".join(str(p.pid) for p in self.survivors)
             parts.append(f"STILL ALIVE: {pids}")
         return "; ".join(parts)
+
+    def left_lines(self) -> list[str]:
+        """One line for stderr per process left for the user: pid, command, why (the
+        command and the detail are the server's text: shown, not obeyed, on a terminal)."""
+        if not self.left:
+            return []
+        from mcp_tether.report.escape import terminal  # only when something was left
+
+        return [f"left {v.info.pid} ({terminal(v.command)}): {terminal(v.reason())}"
+                for v in self.left]
 
     def _ended_how(self) -> str:
         last = self._last_rung_that_ended()

@@ -22,7 +22,7 @@ from mcp_tether.guard.result import (
     STDIN_HANGUP,
     GuardResult,
 )
-from mcp_tether.proc import ProcessId, read_info
+from mcp_tether.proc import ProcessId, mark, read_info
 from mcp_tether.proc.end import Tree, last_pid, pidfds
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import exit_status, wait_child
@@ -88,10 +88,16 @@ class _Session:
     def start(self, run_argv: list[str]) -> tuple[Spawned, Tree]:
         """Spawn the server in a session of its own, and the Tree that will end it."""
         since = last_pid()  # every process of the server's tree will have a newer pid
-        server = self.server = spawn(run_argv, new_session=True, pdeathsig=signal.SIGKILL)
+        # The tree's mark: what the server keeps out of it (`outside_tether`) names it.
+        me = mark.own_token()
+        env = None if me is None else mark.with_token(os.environ, me)
+        server = self.server = spawn(run_argv, env=env, new_session=True,
+                                     pdeathsig=signal.SIGKILL)
         log.debug(f"server {server.pid} started: {' '.join(self.argv)}")
+        # Without a subreaper, the mark is how a daemon that left the group is found.
         tree = self.tree = Tree(group=server.pid, inbox=self.inbox, on_reap=self.on_reap,
-                                on_signal=self.on_signal, since=since)
+                                on_signal=self.on_signal, since=since,
+                                marks=() if me is None else (me,))
         info = read_info(server.pid)
         if info is not None:
             tree.note(info)
@@ -209,6 +215,20 @@ class _Session:
         return trigger
 
     # -- stopping ----------------------------------------------------------------------
+    def leave_users(self) -> None:
+        """Before any rung: take out of the tree what the server detached on purpose for
+        its user (`proc.leave`). They are never signalled nor waited for, and are named."""
+        assert self.tree is not None and self.server is not None
+        if self.tree.empty():
+            return
+        members = self.tree.members_now()
+        if all(m.pid == self.server.pid for m in members):
+            return  # the server alone: it is never its user's
+        from mcp_tether.proc.leave import decide  # only when the server has a tree
+
+        self.tree.leave(decide(members, root=os.getpid(), server_sid=self.server.pid,
+                               known=self.tree.seen))
+
     def begin_stop(self, reason: str, stdin_fd: int) -> None:
         """The ladder is next: take over from a launcher that left just before the
         client did, then forward the stop signals seen while watching."""
@@ -302,18 +322,33 @@ def _run(
     stdin_fd: int,
 ) -> GuardResult:
     """The run in the order of its ladder: start the server (following its container),
-    watch for the trigger, take over from a launcher and forward stop signals, choose
-    the first rung, climb, reap the server, and say what happened."""
+    watch for the trigger, leave what the server detached for its user, take over from
+    a launcher and forward stop signals, choose the first rung, climb, reap the server,
+    and say what happened."""
     s = _Session(argv, inbox)
     started = time.monotonic()
     follow = _follow_container(argv)
-    server, tree = s.start(argv if follow is None else follow.argv)
+    watcher = None
+    if not platform.has_pdeathsig():  # nothing would end the tree if we were SIGKILLed
+        from mcp_tether.proc import watcher as _watcher
+
+        watcher = _watcher.start(term_grace=term_grace, kill_wait=kill_wait)
+    try:
+        server, tree = s.start(argv if follow is None else follow.argv)
+    except BaseException:
+        if watcher is not None:
+            watcher.stand_down()  # nothing started: nothing for it to end
+        raise
+    if watcher is not None:
+        watcher.server(server.ident)
+        tree.spare(watcher.ident)  # our child, not the server's tree
     # Imported only now, while the server starts up in parallel: the ladder module is
     # the heaviest import on this path and nothing before the fork needs it.
     from mcp_tether import ladder as _ladder
 
     try:
         trigger = s.wait_for_trigger(parents, stdin_fd)
+        s.leave_users()
         s.begin_stop(trigger.reason, stdin_fd)
         grace_now, close_stdin = _first_rung(
             trigger, _ladder.GRACE_AFTER_EOF if grace is None else grace)
@@ -324,7 +359,11 @@ def _run(
             kill_wait=_ladder.KILL_WAIT if kill_wait is None else kill_wait)
         s.reap_server(ladder.rungs)
         survivors = [p.ident for p in tree.members_now()] if ladder.survived else []
+        if watcher is not None:
+            watcher.stand_down()
     finally:
+        if watcher is not None:
+            watcher.abandon()
         server.close()
         if follow is not None:
             follow.end()
@@ -395,4 +434,5 @@ def _result(
         ),
         holders=sorted(s.handed_over),
         server_status=None if s.status is None else exit_status(s.status),
+        left=sorted(s.tree.left.values(), key=lambda v: v.ident),
     )

@@ -38,8 +38,10 @@ from typing import Any
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.hostcheck import keys
+from mcp_tether.hostcheck.callkeeper import CallsKeeper
 from mcp_tether.hostcheck.config import SCOPES, host_names
-from mcp_tether.hostcheck.keeper import run_keeper
+from mcp_tether.hostcheck.keeper import HostKeeper, run_keeper
+from mcp_tether.hostcheck.modelhosts import wiring
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, HostScenario, decide
 from mcp_tether.hostcheck.spec import HOLDS, PLACEHOLDER, CheckSpec, spec_json
 from mcp_tether.proc import ProcessId, identify
@@ -70,8 +72,10 @@ class HostCheck:
 
 
 def default_scenarios(host: str | None) -> list[str]:
-    """Every scenario that applies: reconnect only where a config file can be edited."""
-    return [n for n, sc in SCENARIOS.items() if not sc.config or host is not None]
+    """Every scenario that applies: reconnect only where a config file can be edited; the
+    tool-calling ones only when named (they need the host's model API)."""
+    return [n for n, sc in SCENARIOS.items()
+            if (not sc.config or host is not None) and not sc.model]
 
 
 def _check_command(argv: Sequence[str], env: dict[str, str] | None, cwd: str | None) -> None:
@@ -114,6 +118,10 @@ def check(
     scope: str | None = None,
     after_edit: Sequence[str] = (),
     should_stop: Callable[[], bool] = lambda: False,
+    model_api: str | None = None,
+    model_env: Sequence[str] = (),
+    min_age: float = 30.0,
+    prompt_wait: str | None = None,
 ) -> HostCheck:
     """Run each scenario against the host; one result dict per scenario, in order.
 
@@ -127,7 +135,13 @@ def check(
     goes on, so the host's whole ladder shows). `scope`: with `host`, the recorder goes
     into that host's `user` or `project` config file (None: the first of either).
     `after_edit`: for a host under a pty that reloads an edited server only on a
-    command, what the reconnect types after its edit (`keys.parse` steps)."""
+    command, what the reconnect types after its edit (`keys.parse` steps).
+
+    The tool-calling scenarios (`idle`, `subagents`, `calls-reconnect`: never run unless
+    named) start the stand-in model: `model_api` (`anthropic`, `openai`; built in for
+    `--host claude-code` and `codex`), `model_env` (variables set to its base URL),
+    `min_age` (the idle gap they pause for is longer), `prompt_wait` (under a pty, the
+    text the host shows when it takes a prompt)."""
     argv = list(argv)
     if not argv:
         raise UsageError("no host command given (hostcheck -- HOST-ARGV...)")
@@ -153,6 +167,13 @@ def check(
     keys.parse(list(after_edit))  # refused here, before anything starts
     if after_edit and not pty:
         raise UsageError("--after-edit types into the host's terminal: it needs --pty")
+    if any(SCENARIOS[n].model for n in names):
+        wiring(host, model_api, model_env)  # refused here: which API, which host
+    elif model_api is not None or model_env:
+        raise UsageError("--model-api and --model-env drive the tool-calling scenarios: "
+                         "name one with -s (idle, subagents, calls-reconnect)")
+    if min_age <= 0:
+        raise UsageError("--min-age must be more than 0 seconds")
     if host is not None and cwd is None:
         # The host runs in the throwaway project folder: arguments naming files here
         # (a script, a config) keep pointing at them.
@@ -165,12 +186,17 @@ def check(
         for n in names:
             work = os.path.join(tmp, n)
             os.makedirs(work)
+            # A tool-calling scenario holds nothing: a held answer would stop the very
+            # calls it measures.
             specs.append(CheckSpec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
                               env=env, cwd=cwd, ready_timeout=ready_timeout,
                               host_timeout=host_timeout, settle=settle, eof=eof,
-                              grandchild=grandchild, hold=hold, hold_wait=hold_wait,
+                              grandchild=grandchild,
+                              hold="none" if SCENARIOS[n].model else hold, hold_wait=hold_wait,
                               wrapper=wrapper, signals=signals, scope=scope,
-                              after_edit=list(after_edit)))
+                              after_edit=list(after_edit), model_api=model_api,
+                              model_env=list(model_env), min_age=min_age,
+                              prompt_wait=prompt_wait))
         out.results = run_scenarios(specs, jobs=jobs, on_result=on_result,
                                     should_stop=should_stop)
     return out
@@ -196,7 +222,8 @@ def _start(spec: CheckSpec) -> _Running:
         os.close(res_r)
         os.close(life_w)
 
-    pid = fork_call(lambda: run_keeper(text, res_w, life_r), before=drop_driver_state,
+    keeper = CallsKeeper if SCENARIOS[spec.scenario].model else HostKeeper
+    pid = fork_call(lambda: run_keeper(text, res_w, life_r, keeper), before=drop_driver_state,
                     new_session=True, pdeathsig=signal.SIGTERM, reset_signals=True)
     os.close(res_w)
     os.close(life_r)

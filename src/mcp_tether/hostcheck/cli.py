@@ -10,14 +10,15 @@ from mcp_tether.errors import UsageError
 from mcp_tether.hostcheck import HOLDS, check, default_scenarios, render
 from mcp_tether.hostcheck.config import SCOPES
 from mcp_tether.hostcheck.keys import KEYS
+from mcp_tether.hostcheck.modelhosts import APIS
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.report.jsonout import print_json
 
 EXAMPLES = (
     "mcp-tether hostcheck -- node host.mjs {server}      # {server}: the recorder's command",
-    "mcp-tether hostcheck -s exit -s sigkill --json -- python my_host.py {server}",
     "mcp-tether hostcheck --host claude-code -s exit -- claude mcp list",
+    "mcp-tether hostcheck --host codex -s subagents --min-age 20 -- codex exec {prompt}",
 )
 WORDS = """\
 recorder: a stand-in MCP server the host starts in place of {server} (separate
@@ -30,6 +31,7 @@ there, npm's cache stays where it was)."""
 USAGE = "mcp-tether hostcheck [options] -- HOST-ARGV... ({server} where the server goes)"
 MORE = """\
 more examples:
+  mcp-tether hostcheck -s exit -s sigkill --json -- python my_host.py {server}
   mcp-tether hostcheck -- npx @modelcontextprotocol/inspector --cli {server} --method tools/list
   mcp-tether hostcheck --wrapper --recorder-signals stay -- python my_host.py {server}
 
@@ -45,6 +47,18 @@ count as one space); keys=TEXT types TEXT, where {keys} are keys and <lt> is a "
     --after-edit "wait=Reconnect" --after-edit "keys=<Down>" \\
     --after-edit "wait=❯ Reconnect" --after-edit "keys=<Enter>" -- claude
 
+Tool-calling scenarios (idle, subagents, calls-reconnect; run only when named) drive
+the host through real calls of the recorder's tool, offline: a stand-in for the model
+API on 127.0.0.1 (Anthropic Messages or OpenAI Responses) follows a script (steady
+calls, subagents spawned and closed, pauses longer than --min-age). The host gets its
+URL from --model-env VAR or {model_url} in its command line (built in: --host
+claude-code, --host codex), and the prompt from {prompt}, typed under --pty (after
+--prompt-wait TEXT shows), or on its stdin. They report copies per agent, which copy
+answered each call, what closing an agent or ending the old copy did:
+  mcp-tether hostcheck --host claude-code -s subagents -s idle -- claude -p {prompt}
+  mcp-tether hostcheck --model-api openai --model-env OPENAI_BASE_URL -s idle \\
+    -- python my_agent.py {server}
+
 The recorder holds the host at --hold (its answer to tools/list, by default) until the
 scenario's trigger is sent, so that a one-shot host is ended by the scenario and not by
 its own end of work; a host that was already ending the server before the trigger gets
@@ -57,13 +71,13 @@ scenarios (each runs a fresh host; one-shot hosts are judged by `exit`):
 
 verdicts:
 {verdicts}
-exit 0: every scenario clean (host-stayed and skipped count as clean); 1: otherwise;
-127/126: the host command is missing / not executable; 2: bad arguments.
+exit 0: every scenario clean (host-stayed, measured and skipped count as clean);
+1: otherwise; 127/126: the host command is missing / not executable; 2: bad arguments.
 """
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
-    rows = "\n".join(f"  {s.name:<10} {s.title}" for s in SCENARIOS.values())
+    rows = "\n".join(f"  {s.name:<15} {s.title}" for s in SCENARIOS.values())
     verdicts = "\n".join(f"  {v:<19} {w}" for v, w in VERDICT_WORDS.items())
     names = ", ".join(f"<{k}>" for k in KEYS if k != "lt")
     teach(parser, EXAMPLES, WORDS, usage=USAGE)
@@ -91,6 +105,19 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                       "true'` and npm do) between the host and the recorder")
     host.add_argument("-s", "--scenario", action="append", dest="scenarios", metavar="NAME",
                       help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
+    model = parser.add_argument_group("the tool-calling scenarios (the stand-in model)")
+    model.add_argument("--model-api", choices=APIS,
+                       help="the model API the host speaks (built in for --host "
+                       "claude-code: anthropic, --host codex: openai)")
+    model.add_argument("--model-env", action="append", default=[], metavar="VAR",
+                       help="set VAR to the stand-in's base URL for the host (repeatable; "
+                       "or put {model_url} in its command line)")
+    model.add_argument("--min-age", type=positive_duration, default=30.0, metavar="S",
+                       help="the idle gap the scenarios pause for is longer than this "
+                       "(as reap's --min-age; 30)")
+    model.add_argument("--prompt-wait", metavar="TEXT",
+                       help="under --pty: type the prompt once the host's terminal shows "
+                       "TEXT (else once it started the recorder)")
     rec = parser.add_argument_group("the recorder")
     rec.add_argument("--hold", choices=HOLDS, default="tools/list",
                      help="where the recorder keeps the host waiting until the trigger: "
@@ -145,6 +172,8 @@ def command(args: argparse.Namespace) -> int:
                        jobs=args.jobs, hold=args.hold, hold_wait=args.hold_wait,
                        wrapper=args.wrapper, signals=args.recorder_signals,
                        scope=args.host_scope, after_edit=args.after_edit,
+                       model_api=args.model_api, model_env=args.model_env,
+                       min_age=args.min_age, prompt_wait=args.prompt_wait,
                        on_result=lambda r: progress.done(str(r["scenario"]), str(r["verdict"])),
                        should_stop=stop)
     if stop.signum:  # stopped: the one line is said; every keeper, host and folder is gone

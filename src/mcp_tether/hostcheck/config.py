@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from mcp_tether.hosts import read_servers
 from mcp_tether.hosts.locations import HOSTS, REGISTRY
 from mcp_tether.hosts.model import Machine, Shape
 
-__all__ = ["ENTRY_NAME", "Placement", "write_recorder", "host_names"]
+__all__ = ["ENTRY_NAME", "Placement", "write_recorder", "host_names", "merge_json"]
 
 ENTRY_NAME = "mcp-tether-recorder"
 
@@ -87,6 +87,8 @@ class Placement:
     key_path: tuple[str, ...]
     fmt: str
     shape: Shape
+    extra: dict[str, Any] = field(default_factory=dict)  # keys added to the entry
+    head: str = ""  # TOML: what goes before the entry's table (top-level keys, tables)
 
     def _entry(self, argv: list[str]) -> dict[str, Any]:
         s = self.shape
@@ -96,7 +98,7 @@ class Placement:
             entry = {s.command_key: argv[0], s.args_key: list(argv[1:])}
         if s.stdio_type is not None:
             entry = {"type": s.stdio_type, **entry}
-        return entry
+        return {**entry, **self.extra}
 
     def render(self, argv: list[str]) -> bytes:
         """The file with the entry: TOML whole, JSON merged into the document on disk."""
@@ -105,7 +107,8 @@ class Placement:
             head = ".".join(json.dumps(k) if not k.replace("_", "").isalnum() else k
                             for k in self.key_path)
             lines = [f"[{head}]"] + [f"{k} = {json.dumps(v)}" for k, v in entry.items()]
-            return ("\n".join(lines) + "\n").encode()
+            return ((self.head.rstrip() + "\n\n" if self.head else "")
+                    + "\n".join(lines) + "\n").encode()
         doc = read_json(self.path)
         node = doc
         for key in self.key_path[:-1]:
@@ -226,10 +229,12 @@ SCOPES = ("user", "project")
 
 
 def write_recorder(host: str, home: Path, project: Path, argv: list[str], *,
-                   scope: str | None = None, env: Mapping[str, str] | None = None) -> Placement:
+                   scope: str | None = None, env: Mapping[str, str] | None = None,
+                   extra: Mapping[str, Any] | None = None, head: str = "") -> Placement:
     """Write the recorder's entry into `host`'s first file of `scope` (None: the first of
     user or project scope), and what the host needs beside it (`NEEDS`, given the host's
-    `env`)."""
+    `env`). `extra`: keys added to the entry (Codex's tool approval); `head`: TOML text
+    before the entry's table (a model provider), for a TOML file."""
     if host not in host_names():
         raise UsageError(f"unknown host {host!r} (one of: {', '.join(host_names())})")
     shape_of, theirs, ours = FORKS.get(host, (host, "", ""))
@@ -253,7 +258,8 @@ def write_recorder(host: str, home: Path, project: Path, argv: list[str], *,
             break
     table = tuple(str(project) if k == "*" else k for k in h.shape.tables[0])
     # Read back as the host whose shape it keeps: the fork is not in the hosts package.
-    place = Placement(shape_of, path, (*table, ENTRY_NAME), cf.format, h.shape)
+    place = Placement(shape_of, path, (*table, ENTRY_NAME), cf.format, h.shape,
+                      dict(extra or {}), head if cf.format == "toml" else "")
     place.edit(argv)
     if host in NEEDS:
         NEEDS[host](home, project, env if env is not None else {})

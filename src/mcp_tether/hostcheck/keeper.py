@@ -85,6 +85,14 @@ class HostKeeper(BaseKeeper):
         self.screen = b""  # the terminal's output since the last keys typed (--after-edit)
         self.others: list[dict[str, Any]] = []  # others_left(), before the clean-up
         self.killed: list[int] = []  # the recorder pids the clean-up had to kill
+        # What a subclass adds to the host's start (the stand-in model's keeper): variables,
+        # keys on the recorder's entry, TOML before it, placeholders in the host's argv,
+        # and processes of the keeper's own that are not the host's (never "left").
+        self.more_env: dict[str, str] = {}
+        self.entry_extra: dict[str, Any] = {}
+        self.toml_head = ""
+        self.argv_subs: dict[str, str] = {}
+        self.helpers: set[int] = set()
 
     # -- plumbing -----------------------------------------------------------------------
     def mark(self, t: float, what: str, pid: int | None, **extra: Any) -> None:
@@ -188,9 +196,12 @@ class HostKeeper(BaseKeeper):
         self.mark(self.s.t0, "spawn", host.pid, role="client", cmd=" ".join(spec.argv))
 
     def _open_channels(self) -> None:
-        """The recorders' events FIFO (watched) and, with a hold, the FIFO that releases it."""
-        os.makedirs(self.events_dir, exist_ok=True)
+        """The recorders' events FIFO (watched) and, with a hold, the FIFO that releases it
+        (once: a subclass may open them before the host, for a helper of its own)."""
         fifo_path = os.path.join(self.events_dir, "events.fifo")
+        if os.path.exists(fifo_path):
+            return
+        os.makedirs(self.events_dir, exist_ok=True)
         os.mkfifo(fifo_path, 0o600)
         # Read-write: opening never waits for a writer, and EOF never comes.
         self.fifo = os.open(fifo_path, os.O_RDWR | os.O_NONBLOCK)
@@ -206,7 +217,7 @@ class HostKeeper(BaseKeeper):
         folder; with --host, the recorder written into its config in a throwaway HOME."""
         spec = self.spec
         rec = self.recorder_argv()
-        env = dict(os.environ if spec.env is None else spec.env)
+        env = {**(os.environ if spec.env is None else spec.env), **self.more_env}
         cwd = spec.cwd
         argv = list(spec.argv)
         if spec.host is not None:
@@ -215,11 +226,17 @@ class HostKeeper(BaseKeeper):
             home.mkdir(parents=True, exist_ok=True)
             project.mkdir(parents=True, exist_ok=True)
             self.placement = write_recorder(spec.host, home, project, rec, scope=spec.scope,
-                                            env=env)
+                                            env=env, extra=self.entry_extra,
+                                            head=self.toml_head)
+            self.placed(home, project)
             env = host_env(home, project, env)
             cwd = cwd or str(project)
-        argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER else [arg])]
+        argv = [a for arg in argv for a in (rec if arg == PLACEHOLDER
+                                            else [self.argv_subs.get(arg, arg)])]
         return argv, env, cwd
+
+    def placed(self, home: Path, project: Path) -> None:
+        """The recorder's entry is written: a subclass writes what else the host reads."""
 
     def recorder_argv(self, *extra: str) -> list[str]:
         spec = self.spec
@@ -239,25 +256,30 @@ class HostKeeper(BaseKeeper):
 
     def _read_host(self, fd: int) -> ProcessId | None:
         """The host's pid from the tty shell (event-timed: the pipe, or the shell's exit)."""
+        line = self.read_line(fd, self.s.t0 + self.spec.ready_timeout)
+        try:
+            return identify(int(line))
+        except ValueError:
+            return None
+
+    def read_line(self, fd: int, deadline: float) -> bytes:
+        """The first line a child writes on pipe `fd` (closed here), waited for with its
+        exits until `deadline`; b"" if it closed the pipe or died first."""
         data = b""
-        deadline = self.s.t0 + self.spec.ready_timeout
         os.set_blocking(fd, False)
         try:
             while b"\n" not in data and time.monotonic() < deadline:
                 self.waiter.wait(deadline - time.monotonic(), extra_fds=[fd])
                 try:
-                    chunk = os.read(fd, 64)
+                    chunk = os.read(fd, 256)
                 except BlockingIOError:
                     continue
                 if not chunk:
-                    break  # the shell died before telling
+                    break  # it closed the pipe (or died) before a whole line
                 data += chunk
         finally:
             os.close(fd)
-        try:
-            return identify(int(data.split(b"\n")[0]))
-        except ValueError:
-            return None
+        return data.split(b"\n")[0] if b"\n" in data else b""
 
     def act(self) -> float:
         """End the host the scenario's way (or edit its config: reconnect); the instant."""
@@ -311,8 +333,11 @@ class HostKeeper(BaseKeeper):
                 self.mark(last, "keys", host.pid if host else None, keys=step.text)
                 continue
             text = step.text
-            seen = self.wait_until(
-                lambda: self.host_gone() or keys.shown(self.screen, text), deadline)
+
+            def shown(text: str = text) -> bool:
+                return self.host_gone() or keys.shown(self.screen, text)
+
+            seen = self.wait_until(shown, deadline)
             if not seen or self.host_gone():
                 self.s.action_note = (f"after the edit the host's terminal did not show "
                                       f"{text!r} within {self.spec.host_timeout:g} s; the "
@@ -407,7 +432,7 @@ class HostKeeper(BaseKeeper):
         # The host's helpers (a guard, a wrapper it started) may still be ending the
         # server for it: while one lives, the settle time stretches, up to HELPER_GRACE.
         helpers = [i.ident for i in self.tree()
-                   if not i.exited and i.pid not in self.s.recorders]
+                   if not i.exited and i.pid not in set(self.s.recorders) | self.helpers]
         for h in helpers:
             self.waiter.add(h)
         settled = s.host_exit + self.spec.settle
@@ -499,8 +524,8 @@ class HostKeeper(BaseKeeper):
         running then (left), or when the host lives on (`host_lives`)."""
         found = []
         for info in self.tree():
-            if info.exited or info.pid in self.s.recorders or (
-                    self.s.host is not None and info.pid == self.s.host.pid):
+            if info.exited or info.pid in self.s.recorders or info.pid in self.helpers or any(
+                    p is not None and info.pid == p.pid for p in (self.s.host, self.shell)):
                 continue
             argv = cmdline(info.pid)
             if argv:  # none: it exited between the scan and the read (or a zombie)
@@ -566,11 +591,12 @@ class HostKeeper(BaseKeeper):
             recorded=recorded_events(self.events_dir), tail=tail)
 
 
-def run_keeper(spec_json: str, result_fd: int, life_fd: int) -> None:
+def run_keeper(spec_json: str, result_fd: int, life_fd: int,
+               keeper: type[HostKeeper] = HostKeeper) -> None:
     """The keeper process's main (forked by the driver): one JSON line to `result_fd`."""
     spec = CheckSpec(**json.loads(spec_json))
     os.set_blocking(life_fd, False)
-    out = HostKeeper(spec, life_fd).run()
+    out = keeper(spec, life_fd).run()
     data = (json.dumps(out) + "\n").encode()
     while data:
         data = data[os.write(result_fd, data):]

@@ -177,6 +177,7 @@ def result_row(outcome: dict[str, Any], s: State, sc: HostScenario, spec: CheckS
         "layers": s.layers,
         "also": named_left(s, others, verdict).removeprefix("; "),  # the detail's last words
         "ps": outcome.get("ps"),  # reconnect: `ps` on the copies still running
+        "calls": outcome.get("calls"),  # the tool-calling scenarios' facts (`calls.py`)
         "killed_by_cleanup": killed,
         "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},
                       "t_ms": ms(e.get("t"))} for e in recorded],

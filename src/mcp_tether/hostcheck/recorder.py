@@ -11,7 +11,8 @@ JSON line per event with its monotonic (`t`, CLOCK_MONOTONIC, comparable between
 processes of one machine) and wall (`wall`) instants:
 
 - `start` (pid, ppid, pgid, sid, argv), `initialize`, `initialized` (the host's
-  notification: the handshake is complete), every request method (`request`);
+  notification: the handshake is complete), every request method (`request`), and
+  each `tools/call` it answered (`call`: the tool and the text it echoed back);
 - `hold` (point) and `release`: with `--hold tools/list` the answer to the first
   `tools/list` waits, with `--hold initialize` the answer to `initialize` does, until the
   driver releases the hold (see below), so that a one-shot host is still waiting for
@@ -197,6 +198,10 @@ class Recorder:
             params = msg.get("params") or {}
             args = params.get("arguments", {}) if isinstance(params, dict) else {}
             text = str(args.get("text", "")) if isinstance(args, dict) else ""
+            # Which copy answered which call: the text names the caller (a stand-in
+            # model's calls carry "AGENT/STEP/N").
+            self.note("call", tool=str(params.get("name", "")) if isinstance(params, dict)
+                      else "", text=text[:200])
             result = {"content": [{"type": "text", "text": text}]}
         else:
             self.send({"jsonrpc": "2.0", "id": mid,

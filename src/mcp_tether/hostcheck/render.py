@@ -16,7 +16,7 @@ from mcp_tether.report.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.report.html import render_html as page
 
 __all__ = ["render_text", "render_markdown", "render_html", "saw_line",
-           "hold_line", "process_cell"]
+           "hold_line", "process_cell", "calls_line"]
 
 _SAID = {"start": None, "grandchild": None, "request": None, "initialize": None,
          "initialized": "initialized", "stdin-eof": "EOF on stdin",
@@ -24,7 +24,7 @@ _SAID = {"start": None, "grandchild": None, "request": None, "initialize": None,
          "stdout-closed": "stdout closed (EPIPE)", "parent-changed": "its parent changed",
          "second-copy": "a second copy started", "child-exit": "its child exited",
          "discover": "server/discover asked", "hold": None, "release": None, "exit": None,
-         "server": None}
+         "server": None, "call": None}
 _LABEL = {"wrapper": "wrapper", "server": "server (recorder)", "grandchild": "grandchild"}
 
 
@@ -46,6 +46,18 @@ def saw_line(r: dict[str, Any], role: str, pid: int | None = None) -> str:
             text += f" (status {e.get('status')})"
         items.append(f"{text} at {_ms(e.get('t_ms'))}")
     return ", ".join(dict.fromkeys(items)) or "nothing"
+
+
+def calls_line(facts: dict[str, Any]) -> str:
+    """Each tool call of a tool-calling scenario and the copy that answered it."""
+    out = []
+    for c in facts.get("calls") or []:
+        who = str(c["text"]).rsplit(" ", 1)[-1]
+        got = (f"pid {c['copy']}" if c.get("ok") else
+               f"failed ({str(c.get('result') or '')[-60:]})" if c.get("ok") is False else
+               f"pid {c['copy']}, no result" if c.get("copy") else "unanswered")
+        out.append(f"{who} {got}")
+    return ", ".join(out) or "none"
 
 
 def hold_line(r: dict[str, Any]) -> str:
@@ -127,12 +139,17 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
             if row.get("superseded", "n/a") != "n/a":
                 print(f"      superseded: {row['superseded']}: "
                       f"{terminal(row.get('superseded_why', ''))}", file=out)
-        if r["verdict"] not in ("clean", "host-stayed"):
+        if r.get("calls"):
+            print(f"  calls (agent/step/n: the copy that answered): "
+                  f"{terminal(calls_line(r['calls']))}", file=out)
+        if r["verdict"] not in ("clean", "host-stayed", "measured"):
             print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
     unjudged = [r["scenario"] for r in result.results if r["verdict"] in UNJUDGED]
+    measured = any(r["verdict"] == "measured" for r in result.results)
+    clean = "every scenario clean" + (" or measured" if measured else "")
     print("\n" + (f"not clean: {', '.join(bad)}" if bad else "every judged scenario clean"
-                  if unjudged else "every scenario clean"), file=out)
+                  if unjudged else clean), file=out)
     if unjudged:
         print(f"not judged: {', '.join(unjudged)}", file=out)
 
@@ -165,7 +182,9 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
     words = {r["verdict"] for r in result.results}
     print("", file=out)
     for r in result.results:  # every process left beside the recorder's, every layer
-        if r.get("also"):
+        if r.get("calls"):  # what a tool-calling scenario measured
+            print(f"- {r['scenario']}: {md_text(r.get('detail', ''))}", file=out)
+        elif r.get("also"):
             print(f"- {r['scenario']}: {md_text(r['also'])}", file=out)
     for v in sorted(words):
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)

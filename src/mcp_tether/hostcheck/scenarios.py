@@ -1,8 +1,9 @@
 """The ways a host can end, what the spec asks of it then, and the verdict (a pure function).
 
 Guarantees:
-- One `HostScenario` per way the driver ends a host: its action, whether it needs a
-  terminal (a pty) or a config file to edit, and the words of the MCP specification
+- One `HostScenario` per way the driver ends a host (or, `model`, drives it through
+  tool calls): its action, whether it needs a terminal (a pty) or a config file to
+  edit, and the words of the MCP specification
   (stdio transport, 2026-07-28 and the 2025-11-25 lifecycle) for what a client should
   do to its server then. Nothing here touches a process.
 - `decide()` turns what was observed (did the host exit, which recorder processes were
@@ -40,6 +41,7 @@ class HostScenario:
     spec: str  # what a client should do to its server, in the spec's words
     pty: bool = False  # needs the host under a pseudo-terminal
     config: bool = False  # needs a host config file (--host NAME) to edit
+    model: bool = False  # drives the host through tool calls (the stand-in model)
 
 
 SCENARIOS: dict[str, HostScenario] = {s.name: s for s in (
@@ -62,14 +64,27 @@ SCENARIOS: dict[str, HostScenario] = {s.name: s for s in (
                  "the recorder's config entry edited while the host runs",
                  "A server the host stops using is a shutdown of that connection: "
                  + SPEC_SHUTDOWN + "; " + SPEC_BOUNDARY + ".", config=True),
+    # Tool-calling scenarios: the stand-in model (`modelapi.py`) drives the host through
+    # the recorder's tools by a script (`calls.py`); they measure, the verdict is
+    # `measured` (or the reconnect's).
+    HostScenario("idle", "calls", "calls with a pause longer than --min-age between them",
+                 "A host keeps its server for as long as it may use it: " + SPEC_BOUNDARY
+                 + ".", model=True),
+    HostScenario("subagents", "calls", "two subagents in parallel (one steady, one thinking "
+                 "longer than --min-age), each closed; then the oldest copy ended",
+                 "The spec on copies per conversation: " + SPEC_BOUNDARY + ".", model=True),
+    HostScenario("calls-reconnect", "calls", "calls before and after the recorder's entry is "
+                 "edited, then the old copy ended",
+                 "A server the host stops using is a shutdown of that connection: "
+                 + SPEC_SHUTDOWN + "; " + SPEC_BOUNDARY + ".", config=True, model=True),
 )}
 
 VERDICTS = ("clean", "server-left", "wrapper-child-left", "abandoned", "host-stayed",
-            "preempted", "skipped", "error")
+            "preempted", "measured", "skipped", "error")
 # Verdicts that do not fail the check: nothing was left (clean), the host rightly did not
 # quit on this (host-stayed: its servers are still its own), or it did not apply
 # (skipped; preempted: what was left is the host's own shutdown's, not the scenario's).
-PASSING = ("clean", "host-stayed", "preempted", "skipped")
+PASSING = ("clean", "host-stayed", "preempted", "measured", "skipped")
 # Verdicts that judge nothing: the report lists them apart from the clean ones.
 UNJUDGED = ("preempted", "skipped", "error")
 
@@ -83,6 +98,7 @@ VERDICT_WORDS = {
     "preempted": "no verdict: the host began ending the server (closed its stdin or "
                  "signalled it) before the scenario's trigger, so what was left is the "
                  "outcome of its own shutdown",
+    "measured": "the host was driven through its tool calls; what it did is in the facts",
     "skipped": "the scenario does not apply to this host",
     "error": "the scenario could not be judged",
 }

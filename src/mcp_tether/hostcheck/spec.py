@@ -48,6 +48,13 @@ class CheckSpec:
     signals: str = "die"  # the recorder at a fatal signal: die (as servers do) or stay
     scope: str | None = None  # --host-scope: the host's config file of this scope
     after_edit: list[str] = field(default_factory=list)  # reconnect, pty: keys.parse steps
+    # the tool-calling scenarios (`calls.py`): the host's model API, the variables set to
+    # the stand-in's URL, the idle gap they pause for, what a pty host shows when it
+    # takes a prompt
+    model_api: str | None = None
+    model_env: list[str] = field(default_factory=list)
+    min_age: float = 30.0
+    prompt_wait: str | None = None
 
 
 def spec_json(spec: CheckSpec) -> str:

@@ -46,13 +46,14 @@ MAX_THREADS = 64  # a runaway pool says enough with its first 64 names
 WATCHED_SIGNALS = {s: signame(s) for s in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE,
                                             signal.SIGTERM)}
 _MASKS = {"blocked": "sig_blocked", "ignored": "sig_ignored", "caught": "sig_caught"}
-_IPC = ("pipe:", "socket:")
+_IPC = ("pipe", "socket")
 
 
 def stdio_links(pid: int) -> list[str]:
-    """The pipe/socket ends a process's fd 0 and 1 point at (its wire, when just spawned)."""
-    links = platform.backend.channels().fd_links(pid, (0, 1)) or {}
-    return [links[fd] for fd in (0, 1) if links.get(fd, "").startswith(_IPC)]
+    """The pipes and sockets a process's fd 0 and 1 are on (its wire, when just spawned),
+    by the channel both ends of a pipe share (`End.channel`)."""
+    ends = platform.backend.channels().fd_ends(pid, (0, 1)) or {}
+    return [e.channel for fd in (0, 1) if (e := ends.get(fd)) is not None and e.kind in _IPC]
 
 
 def _children(pid: int) -> list[int]:
@@ -104,13 +105,13 @@ def collect(pid: int, wire: list[str] | None = None) -> dict[str, Any]:
         if env is not None:
             ev["tether_marks"] = [m for m in env.get(TREE_MARK, "").split(",") if m]
             ev["server_env"] = REPORT_ENV in env
-        links = backend.channels().fd_links(pid)
-        if links is None:
+        ends = backend.channels().fd_ends(pid)
+        if ends is None:
             return ev  # not ours to read: say nothing about its fds
-        ev["ipc_fds"] = sum(1 for t in links.values() if t.startswith(_IPC))
-        ev["fds"] = {str(fd): links[fd] for fd in (0, 1, 2) if fd in links}
+        ev["ipc_fds"] = sum(1 for e in ends.values() if e.kind in _IPC)
+        ev["fds"] = {str(fd): ends[fd].name for fd in (0, 1, 2) if fd in ends}
         if wire:
-            ev["holds_wire"] = any(t in wire for t in links.values())
+            ev["holds_wire"] = any(e.channel in wire for e in ends.values())
     except Exception:  # noqa: BLE001  # evidence is best effort; never break the keeper
         pass
     return ev

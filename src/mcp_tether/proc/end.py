@@ -23,11 +23,21 @@ Guarantees (Linux, caller a child subreaper, and the only one reaping its childr
 - Every reaped child is handed to `on_reap(pid, raw_status)`, so the caller learns its
   server's status; nothing else reaps.
 - `end_tree()` climbs the ladder (`mcp_tether.ladder.run_ladder`) on such a tree.
-Without a subreaper (the portable backend) the same calls fall back to group + scan:
-our descendants, plus every process met before (or `known` to the caller) that is still
-alive, wherever it was reparented, and its descendants. Exact for the group and for what
-was seen; a process that left the tree before any look saw it is out of sight.
-`Tree.exact` says which.
+- `leave(left)` takes processes out of the tree for good (`proc.leave.decide`: what the
+  server detached on purpose for its user): from then on no signal reaches them (nor
+  what they fork, nor the group while one of them is in it: its members are then
+  signalled one by one), and "tree empty" means no child is left but them: they outlive
+  us, and init (or the next subreaper up) takes them when we exit.
+Without a subreaper (macOS; the portable backend; Linux with MCP_TETHER_NO_SUBREAPER set,
+for tests) the same calls fall back to group + scan: our descendants, plus every process
+met before (or `known` to the caller) that is still alive, wherever it was reparented,
+plus every live process whose environment carries one of the tree's `marks` (its
+MCP_TETHER_TREE tokens, `proc.mark`: a daemon that setsid'd and double-forked before any
+look saw it still carries the environment it inherited), and their descendants. Each is
+a member by identity, signalled through `proc.signals` (identity re-checked right before
+the signal) like any other. A process whose environment cannot be read (another user's,
+a backend that shows none: the portable one), or that dropped the mark from it, and that
+left the tree before any look saw it, is out of sight. `Tree.exact` says which.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ from mcp_tether.platform import backend
 from mcp_tether.proc.identity import ProcessId, ProcRecord, read_info
 from mcp_tether.proc.reap import has_children, reap_children
 from mcp_tether.proc.signals import DENIED, GONE, SENT, pin, send, signal_group
-from mcp_tether.proc.tree import descendants
+from mcp_tether.proc.tree import children_map, descendants, snapshot
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up path
 if TYPE_CHECKING:
@@ -50,6 +60,7 @@ if TYPE_CHECKING:
 
     from mcp_tether.ladder import LadderResult
     from mcp_tether.proc.inbox import SignalInbox
+    from mcp_tether.proc.leave import Left
 
 __all__ = ["Tree", "end_tree", "last_pid", "pidfds"]
 
@@ -70,6 +81,10 @@ class Tree:
              signalled as one first; None if there is none.
     since:   `last_pid()` read before the tree's root was spawned, if known: then no
              look ever needs a full pass over /proc.
+    marks:   the tree's tokens (`proc.mark.token`) that its members carry in
+             MCP_TETHER_TREE: without a subreaper, how escapees are found (module doc).
+    born:    the start time no member is older than (default: this process's own);
+             only younger processes' environments are read for `marks`.
     inbox:   a `SignalInbox` recording SIGCHLD (and whatever else the caller wants);
              `wait()` sleeps on it and hands non-SIGCHLD signals to `on_signal`.
     on_reap: called with (pid, raw wait status) for every child reaped here.
@@ -85,6 +100,8 @@ class Tree:
         close_stdin: Callable[[], None] | None = None,
         since: int | None = None,
         known: Iterable[ProcessId] = (),
+        marks: Iterable[str] = (),
+        born: float | None = None,
     ) -> None:
         self.me = os.getpid()
         self.group = group
@@ -94,6 +111,12 @@ class Tree:
         self._close_stdin = close_stdin
         self.exact = platform.is_subreaper()
         self.known = set(known)  # members identified by the caller (its own scans)
+        self.marks = frozenset(marks)
+        self._marked: dict[ProcessId, bool] = {}  # environments read once per process
+        if born is None:  # no member is older than the tree's root: this process
+            mine = read_info(self.me)
+            born = None if mine is None else mine.start
+        self._born = born
         self.seen: dict[ProcessId, ProcRecord] = {}  # every process ever met in the tree
         self.escapees: set[ProcessId] = set()  # of those, outside `group`
         self.sig: int | None = None  # the current rung's signal, once one was sent
@@ -104,6 +127,10 @@ class Tree:
         # lets even the first look skip the full pass: every member is newer than it.
         self._last: int | None = since
         self._members: dict[int, ProcRecord] = {}  # live members at the last look
+        self.left: dict[ProcessId, Left] = {}  # out of the tree for good (`leave`)
+        self._spared: set[ProcessId] = set()  # our own helpers, never of the tree
+        self._left_pids: dict[int, ProcessId] = {}
+        self._group_ok = True  # no left process in `group`: kill(-group) is ours alone
 
     # -- reaping ---------------------------------------------------------------------
     def reap(self) -> None:
@@ -116,12 +143,87 @@ class Tree:
         """Reap what has exited; True when no child is left (see the module doc)."""
         self.reap()
         if self.exact:
-            return not has_children()
+            return not (self._other_child() if self._skipping else has_children())
         members = self.scan(signal_new=False)
         # A child that became a zombie between the reap above and the scan is not a
         # member any more, yet still ours to reap: reap again, or it is left a zombie.
         self.reap()
         return not members
+
+    def _other_child(self) -> bool:
+        """A child of ours, running or not yet reaped, that was not left."""
+        kids = backend.children(self.me)
+        if kids is None:
+            kids = [p.pid for p in snapshot().values() if p.ppid == self.me]
+        for kid in kids:
+            info = read_info(kid)
+            if info is not None and info.ident not in self.left \
+                    and info.ident not in self._spared and (
+                    info.exited or not self._is_left(info)):
+                return True
+        return False
+
+    # -- what is left for the user ------------------------------------------------------
+    def leave(self, left: dict[ProcessId, Left]) -> None:
+        """Take `left` out of the tree for good (see the module doc)."""
+        for ident, why in left.items():
+            self.left[ident] = why
+            self._left_pids[ident.pid] = ident
+            self.seen.pop(ident, None)
+            self.escapees.discard(ident)
+            self.known.discard(ident)
+            self._members.pop(ident.pid, None)
+            if self.group is not None and why.info.pgid == self.group:
+                self._group_ok = False
+
+    def spare(self, ident: ProcessId) -> None:
+        """`ident` is a child of ours that is not of the tree (the guard's watcher): never
+        a member, never signalled, not waited for."""
+        self._spared.add(ident)
+
+    @property
+    def _skipping(self) -> bool:
+        return bool(self.left or self._spared)
+
+    def _is_left(self, info: ProcRecord) -> bool:
+        """`info` was left (or spared), or a left process forked it since: it goes with
+        its parent."""
+        if not self._skipping:
+            return False
+        if info.ident in self.left or info.ident in self._spared:
+            return True
+        parent = self._left_pids.get(info.ppid)
+        if parent is None:
+            return False
+        now = read_info(parent.pid)
+        if now is None or now.start != parent.start:
+            return False  # the parent is gone: this one was reparented to its subreaper
+        from mcp_tether.proc.leave import UNDER, Left  # loaded by whoever decided
+
+        self.leave({info.ident: Left(info, UNDER, f"{parent.pid} (its parent)")})
+        return True
+
+    def _descendants(self, snap: dict[int, ProcRecord]) -> list[ProcRecord]:
+        """Our live descendants in `snap`, but for what was left and what is under it."""
+        if not self._skipping:
+            return descendants(self.me, snap)
+        kids = children_map(snap)
+        out: list[ProcRecord] = []
+        stack, met = [self.me], {self.me}
+        while stack:
+            for child in kids.get(stack.pop(), ()):
+                if child.pid in met:
+                    continue
+                met.add(child.pid)
+                if self._is_left(child):
+                    for under in descendants(child.pid, snap):
+                        met.add(under.pid)
+                        self._is_left(under)  # recorded: it goes with `child`
+                    continue
+                stack.append(child.pid)
+                if not child.exited:
+                    out.append(child)
+        return out
 
     # -- finding members ---------------------------------------------------------------
     def note(self, info: ProcRecord) -> None:
@@ -143,6 +245,7 @@ class Tree:
         # Once per rung for SIGTERM (no member gets it twice), every time for SIGKILL.
         if (
             self.group is not None
+            and self._group_ok
             and info.pgid == self.group
             and (self.sig == signal.SIGKILL or not self._group_sent)
             and signal_group(self.group, self.sig, [ident]) == SENT
@@ -166,6 +269,7 @@ class Tree:
         if (
             info.ppid == self.me
             and self.group is not None
+            and self._group_ok
             and info.pgid == self.group
             and (self.sig == signal.SIGKILL or not self._group_sent)
             and signal_group(self.group, self.sig or signal.SIGTERM, [info.ident]) == SENT
@@ -211,22 +315,26 @@ class Tree:
                 if hurry:
                     self._by_zombie(info)
                 continue
+            if self._skipping and self._is_left(info):
+                continue
             if info.ppid in ours or info.ident in self.seen:
                 ours.add(info.pid)
                 if hurry:
                     self.note(info)
                     self._send(info)
-        members = descendants(self.me, snap)
+        members = self._descendants(snap)
         if not self.exact:
             # No subreaper: a member whose parent died was reparented elsewhere; it is
-            # still ours by identity, and so is what it forks.
+            # still ours by identity, and so is what it forks, and so is a process that
+            # carries our mark (it left before any look saw it).
             have = {p.pid for p in members}
             for info in list(snap.values()):
                 if info.exited or info.pid in have or (
-                        info.ident not in self.seen and info.ident not in self.known):
+                        info.ident not in self.seen and info.ident not in self.known
+                        and not self.marked(info)):
                     continue
                 for p in (info, *descendants(info.pid, snap)):
-                    if p.pid not in have:
+                    if p.pid not in have and not self._is_left(p):
                         have.add(p.pid)
                         members.append(p)
         for info in members:
@@ -270,7 +378,7 @@ class Tree:
                 if info is not None:
                     zombies.append(info)
                 continue
-            if pid in members:
+            if pid in members or (self._skipping and self._is_left(info)):
                 continue
             if info.ppid in ours and backend.is_process(pid):
                 members[pid] = info
@@ -284,6 +392,16 @@ class Tree:
         # been reparented to us (its subreaper) by now, so read it again.
         pending = [q for q in (read_info(p.pid) if p.ppid in gone else p for p in pending)
                    if q is not None and not q.exited]
+        if self._skipping:  # forked by a left process (read before it, newest first)
+            pending = [q for q in pending if not self._is_left(q)]
+        if not self.exact and self.marks:  # no subreaper: an orphan found by its mark
+            for info in pending:
+                if info.pid not in ours and self.marked(info) and backend.is_process(info.pid):
+                    members[info.pid] = info
+                    ours.add(info.pid)
+                    self.note(info)
+                    if hurry:
+                        self._send(info)
         grown = True
         while grown:  # a child read before its parent (newest first, or a wrap-around)
             grown = False
@@ -300,6 +418,29 @@ class Tree:
                         self._send(info)
                     grown = True
         return list(members.values())
+
+    def marked(self, info: ProcRecord) -> bool:
+        """`info` carries one of the tree's marks in its environment: read once per
+        process, and only for one started after this process (no member is older) and
+        other than it or a process already left."""
+        if not self.marks or info.pid == self.me or info.exited:
+            return False
+        got = self._marked.get(info.ident)
+        if got is None:
+            got = False
+            if self._born is None or info.start >= self._born:
+                from mcp_tether.proc import mark  # stdlib only, on the guard's path
+
+                env = backend.channels().environ(info.pid)
+                got = env is not None and bool(self.marks & set(mark.tokens(env.get(mark.TREE))))
+            self._marked[info.ident] = got
+        return got and not self._is_left(info)
+
+    @property
+    def by_marks(self) -> bool:
+        """Without a subreaper, escapees are found by the tree's marks: there are marks,
+        and this backend reads environments (the portable one does not)."""
+        return bool(self.marks) and backend.channels().environ(self.me) is not None
 
     def members_now(self) -> list[ProcRecord]:
         """Live descendants now, signalling nobody."""
@@ -318,12 +459,12 @@ class Tree:
             self._group_sent = False
         outcomes: list[str] = []
         group_sent = False
-        if self.group is not None:
+        if self.group is not None and self._group_ok:
             # The group first, in one atomic kill(2), proven ours by a known member.
             known = [i for i, p in self.seen.items() if p.pgid == self.group]
             group_sent = signal_group(self.group, sig, known) == SENT
         members = self.scan(signal_new=False)
-        if self.group is not None and not group_sent:
+        if self.group is not None and self._group_ok and not group_sent:
             fresh = [p.ident for p in members if p.pgid == self.group]
             group_sent = bool(fresh) and signal_group(self.group, sig, fresh) == SENT
         if group_sent:
@@ -409,13 +550,13 @@ def _has_live_child() -> bool:
 
 
 def pidfds(pids: Iterable[int]) -> list[int]:
-    """pidfds of `pids`, readable when one exits (a change worth a look: not every one is
-    our child, so SIGCHLD alone would not say so); none where the backend has no pidfds
-    (then the caller's naps are short)."""
+    """Exit descriptors of `pids` (`platform.exit_fd`), readable when one exits (a change
+    worth a look: not every one is our child, so SIGCHLD alone would not say so); none
+    where the backend has none (then the caller's naps are short)."""
     fds: list[int] = []
     for pid in pids:
         try:
-            fd = platform.pidfd_open(pid)
+            fd = platform.exit_fd(pid)
         except OSError:
             continue
         if fd is not None:

@@ -1,9 +1,10 @@
 """Who holds a given pipe or socket: the open-file check behind "still holds our stdio".
 
 Guarantees:
-- `stdio_key(fd)` names the open pipe or socket on `fd` as (st_dev, st_ino), the same
-  for every process that holds it; None for anything else (a tty, /dev/null, a regular
-  file): those are shared by unrelated processes all the time and prove nothing.
+- `stdio_key(fd)` names the open pipe (either end) or socket on `fd`, the backend's way
+  (Linux: (st_dev, st_ino)), the same for every process that holds it; None for
+  anything else (a tty, /dev/null, a regular file): those are shared by unrelated
+  processes all the time and prove nothing.
 - `holds(pid, keys)` is True when process `pid` has one of them open on any fd, read
   by the platform backend (Linux: /proc/<pid>/fd, readable for our own descendants),
   False when it has none, None when it cannot be told (the portable backend always;
@@ -12,23 +13,14 @@ Guarantees:
 
 from __future__ import annotations
 
-import os
-import stat
-
 from mcp_tether import platform
 
 __all__ = ["stdio_key", "holds"]
 
 
 def stdio_key(fd: int) -> tuple[int, int] | None:
-    """(st_dev, st_ino) of the pipe or socket open on `fd`, else None."""
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return None
-    if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-        return (st.st_dev, st.st_ino)
-    return None
+    """The backend's key for the pipe or socket open on `fd`, else None."""
+    return platform.backend.stdio_key(fd)
 
 
 def holds(pid: int, keys: set[tuple[int, int]]) -> bool | None:

@@ -8,10 +8,10 @@ Guarantees:
   over per-platform modules): the Linux backend reads /proc directly, the portable one
   asks psutil. A macOS or Windows port is a new backend, not edits in callers. Callers
   never test the platform themselves.
-- Reading never disturbs a process: channel checks open a fresh end of a pipe through
-  /proc and poll it with no events (nothing is read or written), sockets are asked
-  about through NETLINK_SOCK_DIAG. Answers are "yes" / "no" / "unknown"; a platform
-  that cannot tell says "unknown", never a guess.
+- Channels are asked about in the seam's words (`_plat.ends`): what end an fd is open
+  on (`fd_ends`), where its far end is and who holds it (`far_ends`). Reading never
+  disturbs a process (nothing is read from or written to a channel); a backend that
+  cannot tell says "unknown", never a guess.
 - A process that vanishes mid-read is simply absent; one that may not be read is
   counted in `Table.unreadable`. Never an error.
 """
@@ -21,11 +21,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcp_tether import platform
+from mcp_tether._plat.ends import (
+    CHANNEL_KINDS,
+    CLOSED,
+    OPEN,
+    UNCONNECTED,
+    UNKNOWN,
+    End,
+    Far,
+    FdState,
+)
 from mcp_tether._plat.record import ProcRecord
 from mcp_tether.platform import backend as _impl
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+
+    from mcp_tether._plat.contract import Channels, FarEnds
 
 __all__ = [
     "ProcRecord",
@@ -33,13 +45,17 @@ __all__ = [
     "table",
     "record",
     "name_filter",
-    "fd_links",
-    "fd_mode",
-    "pipe_peer",
-    "UnixDiag",
-    "pipe_holders",
-    "link_holders",
-    "fd_info",
+    "End",
+    "Far",
+    "FdState",
+    "CHANNEL_KINDS",
+    "OPEN",
+    "CLOSED",
+    "UNCONNECTED",
+    "UNKNOWN",
+    "fd_ends",
+    "fd_state",
+    "far_ends",
     "root_pid_namespace",
     "epoll_items",
     "fd_file",
@@ -47,6 +63,8 @@ __all__ = [
     "io_counters",
     "environ",
     "pid_namespace",
+    "listening",
+    "boot_id",
     "owner",
     "username",
     "age_seconds",
@@ -54,11 +72,7 @@ __all__ = [
     "CHANNEL_DETAIL",
 ]
 
-if TYPE_CHECKING:
-    from mcp_tether._plat import linux_fds as _ch  # the portable backend keeps its API
-else:
-    _ch = _impl.channels()
-UnixDiag = _ch.UnixDiag
+_ch: Channels = _impl.channels()
 CHANNEL_DETAIL: bool = _ch.CHANNEL_DETAIL  # can this backend see fds and peers?
 
 
@@ -104,43 +118,25 @@ def name_filter(names: Iterable[str], prefixes: Iterable[str] = (),
     return want
 
 
-def fd_links(pid: int, only: tuple[int, ...] | None = None,
-             limit: int | None = None,
-             known: dict[int, str] | None = None) -> dict[int, str] | None:
-    """fd -> what it refers to (`pipe:[ino]`, `socket:[ino]`, a path); None if unknown.
-
-    `only`: just these fds (those not open are absent). `limit`: None when the process
-    has more open fds than this (nothing is read past the count). `known`: links this
-    scan already read (fd 0 and 1), taken as they are for fds still open."""
-    return _ch.fd_links(pid, only, limit, known)
+def fd_ends(pid: int, only: tuple[int, ...] | None = None, limit: int | None = None,
+            known: dict[int, End] | None = None) -> dict[int, End] | None:
+    """fd -> the `End` it is open on (a pipe's or socket's end, /dev/null, a tty, a
+    file); None if unknown. `only`: just these fds (those not open are absent); `limit`:
+    None when the process has more open fds than this (nothing is read past the count);
+    `known`: ends this scan already read (fd 0 and 1), taken as they are if still open."""
+    return _ch.fd_ends(pid, only, limit, known)
 
 
-def fd_mode(pid: int, fd: int) -> str | None:
-    """"r", "w" or "rw" for an open fd, None if unknown."""
-    return _ch.fd_mode(pid, fd)
+def fd_state(pid: int, fd: int) -> FdState | None:
+    """How an fd was opened (access mode, close-on-exec) and which open file it is."""
+    return _ch.fd_state(pid, fd)
 
 
-def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
-    """For the read side ("r"): is a write end open anywhere? For "w": a read end?
-    "yes" / "no" / "unknown"."""
-    return _ch.pipe_peer(pid, fd, ino, side)
-
-
-def pipe_holders(ino: int, skip: set[int], mode: str = "w") -> list[int]:
-    """Pids (not in `skip`) holding the pipe `ino` open for writing ("w") or reading."""
-    return _ch.pipe_holders(ino, skip, mode)
-
-
-def link_holders(target: str, skip: set[int], mode: str | None = None) -> list[int]:
-    """Pids (not in `skip`) we can see holding `target` (`pipe:[ino]`, `socket:[ino]`)
-    open; with `mode` ("r", "w"), only those holding it so. Processes we cannot read, or
-    outside our pid namespace, are not in the answer: an empty list proves nothing."""
-    return _ch.link_holders(target, skip, mode)
-
-
-def fd_info(pid: int, fd: int) -> dict[str, str] | None:
-    """`pos`, `flags` (octal), `mnt_id`, `ino` of an open fd, as text; None if unknown."""
-    return _ch.fd_info(pid, fd)
+def far_ends() -> FarEnds:
+    """A look at far ends: `far(pid, fd, end, side)` (a `Far`: open, closed, unconnected
+    or unknown) and `holders(end_id, skip)` (pids seen holding an end; empty proves
+    nothing). Close it when done."""
+    return _ch.far_ends()
 
 
 def root_pid_namespace() -> bool | None:
@@ -149,12 +145,12 @@ def root_pid_namespace() -> bool | None:
     return _ch.root_pid_namespace()
 
 
-def epoll_items(pid: int, links: dict[int, str] | None = None
+def epoll_items(pid: int, ends: dict[int, End] | None = None
                 ) -> tuple[list[tuple[int, int, tuple[int, int] | None]], bool] | None:
     """Every item of every epoll set `pid` holds, (tfd, events, the watched file's
     (st_dev, st_ino) or None), and whether it holds an io_uring; None if this backend
     or this process cannot show them."""
-    return _ch.epoll_items(pid, links)
+    return _ch.epoll_items(pid, ends)
 
 
 def fd_file(pid: int, fd: int) -> tuple[int, int] | None:
@@ -183,6 +179,27 @@ def environ(pid: int) -> dict[str, str] | None:
 def pid_namespace(pid: int) -> int | None:
     """An id of `pid`'s pid namespace; None: unknown."""
     return _impl.pid_namespace(pid)
+
+
+def listening(pid: int) -> list[str] | None:
+    """The listening sockets `pid` holds (`tcp 127.0.0.1:8080`, `unix /run/x.sock`): who
+    can connect to it. [] when none; None when this backend or this process cannot
+    show them (unknown, never "none")."""
+    ends = _ch.fd_ends(pid)
+    if ends is None:
+        return None
+    look = _ch.far_ends()
+    try:
+        socks = [(e, look.socket(pid, fd, e)) for fd, e in ends.items() if e.kind == "socket"]
+    finally:
+        look.close()
+    return [f"{s.family or 'socket'} {s.address or e.name}" for e, s in socks
+            if s.role == "listen"]
+
+
+def boot_id() -> str | None:
+    """This boot's name (another boot never has it); None if unknown."""
+    return _impl.boot_id()
 
 
 def owner(pid: int) -> int | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from mcp_tether.platform import backend
 from mcp_tether.proc.identity import ProcRecord, read_info
 
-__all__ = ["snapshot", "descendants", "cmdline", "children_map", "own_tree"]
+__all__ = ["snapshot", "descendants", "cmdline", "children_map", "own_tree", "carrying"]
 
 
 def snapshot() -> dict[int, ProcRecord]:
@@ -75,6 +75,27 @@ def descendants(
             if include_zombies or not child.exited:
                 out.append(child)
     return out
+
+
+def carrying(marks: set[str], snap: dict[int, ProcRecord], born: float | None = None
+             ) -> list[ProcRecord]:
+    """Live processes of `snap` whose environment carries one of the tree tokens `marks`
+    in MCP_TETHER_TREE (`proc.mark`), started at or after `born`, and their descendants:
+    a tree's members wherever they were reparented. A process whose environment cannot
+    be read is not among them (an empty answer proves nothing)."""
+    from mcp_tether.proc import mark
+
+    out: dict[int, ProcRecord] = {}
+    environ = backend.channels().environ
+    for info in snap.values():
+        if info.exited or info.pid in out or (born is not None and info.start < born):
+            continue
+        env = environ(info.pid)
+        if env is not None and marks & set(mark.tokens(env.get(mark.TREE))):
+            out[info.pid] = info
+            for under in descendants(info.pid, snap):
+                out.setdefault(under.pid, under)
+    return list(out.values())
 
 
 def cmdline(pid: int) -> list[str]:

@@ -1,8 +1,9 @@
 """Precise exit waits: learn the instant a process exits, without sleeping for it.
 
-Best first, then a quiet fallback (psutil `_psposix.wait_pid` style): pidfd + poll
-where the backend has pidfds (the fd turns readable the moment the process exits, zombie
-or not); otherwise polling `compare()` on a monotonic clock with a backoff from 1 ms to
+Best first, then a quiet fallback (psutil `_psposix.wait_pid` style): the backend's exit
+descriptor + poll where it has one (a pidfd on Linux, a kqueue watching EVFILT_PROC /
+NOTE_EXIT on macOS: it turns readable the moment the process exits, zombie or not);
+otherwise polling `compare()` on a monotonic clock with a backoff from 1 ms to
 20 ms (the exit instant is then known to within the backoff, at most 20 ms late).
 A process that is already gone when added counts as exited at the instant of adding.
 """
@@ -24,7 +25,7 @@ class ExitWaiter:
     """Watch a changing set of processes; report each exit with its monotonic instant."""
 
     def __init__(self, idents: Iterable[ProcessId] = ()) -> None:
-        self._fds: dict[int, ProcessId] = {}  # pidfd -> ident
+        self._fds: dict[int, ProcessId] = {}  # exit descriptor -> ident
         self._polled: set[ProcessId] = set()  # fallback set
         self._exited: dict[ProcessId, float] = {}
         self._poll = select.poll() if hasattr(select, "poll") else None
@@ -43,7 +44,7 @@ class ExitWaiter:
         if ident in self._exited or ident in self.pending:
             return
         try:
-            fd = platform.pidfd_open(ident.pid) if self._poll is not None else None
+            fd = platform.exit_fd(ident.pid) if self._poll is not None else None
         except ProcessLookupError:
             self._exited[ident] = time.monotonic()
             return

@@ -35,8 +35,6 @@ import bisect
 import html
 import re
 
-from rich.markup import escape as rich_escape
-
 __all__ = ["terminal", "terminal_block", "rich_text", "xml_text", "md_text", "md_cell", "md_code",
            "html_text"]
 
@@ -78,6 +76,9 @@ def terminal_block(text: object) -> str:
 
 def rich_text(text: object) -> str:
     """`terminal(text)` for a rich table cell or line: `[bold]`, `[/]` stay text."""
+    # rich only here: the guard and the helper name what they left through `terminal`.
+    from rich.markup import escape as rich_escape
+
     return rich_escape(terminal(text))
 
 

@@ -1,10 +1,13 @@
 """The machine view: leaked stdio servers found by evidence, identified, and ended safely.
 
 Rooms: `model` (result types and the evidence vocabulary), `evidence` (is the client
-side of a process's protocol channel gone?), `identify` (package, version, SDK),
-`match` (hosts and config entries), `find` (the scan), `reap` (which to end and
-ending them, identity pinned), `watch` (the `reap --watch` loop and service files),
-`render` and `cli` (thin). Only `reap` signals, and only through the process core.
+side of a process's protocol channel gone?), `rules` (the leak verdict), `identify`
+(package, version, SDK), `match` (hosts and config entries), `find` (the scan),
+`abandoned` (a hint: a host that reads a server nowhere), `superseded` (an old copy a
+live host replaced), `habits` (one copy per client, or shared), `samples` (what earlier
+looks saw, kept between runs), `reap` (which to end and ending them, identity pinned),
+`watch` (the `reap --watch` loop and service files), `render` and `cli` (thin). Only
+`reap` signals, and only through the process core.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
+from mcp_tether.proc.table import End
 from mcp_tether.scan.evidence import HOLDER_FD_LIMIT
 from mcp_tether.scan.model import HOST_NOT_LISTENING, IO_IDLE, NEWER_COPY
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from mcp_tether.scan.evidence import Peers
     from mcp_tether.scan.model import Server
 
-__all__ = ["SAMPLE", "Waits", "look", "listens", "assess", "Tracker"]
+__all__ = ["SAMPLE", "Waits", "look", "listens", "waits_on", "assess", "Tracker"]
 
 SAMPLE = 0.25  # seconds between the two looks of one scan (only when a host looks away)
 _EPOLL_READ = 0x1 | 0x2  # EPOLLIN | EPOLLPRI: an item that would wake for data
@@ -56,33 +57,28 @@ _EPOLL_READ = 0x1 | 0x2  # EPOLLIN | EPOLLPRI: an item that would wake for data
 class Waits:
     """One look at how a process waits for input."""
 
-    links: dict[int, str] | None
+    links: dict[int, End] | None  # its fds' ends
     epoll: list[tuple[int, int, tuple[int, int] | None]] | None
     uring: bool
     threads: list[tuple[int, str, int | None]] | None
 
 
 def look(pid: int) -> Waits:
-    links = table.fd_links(pid, limit=HOLDER_FD_LIMIT)
-    got = table.epoll_items(pid, links) if links is not None else None
-    return Waits(links, got[0] if got else None, bool(got and got[1]),
+    ends = table.fd_ends(pid, limit=HOLDER_FD_LIMIT)
+    got = table.epoll_items(pid, ends) if ends is not None else None
+    return Waits(ends, got[0] if got else None, bool(got and got[1]),
                  table.thread_waits(pid))
 
 
-def listens(w: Waits, far: dict[int, tuple[str, tuple[int, int] | None]]) -> tuple[str, str]:
-    """(yes | no | unknown, why): does the process read any of `far` (its fd -> (link,
+def listens(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]) -> tuple[str, str]:
+    """(yes | no | unknown, why): does the process read any of `far` (its fd -> (end,
     open file)), by one of its epoll sets or a thread blocked reading it? Pure."""
-    links = w.links or {}
-    keys = {k for _, k in far.values() if k is not None}
-    names = {link for link, _ in far.values()}
-    for tfd, events, key in w.epoll or ():
-        if not events & _EPOLL_READ:
-            continue
-        if (key in keys) if key is not None else links.get(tfd) in names:
-            return "yes", f"an epoll set watches fd {tfd} for input (events {events:#x})"
-    for tid, kind, fd in w.threads or ():
-        if kind == "read" and fd is not None and links.get(fd) in names:
-            return "yes", f"thread {tid} is blocked reading fd {fd}"
+    item = _epoll_watches(w, far)
+    if item is not None:
+        return "yes", f"an epoll set watches fd {item[0]} for input (events {item[1]:#x})"
+    reader = _blocked_reading(w, far)
+    if reader is not None:
+        return "yes", f"thread {reader[0]} is blocked reading fd {reader[1]}"
     if w.links is None or w.epoll is None:
         return "unknown", "its open files and epoll sets cannot be read from here"
     if w.threads is None:
@@ -101,25 +97,49 @@ def listens(w: Waits, far: dict[int, tuple[str, tuple[int, int] | None]]) -> tup
                   f"blocked reading it ({len(w.threads)} thread(s): {seen})")
 
 
-def _far_ends(s: Server, host: int, links: dict[int, str],
-              peers: Peers) -> dict[int, tuple[str, tuple[int, int] | None]]:
-    """The host's fds on the far end of the server's output: fd -> (link, open file)."""
-    want: set[str] = set()
-    for c in s.channels:
-        if c.side != "out" or c.peer != "yes":
-            continue
-        if c.kind == "pipe":
-            want.add(f"pipe:[{c.inode}]")
-        else:
-            got = peers.socket(c.inode)
-            if got is not None and got[0]:
-                want.add(f"socket:[{got[0]}]")
-    out: dict[int, tuple[str, tuple[int, int] | None]] = {}
-    for fd, link in links.items():
-        if link in want and (not link.startswith("pipe:")
-                             or "r" in (table.fd_mode(host, fd) or "")):
-            out[fd] = (link, table.fd_file(host, fd))
-    return out
+def waits_on(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]) -> bool:
+    """Is the process waiting for input on one of `far` right now: a thread blocked
+    reading it, or a thread in an epoll wait while an epoll set watches it for input?
+    (`superseded`: a server waiting on its protocol input has finished starting.) Pure."""
+    if _blocked_reading(w, far) is not None:
+        return True
+    return any(kind == "epoll" for _, kind, _ in w.threads or ()) \
+        and _epoll_watches(w, far) is not None
+
+
+def _on_far(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]], fd: int) -> bool:
+    """Is `fd` (of the process `w` looked at) open on one of `far`'s ends?"""
+    e = (w.links or {}).get(fd)
+    return e is not None and e.id in {f.id for f, _ in far.values()}
+
+
+def _epoll_watches(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]
+                   ) -> tuple[int, int] | None:
+    """(tfd, events) of an epoll item watching one of `far` for input, matched by the
+    open file (an item's tfd may be a number since closed), by tfd's end without one."""
+    keys = {k for _, k in far.values() if k is not None}
+    for tfd, events, key in w.epoll or ():
+        if events & _EPOLL_READ and ((key in keys) if key is not None
+                                     else _on_far(w, far, tfd)):
+            return tfd, events
+    return None
+
+
+def _blocked_reading(w: Waits, far: dict[int, tuple[End, tuple[int, int] | None]]
+                     ) -> tuple[int, int] | None:
+    """(tid, fd) of a thread blocked in the read family on one of `far`."""
+    for tid, kind, fd in w.threads or ():
+        if kind == "read" and fd is not None and _on_far(w, far, fd):
+            return tid, fd
+    return None
+
+
+def _far_ends(s: Server, host: int,
+              ends: dict[int, End]) -> dict[int, tuple[End, tuple[int, int] | None]]:
+    """The host's fds on the far end of the server's output: fd -> (end, open file)."""
+    want = {c.far for c in s.channels if c.side == "out" and c.peer == "yes" and c.far}
+    return {fd: (e, table.fd_file(host, fd)) for fd, e in ends.items()
+            if any(e.holds(w) for w in want)}
 
 
 def _io(s: Server) -> tuple[int, int] | None:
@@ -160,7 +180,7 @@ def assess(servers: list[Server], peers: Peers, cwd_of: Callable[[int], str | No
     clock = tracker.clock if tracker is not None else time.monotonic
     t0 = clock()
     hosts: dict[int, Waits] = {}
-    todo: list[tuple[Server, int, dict[int, tuple[str, tuple[int, int] | None]]]] = []
+    todo: list[tuple[Server, int, dict[int, tuple[End, tuple[int, int] | None]]]] = []
     for s in servers:
         host = int(s.parent.get("pid") or 0)
         if s.state != "live" or s.parent.get("role") not in ("host", "launcher") or host < 1:
@@ -171,14 +191,15 @@ def assess(servers: list[Server], peers: Peers, cwd_of: Callable[[int], str | No
             s.listening = {"answer": "unknown", "host": host,
                            "reason": "the host's open files cannot be read from here"}
             continue
-        far = _far_ends(s, host, hosts[host].links or {}, peers)
+        far = _far_ends(s, host, hosts[host].links or {})
         if not far:
             continue
         answer, why = listens(hosts[host], far)
         rec = table.record(host)
         s.listening = {"answer": answer, "host": host, "host_start": rec.start if rec else None,
                        "host_name": s.parent.get("name"),
-                       "far_ends": [[fd, far[fd][0]] for fd in sorted(far)], "reason": why}
+                       "far_ends": [[fd, far[fd][0].name] for fd in sorted(far)],
+                       "reason": why}
         if answer == "no":
             todo.append((s, host, far))
     if not todo:
@@ -204,7 +225,7 @@ def assess(servers: list[Server], peers: Peers, cwd_of: Callable[[int], str | No
             found.add((s.ident, host))
             first, io_first = tracker.since((s.ident, host), t0, io0[s.ident])
         seconds = clock() - first
-        fds = ", ".join(f"fd {fd} -> {link}" for fd, (link, _) in sorted(far.items()))
+        fds = ", ".join(f"fd {fd} -> {e.name}" for fd, (e, _) in sorted(far.items()))
         lines = [f"host {host} ({s.parent.get('name') or '?'}) holds the far end of its "
                  f"output ({fds}) and reads it nowhere: {s.listening['reason']}; "
                  f"the same on a look {sample:g}s later"]
@@ -216,7 +237,7 @@ def assess(servers: list[Server], peers: Peers, cwd_of: Callable[[int], str | No
                          f"started {s.age_seconds - newer.age_seconds:.0f}s later under "
                          f"the same host, which listens to it: {newer.listening['reason']}")
         idle = io1 is not None and io1 == io_first
-        if idle:
+        if idle and io1 is not None:
             s.evidence.append(IO_IDLE)
             lines.append(f"its read/write counters are unchanged over the {seconds:.1f}s "
                          f"it was seen abandoned (rchar {io1[0]}, wchar {io1[1]})")
@@ -229,16 +250,15 @@ def assess(servers: list[Server], peers: Peers, cwd_of: Callable[[int], str | No
         tracker.keep(found)
 
 
-def _others(s: Server, host: int, far: dict[int, tuple[str, tuple[int, int] | None]],
+def _others(s: Server, host: int, far: dict[int, tuple[End, tuple[int, int] | None]],
             peers: Peers) -> tuple[str, str]:
     """Every other process we can see holding the far end must not read it either."""
     skip = {m.ident.pid for m in s.members} | {host}
-    for link in {link for link, _ in far.values()}:
-        mode = "r" if link.startswith("pipe:") else None
-        for pid in peers.holders_of(link, skip, mode):
+    for end_id in {e.id for e, _ in far.values()}:
+        for pid in peers.holders(end_id, skip):
             w = look(pid)
-            mine = {fd: (lk, table.fd_file(pid, fd)) for fd, lk in (w.links or {}).items()
-                    if lk == link}
+            mine = {fd: (e, table.fd_file(pid, fd)) for fd, e in (w.links or {}).items()
+                    if e.holds(end_id)}
             answer, why = listens(w, mine)
             if answer != "no":
                 return answer, f"process {pid} also holds it: {why}"

@@ -63,7 +63,9 @@ states (the STATE column):
               pipes accounted for (the EVIDENCE column says how): nothing will ever read
               it again; `reap` ends these
   superseded  an older copy of a server whose live host started a newer copy of the
-              same server and stopped using the old one
+              same server and stopped using the old one; never under a host that runs
+              a copy per client (a measured habit, a listening socket, or seen using
+              copies side by side); a line under the table says why a copy is not
   abandoned   its live host still holds its pipes but no longer reads them
   live        a running host uses it; never ended
   unknown     the evidence cannot tell (a far end the scan cannot see); never ended"""

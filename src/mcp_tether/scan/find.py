@@ -9,8 +9,13 @@ Guarantees:
   a package-runner child of a running host (`host`), an MCP-looking argv (`guess`).
 - "parent gone" never comes from `ppid == 1` alone: the adopter must not be a host and
   must not hold the other side of the channel (in a container pid 1 is often the host).
-- A process that holds the client side of a child's channel is a client (a host), and a
-  host is never reported as a server.
+- A process that holds the client side of a child's channel is a client (a host), and so
+  is one that started a server child on a channel of its own (not its own stdin passed
+  through, as a wrapper passes it), even once it closed its ends: a host is never
+  reported as a server, nor folded into its servers' trees.
+- A process an earlier scan saw match a config entry (`Samples.matched_before`: this
+  very process, pid and start time) is still a server after the entry was edited
+  (`remembered`).
 - A wrapper (npx, uvx, sh -c, the guard, ...) and the server it runs are one `Server`,
   rooted at the outermost wrapper; identification looks at every member.
 - Unreadable processes are skipped and counted; a process that vanishes mid-scan is not
@@ -25,7 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 from mcp_tether.proc import table
-from mcp_tether.proc.table import ProcRecord
+from mcp_tether.proc.table import CHANNEL_KINDS, End, ProcRecord
 from mcp_tether.scan import abandoned, evidence, rules, superseded
 from mcp_tether.scan.identify import Identifier, identify, split_title
 from mcp_tether.scan.match import (
@@ -89,15 +94,16 @@ def scan(*, home: str | None = None, cwd: str | None = None, config: str | None 
                                  prefixes=("python", "pypy"), contains=("mcp",))
         procs = table.table(want)
         procs.pop(os.getpid(), None)
+        kept = samples if samples is not None else superseded.Samples.open()
         peers = evidence.Peers()
         try:
-            s = _Scan(procs, matchers, peers)
+            s = _Scan(procs, matchers, peers, kept.matched_before())
             s.find()
             s.group()
             out = s.servers(users)
             abandoned.assess(out, peers, lambda pid: _cwd(procs, pid), tracker=tracker)
-            kept = samples if samples is not None else superseded.Samples.open()
-            superseded.assess(out, kept, lambda pid: _cwd(procs, pid), s.env_keys)
+            superseded.assess(out, kept, lambda pid: _cwd(procs, pid),
+                              {m.key: m.fingerprint for m in matchers})
             kept.keep({rec.ident for rec in procs.values()})
             kept.save()
         finally:
@@ -127,11 +133,12 @@ class _Scan:
     adopter, wrapper), found by `find`, grouped into trees by `group`, made into
     `Server`s by `servers`. Descriptor links and channels are read once per pid."""
 
-    def __init__(self, procs: table.Table, matchers: list[Matcher],
-                 peers: evidence.Peers) -> None:
+    def __init__(self, procs: table.Table, matchers: list[Matcher], peers: evidence.Peers,
+                 remembered: set[tuple[int, float]] | None = None) -> None:
         self.procs = procs
         self.matchers = matchers
         self.peers = peers
+        self.remembered = remembered or set()  # (pid, start) seen matching an entry
         self.ident = Identifier()
         self.pid1_init = rules.pid1_is_init(procs.get(1))
         self.kids: dict[int, list[int]] = {}
@@ -146,8 +153,8 @@ class _Scan:
         self.found: dict[int, list[str]] = {}  # candidate -> how it was found
         self.matched: dict[int, list[Matcher]] = {}  # candidate -> config entries it matches
         self.roots: set[int] = set()
-        self._links: dict[int, dict[int, str] | None] = {}
-        self._full: dict[int, dict[int, str] | None] = {}
+        self._links: dict[int, dict[int, End] | None] = {}
+        self._full: dict[int, dict[int, End] | None] = {}
         self._chans: dict[int, tuple[str, list[Channel], bool]] = {}
         self._details: dict[int, list[str]] = {}  # root -> its channels' own details
 
@@ -156,36 +163,37 @@ class _Scan:
     def adopter(self, p: ProcRecord | None, ppid: int) -> bool:
         return rules.adopter(p, ppid, self.pid1_init)
 
-    def fds(self, pid: int) -> dict[int, str] | None:
+    def fds(self, pid: int) -> dict[int, End] | None:
         """fd 0 and fd 1 only: all that wrapper and client checks need."""
         if pid not in self._links:
-            self._links[pid] = table.fd_links(pid, only=(0, 1))
+            self._links[pid] = table.fd_ends(pid, only=(0, 1))
         return self._links[pid]
 
-    def all_fds(self, pid: int) -> dict[int, str] | None:
+    def all_fds(self, pid: int) -> dict[int, End] | None:
         """Every fd of a would-be client or adopter (read once per scan: init is asked
         about every leak, and may hold thousands)."""
         if pid not in self._full:
-            self._full[pid] = table.fd_links(pid, limit=evidence.HOLDER_FD_LIMIT)
+            self._full[pid] = table.fd_ends(pid, limit=evidence.HOLDER_FD_LIMIT)
         return self._full[pid]
 
     def channels(self, pid: int) -> tuple[str, list[Channel], bool]:
         """`evidence.read_channels` of `pid`: what fd 0 is, the channel, private copies?"""
         if pid not in self._chans:
             head = self.fds(pid)
+            kind0 = evidence.stdin_kind(head.get(0)) if head is not None else "unknown"
             if head is None:
                 self._chans[pid] = ("unknown", [], False)
-            elif head.get(0, "").startswith(("pipe:[", "socket:[")):
+            elif kind0 in CHANNEL_KINDS:
                 self._chans[pid] = evidence.read_channels(pid, self.peers, head)
-            elif head.get(0) != "/dev/null":  # only the SDK's diversion leaves copies
-                self._chans[pid] = (evidence.stdin_kind(head.get(0)), [], False)
+            elif kind0 != "null":  # only the SDK's diversion leaves copies
+                self._chans[pid] = (kind0, [], False)
             else:  # private copies past fd 0 (mcp 2.x): the whole table, if not huge
-                full = table.fd_links(pid, limit=MAX_PRIVATE_FDS, known=head)
+                full = table.fd_ends(pid, limit=MAX_PRIVATE_FDS, known=head)
                 rec = self.procs.get(pid)
                 self._chans[pid] = (
                     evidence.read_channels(pid, self.peers, full,
                                            rec.exe if rec is not None else None)
-                    if full is not None else (evidence.stdin_kind(head.get(0)), [], False))
+                    if full is not None else (kind0, [], False))
         return self._chans[pid]
 
     def is_client(self, pid: int) -> bool:
@@ -195,15 +203,30 @@ class _Scan:
             return bool(self.clients[pid])
         served = []
         for k in self.kids.get(pid, ()):
-            klinks = self.fds(k) or {}
-            if not any(klinks.get(fd, "").startswith(("pipe:[", "socket:[")) for fd in (0, 1)) \
-                    and klinks.get(0) != "/dev/null":
+            kinds = {fd: e.kind for fd, e in (self.fds(k) or {}).items()}
+            if not any(kinds.get(fd) in CHANNEL_KINDS for fd in (0, 1)) \
+                    and kinds.get(0) != "null":
                 continue  # cheap: a child without a stdio channel needs no closer look
             if evidence.holds_peer(pid, self.channels(k)[1], self.peers,
                                    self.all_fds(pid) or {}):
                 served.append(k)
         self.clients[pid] = served
         return bool(served)
+
+    def own_channel(self, parent: int, child: int) -> bool:
+        """Was `child` started on a channel of its own: a pipe or socket at its fd 0/1
+        (or the SDK's private copies of one) that is not `parent`'s own stdin passed
+        through, as a wrapper passes it? False where the child's channel is unknown."""
+        chans = self.channels(child)[1]
+        mine = (self.fds(parent) or {}).get(0)
+        return bool(chans) and all(mine is None or not mine.holds(c.end) for c in chans)
+
+    def launched(self, pid: int) -> list[int]:
+        """Its children found as servers that it started on channels of their own: it
+        launched them, so it is their host, even once it no longer holds their far ends
+        (it closed them, or an SDK's channel copies are not recognised)."""
+        return [k for k in self.kids.get(pid, ()) if k in self.found
+                and self.found[k] != ["host"] and self.own_channel(pid, k)]
 
     def loads_sdk(self, p: ProcRecord) -> bool:
         """A node/python process on a stdio channel whose own script loads an MCP SDK
@@ -217,7 +240,7 @@ class _Scan:
             # call it `unknown` (its far end unseen), never leaked (docs/platforms.md).
             if not self.adopter(self.procs.get(p.ppid), p.ppid):
                 return False
-        elif not head.get(0, "").startswith(("pipe:[", "socket:[")):
+        elif evidence.stdin_kind(head.get(0)) not in CHANNEL_KINDS:
             return False
         return identify([(p.argv, p.cwd, p.exe, p.pid)], self.ident).mcp
 
@@ -261,10 +284,17 @@ class _Scan:
             _, ch, _ = self.channels(p.pid)
             if evidence.client_side_gone(ch) and not self.is_client(p.pid):
                 found.setdefault(p.pid, []).insert(0, "evidence")
-        for pid in [pid for pid in found
-                    if pid in ours or (self.kids.get(pid) and self.is_client(pid))]:
+        for pid, start in self.remembered:  # an edited entry's old copy is still its
+            rec = procs.get(pid)
+            if rec is not None and rec.start == start and pid not in self.hosts \
+                    and pid not in ours and pid not in found:
+                found[pid] = ["remembered"]
+        for pid in [pid for pid in found if pid in ours or (self.kids.get(pid) and (
+                self.is_client(pid) or self.launched(pid)))]:
             del found[pid]  # a client of its own children is a host, never a server
-            for k in self.clients.get(pid, ()):
+            served = self.clients.get(pid, [])
+            self.clients[pid] = served + [k for k in self.launched(pid) if k not in served]
+            for k in self.clients[pid]:
                 if k not in found and k not in self.hosts:
                     found[k] = ["host"]  # ...and the children it serves are its servers
         self.find_copies()
@@ -309,8 +339,8 @@ class _Scan:
         if parent.pid <= 1 or parent.pid in self.hosts or self.clients.get(parent.pid) \
                 or self.adopter(parent, parent.pid):
             return False  # pid 1, an init or a host is never part of a server's tree
-        if parent.pid in self.found:
-            return True
+        if parent.pid in self.found:  # one server's wrapper, unless it launched this
+            return not self.own_channel(parent.pid, child.pid)  # one on its own channel
         pargv = parent.argv
         b = os.path.basename(pargv[0]) if pargv else ""
         if not (b in RUNNERS or is_guard(pargv) or INTERPRETERS_RE.match(b)
@@ -320,9 +350,10 @@ class _Scan:
         # harness) gives the server a fresh pipe. Same fd 0 = same conversation, when
         # fd 0 is one: a host on /dev/null and its `mcp` SDK server (fd 0 diverted to
         # /dev/null) share no conversation.
-        la, lb = self.fds(parent.pid), self.fds(child.pid)
-        return bool(la and lb and la.get(0, "").startswith(("pipe:[", "socket:["))
-                    and la.get(0) == lb.get(0))
+        mine = (self.fds(parent.pid) or {}).get(0)
+        theirs = (self.fds(child.pid) or {}).get(0)
+        return bool(mine and theirs and mine.kind in CHANNEL_KINDS
+                    and mine.channel == theirs.channel)
 
     def tree(self, root: int) -> list[int]:
         """root and its descendants, not descending into another server's root."""
@@ -349,12 +380,6 @@ class _Scan:
         rules.settle(out, self.judge)
         out.sort(key=lambda s: (not s.leaked, -s.rss_bytes, s.pid))
         return out
-
-    def env_keys(self, s: Server) -> set[str]:
-        """The variables the config entries `s` matches set (`superseded` compares them)."""
-        want = {(c["host"], c["name"], c["path"]) for c in s.config}
-        return {k for m in self.matchers if (m.host, m.name, m.path) in want
-                for k in m.env_keys}
 
     def comm_of(self, pid: int) -> str | None:
         rec = self.procs.get(pid)
@@ -386,7 +411,7 @@ class _Scan:
         members = [procs[m] for m in member_pids if m in procs]
         ticks = table.clock_ticks()
         how = sorted({h for m in member_pids for h in self.found.get(m, ())},
-                     key=("evidence", "config", "host", "sdk", "guess").index)
+                     key=("evidence", "config", "host", "remembered", "sdk", "guess").index)
         what = identify([(m.argv, m.cwd, m.exe, m.pid) for m in members
                          if not is_guard(m.argv)], self.ident)
         cfg = {(x.host, x.name, x.path): x for m in member_pids
@@ -396,6 +421,8 @@ class _Scan:
                 cfg.setdefault((x.host, x.name, x.path), x)
         if cfg and "config" not in how:
             how.append("config")
+        if cfg and "remembered" in how:
+            how.remove("remembered")  # it matches an entry now: no memory needed
         if what.mcp and "sdk" not in how:
             how.append("sdk")
         elif what.package:
@@ -440,5 +467,18 @@ class _Scan:
             host=host, parent=parent, channels=chans, private_channels=private,
             stdin_kind=stdin_kind, evidence=[],  # `judge` fills it in
             members=[Member(m, m.cpu_ticks / ticks) for m in members],
-            what=what,
+            what=what, exact=self.exact(root, members),
         )
+
+    def exact(self, root: ProcRecord, members: list[ProcRecord]) -> dict[str, str]:
+        """The config entries the tree runs exactly as written: key -> fingerprint."""
+        argvs = [m.argv for m in members]
+        env: list[dict[str, str] | None] = []  # the root's, read once if an entry sets any
+
+        def environ() -> dict[str, str] | None:
+            if not env:
+                env.append(table.environ(root.pid))
+            return env[0]
+
+        return {m.key: m.fingerprint for m in self.matchers
+                if m.exactly(argvs, root.cwd, environ() if m.env else None)}

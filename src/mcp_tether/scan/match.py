@@ -8,10 +8,15 @@ Guarantees:
   process was identified as running: `npx -y X` is matched to the `npm exec X` it
   became and to the node script from X's npx cache; `uvx X` to X's environment.
 - `looks_like_mcp` is a name guess and is only ever reported as one.
+- `Matcher.exactly` says whether a tree runs an entry exactly as written (its command
+  and every argument, flags included, its cwd and environment) and `fingerprint` names
+  the entry as written: an edit of any of them is told apart (`superseded`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shlex
@@ -25,12 +30,12 @@ from mcp_tether.scan.identify import split_title
 from mcp_tether.scan.model import What
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
 __all__ = ["classify_host", "looks_like_mcp", "Matcher", "load_config", "tokens", "base",
            "is_guard", "runner_of", "guarded_argv", "RUNNERS", "SHELLS", "SUBREAPERS",
-           "INTERPRETERS_RE", "HOST_NAMES"]
+           "INTERPRETERS_RE", "HOST_NAMES", "entry_key"]
 
 # Processes that adopt orphans. Being adopted by one of these (rather than by the
 # process that started you) is what "parent gone" looks like from outside.
@@ -56,6 +61,8 @@ _MCP_WORD = re.compile(
 _VERSION_SUFFIX = re.compile(r"(?<=.)@[\w.^~<>=*-]+$")
 _SPEC_END = re.compile(r"[=<>~!\[]")
 _SEPARATORS = re.compile(r"[-_.]+")
+# Commands whose own options come before the package they run (`npx -y pkg ...`).
+_RUNNER_COMMANDS = frozenset({"npx", "bunx", "pnpx", "uvx"})
 
 HOST_NAMES: dict[str, str] = {
     "claude": "claude-code", "claude-desktop": "claude-desktop", "Claude": "claude-desktop",
@@ -179,12 +186,16 @@ class Matcher:
     cmd: str
     sig: list[str]  # the entry's non-flag args, in order
     package: str | None  # what `npx -y X` / `uvx X` runs
-    env_keys: tuple[str, ...] = ()  # the variables the entry sets (`superseded` compares them)
+    command: str = ""  # the entry's command, as written
+    args: tuple[str, ...] = ()  # every argument, flags included, as written
+    cwd: str | None = None
+    env: tuple[tuple[str, str], ...] = ()  # the variables the entry sets, by name
 
     @classmethod
     def of(cls, entry: Any) -> Matcher:
         args = [str(a) for a in (getattr(entry, "args", None) or [])]
-        cmd = base(str(getattr(entry, "command", "") or ""))
+        command = str(getattr(entry, "command", "") or "")
+        cmd = base(command)
         sig = [a for a in args if not a.startswith("-")]
         # An entry already behind the guard runs what it guards: its package is that one's.
         inner = guarded_argv([cmd, *args]) if getattr(entry, "wrapped", False) else None
@@ -196,9 +207,44 @@ class Matcher:
                 else words[0]
             package = package_spec(first)
         env = getattr(entry, "env", None) or {}
+        cwd = getattr(entry, "cwd", None)
         return cls(str(getattr(entry, "host", "") or ""), str(getattr(entry, "name", "") or ""),
-                   str(getattr(entry, "path", "") or ""), cmd, sig, package,
-                   tuple(sorted(str(k) for k in env)))
+                   str(getattr(entry, "path", "") or ""), cmd, sig, package, command,
+                   tuple(args), str(cwd) if cwd else None,
+                   tuple(sorted((str(k), str(v)) for k, v in env.items())))
+
+    @property
+    def key(self) -> str:
+        """The entry's name in the samples file: its host, name and file."""
+        return entry_key({"host": self.host, "name": self.name, "path": self.path})
+
+    @property
+    def fingerprint(self) -> str:
+        """The entry as written (command, every argument, cwd, environment): an edit of
+        any of them gives another fingerprint."""
+        doc = json.dumps([self.command, list(self.args), self.cwd, list(self.env)])
+        return hashlib.sha256(doc.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+    def exactly(self, argvs: Sequence[Sequence[str]], cwd: str,
+                env: Mapping[str, str] | None) -> bool:
+        """Does a server tree (its members' argv, its root's cwd and environment) run
+        this entry exactly as written: one member's command line ending in the entry's
+        command and every argument, flags included (for a package runner, the words
+        from the package on: `npx -y pkg --v1` runs as `npm exec pkg --v1`), in the
+        entry's cwd, with every variable the entry sets at the entry's value?"""
+        if not self.cmd:
+            return False
+        if self.env and (env is None or any(env.get(k) != v for k, v in self.env)):
+            return False
+        if self.cwd and os.path.isabs(self.cwd) \
+                and os.path.normpath(self.cwd) != os.path.normpath(cwd or ""):
+            return False
+        want = [self.command, *self.args]
+        if self.cmd in _RUNNER_COMMANDS:
+            i = next((n for n, a in enumerate(self.args) if not a.startswith("-")), None)
+            want = list(self.args[i:]) if i is not None else want
+        return any(_ends_with(words, want, cwd) for argv in argvs
+                   for words in (split_title(list(argv)), tokens(argv)))
 
     def matches(self, toks: list[str], bases: set[str]) -> bool:
         if not self.cmd:
@@ -225,6 +271,26 @@ class Matcher:
         if what.runtime == "python":
             return _norm(self.package) == _norm(what.package)
         return self.package == what.package
+
+
+def entry_key(c: Mapping[str, str | None]) -> str:
+    """A config entry's name in the samples file: host, name and file."""
+    return "\0".join((c.get("host") or "", c.get("name") or "", c.get("path") or ""))
+
+
+def _ends_with(words: list[str], want: list[str], cwd: str) -> bool:
+    """`words` ends with `want`: the first word by its name (a command found on PATH, a
+    package's bin), each other word as written or as the same path from `cwd`."""
+    if not want or len(words) < len(want):
+        return False
+    tail = words[len(words) - len(want):]
+    if base(tail[0]) != base(want[0]):
+        return False
+    for got, w in zip(tail[1:], want[1:], strict=True):
+        if got != w and not ("/" in got + w and os.path.normpath(os.path.join(cwd or "/", got))
+                             == os.path.normpath(os.path.join(cwd or "/", w))):
+            return False
+    return True
 
 
 def _matchers(entries: Iterable[Any]) -> list[Matcher]:

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "READER_HELD",
     "HOST_GONE", "CHANNEL_GONE", "HELD", "FAR_END_UNSEEN", "HOST_NOT_LISTENING",
-    "NEWER_COPY", "IO_IDLE", "NEWER_COPY_USED", "NO_TRAFFIC", "STATES", "EVIDENCE", "Channel", "What", "Member", "Server",
-    "ScanResult",
+    "NEWER_COPY", "IO_IDLE", "NEWER_COPY_USED", "NO_TRAFFIC", "STATES", "EVIDENCE", "Channel",
+    "What", "Member", "Server", "ScanResult",
 ]
 
 PARENT_GONE = "parent-gone"  # its launcher is gone: adopted by init or a subreaper
@@ -78,13 +78,15 @@ class Channel:
     fd: int
     kind: str  # pipe | socket
     side: str  # in (what the process reads) | out (what it writes)
-    inode: int
+    end: str  # the end the fd is open on (`proc.table.End.id`: opaque, the backend's)
     peer: str  # yes | no | unknown: a writer (in) / a reader (out) left
     detail: str = ""
+    far: str | None = None  # the far end's id, where the backend can name it
+    inode: int | None = None  # the number the OS shows for it (Linux: the inode)
 
     def to_dict(self) -> dict[str, Any]:
         return {"fd": self.fd, "kind": self.kind, "side": self.side, "inode": self.inode,
-                "peer": self.peer, "detail": self.detail}
+                "end": self.end, "far": self.far, "peer": self.peer, "detail": self.detail}
 
 
 @dataclass
@@ -136,7 +138,7 @@ class Server:
     age_seconds: float
     command: list[str]  # the root's argv
     shown: list[str]  # the command worth showing (the guarded server, not the guard)
-    found_by: list[str]  # evidence | config | host | package | sdk | guess
+    found_by: list[str]  # evidence | config | host | package | sdk | remembered | guess
     config: list[dict[str, str]]  # matching config entries: host, name, path
     host: str | None  # the live host it runs under, if any
     parent: dict[str, Any]  # pid, name, role: launcher | host | adopter
@@ -152,8 +154,12 @@ class Server:
     # answer yes | no | unknown | n/a, the host, the reason, the evidence lines.
     listening: dict[str, Any] = field(default_factory=lambda: {"answer": "n/a"})
     # Did its live host supersede it with a newer copy? (`scan.superseded`) answer yes |
-    # no | unknown | n/a, the reason, and for a yes the newer copy, the idle time seen.
+    # no | unknown | n/a, the reason, what is missing, the host's habit, and for a yes
+    # the newer copy, the idle time seen.
     superseded: dict[str, Any] = field(default_factory=lambda: {"answer": "n/a"})
+    # The config entries it runs exactly as written (`Matcher.exactly`): entry key ->
+    # the entry's fingerprint; what an edit of the entry is told apart by.
+    exact: dict[str, str] = field(default_factory=dict)
 
     @property
     def pid(self) -> int:
@@ -188,8 +194,11 @@ class Server:
 
     @property
     def identified(self) -> bool:
-        """Identified as an MCP server by config, host, package or SDK (not by name)."""
-        return bool(set(self.found_by) & {"config", "host", "sdk"}) or self.what.mcp
+        """Identified as an MCP server by config, host, package or SDK (not by name), or
+        remembered: an earlier scan saw this very process (pid and start time) match a
+        config entry it no longer matches (the entry was edited since)."""
+        return bool(set(self.found_by) & {"config", "host", "sdk", "remembered"}) \
+            or self.what.mcp
 
     @property
     def guess(self) -> bool:

@@ -197,11 +197,10 @@ def _still_it(s: Server, ident: ProcessId, ppid: int, pinned: Pinned | None) -> 
         return False
     if ident != s.ident or not s.channels:
         return True
-    links = table.fd_links(ident.pid)
-    if links is None:
+    ends = table.fd_ends(ident.pid)
+    if ends is None:
         return table.CHANNEL_DETAIL is False
-    held = set(links.values())
-    return any(f"{c.kind}:[{c.inode}]" in held for c in s.channels)
+    return any(e.holds(c.end) for e in ends.values() for c in s.channels)
 
 
 class _TreeTarget:

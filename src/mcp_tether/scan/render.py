@@ -119,17 +119,28 @@ def abandoned_lines(result: ScanResult) -> list[str]:
 
 
 def superseded_lines(result: ScanResult) -> list[str]:
-    """The evidence of each superseded copy: the newer copy, the entry, the idle time."""
+    """The evidence of each superseded copy (the newer copy, the entry, the idle time, its
+    host's habit), and one line for each copy that looks forgotten but is not superseded,
+    saying which condition is missing (`superseded.missing`)."""
     out: list[str] = []
-    for s in result.superseded:
+    for s in result.servers:
         info = s.superseded
-        entry = info.get("entry") or {}
-        where = entry.get("host") or os.path.basename(str(entry.get("path") or "")) or "config"
-        name = f", entry {where}/{entry.get('name')}" if entry else ""
-        line = (f"superseded pid {s.pid} by pid {(info.get('newer_copy') or {}).get('pid')}"
-                f"{name}, idle {float(info.get('idle_seconds') or 0):.0f}s observed: "
-                f"{info.get('reason', '')}")
-        out.append(terminal(line))  # config entry names are untrusted
+        newer = (info.get("newer_copy") or {}).get("pid")
+        if s.is_superseded:
+            entry = info.get("entry") or {}
+            where = entry.get("host") or os.path.basename(str(entry.get("path") or "")) \
+                or "config"
+            name = f", entry {where}/{entry.get('name')}" if entry else ""
+            out.append(terminal(  # config entry names are untrusted
+                f"superseded pid {s.pid} by pid {newer}{name}, idle "
+                f"{float(info.get('idle_seconds') or 0):.0f}s observed: "
+                f"{info.get('reason', '')}"))
+            habit = (info.get("habit") or {}).get("evidence")
+            if habit:
+                out.append("  - " + terminal(f"host habit: {habit}"))
+        elif info.get("missing"):
+            copy = f" (newer copy pid {newer})" if newer else ""
+            out.append(terminal(f"not superseded pid {s.pid}{copy}: {info.get('reason', '')}"))
     return out
 
 

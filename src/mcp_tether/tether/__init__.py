@@ -12,6 +12,9 @@ with mcp_tether.tethered() as t:         # any other stdio program, the low-leve
     t.add_cleanup(pool.close)
     t.bind(server)                       # optional: end `server` its own way, hooks on its loop
     anyio.run(main)
+
+subprocess.Popen(cmd, env=mcp_tether.outside_tether(), start_new_session=True)
+                                         # a child for the user: not ended with the server
 ```
 
 Layout: `coordinator` (triggers, the one shutdown, the exit), `binding` (the hold on a
@@ -22,7 +25,7 @@ loop, per trigger: docs/python-servers.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
 from mcp_tether.tether import hooks as _hooks
@@ -36,6 +39,7 @@ from mcp_tether.tether.coordinator import (
 
 __all__ = [
     "on_shutdown",
+    "outside_tether",
     "run",
     "tethered",
     "ShutdownCoordinator",
@@ -56,6 +60,22 @@ def on_shutdown(fn: F) -> F:
     """
     _hooks.register(fn)
     return fn
+
+
+def outside_tether(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """An environment for a child the server starts for its user: a copy of `env`
+    (default: this process's) marked MCP_TETHER_OUTSIDE, so that the tree kill of this
+    server (the helper's, the guard's, the Node watchdog's) leaves the child and its
+    descendants running, and names them on stderr.
+
+    Pass it as the child's environment: `subprocess.Popen(cmd, env=outside_tether(),
+    start_new_session=True)`. Without a session of its own the child is still in the
+    server's process group, which a host may signal as a whole. What the child starts
+    inherits the mark; a server the child runs and tethers still ends its own children.
+    """
+    from mcp_tether.proc.mark import outside  # deferred: not on the helper's start-up path
+
+    return outside(env)
 
 
 def tethered(

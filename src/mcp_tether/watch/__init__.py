@@ -1,8 +1,9 @@
 """Watchers that notice a client is gone, without reading a byte of the protocol.
 
-- Parent death: `ParentWatch` holds a pidfd on the parent (where the backend has them)
-  that turns readable when it exits, and falls back to comparing getppid() with the
-  parent we started under (portable; a reparented process sees a new ppid).
+- Parent death: `ParentWatch` holds the backend's exit descriptor on the parent (a pidfd
+  on Linux, a kqueue with EVFILT_PROC/NOTE_EXIT on macOS) that turns readable when it
+  exits, and falls back to comparing getppid() with the parent we started under
+  (portable; a reparented process sees a new ppid).
   PR_SET_PDEATHSIG is in `platform`.
 - stdin hang-up: `hangup_events(fd)` says which poll(2) events mean "every writer is
   gone" for what fd 0 is: POLLHUP on a pipe/FIFO; POLLRDHUP|POLLHUP on a socket (Node
@@ -63,8 +64,8 @@ class ParentWatch:
         self.ppid_check = True
         self.fd: int | None = None
         if self.ppid > 1:
-            try:
-                self.fd = platform.pidfd_open(self.ppid)
+            try:  # a pidfd on Linux, a kqueue watching NOTE_EXIT on macOS
+                self.fd = platform.exit_fd(self.ppid)
             except OSError:
                 self.fd = None
         # Re-check after opening: the parent may have died (and we been reparented)
