@@ -20,7 +20,9 @@ from mcp_tether.errors import (
     TetherError,
     UsageError,
 )
+from mcp_tether.escape import terminal
 from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.jsonout import print_json
 from mcp_tether.packages import policy_line, prepare
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec, parse_spec
@@ -46,9 +48,7 @@ from mcp_tether.probe.spec import (
     SPEC,
     WINDOW,
 )
-from mcp_tether.report.escape import terminal
 from mcp_tether.report.files import write_junit_or_say, write_pictures
-from mcp_tether.report.jsonout import print_json
 from mcp_tether.report.text import render_fixes, render_matrix, render_table
 from mcp_tether.report.timeline import print_timelines
 

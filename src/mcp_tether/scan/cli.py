@@ -26,10 +26,10 @@ from mcp_tether import __version__, ladder, platform
 from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.escape import terminal
 from mcp_tether.guard.result import signame
+from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
-from mcp_tether.report.escape import terminal
-from mcp_tether.report.jsonout import print_json
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.model import ScanResult

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from mcp_tether.report.escape import terminal
+from mcp_tether.escape import terminal
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import EVIDENCE, STATES, ScanResult, Server
 from mcp_tether.scan.reap import REAP_OUTCOMES, Plan

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_tether import ladder
+from mcp_tether.escape import terminal, xml_text
 from mcp_tether.proc import ProcessId
-from mcp_tether.report.escape import terminal, xml_text
 from mcp_tether.scan.abandoned import Tracker
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.model import ScanResult

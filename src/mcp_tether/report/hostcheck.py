@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
-from mcp_tether.report.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.report.html import render_html as page
 
 __all__ = ["render_text", "render_markdown", "render_html", "saw_line",
