@@ -10,6 +10,9 @@ Guarantees:
 - Answers are "yes" / "no" / "unknown"; an fd that cannot be read is unknown (None),
   never "not open". A holder list names only the processes we can read: empty proves
   nothing.
+
+The readers under the checks (`fd_info`, `fd_mode`, `pipe_peer`, `UnixDiag`,
+`tcp_table`) also answer the simulated libproc (`darwin_sim.py`) from /proc.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def _fd_links(pid: int, only: tuple[int, ...] | None = None,
 _MODES = {os.O_RDONLY: "r", os.O_WRONLY: "w", os.O_RDWR: "rw"}
 
 
-def _fd_mode(pid: int, fd: int) -> str | None:
+def fd_mode(pid: int, fd: int) -> str | None:
     # The link's own mode bits say how the fd was opened (procfs sets S_IRUSR for
     # FMODE_READ, S_IWUSR for FMODE_WRITE): one lstat, not an open/read/close of
     # fdinfo for every pipe of every process adopted by init. A read-write answer, or
@@ -98,7 +101,7 @@ def _fd_mode(pid: int, fd: int) -> str | None:
     return _MODES.get(flags & 3)
 
 
-def _pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
+def pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     # Opening an anonymous pipe through /proc gives a fresh end of the same pipe
     # (fifo_open never blocks or fails for pipefs). poll() with no events requested
     # then reports POLLHUP on a read end iff no write end is open anywhere, and POLLERR
@@ -122,7 +125,7 @@ def _pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
     return "no" if gone else "yes"
 
 
-def _fd_info(pid: int, fd: int) -> dict[str, str] | None:
+def fd_info(pid: int, fd: int) -> dict[str, str] | None:
     """/proc/PID/fdinfo/FD's first lines (pos, flags, mnt_id, ino) as text."""
     try:
         data = _read(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
@@ -172,7 +175,7 @@ UDIAG_SHOW_NAME, UDIAG_SHOW_PEER = 0x01, 0x04
 UNIX_DIAG_NAME, UNIX_DIAG_PEER, UNIX_DIAG_SHUTDOWN = 0, 2, 6
 
 
-class _UnixDiag:
+class UnixDiag:
     """Ask the kernel (NETLINK_SOCK_DIAG) for a UNIX socket's peer: needs no privilege."""
 
     def __init__(self) -> None:
@@ -243,7 +246,7 @@ class _UnixDiag:
 
 def _end(pid: int, fd: int, link: str) -> End:
     if link.startswith("pipe:["):
-        mode = _fd_mode(pid, fd)  # which end: one lstat of the fd's link
+        mode = fd_mode(pid, fd)  # which end: one lstat of the fd's link
         ino = _link_ino(link)
         if mode == "rw":  # a pipe reopened read-write through /proc holds both ends
             return End("pipe", f"{link}:r", link, link, mode, ino, f"{link}:w")
@@ -276,7 +279,7 @@ def fd_ends(pid: int, only: tuple[int, ...] | None = None, limit: int | None = N
 def fd_state(pid: int, fd: int) -> FdState | None:
     """How `fd` was opened (fdinfo's flags) and what open file it is (pos, flags without
     close-on-exec, mnt_id, ino: what two copies of one open file share)."""
-    info = _fd_info(pid, fd)
+    info = fd_info(pid, fd)
     try:
         flags = int(info["flags"], 8) if info else None
     except (KeyError, ValueError):
@@ -299,7 +302,7 @@ _UNIX_CONNECTED = 3  # /proc/net/unix St: SS_CONNECTED
 _TCP_ESTABLISHED, _TCP_LISTEN = 0x01, 0x0A
 
 _Addr = tuple[bytes, int]
-_TcpRow = tuple[int, int, _Addr, _Addr]  # (inode, state, local, remote)
+TcpRow = tuple[int, int, _Addr, _Addr]  # (inode, state, local, remote)
 
 
 def _unix_table(pid: int) -> dict[int, tuple[int, int, str]]:
@@ -329,7 +332,7 @@ def _tcp_address(text: str) -> _Addr:
     return raw, int(port, 16)
 
 
-def _tcp_table(pid: int) -> list[_TcpRow]:
+def tcp_table(pid: int) -> list[TcpRow]:
     """(inode, state, local, remote) of every TCP socket in `pid`'s network namespace."""
     rows = []
     for name in ("tcp", "tcp6"):
@@ -346,7 +349,7 @@ def _tcp_table(pid: int) -> list[_TcpRow]:
     return rows
 
 
-def _tcp_role(row: _TcpRow, rows: list[_TcpRow]) -> tuple[str, int | None]:
+def _tcp_role(row: TcpRow, rows: list[TcpRow]) -> tuple[str, int | None]:
     """(listen | accepted | client | "", the other side's inode on this machine) of one
     TCP socket among `rows` (its namespace's): accepted when its local address is one a
     listener has (0.0.0.0 or ::, which takes IPv4 too, counts for every address); the
@@ -377,10 +380,10 @@ class FarEnds:
     """One look at far ends (a scan's): the socket to sock_diag is opened once."""
 
     def __init__(self) -> None:
-        self._diag = _UnixDiag()
+        self._diag = UnixDiag()
         self._links: dict[str, list[tuple[int, int]]] | None = None  # link -> (pid, fd)
         self._unix: dict[str, dict[int, tuple[int, int, str]]] = {}  # per net namespace
-        self._tcp: dict[str, list[_TcpRow]] = {}
+        self._tcp: dict[str, list[TcpRow]] = {}
 
     def far(self, pid: int, fd: int, end: End, side: str) -> Far:
         """The far end of `pid`'s `fd` (open on `end`), used for `side` (in: what the fd
@@ -389,7 +392,7 @@ class FarEnds:
         if end.kind == "pipe" and end.inode is not None:
             want = "r" if side == "in" else "w"
             far_id = f"{end.channel}:{'w' if want == 'r' else 'r'}"
-            got = _pipe_peer(pid, fd, end.inode, want)
+            got = pipe_peer(pid, fd, end.inode, want)
             if got == "yes":
                 return Far(OPEN, far_id, True, True)
             if got == "no":
@@ -428,7 +431,7 @@ class FarEnds:
             if pid in skip or pid in out:
                 continue
             if mode is not None:
-                m = _fd_mode(pid, fd)
+                m = fd_mode(pid, fd)
                 if m is None or not (mode in m or m == "rw"):
                     continue
             out.append(pid)
@@ -457,7 +460,7 @@ class FarEnds:
             peer = got[0] if got is not None else None
             return Sock("unix", "accepted", name, f"socket:[{peer}]" if peer else None)
         if ns not in self._tcp:
-            self._tcp[ns] = _tcp_table(pid)
+            self._tcp[ns] = tcp_table(pid)
         rows = self._tcp[ns]
         mine = next((r for r in rows if r[0] == ino), None)
         if mine is None:

@@ -44,7 +44,13 @@ from mcp_tether.scan.reap import (
     plan,
     reap_servers,
 )
-from mcp_tether.scan.render import counted, print_plan, print_ps, render_openmetrics
+from mcp_tether.scan.render import (
+    counted,
+    print_plan,
+    print_ps,
+    render_openmetrics,
+    size_text,
+)
 from mcp_tether.scan.textfile import missing_folder, write_textfile
 from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE, WriteErrors
 
@@ -276,7 +282,7 @@ def _reap(args: argparse.Namespace) -> int:
             print(watch_mod.describe(o))
         ended = [o for o in outcomes if o.outcome == "ended"]
         print(f"ended {len(ended)} of {len(outcomes)}, reclaimed "
-              f"{watch_mod._size(sum(o.reclaimed_bytes for o in outcomes))}")
+              f"{size_text(sum(o.reclaimed_bytes for o in outcomes))}")
         for b in ended_boxes:
             print(terminal(f"container {b['container']} {b['image']}: {b['outcome']}"))
     bad = [o for o in outcomes if o.outcome in ("survived", "denied")]

@@ -176,7 +176,7 @@ def parse_hosts_md(text: str, source: str = "docs/hosts-check.md") -> list[HostL
 def parse_hostcheck_json(name: str, text: str, source: str) -> HostLadder:
     """`mcp-tether hostcheck --json` output (its document's `results`, one a scenario;
     JSON Lines as saved before the envelope also read) as one host."""
-    from mcp_tether.report.hostcheck import saw_line
+    from mcp_tether.hostcheck.who import saw_line
 
     h = HostLadder(name, "python" if _PYTHON_HOST.search(name) else "node", source)
     try:
