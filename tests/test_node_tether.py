@@ -380,7 +380,7 @@ def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
     code = {str(p.relative_to(pkg)) for p in pkg.rglob("*")
             if p.suffix in (".cjs", ".mjs", ".ts", ".mts")
             and p.relative_to(pkg).parts[0] != "test"}
-    assert {"lib/platform.cjs", "lib/tether/arm.cjs", "lib/client/launch.cjs"} <= code
+    assert {"lib/platform/platform.cjs", "lib/tether/arm.cjs", "lib/client/launch.cjs"} <= code
     assert code | {"package.json", "README.md", "LICENSE"} == files
 
 

@@ -178,7 +178,7 @@ test("a launcher that hands the stdio over and exits: the holder is guarded, and
 
 test("the watchdog: --unset keeps its own variable from the server; bad usage exits 2, " +
      "a missing command 127", async () => {
-  const WATCHDOG = join(PKG, "lib", "watchdog.cjs");
+  const WATCHDOG = join(PKG, "lib", "terminate", "watchdog.cjs");
   const run = (args, env = {}) => new Promise((resolve) => {
     const p = spawn(process.execPath, [WATCHDOG, ...args], { stdio: ["ignore", "pipe", "ignore", "pipe"],
       env: { ...process.env, ...env } });

@@ -181,7 +181,7 @@ test("a reused pid is not the host: same pid, another start time reads as gone",
   { skip: (process.platform !== "linux" || PACKAGE_MACOS) &&
     "elsewhere the start time is compared every few polls" },
   () => {
-    const hostlib = require("../lib/host.cjs");
+    const hostlib = require("../lib/process/host.cjs");
     const me = hostlib.readProcess(process.pid);
     assert.equal(hostlib.watcher(me)(), true);
     assert.equal(hostlib.watcher({ ...me, start: `${me.start}1` })(), false);
