@@ -120,7 +120,8 @@ def test_the_node_packages_tree_tests_pass_on_the_macos_path() -> None:
     env.update(SIM, PATH=bindir + os.pathsep + env.get("PATH", ""),
                MCP_TETHER_NODE_FIXTURES=str(fx), MCP_TETHER_RACE_ROUNDS="12",
                MCP_TETHER_RACE_AT_ONCE="2")
-    files = ["test/tether.test.mjs", "test/register.test.mjs", "test/client.test.mjs"]
+    files = ["test/tether.test.mjs", "test/tether-late.test.mjs", "test/register.test.mjs",
+             "test/client.test.mjs", "test/client-race.test.mjs", "test/client-hosts.test.mjs"]
     if all(shutil.which(t) for t in ("tmux", "script", "setsid", "ss")):
         files.append("test/leave.test.mjs")
     out = subprocess.run(["node", "--test", "--test-timeout=300000", *files],
