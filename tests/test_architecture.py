@@ -110,6 +110,17 @@ def _module_names() -> dict[str, tuple[Path, bool]]:
     return out
 
 
+def imported_from(name: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    """The absolute module a `from ... import` in module `name` reads from (relative
+    imports resolved against `name`, a package's own name when `is_pkg`)."""
+    base = node.module or ""
+    if node.level:
+        here = name.split(".") if is_pkg else name.split(".")[:-1]
+        here = here[: len(here) - (node.level - 1)]
+        base = ".".join(here + ([base] if base else []))
+    return base
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the package modules it imports anywhere in its text: at the top, inside
     functions, under `if TYPE_CHECKING:`. `from pkg import name` is an edge to the module
@@ -122,11 +133,7 @@ def import_graph() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    here = name.split(".") if is_pkg else name.split(".")[:-1]
-                    here = here[: len(here) - (node.level - 1)]
-                    base = ".".join(here + ([base] if base else []))
+                base = imported_from(name, is_pkg, node)
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
                            for a in node.names]
             graph[name].update(t for t in targets if t in mods and t != name)
@@ -510,11 +517,7 @@ def private_uses(name: str, tree: ast.AST, mods: dict[str, tuple[Path, bool]],
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                here = name.split(".") if is_pkg else name.split(".")[:-1]
-                here = here[: len(here) - (node.level - 1)]
-                base = ".".join(here + ([base] if base else []))
+            base = imported_from(name, is_pkg, node)
             if base not in mods:
                 continue
             for a in node.names:
