@@ -137,8 +137,8 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
 ) -> None:
     """The lab's --html/--markdown: rows keep their label; one summary line per server."""
     from mcp_tether.lab.cli import TITLE, _annotated
-    from mcp_tether.report.files import write_pictures
     from mcp_tether.probe import ScenarioResult
+    from mcp_tether.report.files import write_pictures
 
     payload, _, _ = probed
     rows = []

@@ -360,7 +360,8 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
 def test_the_packages_own_node_tests_pass() -> None:
     """`node --test` in node/: unit and process tests of the package itself (the one line,
     the tree's end, the preload)."""
-    out = subprocess.run(["node", "--test", "test/tether.test.mjs", "test/register.test.mjs"],
+    out = subprocess.run(["node", "--test", "test/tether.test.mjs", "test/tether-late.test.mjs",
+                          "test/register.test.mjs"],
                          cwd=REPO / "node",
                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
@@ -380,7 +381,7 @@ def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
     code = {str(p.relative_to(pkg)) for p in pkg.rglob("*")
             if p.suffix in (".cjs", ".mjs", ".ts", ".mts")
             and p.relative_to(pkg).parts[0] != "test"}
-    assert {"lib/platform.cjs", "lib/tether/arm.cjs", "lib/client/launch.cjs"} <= code
+    assert {"lib/platform/platform.cjs", "lib/tether/arm.cjs", "lib/client/launch.cjs"} <= code
     assert code | {"package.json", "README.md", "LICENSE"} == files
 
 

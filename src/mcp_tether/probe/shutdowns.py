@@ -1,6 +1,6 @@
 """The Node package's shutdown records: how the probe knows a server shut down through tether().
 
-The Python end of the contract written by node/lib/report.cjs. With
+The Python end of the contract written by node/lib/output/report.cjs. With
 `MCP_TETHER_SHUTDOWN_REPORT=<file>` in a Node server's environment, each shutdown that
 ran through its `tether()` (the one line or the `mcp-tether/register` preload) appends
 one JSON line to that file after ending its descendants and before it exits: `version`
@@ -35,7 +35,7 @@ from typing import Any
 __all__ = ["ENV", "TREE_MARK", "VERSION", "ShutdownFile", "mark_of"]
 
 ENV = "MCP_TETHER_SHUTDOWN_REPORT"
-TREE_MARK = "MCP_TETHER_TREE"  # node/lib/descendants.cjs MARK
+TREE_MARK = "MCP_TETHER_TREE"  # node/lib/terminate/descendants.cjs MARK
 VERSION = 1
 MAX_BYTES = 64 * 1024  # a tree of tethered Node processes writes a few lines
 

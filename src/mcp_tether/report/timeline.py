@@ -16,10 +16,10 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from mcp_tether.escape import terminal
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.diagnose import explain_line
 from mcp_tether.probe.outcome import death_signal
-from mcp_tether.report.escape import terminal
 
 __all__ = ["timeline_lines", "print_timelines"]
 
