@@ -21,6 +21,7 @@ import pytest
 import node_tether_env
 from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, ProbeReport, probe
+from mcp_tether.probe.node_causes import BEFORE_ARMED, COPIED_ENV
 from mcp_tether.probe.spec import ROBUST
 from polling import until
 
@@ -191,9 +192,12 @@ def test_a_child_started_before_tether_armed_is_named_with_the_preload_as_its_fi
         raw = getattr(r, "raw", {})
         assert r.verdict == "orphaned" and raw["tether"], (r.scenario, r.verdict, r.diagnosis)
         trigger = "stdin EOF" if r.scenario == "close" else "SIGTERM"
-        assert r.diagnosis.startswith(
+        # `sh` was started before the tether armed; the `sleep` it forks usually is too,
+        # but on a loaded machine it may start after the arming, with the environment
+        # `sh` copied before it: both causes are true, and both have the preload as fix.
+        assert any(r.diagnosis.startswith(
             f"The server process exited on {trigger}, but its child `sleep 901` "
-            "(started before tether() armed) survived."), r.diagnosis
+            f"({cause}) survived.") for cause in (BEFORE_ARMED, COPIED_ENV)), r.diagnosis
         assert "does not exit" not in r.diagnosis.lower(), r.diagnosis
         assert "NODE_OPTIONS=--import=mcp-tether/register" in r.remedy, r.remedy
         assert "update" not in r.remedy.lower(), r.remedy

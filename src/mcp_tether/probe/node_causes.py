@@ -28,7 +28,8 @@ from typing import Any
 
 from mcp_tether.probe.shutdowns import mark_of
 
-__all__ = ["out_of_reach", "before_tether", "kid_fix", "BEFORE_ARMED", "OWN_ENV", "PRELOAD"]
+__all__ = ["out_of_reach", "before_tether", "kid_fix", "BEFORE_ARMED", "COPIED_ENV", "OWN_ENV",
+           "PRELOAD"]
 
 # Two ticks of the clocks compared (USER_HZ start times, /proc/uptime): within it, one
 # cannot tell which came first.
