@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from collections import Counter
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from mcp_tether.lab import server_name
 from mcp_tether.probe import ScenarioResult
@@ -18,6 +18,9 @@ from mcp_tether.probe.spec import ROBUST, SPEC
 from mcp_tether.report.escape import terminal
 from mcp_tether.report.fixes import GUARD_LEGEND, number_fixes
 from mcp_tether.report.legend import legend
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["BLOCK_STORY", "render_summary"]
 
@@ -58,8 +61,8 @@ BLOCK_STORY: dict[str, tuple[str, str]] = {
 }
 
 
-def _raw(r: ScenarioResult) -> dict[str, Any]:
-    return getattr(r, "raw", None) or r.to_dict()
+def _raw(r: ScenarioResult) -> ScenarioRecord:
+    return r.record or r.to_dict()
 
 
 def _wrapped(out: IO[str], text: str, indent: str = "  ", hang: str = "    ") -> None:

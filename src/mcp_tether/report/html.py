@@ -12,13 +12,17 @@ values, so a test can check the picture against the numbers. Pure rendering.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.errors import UsageError
 from mcp_tether.probe.diagnose import explain_line, summary
 from mcp_tether.report.escape import html_text as escape
 from mcp_tether.report.fixes import GUARD_LEGEND, Fixes, number_fixes
 from mcp_tether.report.legend import legend
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord, TimelineEvent
+    from mcp_tether.report.picture import Section
 
 __all__ = ["render_html", "write_html", "VERDICT_COLOUR"]
 
@@ -86,7 +90,7 @@ def _shape(kind: str, x: float, y: float, colour: str) -> str:
     return f'<rect x="{x - 1.5:.1f}" y="{y - 8}" width="3" height="16" fill="{colour}"/>'
 
 
-def _lanes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _lanes(events: list[TimelineEvent]) -> list[dict[str, Any]]:
     """One lane per pid, in order: client, server, then by first appearance."""
     lanes: dict[int, dict[str, Any]] = {}
     for e in events:
@@ -136,7 +140,7 @@ def _name(lane: dict[str, Any]) -> str:
     return (text if len(text) <= 19 else text[:18] + "…") + f" {lane['pid']}"
 
 
-def _timeline(r: dict[str, Any], span: float) -> str:
+def _timeline(r: ScenarioRecord, span: float) -> str:
     events = list(r.get("events") or [])
     lanes = _lanes(events)
     scale = PLOT_W / span if span > 0 else 1.0
@@ -231,7 +235,7 @@ def _timeline(r: dict[str, Any], span: float) -> str:
     return "".join(out)
 
 
-def _card(r: dict[str, Any], span: float, fixes: Fixes) -> str:
+def _card(r: ScenarioRecord, span: float, fixes: Fixes) -> str:
     verdict = r.get("verdict", "")
     # A verdict that passes its scenario is drawn as a pass: a guarded `close` ended by
     # the guard's SIGTERM (`terminated`) is what the guard promises, not a warning.
@@ -285,7 +289,7 @@ def _legend() -> str:
     return '<div class="legend">' + " &nbsp; ".join(out) + "</div>"
 
 
-def _needs(r: dict[str, Any]) -> float:
+def _needs(r: ScenarioRecord) -> float:
     """How much time axis a result needs: its last process event, and its window and
     horizon when a process was still there as the window opened. A window that opens
     after the tree is gone (devnull's start-up allowance, still --ready-timeout when the
@@ -299,7 +303,7 @@ def _needs(r: dict[str, Any]) -> float:
     return last or 1000.0
 
 
-def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> str:
+def render_html(sections: list[Section], *, title: str = "") -> str:
     styles = [str(r.get("host_style", "")) for _, p in sections for r in p.get("results", [])]
     body = [f"<h1>{escape(title or 'mcp-tether probe')}</h1>", _legend()]
     if said := legend(styles):
@@ -335,7 +339,7 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
             f"<body>{''.join(body)}</body></html>\n")
 
 
-def write_html(path: str, sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> None:
+def write_html(path: str, sections: list[Section], *, title: str = "") -> None:
     page = render_html(sections, title=title or (sections[0][0] if sections else ""))
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
