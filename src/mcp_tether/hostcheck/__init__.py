@@ -34,7 +34,7 @@ import shutil
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.hostcheck import keys
@@ -42,6 +42,7 @@ from mcp_tether.hostcheck.callkeeper import CallsKeeper
 from mcp_tether.hostcheck.config import SCOPES, host_names
 from mcp_tether.hostcheck.keeper import HostKeeper, run_keeper
 from mcp_tether.hostcheck.modelhosts import wiring
+from mcp_tether.hostcheck.record import HostCheckRow
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, HostScenario, decide
 from mcp_tether.hostcheck.spec import HOLDS, PLACEHOLDER, CheckSpec, spec_json
 from mcp_tether.proc import ProcessId, identify
@@ -60,7 +61,7 @@ TEMP_PREFIX = "mcp-tether-hostcheck-"  # the check's throwaway folders (`tempdir
 class HostCheck:
     argv: list[str]
     host: str | None
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[HostCheckRow] = field(default_factory=list)  # one per scenario, in order
 
     @property
     def passed(self) -> bool:
@@ -110,7 +111,7 @@ def check(
     eof: str = "stay",
     grandchild: bool = True,
     jobs: int = 1,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
+    on_result: Callable[[HostCheckRow], None] | None = None,
     hold: str = "tools/list",
     hold_wait: float = 5.0,
     wrapper: bool = False,
@@ -123,7 +124,7 @@ def check(
     min_age: float = 30.0,
     prompt_wait: str | None = None,
 ) -> HostCheck:
-    """Run each scenario against the host; one result dict per scenario, in order.
+    """Run each scenario against the host; one result row per scenario, in order.
 
     `jobs` scenarios run at once (each its own host); 1 keeps hosts from competing for
     the machine, which changes timings, never what is left. `hold`: where the recorder
@@ -230,12 +231,12 @@ def _start(spec: CheckSpec) -> _Running:
     return _Running(spec, pid, identify(pid), res_r, life_w)
 
 
-def _finish(run: _Running) -> dict[str, Any]:
+def _finish(run: _Running) -> HostCheckRow:
     os.close(run.res_r)
     os.close(run.life_w)
     wait_child(run.pid)
     try:
-        return dict(json.loads(run.data))
+        return cast("HostCheckRow", dict(json.loads(run.data)))
     except ValueError:
         return {"scenario": run.spec.scenario, "verdict": "error", "passed": False,
                 "detail": "the scenario's keeper died without a result", "events": []}
@@ -245,9 +246,9 @@ def run_scenarios(
     specs: list[CheckSpec],
     *,
     jobs: int = 1,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
+    on_result: Callable[[HostCheckRow], None] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
-) -> list[dict[str, Any]]:
+) -> list[HostCheckRow]:
     """Run the scenarios' keepers, up to `jobs` at a time; results in `specs` order.
 
     Each keeper's one result line is read as it comes (poll on the result pipes) and the
@@ -258,7 +259,7 @@ def run_scenarios(
     wake = getattr(should_stop, "fileno", None)
     todo = list(specs)
     running: dict[int, _Running] = {}
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, HostCheckRow] = {}
     interrupted: BaseException | None = None
     try:
         while todo or running:

@@ -9,11 +9,16 @@ shows them through `escape.terminal`, Markdown through `escape.md_text` / `md_co
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
 from mcp_tether.report.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.report.html import render_html as page
+
+if TYPE_CHECKING:
+    from mcp_tether.hostcheck import HostCheck
+    from mcp_tether.hostcheck.record import HostCheckRow, ProcessRow
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["render_text", "render_markdown", "render_html", "saw_line",
            "hold_line", "process_cell", "calls_line"]
@@ -32,14 +37,15 @@ def _ms(v: Any) -> str:
     return "?" if v is None else f"{float(v):.0f} ms"
 
 
-def saw_line(r: dict[str, Any], role: str, pid: int | None = None) -> str:
+def saw_line(r: HostCheckRow, role: str, pid: int | None = None) -> str:
     """What one recorder process (or every one of `role`) saw, in order, with times."""
     items = []
     for e in r.get("recorded") or []:
         if e.get("role") != role or (pid is not None and e.get("pid") != pid):
             continue
         what = e.get("what")
-        text = e.get("signal") if what == "signal" else _SAID.get(what, what)
+        text = e.get("signal") if what == "signal" else \
+            _SAID.get(what, what) if what is not None else None
         if text is None or text == "initialized":
             continue
         if what == "child-exit":
@@ -60,7 +66,7 @@ def calls_line(facts: dict[str, Any]) -> str:
     return ", ".join(out) or "none"
 
 
-def hold_line(r: dict[str, Any]) -> str:
+def hold_line(r: HostCheckRow) -> str:
     """Which hold point was used, and when (or why none)."""
     asked = r.get("hold") or "none"
     if r.get("hold_point"):
@@ -71,12 +77,12 @@ def hold_line(r: dict[str, Any]) -> str:
     return f"no hold: the host never sent {asked} before the trigger"
 
 
-def _signals(p: dict[str, Any]) -> str:
+def _signals(p: ProcessRow) -> str:
     return ", ".join(f"{s['signal']} at {_ms(s.get('t_ms'))}" for s in p["signals"]) \
         or "no signal"
 
 
-def _stdin_first(p: dict[str, Any]) -> str:
+def _stdin_first(p: ProcessRow) -> str:
     first = p.get("stdin_closed_first")
     if first is None:
         return "stdin not closed"
@@ -85,20 +91,20 @@ def _stdin_first(p: dict[str, Any]) -> str:
     return "stdin closed first" if first else "stdin not closed first"
 
 
-def _where(p: dict[str, Any]) -> str:
+def _where(p: ProcessRow) -> str:
     if p.get("direct_child"):
         return "the host's direct child"
     return f"child of {p.get('ppid')}"
 
 
-def process_cell(p: dict[str, Any]) -> str:
+def process_cell(p: ProcessRow) -> str:
     """One process in a few words (a Markdown cell)."""
     sigs = "+".join(f"{s['signal']}@{_ms(s.get('t_ms'))}" for s in p["signals"]) or "no signal"
     return (f"{sigs}; {_stdin_first(p)}; group {p['group']}, session {p['session']}; "
             f"{p['ended']}")
 
 
-def _host_line(r: dict[str, Any]) -> str:
+def _host_line(r: HostCheckRow) -> str:
     if r.get("host_exit_ms") is None:
         return "still running"
     if r.get("host_ended_by_cleanup"):
@@ -106,12 +112,12 @@ def _host_line(r: dict[str, Any]) -> str:
     return f"exited at {_ms(r['host_exit_ms'])} (status {r.get('host_status')})"
 
 
-def _command(result: Any) -> str:
+def _command(result: HostCheck) -> str:
     target = f"--host {result.host} -- " if result.host else "-- "
     return f"mcp-tether hostcheck {target}{' '.join(result.argv)}"
 
 
-def render_text(result: Any, out: IO[str] | None = None) -> None:
+def render_text(result: HostCheck, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     print(terminal(_command(result)), file=out)
     print("(times in ms since the host was started)", file=out)
@@ -139,9 +145,9 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
             if row.get("superseded", "n/a") != "n/a":
                 print(f"      superseded: {row['superseded']}: "
                       f"{terminal(row.get('superseded_why', ''))}", file=out)
-        if r.get("calls"):
+        if facts := r.get("calls"):
             print(f"  calls (agent/step/n: the copy that answered): "
-                  f"{terminal(calls_line(r['calls']))}", file=out)
+                  f"{terminal(calls_line(facts))}", file=out)
         if r["verdict"] not in ("clean", "host-stayed", "measured"):
             print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
@@ -154,7 +160,7 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
         print(f"not judged: {', '.join(unjudged)}", file=out)
 
 
-def render_markdown(result: Any, out: IO[str] | None = None) -> None:
+def render_markdown(result: HostCheck, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     print(f"{md_code(_command(result))}\n", file=out)
     wrapped = any(r.get("wrapper") for r in result.results)
@@ -190,17 +196,24 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)
 
 
-def render_html(result: Any, title: str = "") -> str:
-    results = []
-    for r in result.results:
-        row = dict(r)
-        row["host_style"] = "host"
-        row["diagnosis"] = (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
-                            f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
-                            f"{saw_line(r, 'grandchild')}.")
-        if r["verdict"] not in ("clean", "skipped"):
-            row["remedy"] = "The spec: " + str(r.get("spec", ""))
-        results.append(row)
+def _pictured(r: HostCheckRow) -> ScenarioRecord:
+    """A scenario as the probe's timeline page draws a row: the host as the client lane,
+    the recorder as the server's, the verdict's words as its diagnosis and the spec as
+    its remedy."""
+    row: ScenarioRecord = {
+        "scenario": r["scenario"], "host_style": "host", "verdict": r["verdict"],
+        "passed": r["passed"], "exit_ms": None, "rung": None, "exit_status": None,
+        "survivors": [], "warnings": [], "detail": r["detail"], "events": r["events"],
+        "diagnosis": (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
+                      f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
+                      f"{saw_line(r, 'grandchild')}.")}
+    if r["verdict"] not in ("clean", "skipped"):
+        row["remedy"] = "The spec: " + str(r.get("spec", ""))
+    return row
+
+
+def render_html(result: HostCheck, title: str = "") -> str:
+    results = [_pictured(r) for r in result.results]
     clean = sum(1 for r in result.results if r["verdict"] == "clean")
     head = title or "mcp-tether hostcheck: " + " ".join(result.argv)
     summary = (f"{clean}/{len(results)} scenarios clean (lanes: the host, drawn as the "

@@ -6,7 +6,14 @@ recorder the "server" lane, its grandchild a child lane. Pure data shaping.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from mcp_tether.hostcheck.outcome import State
+    from mcp_tether.hostcheck.record import RecordedEvent
+    from mcp_tether.probe.record import TimelineEvent
+    from mcp_tether.proc.identity import ProcessId
 
 __all__ = ["build", "WHAT"]
 
@@ -22,21 +29,24 @@ WHAT = {
 }
 
 
-def build(state: Any, recorded: list[dict[str, Any]], exited: dict[Any, float],
-          killed: list[int], ms: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def build(state: State, recorded: list[RecordedEvent], exited: dict[ProcessId, float],
+          killed: list[int], ms: Callable[[float], float]) -> list[TimelineEvent]:
+    """The keeper's marks, the recorders' events and every exit, as timeline events in
+    time order (`ms`: a monotonic instant as ms since the host was started)."""
+    out: list[TimelineEvent] = []
     for m in state.marks:
-        out.append({**{k: v for k, v in m.items() if k != "t"}, "t_ms": ms(m["t"])})
+        mark: dict[str, Any] = {**{k: v for k, v in m.items() if k != "t"}, "t_ms": ms(m["t"])}
+        out.append(cast("TimelineEvent", mark))
     for e in recorded:
         what, pid = e.get("what"), e.get("pid")
         if what == "start":
             role = e.get("role")
             cmd = "recorder" if role == "server" else "recorder (grandchild)"
-            ev: dict[str, Any] = {"what": "spawn" if role == "server" else "seen", "pid": pid,
-                                  "cmd": cmd, "ppid": e.get("ppid")}
+            seen: dict[str, Any] = {"what": "spawn" if role == "server" else "seen",
+                                    "pid": pid, "cmd": cmd, "ppid": e.get("ppid")}
             if role == "server":
-                ev["role"] = "server"
-            out.append({**ev, "t_ms": ms(e["t"])})
+                seen["role"] = "server"
+            out.append(cast("TimelineEvent", {**seen, "t_ms": ms(e["t"])}))
         elif what == "signal":
             out.append({"what": str(e.get("signal", "")).lower(), "pid": pid,
                         "t_ms": ms(e["t"]), "received": True})
@@ -45,7 +55,7 @@ def build(state: Any, recorded: list[dict[str, Any]], exited: dict[Any, float],
                         "recorded": what})
     host = state.host
     for ident, t in exited.items():
-        ev = {"what": "exit", "pid": ident.pid, "t_ms": ms(t),
+        ev: TimelineEvent = {"what": "exit", "pid": ident.pid, "t_ms": ms(t),
               "status": state.statuses.get(ident.pid)}
         if ident.pid in killed or t >= state.cleanup_at:
             ev["by"] = "hostcheck-cleanup"
