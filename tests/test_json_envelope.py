@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mcp_tether.cli import main
-from mcp_tether.report.jsonout import VERSION
+from mcp_tether.jsonout import VERSION
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

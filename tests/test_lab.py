@@ -150,7 +150,7 @@ def test_the_summary_says_each_fix_of_the_real_lab_once_with_no_pid_to_act_on(
 
     from mcp_tether.lab import server_levels
     from mcp_tether.lab.cli import _annotated
-    from mcp_tether.lab.summary import render_summary
+    from mcp_tether.report.lab_summary import render_summary
 
     results = list(lab.values())
     _annotated(results, BLOCKS)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import io
 from html import escape
 
-from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe import ScenarioResult
+from mcp_tether.report.lab_summary import render_summary
 from mcp_tether.report.legend import legend
 
 LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"

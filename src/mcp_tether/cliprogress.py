@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from mcp_tether.report.escape import rich_text, terminal
+from mcp_tether.escape import rich_text, terminal
 
 __all__ = ["Progress", "add_quiet"]
 

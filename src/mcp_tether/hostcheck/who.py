@@ -8,6 +8,10 @@ its process group and session beside the host's, and how it ended. That is what 
 host that signals its direct child (only the wrapper gets it) from one that signals the
 group (everyone does) or closes stdin first (the spec's first rung).
 
+`saw_line(row, role)` says what one recorder process saw, in order, with its times: the
+"server saw" of every rendering, and of the survey's servers x hosts join, which reads
+a host check's JSON.
+
 Guarantees:
 - `signals` are what was sent to the process (SIGPIPE, raised by its own write, is not).
 - Only what was observed: the recorder's own events (its `start` carries its ppid,
@@ -27,7 +31,7 @@ from mcp_tether.guard.result import signame
 if TYPE_CHECKING:
     from mcp_tether.hostcheck.record import HostCheckRow, ProcessRow, RecordedEvent, SignalSeen
 
-__all__ = ["SIGNS", "processes", "relation"]
+__all__ = ["SIGNS", "processes", "relation", "saw_line", "ms_text"]
 
 # Events that show the host ending a recorder process (or being gone): before the
 # trigger, they mean the host's own shutdown had begun.
@@ -131,3 +135,36 @@ def processes(row: HostCheckRow) -> list[ProcessRow]:
             "ended_ms": ended_ms,
         })
     return out
+
+
+# What a recorder event says in a row's words (None: not said).
+_SAID: dict[str, str | None] = {
+         "start": None, "grandchild": None, "request": None, "initialize": None,
+         "initialized": "initialized", "stdin-eof": "EOF on stdin",
+         "stdin-hangup": "stdin hung up", "stdin-error": "stdin read error",
+         "stdout-closed": "stdout closed (EPIPE)", "parent-changed": "its parent changed",
+         "second-copy": "a second copy started", "child-exit": "its child exited",
+         "discover": "server/discover asked", "hold": None, "release": None, "exit": None,
+         "server": None, "call": None}
+
+
+def ms_text(v: float | None) -> str:
+    """A time in ms since the host was spawned, as a row shows it (`?`: not known)."""
+    return "?" if v is None else f"{float(v):.0f} ms"
+
+
+def saw_line(r: HostCheckRow, role: str, pid: int | None = None) -> str:
+    """What one recorder process (or every one of `role`) saw, in order, with times."""
+    items = []
+    for e in r.get("recorded") or []:
+        if e.get("role") != role or (pid is not None and e.get("pid") != pid):
+            continue
+        what = e.get("what")
+        text = e.get("signal") if what == "signal" else \
+            _SAID.get(what, what) if what is not None else None
+        if text is None or text == "initialized":
+            continue
+        if what == "child-exit":
+            text += f" (status {e.get('status')})"
+        items.append(f"{text} at {ms_text(e.get('t_ms'))}")
+    return ", ".join(dict.fromkeys(items)) or "nothing"

@@ -34,7 +34,7 @@ from mcp_tether.inspect.node import (
     read_source,
     resolve_export,
 )
-from mcp_tether.report.jsonout import read_object
+from mcp_tether.jsonout import read_object
 
 __all__ = ["NODE_SDKS", "TETHER_PACKAGE", "node_uses", "bin_of", "package_root",
            "package_entry"]

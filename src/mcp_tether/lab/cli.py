@@ -11,12 +11,12 @@ from mcp_tether.cliutil import positive_duration as duration
 from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
 from mcp_tether.inspect import Transport, sdks_for_command
+from mcp_tether.jsonout import print_json
 from mcp_tether.lab import BLOCKS, node_env, run_lab, server_levels
-from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe.diagnose import annotate, summary
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.report.files import write_junit_or_say, write_pictures
-from mcp_tether.report.jsonout import print_json
+from mcp_tether.report.lab_summary import render_summary
 from mcp_tether.report.text import render_table
 
 if TYPE_CHECKING:

@@ -9,7 +9,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from mcp_tether import hosts
-from mcp_tether.cli import build_parser
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.errors import (
@@ -20,7 +19,9 @@ from mcp_tether.errors import (
     TetherError,
     UsageError,
 )
+from mcp_tether.escape import terminal
 from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.jsonout import print_json
 from mcp_tether.packages import policy_line, prepare
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec, parse_spec
@@ -46,9 +47,7 @@ from mcp_tether.probe.spec import (
     SPEC,
     WINDOW,
 )
-from mcp_tether.report.escape import terminal
 from mcp_tether.report.files import write_junit_or_say, write_pictures
-from mcp_tether.report.jsonout import print_json
 from mcp_tether.report.text import render_fixes, render_matrix, render_table
 from mcp_tether.report.timeline import print_timelines
 
@@ -112,6 +111,8 @@ USAGE = """mcp-tether probe [options] -- COMMAND [ARGS...]
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    # The options written after a package spec are read by this same parser, again.
+    parser.set_defaults(parser=parser)
     teach(parser, EXAMPLES, WORDS, usage=USAGE)
     parser.epilog = _examples() + "\n" + (parser.epilog or "")
     run = parser.add_argument_group("the scenarios")
@@ -266,9 +267,7 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
     cut = rest.index("--") if "--" in rest else len(rest)
     ours, server_args = rest[:cut], rest[cut + 1:]
     if ours:  # options written after the spec are still ours
-        parser, _ = build_parser(args.command_name if hasattr(args, "command_name")
-                                 else "probe")
-        parser.parse_args(ours, namespace=args)
+        args.parser.parse_args(ours, namespace=args)
         if args.cmd:
             raise UsageError(f"{' '.join(args.cmd)}: put the server's arguments after `--`: "
                              f"mcp-tether probe {spec} [OPTIONS] -- ARGS")

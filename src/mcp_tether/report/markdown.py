@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcp_tether.errors import UsageError
+from mcp_tether.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.probe.diagnose import explain_line, summary
-from mcp_tether.report.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.report.fixes import GUARD_LEGEND, Fixes, number_fixes
 from mcp_tether.report.legend import legend
 

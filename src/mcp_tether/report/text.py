@@ -19,10 +19,10 @@ from typing import IO, TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from mcp_tether.escape import rich_text, terminal
 from mcp_tether.probe.api import ScenarioResult, level_met
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.spec import ROBUST, SPEC
-from mcp_tether.report.escape import rich_text, terminal
 
 if TYPE_CHECKING:
     from mcp_tether.probe.record import ScenarioRecord

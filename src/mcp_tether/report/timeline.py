@@ -16,10 +16,10 @@ from __future__ import annotations
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
+from mcp_tether.escape import terminal
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.diagnose import explain_line
 from mcp_tether.probe.outcome import death_signal
-from mcp_tether.report.escape import terminal
 
 if TYPE_CHECKING:
     from mcp_tether.probe.record import ScenarioRecord

@@ -19,14 +19,13 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from mcp_tether.report.escape import terminal
+from mcp_tether.escape import terminal
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import EVIDENCE, STATES, ScanResult, Server
 from mcp_tether.scan.reap import REAP_OUTCOMES, Plan
-from mcp_tether.scan.watch import _size
 
 __all__ = ["print_ps", "print_plan", "abandoned_lines", "superseded_lines",
-           "render_openmetrics", "what_text", "counted", "HEADERS", "DIALECTS"]
+           "render_openmetrics", "what_text", "counted", "size_text", "HEADERS", "DIALECTS"]
 
 HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDENCE",
            "PARENT", "COMMAND"]
@@ -35,6 +34,16 @@ HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDEN
 def counted(n: int, word: str, plural: str | None = None) -> str:
     """`n` and the word for that many: "1 server tree", "2 server trees"."""
     return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def size_text(n: int) -> str:
+    """A byte count in the largest binary unit under 1024 of it (B to GiB)."""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if v < 1024 or unit == "GiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} GiB"
 
 
 def _age(s: float) -> str:
@@ -79,7 +88,7 @@ def _rows(result: ScanResult) -> list[list[str]]:
         extra = f" [+{len(s.members) - 1}]" if len(s.members) > 1 else ""
         guard = "guarded: " if s.shown != s.command and guarded_argv(s.command) else ""
         rows.append([terminal(c) for c in (
-            s.state, str(s.pid), s.user, _age(s.age_seconds), _size(s.rss_bytes),
+            s.state, str(s.pid), s.user, _age(s.age_seconds), size_text(s.rss_bytes),
             f"{s.cpu_percent:.1f}%", what_text(s), ",".join(s.found_by),
             ",".join(s.evidence) or "-",
             f"{s.parent['pid']} {s.parent['name'] or '?'} ({s.parent['role']})",
@@ -90,16 +99,16 @@ def _rows(result: ScanResult) -> list[list[str]]:
 def _totals_line(result: ScanResult) -> str:
     t = result.totals()
     line = (f"{counted(t['servers'], 'stdio server')}: {t['leaked']} leaked holding "
-            f"{_size(t['leaked_rss_bytes'])} ({t['leaked_mcp']} identified as MCP), "
+            f"{size_text(t['leaked_rss_bytes'])} ({t['leaked_mcp']} identified as MCP), "
             f"{t['live']} live")
     if t["unknown"]:
         line += f", {t['unknown']} unknown (a far end not visible here: never reaped)"
     if t["superseded"]:
         line += (f", {t['superseded']} superseded by a newer copy holding "
-                 f"{_size(t['superseded_rss_bytes'])} (reap --include superseded)")
+                 f"{size_text(t['superseded_rss_bytes'])} (reap --include superseded)")
     if t["abandoned"]:
         line += (f", {t['abandoned']} abandoned by a live host holding "
-                 f"{_size(t['abandoned_rss_bytes'])} (a hint: never reaped)")
+                 f"{size_text(t['abandoned_rss_bytes'])} (a hint: never reaped)")
     if result.unreadable:
         line += (f"; {counted(result.unreadable, 'process', 'processes')} not readable, "
                  "skipped")
@@ -181,14 +190,14 @@ def print_plan(p: Plan, to: Any = None, containers: bool = False) -> None:
     for s in p.chosen:
         tree = counted(len(s.members), "process", "processes")
         print(terminal(f"would end pid {s.pid} ({tree}, "
-                       f"{_size(s.rss_bytes)}) {what_text(s)} [{', '.join(s.evidence)}]: "
+                       f"{size_text(s.rss_bytes)}) {what_text(s)} [{', '.join(s.evidence)}]: "
                        f"{_short(s.shown)}"), file=out)
     for sk in p.skipped:
         print(terminal(f"left alone: pid {sk.server.pid} {_short(sk.server.shown, 60)}: "
                        f"{sk.reason}"), file=out)
     if p.chosen:
         print(f"total: {counted(len(p.chosen), 'tree')}, "
-              f"{_size(sum(s.rss_bytes for s in p.chosen))}",
+              f"{size_text(sum(s.rss_bytes for s in p.chosen))}",
               file=out)
 
 

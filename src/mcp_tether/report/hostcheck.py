@@ -11,8 +11,9 @@ from __future__ import annotations
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
+from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
-from mcp_tether.report.escape import md_cell, md_code, md_text, terminal
+from mcp_tether.hostcheck.who import ms_text, saw_line
 from mcp_tether.report.html import render_html as page
 
 if TYPE_CHECKING:
@@ -20,38 +21,10 @@ if TYPE_CHECKING:
     from mcp_tether.hostcheck.record import HostCheckRow, ProcessRow
     from mcp_tether.probe.record import ScenarioRecord
 
-__all__ = ["render_text", "render_markdown", "render_html", "saw_line",
-           "hold_line", "process_cell", "calls_line"]
+__all__ = ["render_text", "render_markdown", "render_html", "hold_line", "process_cell",
+           "calls_line"]
 
-_SAID = {"start": None, "grandchild": None, "request": None, "initialize": None,
-         "initialized": "initialized", "stdin-eof": "EOF on stdin",
-         "stdin-hangup": "stdin hung up", "stdin-error": "stdin read error",
-         "stdout-closed": "stdout closed (EPIPE)", "parent-changed": "its parent changed",
-         "second-copy": "a second copy started", "child-exit": "its child exited",
-         "discover": "server/discover asked", "hold": None, "release": None, "exit": None,
-         "server": None, "call": None}
 _LABEL = {"wrapper": "wrapper", "server": "server (recorder)", "grandchild": "grandchild"}
-
-
-def _ms(v: Any) -> str:
-    return "?" if v is None else f"{float(v):.0f} ms"
-
-
-def saw_line(r: HostCheckRow, role: str, pid: int | None = None) -> str:
-    """What one recorder process (or every one of `role`) saw, in order, with times."""
-    items = []
-    for e in r.get("recorded") or []:
-        if e.get("role") != role or (pid is not None and e.get("pid") != pid):
-            continue
-        what = e.get("what")
-        text = e.get("signal") if what == "signal" else \
-            _SAID.get(what, what) if what is not None else None
-        if text is None or text == "initialized":
-            continue
-        if what == "child-exit":
-            text += f" (status {e.get('status')})"
-        items.append(f"{text} at {_ms(e.get('t_ms'))}")
-    return ", ".join(dict.fromkeys(items)) or "nothing"
 
 
 def calls_line(facts: dict[str, Any]) -> str:
@@ -70,15 +43,15 @@ def hold_line(r: HostCheckRow) -> str:
     """Which hold point was used, and when (or why none)."""
     asked = r.get("hold") or "none"
     if r.get("hold_point"):
-        return (f"held at {r['hold_point']} from {_ms(r.get('held_ms'))}, released at "
-                f"{_ms(r.get('released_ms'))} (after the trigger)")
+        return (f"held at {r['hold_point']} from {ms_text(r.get('held_ms'))}, released at "
+                f"{ms_text(r.get('released_ms'))} (after the trigger)")
     if asked == "none":
         return "no hold (--hold none)"
     return f"no hold: the host never sent {asked} before the trigger"
 
 
 def _signals(p: ProcessRow) -> str:
-    return ", ".join(f"{s['signal']} at {_ms(s.get('t_ms'))}" for s in p["signals"]) \
+    return ", ".join(f"{s['signal']} at {ms_text(s.get('t_ms'))}" for s in p["signals"]) \
         or "no signal"
 
 
@@ -87,7 +60,7 @@ def _stdin_first(p: ProcessRow) -> str:
     if first is None:
         return "stdin not closed"
     if not p["signals"]:
-        return f"stdin closed at {_ms(p.get('stdin_closed_ms'))}"
+        return f"stdin closed at {ms_text(p.get('stdin_closed_ms'))}"
     return "stdin closed first" if first else "stdin not closed first"
 
 
@@ -99,7 +72,7 @@ def _where(p: ProcessRow) -> str:
 
 def process_cell(p: ProcessRow) -> str:
     """One process in a few words (a Markdown cell)."""
-    sigs = "+".join(f"{s['signal']}@{_ms(s.get('t_ms'))}" for s in p["signals"]) or "no signal"
+    sigs = "+".join(f"{s['signal']}@{ms_text(s.get('t_ms'))}" for s in p["signals"]) or "no signal"
     return (f"{sigs}; {_stdin_first(p)}; group {p['group']}, session {p['session']}; "
             f"{p['ended']}")
 
@@ -109,7 +82,7 @@ def _host_line(r: HostCheckRow) -> str:
         return "still running"
     if r.get("host_ended_by_cleanup"):
         return "still running (ended by the check's clean-up)"
-    return f"exited at {_ms(r['host_exit_ms'])} (status {r.get('host_status')})"
+    return f"exited at {ms_text(r['host_exit_ms'])} (status {r.get('host_status')})"
 
 
 def _command(result: HostCheck) -> str:
@@ -129,11 +102,11 @@ def render_text(result: HostCheck, out: IO[str] | None = None) -> None:
                 tail = r["host_output_tail"].strip().splitlines()[-3:]
                 print("  host output: " + terminal(" / ".join(tail)), file=out)
             continue
-        print(f"  {terminal(r.get('title', ''))}: done at {_ms(r.get('action_ms'))}; recorder "
-              f"initialized at {_ms(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
+        print(f"  {terminal(r.get('title', ''))}: done at {ms_text(r.get('action_ms'))}; recorder "
+              f"initialized at {ms_text(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
         print(f"  {terminal(hold_line(r))}", file=out)
         for p in r.get("processes") or []:
-            ended = p["ended"] + (f" at {_ms(p['ended_ms'])}" if p.get("ended_ms") is not None
+            ended = p["ended"] + (f" at {ms_text(p['ended_ms'])}" if p.get("ended_ms") is not None
                                   else "")
             print(f"  {_LABEL.get(p['role'], p['role'])} (pid {p['pid']}, {_where(p)}; group "
                   f"{p['group']}, session {p['session']}):\n"
@@ -174,8 +147,8 @@ def render_markdown(result: HostCheck, out: IO[str] | None = None) -> None:
                   + " |" * (1 + len(roles)), file=out)
             continue
         host = ("running" if r.get("host_exit_ms") is None or r.get("host_ended_by_cleanup")
-                else _ms(r.get("host_exit_ms")))
-        hold = (f"{r['hold_point']} @{_ms(r.get('held_ms'))}" if r.get("hold_point")
+                else ms_text(r.get("host_exit_ms")))
+        hold = (f"{r['hold_point']} @{ms_text(r.get('held_ms'))}" if r.get("hold_point")
                 else f"none ({r.get('hold') or 'none'} asked)")
         verdict = r["verdict"] + (f" (after: {r['after']})" if r.get("after") else "")
         cells = []

@@ -12,10 +12,10 @@ import textwrap
 from collections import Counter
 from typing import IO, TYPE_CHECKING
 
+from mcp_tether.escape import terminal
 from mcp_tether.lab import server_name
 from mcp_tether.probe import ScenarioResult
 from mcp_tether.probe.spec import ROBUST, SPEC
-from mcp_tether.report.escape import terminal
 from mcp_tether.report.fixes import GUARD_LEGEND, number_fixes
 from mcp_tether.report.legend import legend
 
