@@ -144,6 +144,39 @@ def check(
     `min_age` (the idle gap they pause for is longer), `prompt_wait` (under a pty, the
     text the host shows when it takes a prompt)."""
     argv = list(argv)
+    names = _scenario_names(argv, host, scenarios)
+    _refuse_options(names, host=host, eof=eof, hold=hold, signals=signals, scope=scope,
+                    after_edit=after_edit, pty=pty, model_api=model_api,
+                    model_env=model_env, min_age=min_age)
+    if host is not None and cwd is None:
+        # The host runs in the throwaway project folder: arguments naming files here
+        # (a script, a config) keep pointing at them.
+        argv = [os.path.abspath(a) if not a.startswith("-") and os.path.exists(a)
+                and not os.path.isabs(a) else a for a in argv]
+    _check_command(argv, env, cwd)
+    out = HostCheck(argv, host)
+    with owned_tempdir(TEMP_PREFIX) as tmp:
+        # A tool-calling scenario holds nothing: a held answer would stop the very calls
+        # it measures.
+        specs = [CheckSpec(argv=argv, scenario=n, work=_work_dir(tmp, n), host=host, pty=pty,
+                           quit=quit, env=env, cwd=cwd, ready_timeout=ready_timeout,
+                           host_timeout=host_timeout, settle=settle, eof=eof,
+                           grandchild=grandchild,
+                           hold="none" if SCENARIOS[n].model else hold, hold_wait=hold_wait,
+                           wrapper=wrapper, signals=signals, scope=scope,
+                           after_edit=list(after_edit), model_api=model_api,
+                           model_env=list(model_env), min_age=min_age,
+                           prompt_wait=prompt_wait)
+                 for n in names]
+        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result,
+                                    should_stop=should_stop)
+    return out
+
+
+def _scenario_names(argv: list[str], host: str | None,
+                    scenarios: Sequence[str] | None) -> list[str]:
+    """The scenarios to run, once each; refused (`UsageError`) when the host command, the
+    host or a scenario cannot be run."""
     if not argv:
         raise UsageError("no host command given (hostcheck -- HOST-ARGV...)")
     if host is None and PLACEHOLDER not in argv:
@@ -157,6 +190,13 @@ def check(
             raise UsageError(f"unknown scenario {n!r} (one of: {', '.join(SCENARIOS)})")
         if SCENARIOS[n].config and host is None:
             raise UsageError(f"scenario {n!r} edits a host config: it needs --host NAME")
+    return names
+
+
+def _refuse_options(names: list[str], *, host: str | None, eof: str, hold: str,
+                    signals: str, scope: str | None, after_edit: Sequence[str], pty: bool,
+                    model_api: str | None, model_env: Sequence[str], min_age: float) -> None:
+    """A `UsageError` for an option `check` cannot honour, before anything starts."""
     if eof not in ("stay", "exit"):
         raise UsageError("--recorder-eof is stay or exit")
     if hold not in HOLDS:
@@ -165,42 +205,23 @@ def check(
         raise UsageError("--recorder-signals is die or stay")
     if scope is not None and (host is None or scope not in SCOPES):
         raise UsageError(f"--host-scope is one of {', '.join(SCOPES)}, with --host NAME")
-    keys.parse(list(after_edit))  # refused here, before anything starts
+    keys.parse(list(after_edit))
     if after_edit and not pty:
         raise UsageError("--after-edit types into the host's terminal: it needs --pty")
     if any(SCENARIOS[n].model for n in names):
-        wiring(host, model_api, model_env)  # refused here: which API, which host
+        wiring(host, model_api, model_env)  # which API, which host
     elif model_api is not None or model_env:
         raise UsageError("--model-api and --model-env drive the tool-calling scenarios: "
                          "name one with -s (idle, subagents, calls-reconnect)")
     if min_age <= 0:
         raise UsageError("--min-age must be more than 0 seconds")
-    if host is not None and cwd is None:
-        # The host runs in the throwaway project folder: arguments naming files here
-        # (a script, a config) keep pointing at them.
-        argv = [os.path.abspath(a) if not a.startswith("-") and os.path.exists(a)
-                and not os.path.isabs(a) else a for a in argv]
-    _check_command(argv, env, cwd)
-    out = HostCheck(argv, host)
-    with owned_tempdir(TEMP_PREFIX) as tmp:
-        specs = []
-        for n in names:
-            work = os.path.join(tmp, n)
-            os.makedirs(work)
-            # A tool-calling scenario holds nothing: a held answer would stop the very
-            # calls it measures.
-            specs.append(CheckSpec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
-                              env=env, cwd=cwd, ready_timeout=ready_timeout,
-                              host_timeout=host_timeout, settle=settle, eof=eof,
-                              grandchild=grandchild,
-                              hold="none" if SCENARIOS[n].model else hold, hold_wait=hold_wait,
-                              wrapper=wrapper, signals=signals, scope=scope,
-                              after_edit=list(after_edit), model_api=model_api,
-                              model_env=list(model_env), min_age=min_age,
-                              prompt_wait=prompt_wait))
-        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result,
-                                    should_stop=should_stop)
-    return out
+
+
+def _work_dir(tmp: str, scenario: str) -> str:
+    """A scenario's own folder under the check's temporary one."""
+    work = os.path.join(tmp, scenario)
+    os.makedirs(work)
+    return work
 
 
 @dataclass

@@ -464,6 +464,20 @@ def diagnose(
     """One paragraph on why this scenario failed; None when it did not."""
     sdks = sdks or []
     noise = _noise(r)
+    start = _start_text(r)
+    if start:
+        return start
+    if not _failed(r) and not noise:
+        return None
+    sentences = _why_failed(r, command, sdks) if _failed(r) else []
+    if noise:
+        sentences.append(f"stdout is not clean: {len(noise)} non-protocol line(s), e.g. "
+                         f"{noise[0].split(':', 1)[1].strip()[:60]}")
+    return " ".join(_sentence(x) for x in sentences)
+
+
+def _start_text(r: ScenarioRecord) -> str | None:
+    """The paragraph for a server that did not get through start-up (None: it did)."""
     start = start_failure(r)
     if start and r.get("verdict") == "early-exit":
         status = r.get("exit_status")
@@ -472,79 +486,105 @@ def diagnose(
     if start:
         why = str(r.get("detail") or "it did not get through start-up").rstrip(".")
         return _sentence(f"{why}; its stderr last said: {start}")
-    if not _failed(r) and not noise:
-        return None
-    sentences: list[str] = []
-    if _failed(r):
-        sc, verdict = r["scenario"], r["verdict"]
-        key = guarantee_of(sc) or sc
-        g = _NOT.get(key, f"does not pass {sc}")
-        lang = _language(r, command, sdks)
-        loaded = _tether_loaded(sdks, lang)
-        ran = _tether_ran(r)
-        kids = _left_kids(r, command)
-        # A signal before tether() matters where it left children: a server it killed
-        # alone did exit (a `close` it ended is judged on the EOF before it).
-        early = before_tether(r, loaded) if kids else None
-        if kids:  # the server process exited: say what survived, not "does not exit"
-            sentences.append(_kids_headline(r, kids, key, ran, early))
-        elif sc == "close" and verdict == "terminated":
-            sentences.append(f"{g}: it needed SIGTERM, {r.get('exit_ms')} ms after EOF")
-        elif sc == "close" and verdict == "killed":
-            sentences.append(f"{g}, nor on SIGTERM: only SIGKILL ended it")
-        elif verdict == "killed":
-            sentences.append(f"{g}: it was still alive at the window's end and was SIGKILLed")
-        elif verdict == "lingered":
-            sentences.append(f"{g} promptly: it outlived the window")
-        else:
-            sentences.append(f"{g}: its tree outlived the window")
-        wrap = None if kids else _wrapper_failure(r)
-        if wrap:
-            sentences.append(wrap)
-        if key in ("eof", "half-close"):
-            sdk = _sdk_text(sdks, lang)
-            if sdk:
-                alive = [s for s in r.get("survivors", [])
-                         if (ev := s.get("evidence")) is None or ev.get("alive", True)]
-                ends = any(x.exits_on_eof for x in sdks if x.language == lang
-                           and x.state in (None, "sdk"))
-                if ends and alive:
-                    sdk += ": so something in the server's own code keeps it alive"
-                sentences.append(sdk)
-        if ran:
-            sentences.append(_ran_text(ran, kids))
-        elif early:
-            sentences.append(f"it loads mcp-tether (found: {loaded}), but no shutdown ran "
-                             f"through its tether(): the {early} came before tether() was "
-                             "called, and Node's default action ended the process at once "
-                             "(no `server.close()`, no hooks, no descendant ended)")
-        elif loaded and kids:
-            status = r.get("exit_status")
-            sentences.append(f"it loads mcp-tether (found: {loaded}), but the server process "
-                             f"ended (status {status}) without a shutdown through its "
-                             "tether(): by another path before the line took hold (its own "
-                             "exit, a crash), so nothing ended its children")
-        elif loaded:
-            sentences.append(f"it loads mcp-tether (found: {loaded}), yet its tether() was "
-                             "not in effect when the trigger came: it runs too late (after "
-                             "an `await` that outlasted the client) or not on this path")
-        sig = _SENT[sc].upper() if sc in _SENT else None
-        seen = set()
-        for s in _left(r):
-            if s.get("pid") not in seen:
-                seen.add(s.get("pid"))
-                sentences.append(kept_alive(s, sig, _signal_target(r, _SENT.get(sc, sc))))
-        evs = [s.get("evidence") for s in r.get("survivors", [])]
-        if evs and all(ev and ev.get("alive") is False for ev in evs):
-            sentences.append("every survivor was already exiting at the window's end: slow, "
-                             "not stuck (a loaded machine?); a longer --window may pass")
-        died = _write_error(r)
-        if died:
-            sentences.append(died)
-    if noise:
-        sentences.append(f"stdout is not clean: {len(noise)} non-protocol line(s), e.g. "
-                         f"{noise[0].split(':', 1)[1].strip()[:60]}")
-    return " ".join(_sentence(x) for x in sentences)
+    return None
+
+
+def _why_failed(r: ScenarioRecord, command: list[str], sdks: list[Transport]) -> list[str]:
+    """A failed scenario's sentences: the guarantee it broke, a wrapper in the way, what
+    its SDK does at EOF, what its tether() did, and what kept each survivor alive."""
+    sc = r["scenario"]
+    key = guarantee_of(sc) or sc
+    lang = _language(r, command, sdks)
+    loaded = _tether_loaded(sdks, lang)
+    ran = _tether_ran(r)
+    kids = _left_kids(r, command)
+    # A signal before tether() matters where it left children: a server it killed
+    # alone did exit (a `close` it ended is judged on the EOF before it).
+    early = before_tether(r, loaded) if kids else None
+    # the server process exited: say what survived, not "does not exit"
+    sentences = [_kids_headline(r, kids, key, ran, early) if kids else _headline(r, key)]
+    wrap = None if kids else _wrapper_failure(r)
+    if wrap:
+        sentences.append(wrap)
+    sdk = _sdk_sentence(r, sdks, lang) if key in ("eof", "half-close") else None
+    if sdk:
+        sentences.append(sdk)
+    tether = _tether_sentence(r, ran, kids, early, loaded)
+    if tether:
+        sentences.append(tether)
+    return sentences + _survivor_sentences(r)
+
+
+def _headline(r: ScenarioRecord, key: str) -> str:
+    """The guarantee broken, by how the server's own process ended."""
+    sc, verdict = r["scenario"], r["verdict"]
+    g = _NOT.get(key, f"does not pass {sc}")
+    if sc == "close" and verdict == "terminated":
+        return f"{g}: it needed SIGTERM, {r.get('exit_ms')} ms after EOF"
+    if sc == "close" and verdict == "killed":
+        return f"{g}, nor on SIGTERM: only SIGKILL ended it"
+    if verdict == "killed":
+        return f"{g}: it was still alive at the window's end and was SIGKILLed"
+    if verdict == "lingered":
+        return f"{g} promptly: it outlived the window"
+    return f"{g}: its tree outlived the window"
+
+
+def _sdk_sentence(r: ScenarioRecord, sdks: list[Transport], lang: str | None) -> str | None:
+    """What the server's SDK does at EOF; when it ends there, the blame on the server."""
+    sdk = _sdk_text(sdks, lang)
+    if not sdk:
+        return sdk
+    alive = [s for s in r.get("survivors", [])
+             if (ev := s.get("evidence")) is None or ev.get("alive", True)]
+    ends = any(x.exits_on_eof for x in sdks if x.language == lang
+               and x.state in (None, "sdk"))
+    if ends and alive:
+        sdk += ": so something in the server's own code keeps it alive"
+    return sdk
+
+
+def _tether_sentence(r: ScenarioRecord, ran: TetherShutdown | None, kids: list[Left],
+                     early: str | None, loaded: str | None) -> str | None:
+    """What the server's tether() did: a shutdown through it, or why none ran."""
+    if ran:
+        return _ran_text(ran, kids)
+    if early:
+        return (f"it loads mcp-tether (found: {loaded}), but no shutdown ran "
+                f"through its tether(): the {early} came before tether() was "
+                "called, and Node's default action ended the process at once "
+                "(no `server.close()`, no hooks, no descendant ended)")
+    if loaded and kids:
+        status = r.get("exit_status")
+        return (f"it loads mcp-tether (found: {loaded}), but the server process "
+                f"ended (status {status}) without a shutdown through its "
+                "tether(): by another path before the line took hold (its own "
+                "exit, a crash), so nothing ended its children")
+    if loaded:
+        return (f"it loads mcp-tether (found: {loaded}), yet its tether() was "
+                "not in effect when the trigger came: it runs too late (after "
+                "an `await` that outlasted the client) or not on this path")
+    return None
+
+
+def _survivor_sentences(r: ScenarioRecord) -> list[str]:
+    """What kept each survivor alive, once per pid; survivors already exiting; a death
+    by a write error rather than by noticing the client go."""
+    sc = r["scenario"]
+    sig = _SENT[sc].upper() if sc in _SENT else None
+    out, seen = [], set()
+    for s in _left(r):
+        if s.get("pid") not in seen:
+            seen.add(s.get("pid"))
+            out.append(kept_alive(s, sig, _signal_target(r, _SENT.get(sc, sc))))
+    evs = [s.get("evidence") for s in r.get("survivors", [])]
+    if evs and all(ev and ev.get("alive") is False for ev in evs):
+        out.append("every survivor was already exiting at the window's end: slow, "
+                   "not stuck (a loaded machine?); a longer --window may pass")
+    died = _write_error(r)
+    if died:
+        out.append(died)
+    return out
 
 
 def _sentence(text: str) -> str:
