@@ -37,10 +37,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_tether.inspect import inspect_path, server_uses
 from mcp_tether.packages import InstallPolicy, PackageError, Prepared, prepare
@@ -56,6 +56,9 @@ from mcp_tether.survey.repeat import (
     judge,
     repeat_failing,
 )
+
+if TYPE_CHECKING:
+    from mcp_tether.survey.record import RunRow, SurveyRow
 
 __all__ = ["run_survey", "rerun", "ServerResult", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
@@ -88,7 +91,7 @@ class Failure:
     # Every run of the cell (`repeat.Run` as dicts: verdict, passed, load), the first
     # included, and what they say (`repeat.judge`); "" and [] in surveys made before.
     repeated: str = ""
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
     # What an independent SDK host said of this failure (bench/sdk_recheck.py
     # --annotate): "confirmed (...)" or "not confirmed: ..."; "" not re-checked.
     sdk_recheck: str = ""
@@ -155,13 +158,13 @@ class ServerResult:
             return len(self.loads)
         return 0 if self.status in ("install-failed", "no-command") else len(STYLES)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SurveyRow:
         d = asdict(self)
         d["guard_pass"] = self.guard_pass
-        return d
+        return cast("SurveyRow", d)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ServerResult:
+    def from_dict(cls, d: Mapping[str, Any]) -> ServerResult:
         """A saved row, judged again by today's rule (`rejudge`): every rendering of a
         saved survey words its cells as a new one would."""
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}

@@ -37,9 +37,12 @@ Guarantees:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_tether.survey.record import RunRow
 
 __all__ = ["REPEATS", "Run", "judge", "repeat_failing", "busy", "busy_others", "failing",
            "failed_verdict", "UNKNOWN"]
@@ -60,11 +63,11 @@ class Run:
     def counted(self) -> bool:
         return self.verdict not in UNKNOWN
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> RunRow:
+        return {"verdict": self.verdict, "passed": self.passed, "load": self.load}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Run:
+    def from_dict(cls, d: Mapping[str, Any]) -> Run:
         return cls(str(d["verdict"]), bool(d["passed"]), float(d["load"]))
 
 
