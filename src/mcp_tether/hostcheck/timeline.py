@@ -7,15 +7,14 @@ recorder the "server" lane, its grandchild a child lane. Pure data shaping.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
-    from mcp_tether.hostcheck.outcome import State
     from mcp_tether.hostcheck.record import RecordedEvent
     from mcp_tether.probe.record import TimelineEvent
     from mcp_tether.proc.identity import ProcessId
 
-__all__ = ["build", "WHAT"]
+__all__ = ["build", "WHAT", "Seen"]
 
 # The recorder's event -> the timeline's `what` (None: not drawn)
 WHAT = {
@@ -29,7 +28,18 @@ WHAT = {
 }
 
 
-def build(state: State, recorded: list[RecordedEvent], exited: dict[ProcessId, float],
+class Seen(Protocol):
+    """What `build` reads of what the keeper saw (`outcome.State`, which imports this
+    module: so a protocol, not that class)."""
+
+    marks: list[dict[str, Any]]  # the keeper's own events: `t`, `what`, ...
+    host: ProcessId | None
+    host_status: int | None
+    statuses: dict[int, int]  # pid -> the status the keeper reaped
+    cleanup_at: float  # exits after this instant are the clean-up's
+
+
+def build(state: Seen, recorded: list[RecordedEvent], exited: dict[ProcessId, float],
           killed: list[int], ms: Callable[[float], float]) -> list[TimelineEvent]:
     """The keeper's marks, the recorders' events and every exit, as timeline events in
     time order (`ms`: a monotonic instant as ms since the host was started)."""
