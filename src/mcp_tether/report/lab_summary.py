@@ -79,11 +79,11 @@ def render_summary(
     out = out or sys.stdout
     w = out.write
     leaks = [r for b in blocks for r in results
-             if getattr(r, "block", "") == b and r.verdict in ("orphaned", "lingered")]
+             if r.block == b and r.verdict in ("orphaned", "lingered")]
     fixes = number_fixes(_raw(r) for r in leaks)  # numbered in the order they are shown
     w("mcp-tether lab: does each server die with its client?\n")
     for block in blocks:
-        rows = [r for r in results if getattr(r, "block", "") == block]
+        rows = [r for r in results if r.block == block]
         if not rows:
             continue
         shows, takeaway = BLOCK_STORY.get(block, (block, ""))
