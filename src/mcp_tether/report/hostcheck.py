@@ -9,7 +9,7 @@ shows them through `escape.terminal`, Markdown through `escape.md_text` / `md_co
 from __future__ import annotations
 
 import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
@@ -170,19 +170,18 @@ def render_markdown(result: HostCheck, out: IO[str] | None = None) -> None:
 
 
 def _pictured(r: HostCheckRow) -> ScenarioRecord:
-    """A scenario as the probe's timeline page draws a row: the host as the client lane,
-    the recorder as the server's, the verdict's words as its diagnosis and the spec as
-    its remedy."""
-    row: ScenarioRecord = {
-        "scenario": r["scenario"], "host_style": "host", "verdict": r["verdict"],
-        "passed": r["passed"], "exit_ms": None, "rung": None, "exit_status": None,
-        "survivors": [], "warnings": [], "detail": r["detail"], "events": r["events"],
-        "diagnosis": (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
-                      f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
-                      f"{saw_line(r, 'grandchild')}.")}
+    """A scenario as the probe's timeline page draws a row: the row as it is, with the
+    host as the client lane, the recorder as the server's, the verdict's words as its
+    diagnosis and the spec as its remedy (a row lacks some of a scenario record's keys:
+    the page reads those with `get`)."""
+    row: dict[str, Any] = dict(r)
+    row["host_style"] = "host"
+    row["diagnosis"] = (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
+                        f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
+                        f"{saw_line(r, 'grandchild')}.")
     if r["verdict"] not in ("clean", "skipped"):
         row["remedy"] = "The spec: " + str(r.get("spec", ""))
-    return row
+    return cast("ScenarioRecord", row)
 
 
 def render_html(result: HostCheck, title: str = "") -> str:
