@@ -58,7 +58,7 @@ from mcp_tether.survey.repeat import (
 )
 
 if TYPE_CHECKING:
-    from mcp_tether.survey.record import RunRow, SurveyRow
+    from mcp_tether.survey.records import RunRow, SurveyRow
 
 __all__ = ["run_survey", "rerun", "ServerResult", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]

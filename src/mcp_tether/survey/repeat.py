@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcp_tether.survey.record import RunRow
+    from mcp_tether.survey.records import RunRow
 
 __all__ = ["REPEATS", "Run", "judge", "repeat_failing", "busy", "busy_others", "failing",
            "failed_verdict", "UNKNOWN"]

@@ -1,5 +1,6 @@
 """The survey's records as `survey --json` prints them and `--from-json` reads them back:
-a server's row, a failure, one run of a cell.
+a server's row, a failure, one run of a cell. (`records`, not `record` as in the other
+capabilities: `survey.record` is the function that records a probe run on a row.)
 
 `survey`'s dataclasses (`ServerResult`, `Failure`, `repeat.Run`) are what the survey
 works with; their `to_dict` makes these, which a saved survey keeps and the renderings,
