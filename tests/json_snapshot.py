@@ -55,15 +55,27 @@ COMMANDS = ("lab", "probe", "survey", "run", "wrap", "unwrap", "hosts", "hostche
 # Integers under these keys (or keys ending so) differ from run to run.
 VOLATILE = re.compile(r"(^|_)(pid|ppid|pids|pgid|sid|host|copy|start|t|at|ms|s|seconds|"
                       r"bytes|rss|cpu|load|age|idle|port|uid|gap|scanned|unreadable|fd|inode|ino|"
-                      r"dev|size|jobs|cpus|busy|held|released|waited|tick|time|count)($|_)")
+                      r"dev|size|jobs|cpus|busy|held|released|waited|tick|time|count|child|old|"
+                      r"new|cleanup|others|before|after)($|_)")
+# Lists of what happened, in the order it happened: how many of each, and in which order,
+# differs from run to run (a loaded machine, two processes' exits in either order). They
+# compare as the set of their distinct items, normalized.
+EVENTS = {"events", "recorded", "model_events", "signals", "killed_at_window", "survivors",
+          "per_agent", "left", "others_left", "members", "children", "threads",
+          "thread_waits"}
 
 
 def normalize(value: Any, key: str = "") -> Any:
     """`value` with what differs between two runs of the same tree replaced by its type."""
     if isinstance(value, dict):
+        if key == "per_agent":  # agent -> the pids of its copies
+            return {k: normalize(v, "pids") for k, v in value.items()}
         return {k: normalize(v, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [normalize(v, key) for v in value]
+        items = [normalize(v, key) for v in value]
+        if key in EVENTS:
+            items = [json.loads(i) for i in sorted({json.dumps(i) for i in items})]
+        return items
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
@@ -71,11 +83,12 @@ def normalize(value: Any, key: str = "") -> Any:
     if isinstance(value, int):
         return "<int>" if VOLATILE.search(key) else value
     if isinstance(value, str):
-        return _text(value)
+        return "<id>" if key == "id" else _text(value)  # a random call id
     return value
 
 
 def _text(s: str) -> str:
+    s = s.replace(PY, "<python>").replace(sys.prefix, "<venv>")
     s = s.replace(str(WORK), "<work>").replace(str(ROOT), "<root>")
     return re.sub(r"\d+", "N", s)
 
@@ -264,7 +277,9 @@ def capture(path: Path, only: list[str]) -> None:
 
 
 def compare(a: Path, b: Path) -> int:
-    before, after = json.loads(a.read_text()), json.loads(b.read_text())
+    # normalized again: `normalize` leaves what it made as it is, and a capture made
+    # before a rule was added gets it
+    before, after = normalize(json.loads(a.read_text())), normalize(json.loads(b.read_text()))
     differ = 0
     for name in dict.fromkeys([*before, *after]):
         x = json.dumps(before.get(name), indent=1).splitlines()
