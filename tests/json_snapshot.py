@@ -5,7 +5,11 @@
 
 A change that means to keep every `--json` byte for byte (a refactoring of the records
 behind them) captures before and after and compares: `compare` prints each output that
-differs as a unified diff, and exits 1 if any does.
+differs as a unified diff, then every object's key list found in one capture only, and
+exits 1 if any output differs. Real processes on a loaded machine do not always do the
+same (an event more, a scenario rerun alone, a warning that the window was extended):
+capture the same tree twice as well, and read a difference the two runs of one tree
+also show as that.
 
 What is captured, each from a real run of the command (`python -m mcp_tether`):
 - `lab --json` (every block), and `probe --json` on lab servers (Python and Node
@@ -290,7 +294,28 @@ def compare(a: Path, b: Path) -> int:
             sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(
                 x, y, str(a), str(b), lineterm="", n=2))
     print(f"{len(dict.fromkeys([*before, *after])) - differ} same, {differ} differ")
+    for name in dict.fromkeys([*before, *after]):  # the keys alone, whatever the values
+        x, y = _key_lists(before.get(name)), _key_lists(after.get(name))
+        for path, keys in sorted(x - y):
+            print(f"== {name}: only in {a}: {path} {list(keys)}")
+        for path, keys in sorted(y - x):
+            print(f"== {name}: only in {b}: {path} {list(keys)}")
     return 1 if differ else 0
+
+
+def _key_lists(doc: Any, path: str = "") -> set[tuple[str, tuple[str, ...]]]:
+    """Every object's keys, in order, with where it is: what a reader relies on. A key
+    in one run only (an event seen, a scenario rerun) shows here as well: tell it from
+    a change by comparing two captures of the same tree too."""
+    out: set[tuple[str, tuple[str, ...]]] = set()
+    if isinstance(doc, dict):
+        out.add((path, tuple(doc)))
+        for k, v in doc.items():
+            out |= _key_lists(v, f"{path}.{k}")
+    elif isinstance(doc, list):
+        for v in doc:
+            out |= _key_lists(v, f"{path}[]")
+    return out
 
 
 def main() -> int:
