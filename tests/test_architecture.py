@@ -28,6 +28,8 @@
    inside functions and under `if TYPE_CHECKING:` too.
 9. A private name (`_x`) stays in its module: no module imports one from another, or
    reaches one through another module's name.
+10. No function is over 80 lines (docstring, nested functions and all), the fixture
+   servers and the recorder too: a longer one is split into named steps.
 """
 
 from __future__ import annotations
@@ -563,3 +565,40 @@ def test_no_private_name_crosses_a_module(path: Path) -> None:
     found = private_uses(name, ast.parse(path.read_text(), str(path)), mods,
                          mods[name][1])
     assert not found, f"{path.relative_to(PACKAGE)} uses another module's private name: {found}"
+
+
+# -- 10. no function over 80 lines --------------------------------------------------------
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(tree: ast.AST, max_lines: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Every function (method, nested one) longer than `max_lines`, from its `def` (or
+    its first decorator) to its last line."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines = (node.end_lineno or node.lineno) - first + 1
+            if lines > max_lines:
+                found.append(f"{node.name} (line {node.lineno}): {lines} lines")
+    return found
+
+
+def test_the_length_finder_finds_a_long_function_and_a_nested_one() -> None:
+    body = "".join(f"    x = {i}\n" for i in range(79))
+    code = (f"def short():\n{body}"
+            f"@decorated\nasync def long():\n{body}    y = 1\n"
+            f"class C:\n    def outer(self):\n        def inner():\n"
+            + "".join(f"        {line}\n" for line in body.splitlines()) + "            pass\n")
+    assert long_functions(ast.parse(code)) == [
+        "long (line 82): 82 lines", "outer (line 164): 82 lines", "inner (line 165): 81 lines"]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_function_is_over_80_lines(path: Path) -> None:
+    """A function reads as named steps (as guard/session.py's `_run` does), each a
+    screenful at most."""
+    found = long_functions(ast.parse(path.read_text(), str(path)))
+    assert not found, f"{path.relative_to(PACKAGE)} has a function over " \
+        f"{MAX_FUNCTION_LINES} lines: {found}"

@@ -145,8 +145,8 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
     for i, d in enumerate(payload["results"]):
         res = ScenarioResult.from_dict(d)
         res.label = f"R{i} mini thread"
-        res.block = "extra"  # type: ignore[attr-defined]  # as run_lab sets it
-        res.raw = dict(d, argv=[*MINI, "--thread"])  # type: ignore[attr-defined]
+        res.block = "extra"  # as run_lab sets it
+        res.record = dict(d, argv=[*MINI, "--thread"])  # type: ignore[assignment]
         rows.append(res)
     html, md = tmp_path / "lab.html", tmp_path / "lab.md"
     assert write_pictures("lab", _annotated(rows, ("extra",)), html=str(html),

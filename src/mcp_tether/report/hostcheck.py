@@ -9,12 +9,17 @@ shows them through `escape.terminal`, Markdown through `escape.md_text` / `md_co
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
 from mcp_tether.hostcheck.who import ms_text, saw_line
 from mcp_tether.report.html import render_html as page
+
+if TYPE_CHECKING:
+    from mcp_tether.hostcheck import HostCheck
+    from mcp_tether.hostcheck.record import HostCheckRow, ProcessRow
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["render_text", "render_markdown", "render_html", "hold_line", "process_cell",
            "calls_line"]
@@ -34,7 +39,7 @@ def calls_line(facts: dict[str, Any]) -> str:
     return ", ".join(out) or "none"
 
 
-def hold_line(r: dict[str, Any]) -> str:
+def hold_line(r: HostCheckRow) -> str:
     """Which hold point was used, and when (or why none)."""
     asked = r.get("hold") or "none"
     if r.get("hold_point"):
@@ -45,12 +50,12 @@ def hold_line(r: dict[str, Any]) -> str:
     return f"no hold: the host never sent {asked} before the trigger"
 
 
-def _signals(p: dict[str, Any]) -> str:
+def _signals(p: ProcessRow) -> str:
     return ", ".join(f"{s['signal']} at {ms_text(s.get('t_ms'))}" for s in p["signals"]) \
         or "no signal"
 
 
-def _stdin_first(p: dict[str, Any]) -> str:
+def _stdin_first(p: ProcessRow) -> str:
     first = p.get("stdin_closed_first")
     if first is None:
         return "stdin not closed"
@@ -59,20 +64,20 @@ def _stdin_first(p: dict[str, Any]) -> str:
     return "stdin closed first" if first else "stdin not closed first"
 
 
-def _where(p: dict[str, Any]) -> str:
+def _where(p: ProcessRow) -> str:
     if p.get("direct_child"):
         return "the host's direct child"
     return f"child of {p.get('ppid')}"
 
 
-def process_cell(p: dict[str, Any]) -> str:
+def process_cell(p: ProcessRow) -> str:
     """One process in a few words (a Markdown cell)."""
     sigs = "+".join(f"{s['signal']}@{ms_text(s.get('t_ms'))}" for s in p["signals"]) or "no signal"
     return (f"{sigs}; {_stdin_first(p)}; group {p['group']}, session {p['session']}; "
             f"{p['ended']}")
 
 
-def _host_line(r: dict[str, Any]) -> str:
+def _host_line(r: HostCheckRow) -> str:
     if r.get("host_exit_ms") is None:
         return "still running"
     if r.get("host_ended_by_cleanup"):
@@ -80,12 +85,12 @@ def _host_line(r: dict[str, Any]) -> str:
     return f"exited at {ms_text(r['host_exit_ms'])} (status {r.get('host_status')})"
 
 
-def _command(result: Any) -> str:
+def _command(result: HostCheck) -> str:
     target = f"--host {result.host} -- " if result.host else "-- "
     return f"mcp-tether hostcheck {target}{' '.join(result.argv)}"
 
 
-def render_text(result: Any, out: IO[str] | None = None) -> None:
+def render_text(result: HostCheck, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     print(terminal(_command(result)), file=out)
     print("(times in ms since the host was started)", file=out)
@@ -113,9 +118,9 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
             if row.get("superseded", "n/a") != "n/a":
                 print(f"      superseded: {row['superseded']}: "
                       f"{terminal(row.get('superseded_why', ''))}", file=out)
-        if r.get("calls"):
+        if facts := r.get("calls"):
             print(f"  calls (agent/step/n: the copy that answered): "
-                  f"{terminal(calls_line(r['calls']))}", file=out)
+                  f"{terminal(calls_line(facts))}", file=out)
         if r["verdict"] not in ("clean", "host-stayed", "measured"):
             print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
@@ -128,7 +133,7 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
         print(f"not judged: {', '.join(unjudged)}", file=out)
 
 
-def render_markdown(result: Any, out: IO[str] | None = None) -> None:
+def render_markdown(result: HostCheck, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     print(f"{md_code(_command(result))}\n", file=out)
     wrapped = any(r.get("wrapper") for r in result.results)
@@ -164,17 +169,23 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)
 
 
-def render_html(result: Any, title: str = "") -> str:
-    results = []
-    for r in result.results:
-        row = dict(r)
-        row["host_style"] = "host"
-        row["diagnosis"] = (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
-                            f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
-                            f"{saw_line(r, 'grandchild')}.")
-        if r["verdict"] not in ("clean", "skipped"):
-            row["remedy"] = "The spec: " + str(r.get("spec", ""))
-        results.append(row)
+def _pictured(r: HostCheckRow) -> ScenarioRecord:
+    """A scenario as the probe's timeline page draws a row: the row as it is, with the
+    host as the client lane, the recorder as the server's, the verdict's words as its
+    diagnosis and the spec as its remedy (a row lacks some of a scenario record's keys:
+    the page reads those with `get`)."""
+    row: dict[str, Any] = dict(r)
+    row["host_style"] = "host"
+    row["diagnosis"] = (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
+                        f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
+                        f"{saw_line(r, 'grandchild')}.")
+    if r["verdict"] not in ("clean", "skipped"):
+        row["remedy"] = "The spec: " + str(r.get("spec", ""))
+    return cast("ScenarioRecord", row)
+
+
+def render_html(result: HostCheck, title: str = "") -> str:
+    results = [_pictured(r) for r in result.results]
     clean = sum(1 for r in result.results if r["verdict"] == "clean")
     head = title or "mcp-tether hostcheck: " + " ".join(result.argv)
     summary = (f"{clean}/{len(results)} scenarios clean (lanes: the host, drawn as the "

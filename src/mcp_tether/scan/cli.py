@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from mcp_tether import __version__, ladder, platform
 from mcp_tether.cliutil import positive_duration, teach
@@ -169,7 +170,8 @@ def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
     if fmt == "json":
         doc = result.to_dict()
-        print_json("ps", doc.pop("servers"), **doc, containers=machine.as_json(boxes),
+        summary: dict[str, Any] = {k: v for k, v in doc.items() if k != "servers"}
+        print_json("ps", doc["servers"], **summary, containers=machine.as_json(boxes),
                    container_support=off)
     elif fmt == "openmetrics":
         text = render_openmetrics(result, per_process=per_process, version=__version__,
