@@ -113,6 +113,7 @@ class Tree:
         self.known = set(known)  # members identified by the caller (its own scans)
         self.marks = frozenset(marks)
         self._marked: dict[ProcessId, bool] = {}  # environments read once per process
+        self._unread: set[ProcessId] = set()  # environments unreadable at one look
         if born is None:  # no member is older than the tree's root: this process
             mine = read_info(self.me)
             born = None if mine is None else mine.start
@@ -432,6 +433,12 @@ class Tree:
                 from mcp_tether.proc import mark  # stdlib only, on the guard's path
 
                 env = backend.channels().environ(info.pid)
+                if env is None and info.ident not in self._unread:
+                    # Unreadable now (seen for a daemon 3 ms old whose /proc entry read
+                    # fine right after): not a member for this look, asked once more at
+                    # the next one (another user's stays unreadable: then no).
+                    self._unread.add(info.ident)
+                    return False
                 got = env is not None and bool(self.marks & set(mark.tokens(env.get(mark.TREE))))
             self._marked[info.ident] = got
         return got and not self._is_left(info)
