@@ -103,7 +103,7 @@ def _last(results: list[Any], t0: float) -> tuple[str, float, float]:
     """The scenario that ended last: name, its keeper's start after t0, its own length."""
     best = ("?", 0.0, 0.0)
     for r in results:
-        raw = r.raw
+        raw = r.record or {}
         events = raw.get("events") or []
         if raw.get("t0") is None or not events:
             continue

@@ -17,7 +17,7 @@
 // - The server runs behind a supervisor in a session of its own (detached), which ends the
 //   server's whole tree when the host closes the transport or dies, SIGKILL included:
 //   `mcp-tether run` (the Python guard: a subreaper, exact on every process shape) when
-//   it is on PATH on Linux, else this package's Node watchdog (lib/watchdog.cjs: a
+//   it is on PATH on Linux, else this package's Node watchdog (lib/terminate/watchdog.cjs: a
 //   lifeline pipe from the host, a tree recorded by pid + start time, and a mark in the
 //   server's environment that finds a daemonized descendant). Which one is said in one
 //   stderr line at debug level (MCP_TETHER_LOG=debug); when `auto` falls back to the
@@ -36,28 +36,23 @@
 //   Node's spawn gives (ENOENT / EACCES), before anything is spawned.
 // - Nothing of ours is written to the server's stdin but the messages sent, or to stdout.
 //
-// The roles live in lib/client/: what is started and behind which supervisor
-// (launch.cjs), the framing (framing.cjs), the end of the tree (end.cjs). This file is the
-// SDK-shaped class that wires them.
+// The roles live in lib/client/: the ladder's options (options.cjs), what is started and
+// behind which supervisor (launch.cjs), the child's events (wire.cjs), the framing
+// (framing.cjs), stdin's back-pressure (drain.cjs), the end of the tree (end.cjs). This
+// file is the SDK-shaped class that wires them.
 
 const { spawn } = require('node:child_process');
 const { PassThrough } = require('node:stream');
-const { identify } = require('./lib/tree.cjs');
-const { GRACE_MS, TERM_GRACE_MS } = require('./lib/ladder.cjs');
-const { INHERITED_ENV_VARS: DEFAULT_INHERITED_ENV_VARS } = require('./lib/platform.cjs');
+const { identify } = require('./lib/process/identity.cjs');
+const { INHERITED_ENV_VARS: DEFAULT_INHERITED_ENV_VARS } = require('./lib/platform/platform.cjs');
 const {
   getDefaultEnvironment, refusal, plan, announce, spawnOptions,
 } = require('./lib/client/launch.cjs');
 const { ReadBuffer } = require('./lib/client/framing.cjs');
 const { endChild, exited } = require('./lib/client/end.cjs');
-
-function nonNegative(name, value, dflt) {
-  const v = value ?? dflt;
-  if (!(Number.isFinite(v) && v >= 0)) {
-    throw new RangeError(`mcp-tether: ${name} must be a non-negative number of ms, got ${value}`);
-  }
-  return v;
-}
+const { ladderTimes } = require('./lib/client/options.cjs');
+const { wire } = require('./lib/client/wire.cjs');
+const { drained } = require('./lib/client/drain.cjs');
 
 /**
  * Client transport for stdio whose server's whole tree ends with the transport or with
@@ -68,8 +63,7 @@ class StdioClientTransport {
     this._serverParams = server;
     this._readBuffer = new ReadBuffer(server.maxBufferSize);
     this._stderrStream = null;
-    this._graceMs = nonNegative('graceMs', server.graceMs, GRACE_MS);
-    this._termGraceMs = nonNegative('termGraceMs', server.termGraceMs, TERM_GRACE_MS);
+    ({ graceMs: this._graceMs, termGraceMs: this._termGraceMs } = ladderTimes(server));
     this._plan = null;
     this._ident = null;
     this._closing = null;
@@ -106,41 +100,24 @@ class StdioClientTransport {
 
   /** The child's events and streams to this transport's callbacks. */
   _wire(child, resolve, reject) {
-    const lifeline = child.stdio[3];
-    if (lifeline) {
-      lifeline.on('error', () => {}); // the watchdog is gone: its exit says the rest
-      // Read (nothing comes) so that its EOF closes it: the child's 'close', and with it
-      // onclose, waits for every stdio stream, this one included.
-      lifeline.resume();
-      lifeline.unref?.(); // the stdio pipes keep the loop alive, as in the SDK
-    }
-    child.on('error', (error) => {
-      reject(error);
-      this.onerror?.(error);
-    });
-    child.on('spawn', () => {
-      resolve();
-    });
-    child.on('close', () => {
-      this._process = undefined;
-      this.onclose?.();
-    });
-    child.stdin?.on('error', (error) => {
-      this.onerror?.(error);
-    });
-    child.stdout?.on('data', (chunk) => {
-      try {
-        this._readBuffer.append(chunk);
-        this.processReadBuffer();
-      } catch (error) {
-        this.onerror?.(error);
-        this.close().catch(() => {});
-      }
-    });
-    child.stdout?.on('error', (error) => {
-      this.onerror?.(error);
-    });
-    if (this._stderrStream && child.stderr) child.stderr.pipe(this._stderrStream);
+    wire(child, {
+      resolve,
+      reject,
+      onError: (error) => this.onerror?.(error),
+      onClose: () => {
+        this._process = undefined;
+        this.onclose?.();
+      },
+      onData: (chunk) => {
+        try {
+          this._readBuffer.append(chunk);
+          this.processReadBuffer();
+        } catch (error) {
+          this.onerror?.(error);
+          this.close().catch(() => {});
+        }
+      },
+    }, this._stderrStream);
   }
 
   /** The server's stderr, if `stderr` was "pipe" or "overlapped" (a PassThrough that
@@ -209,27 +186,8 @@ class StdioClientTransport {
       if (!stdin) throw new Error('Not connected');
       const json = JSON.stringify(message) + '\n';
       if (stdin.write(json)) resolve();
-      else this._drained(stdin).then(resolve);
+      else drained(stdin).then(resolve);
     });
-  }
-
-  /** One wait for 'drain' shared by every queued send (one listener, however many), that
-   * also ends when the pipe closes (a dead server never drains). */
-  _drained(stdin) {
-    if (this._drain?.stdin !== stdin) {
-      const wait = new Promise((resolve) => {
-        const done = () => {
-          stdin.off('drain', done);
-          stdin.off('close', done);
-          if (this._drain?.wait === wait) this._drain = null;
-          resolve();
-        };
-        stdin.on('drain', done);
-        stdin.on('close', done);
-      });
-      this._drain = { stdin, wait };
-    }
-    return this._drain.wait;
   }
 }
 

@@ -10,15 +10,15 @@
 //   to a vanished client shuts down instead of becoming an uncaught exception that a
 //   handler logs to a dead stderr, forever; SIGTERM, SIGINT, SIGHUP; the host's death,
 //   watched on the first ancestor that is not a launcher (npx / npm exec, sh -c, pnpm dlx,
-//   bunx, uvx, cmd /c), identified by pid and start time (lib/host.cjs); and the death of
+//   bunx, uvx, cmd /c), identified by pid and start time (lib/process/host.cjs); and the death of
 //   any launcher in between (the host saw its child exit: it will not talk to us again).
 // - One shutdown, run once, bounded by one deadline (`timeoutMs`, 1000 by default): the
 //   server's own close() first (the SDK closes its transport, `onclose` runs), then each
 //   hook in order; every step gets an equal share of the time left. A step that throws
 //   or outlives its share is reported in one stderr line and the next step still runs.
-// - Then the process's descendants (lib/descendants.cjs: found down the ppid chain, never
+// - Then the process's descendants (lib/terminate/descendants.cjs: found down the ppid chain, never
 //   by group, each identity-checked before SIGTERM and SIGKILL, within what is left of
-//   the host's 2 s window), but for what the server detached for its user (lib/leave.cjs:
+//   the host's 2 s window), but for what the server detached for its user (lib/process/leave.cjs:
 //   `outsideTether(env)` children, a tmux session, a daemon another live process uses),
 //   left running and named on stderr; then process.exit: 0 for EOF, a dead pipe or the host's
 //   death; 128+N for signal N. A second signal during the shutdown exits at once with
@@ -41,12 +41,12 @@
 //
 // The roles live in lib/tether/: arming (arm.cjs), the stdio watch (stdio.cjs), the
 // signals (signals.cjs), the host watch (host-watch.cjs), the shutdown (shutdown.cjs);
-// the descendants in lib/descendants.cjs, the host in lib/host.cjs, every platform
-// decision in lib/platform.cjs. This file checks the arguments and arms or joins.
+// the descendants in lib/terminate/descendants.cjs, the host in lib/process/host.cjs, every platform
+// decision in lib/platform/platform.cjs. This file checks the arguments and arms or joins.
 
-const hostlib = require('./lib/host.cjs');
+const hostlib = require('./lib/process/host.cjs');
 const { arm, armed, join, DEFAULT_TIMEOUT_MS } = require('./lib/tether/arm.cjs');
-const { outsideTether } = require('./lib/mark.cjs');
+const { outsideTether } = require('./lib/process/mark.cjs');
 
 function looksLikeOptions(x) {
   return x !== null && typeof x === 'object' && typeof x.close !== 'function' &&

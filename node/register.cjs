@@ -10,7 +10,7 @@
 // - The same triggers as tether() (stdin EOF, a dead stdout, SIGTERM/SIGINT/SIGHUP, the
 //   host's death), armed now: a signal that comes while the server is still importing
 //   its SDK runs the shutdown instead of Node's default death. Each ends the process and
-//   then its descendants (lib/descendants.cjs). A later `tether(server, {...})` joins:
+//   then its descendants (lib/terminate/descendants.cjs). A later `tether(server, {...})` joins:
 //   its server.close() and hooks run first, with its `timeoutMs`.
 // - stdin is only listened to (`end`, `close`, `error`), never read: not one protocol
 //   byte is taken from the server; EOF is seen once the server's transport reads. Nothing
@@ -22,7 +22,7 @@
 
 const { isMainThread } = require('node:worker_threads');
 const { preload } = require('./lib/tether/arm.cjs');
-const { isLauncher } = require('./lib/host.cjs');
+const { isLauncher } = require('./lib/process/host.cjs');
 
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');

@@ -1,7 +1,7 @@
 #!/usr/bin/env -S python3 -I -S
 """A `ps` that prints as macOS's does, answered from Linux's /proc: a test double.
 
-The Node package reads processes on macOS with `/bin/ps` (node/lib/ps.cjs). This program
+The Node package reads processes on macOS with `/bin/ps` (node/lib/platform/ps.cjs). This program
 stands in for it on Linux, selected by the package's test switch (MCP_TETHER_TEST_PLATFORM=
 darwin, MCP_TETHER_TEST_PS=<this file>), so the macOS path of the package runs against
 real processes. It prints what Apple's ps (adv_cmds: ps/keyword.c, ps/print.c) prints for

@@ -18,13 +18,24 @@
 6. Every /proc read is the backend's: no string outside `_plat/` names /proc (docstrings
    may, to say where a backend reads), but for the one named below.
 7. Renderings are a room of their own: no module imports another command's `cli.py`
-   (what two commands print is in `report/`); `report/` imports no `cli.py` at all, and
+   or the dispatcher (what two commands print is in `report/`; only `__main__` starts
+   through `mcp_tether.cli`); `report/` imports no `cli.py` at all, and
    the process core imports nothing from it.
+8. Every floor below the ones that use it: each package and top-level module stands on
+   one floor (the ground floor's small helpers, the process core, the capabilities, the
+   renderings, the commands' `cli.py`); an import goes to its own floor or a lower one,
+   and no package imports another in a circle. Counted like the cycles of 3: imports
+   inside functions and under `if TYPE_CHECKING:` too.
+9. A private name (`_x`) stays in its module: no module imports one from another, or
+   reaches one through another module's name.
+10. No function is over 80 lines (docstring, nested functions and all), the fixture
+   servers and the recorder too: a longer one is split into named steps.
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 import re
 import subprocess
 import sys
@@ -101,6 +112,17 @@ def _module_names() -> dict[str, tuple[Path, bool]]:
     return out
 
 
+def imported_from(name: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    """The absolute module a `from ... import` in module `name` reads from (relative
+    imports resolved against `name`, a package's own name when `is_pkg`)."""
+    base = node.module or ""
+    if node.level:
+        here = name.split(".") if is_pkg else name.split(".")[:-1]
+        here = here[: len(here) - (node.level - 1)]
+        base = ".".join(here + ([base] if base else []))
+    return base
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the package modules it imports anywhere in its text: at the top, inside
     functions, under `if TYPE_CHECKING:`. `from pkg import name` is an edge to the module
@@ -113,11 +135,7 @@ def import_graph() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    here = name.split(".") if is_pkg else name.split(".")[:-1]
-                    here = here[: len(here) - (node.level - 1)]
-                    base = ".".join(here + ([base] if base else []))
+                base = imported_from(name, is_pkg, node)
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
                            for a in node.names]
             graph[name].update(t for t in targets if t in mods and t != name)
@@ -339,9 +357,11 @@ def test_no_proc_read_outside_the_seam(path: Path) -> None:
 
 # -- 7. renderings are a room of their own ----------------------------------------------------
 REPORT = "mcp_tether.report"
-# The dispatcher (`mcp_tether.cli`) is no command's: `probe` asks it for its own parser to
-# read the options written after a package spec.
+# The dispatcher (`mcp_tether.cli`) is no command's library either: only `python -m
+# mcp_tether` starts through it (a command that reads more options, as `probe` does after
+# a package spec, keeps the parser it configured).
 DISPATCHER = "mcp_tether.cli"
+ENTRY = "mcp_tether.__main__"
 CORE_MODULES = tuple(f"mcp_tether.{c}" for c in CORE) + tuple(
     f"mcp_tether.{f.removesuffix('.py')}" for f in CORE_FILES)
 
@@ -358,19 +378,21 @@ def _room(module: str) -> str:
 
 def _cli_imports(graph: dict[str, set[str]]) -> list[str]:
     return [f"{m} imports {t}" for m, targets in sorted(graph.items()) for t in sorted(targets)
-            if _is_a_commands_cli(t) and _room(t) != _room(m)]
+            if (_is_a_commands_cli(t) and _room(t) != _room(m))
+            or (t == DISPATCHER and m != ENTRY)]
 
 
 def test_the_cli_finder_finds_another_commands_cli() -> None:
     graph = {"mcp_tether.lab.cli": {"mcp_tether.probe.cli", "mcp_tether.report.files"},
              "mcp_tether.probe.cli": {"mcp_tether.cli", "mcp_tether.probe.api"},
-             "mcp_tether.probe.api": set()}
-    assert _cli_imports(graph) == ["mcp_tether.lab.cli imports mcp_tether.probe.cli"]
+             "mcp_tether.probe.api": set(), "mcp_tether.__main__": {"mcp_tether.cli"}}
+    assert _cli_imports(graph) == ["mcp_tether.lab.cli imports mcp_tether.probe.cli",
+                                   "mcp_tether.probe.cli imports mcp_tether.cli"]
 
 
 def test_no_module_imports_another_commands_cli() -> None:
-    """One command's CLI is never another's library: what both need is in report/ (or
-    in the command's Python API)."""
+    """One command's CLI is never another's library, nor is the dispatcher: what both
+    need is in report/ (or in the command's Python API)."""
     assert _cli_imports(import_graph()) == []
 
 
@@ -385,3 +407,198 @@ def test_report_is_below_the_commands_and_above_the_core() -> None:
     down = [f"{m} imports {t}" for m, targets in sorted(graph.items())
             if m.startswith(CORE_MODULES) for t in sorted(targets) if _room(t) == REPORT]
     assert not down, f"the process core imports a rendering: {down}"
+
+
+# -- 8. every floor below the ones that use it -------------------------------------------
+class Floor(enum.IntEnum):
+    """The floors, lowest first: an import goes to its own floor or a lower one."""
+
+    GROUND = 0  # small helpers every floor uses: errors, stderr, escaping, the JSON envelope
+    CORE = 1  # the process core and the platform seam
+    CAPABILITIES = 2  # what the commands do, as Python APIs
+    RENDERINGS = 3  # what several commands print
+    COMMANDS = 4  # each command's cli.py, the dispatcher, the entry points
+
+
+# Each package and top-level module, by its name under mcp_tether ("" is the package's
+# own __init__: the helper's public names, which load tether/). A command's `cli.py`
+# stands on COMMANDS whatever its package's floor. A new room is given a floor here.
+ROOMS = {
+    Floor.GROUND: ("errors", "log", "_launch", "_lazy", "cliutil", "cliprogress", "escape",
+                   "jsonout"),
+    Floor.CORE: ("_plat", "platform", "proc", "watch", "ladder", "tempdirs"),
+    Floor.CAPABILITIES: ("", "tether", "client", "container", "guard", "hosts", "packages",
+                         "inspect", "scan", "probe", "lab", "hostcheck", "survey"),
+    Floor.RENDERINGS: ("report",),
+    Floor.COMMANDS: ("cli", "__main__", "pytest_plugin"),
+}
+FLOORS = {room: floor for floor, rooms in ROOMS.items() for room in rooms}
+
+
+def unit(module: str) -> str:
+    """What stands on a floor: a command's `cli` module, else its top-level package or
+    module (`mcp_tether.probe.scenarios.close` -> `mcp_tether.probe`)."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[-1] == "cli":
+        return module
+    return ".".join(parts[:2])
+
+
+def floor_of(u: str, floors: dict[str, Floor]) -> Floor | None:
+    parts = u.split(".")
+    if len(parts) > 2 and parts[-1] == "cli":
+        return Floor.COMMANDS
+    return floors.get(".".join(parts[1:2]))
+
+
+def unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between units: a package imports another when any of its modules
+    imports any of the other's."""
+    out: dict[str, set[str]] = {unit(m): set() for m in graph}
+    for m, targets in graph.items():
+        out[unit(m)].update(unit(t) for t in targets if unit(t) != unit(m))
+    return out
+
+
+def upward(graph: dict[str, set[str]], floors: dict[str, Floor]) -> list[str]:
+    """Every import from a lower floor to a higher one, and every unit without a floor."""
+    found = [f"{u} has no floor" for u in sorted(unit_graph(graph))
+             if floor_of(u, floors) is None]
+    for m, targets in sorted(graph.items()):
+        here = floor_of(unit(m), floors)
+        for t in sorted(targets):
+            there = floor_of(unit(t), floors)
+            if here is not None and there is not None and there > here:
+                found.append(f"{m} ({here.name.lower()}) imports {t} ({there.name.lower()})")
+    return found
+
+
+def test_the_floor_finder_finds_an_upward_import_and_a_circle() -> None:
+    floors = {"escape": Floor.GROUND, "guard": Floor.CAPABILITIES, "probe": Floor.CAPABILITIES,
+              "report": Floor.RENDERINGS}
+    graph = {"mcp_tether.escape": {"mcp_tether.report.text"},
+             "mcp_tether.report.text": {"mcp_tether.probe.api"},
+             "mcp_tether.probe.api": {"mcp_tether.guard.result"},
+             "mcp_tether.probe.cli": {"mcp_tether.report.text", "mcp_tether.probe.api"},
+             "mcp_tether.guard.result": {"mcp_tether.probe.spec"},
+             "mcp_tether.probe.spec": set(),
+             "mcp_tether.lab": set()}
+    assert upward(graph, floors) == [
+        "mcp_tether.lab has no floor",
+        "mcp_tether.escape (ground) imports mcp_tether.report.text (renderings)"]
+    assert cycles(unit_graph(graph)) == [["mcp_tether.guard", "mcp_tether.probe"]]
+
+
+def test_no_import_runs_to_a_higher_floor() -> None:
+    """A floor uses the ones below it, never one above: the ground floor's helpers import
+    nothing of the package's above them, the core no capability, a capability no
+    rendering, a rendering no command."""
+    assert upward(import_graph(), FLOORS) == []
+
+
+def test_no_package_imports_another_in_a_circle() -> None:
+    """Within a floor too: two packages that import each other are one, split in two."""
+    assert cycles(unit_graph(import_graph())) == []
+
+
+def test_the_floors_name_only_rooms_that_exist_each_once() -> None:
+    """A floor given to a room that is gone is taken off the list, not left to mislead."""
+    rooms = {".".join(unit(m).split(".")[1:2]) for m in import_graph()}
+    assert set(FLOORS) - rooms == set()
+    assert len(FLOORS) == sum(len(r) for r in ROOMS.values()), "a room is on two floors"
+
+
+# -- 9. a private name stays in its module ------------------------------------------------
+def private_uses(name: str, tree: ast.AST, mods: dict[str, tuple[Path, bool]],
+                 is_pkg: bool = False) -> list[str]:
+    """The private names of other package modules that module `name` imports or reaches
+    through a module it imported (`from mcp_tether.scan.watch import _size`,
+    `linux_fds._fd_info(...)`); a private module (`_plat`, `_lazy`) is a name of its
+    package, not of another module."""
+    found: list[str] = []
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = imported_from(name, is_pkg, node)
+            if base not in mods:
+                continue
+            for a in node.names:
+                target = f"{base}.{a.name}"
+                if target in mods:
+                    aliases[a.asname or a.name] = target
+                elif _private(a.name) and base != name:
+                    found.append(f"from {base} import {a.name} (line {node.lineno})")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in mods and a.asname:
+                    aliases[a.asname] = a.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases and aliases[node.value.id] != name
+                and _private(node.attr)):
+            found.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
+    return found
+
+
+def _private(word: str) -> bool:
+    return word.startswith("_") and not word.startswith("__")
+
+
+def test_the_private_name_finder_finds_an_import_and_a_reach() -> None:
+    mods = {"mcp_tether.scan.watch": (Path("w.py"), False),
+            "mcp_tether.scan.render": (Path("r.py"), False),
+            "mcp_tether._plat": (Path("p.py"), True),
+            "mcp_tether._plat.linux_fds": (Path("l.py"), False)}
+    code = ("from mcp_tether.scan.watch import _size, describe\n"
+            "from mcp_tether._plat import linux_fds\n"
+            "from mcp_tether import _plat\n"
+            "def f(x):\n    return linux_fds._fd_info(x), x._own, linux_fds.__name__\n")
+    assert private_uses("mcp_tether.scan.render", ast.parse(code), mods) == [
+        "from mcp_tether.scan.watch import _size (line 1)", "linux_fds._fd_info (line 5)"]
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_name_crosses_a_module(path: Path) -> None:
+    """What another module needs is public in its home (or the two are one module)."""
+    mods = _module_names()
+    name = next(n for n, (p, _) in mods.items() if p == path)
+    found = private_uses(name, ast.parse(path.read_text(), str(path)), mods,
+                         mods[name][1])
+    assert not found, f"{path.relative_to(PACKAGE)} uses another module's private name: {found}"
+
+
+# -- 10. no function over 80 lines --------------------------------------------------------
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(tree: ast.AST, max_lines: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Every function (method, nested one) longer than `max_lines`, from its `def` (or
+    its first decorator) to its last line."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines = (node.end_lineno or node.lineno) - first + 1
+            if lines > max_lines:
+                found.append(f"{node.name} (line {node.lineno}): {lines} lines")
+    return found
+
+
+def test_the_length_finder_finds_a_long_function_and_a_nested_one() -> None:
+    body = "".join(f"    x = {i}\n" for i in range(79))
+    code = (f"def short():\n{body}"
+            f"@decorated\nasync def long():\n{body}    y = 1\n"
+            f"class C:\n    def outer(self):\n        def inner():\n"
+            + "".join(f"        {line}\n" for line in body.splitlines()) + "            pass\n")
+    assert long_functions(ast.parse(code)) == [
+        "long (line 82): 82 lines", "outer (line 164): 82 lines", "inner (line 165): 81 lines"]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_function_is_over_80_lines(path: Path) -> None:
+    """A function reads as named steps (as guard/session.py's `_run` does), each a
+    screenful at most."""
+    found = long_functions(ast.parse(path.read_text(), str(path)))
+    assert not found, f"{path.relative_to(PACKAGE)} has a function over " \
+        f"{MAX_FUNCTION_LINES} lines: {found}"

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tools import needed
 
 import mcp_tether
+from tools import needed
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "mcp_tether"

@@ -48,7 +48,7 @@ def test_the_workflow_runs_the_suite_on_linux_and_on_macos() -> None:
             for name, j in jobs.items()}
     assert ".ci/run" in runs["linux"] and (REPO / ".ci" / "run").exists()
     assert "pytest -m darwin_sim" in runs["macos"]
-    for test in ("tether", "register", "client"):
+    for test in ("tether", "tether-late", "register", "client", "client-race", "client-hosts"):
         assert f"test/{test}.test.mjs" in runs["macos"]
         assert (REPO / "node" / "test" / f"{test}.test.mjs").exists()
     for j in jobs.values():

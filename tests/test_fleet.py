@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools import needed
 
 from mcp_tether.proc import wait_gone
 from polling import until
 from scan_lab import DEADLINE, FAR_ENDS, Lab, needs_proc, run_cli
+from tools import needed
 
 FLEET = Path(__file__).resolve().parents[1] / "contrib" / "fleet"
 RULES = FLEET / "mcp-tether.rules.yml"

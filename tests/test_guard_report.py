@@ -304,8 +304,9 @@ def test_bad_report_fds_cost_one_warning_line_and_the_run_goes_on(tmp_path: Path
     ro = os.open(os.devnull, os.O_RDONLY)
     try:
         for value in ("0", "1", "2", "five", "-4", "250", str(ro)):
+            # `ro` is passed on, but open for reading only
             run = Run(tmp_path, "eof", 0, fd_value=value, stdin=subprocess.DEVNULL,
-                      extra_fds=(ro,), ladder=["--grace", str(DEADLINE)])  # passed on, but open for reading only
+                      extra_fds=(ro,), ladder=["--grace", str(DEADLINE)])
             rc, report, err, out = run.end()
             warnings = [ln for ln in err.splitlines() if REPORT_ENV in ln]
             assert rc == 0 and out == b"" and report is None, (value, err)

@@ -24,11 +24,11 @@ import pytest
 
 from mcp_tether.cli import main
 from mcp_tether.hostcheck import TEMP_PREFIX, check, decide
-from mcp_tether.hostcheck.render import render_html, render_markdown, render_text
 from mcp_tether.hostcheck.spec import RECORDER
 from mcp_tether.lab import node_env
 from mcp_tether.proc import ProcessId, cmdline, identify, snapshot
 from mcp_tether.proc.signals import signal_process
+from mcp_tether.report.hostcheck import render_html, render_markdown, render_text
 from mcp_tether.tempdirs import sweep_stale
 from polling import until
 

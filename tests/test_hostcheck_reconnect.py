@@ -16,8 +16,8 @@ from mcp_tether.cli import main
 from mcp_tether.errors import UsageError
 from mcp_tether.hostcheck import check
 from mcp_tether.hostcheck.config import ENTRY_NAME, write_recorder
-from mcp_tether.hostcheck.spec import RECORDER
 from mcp_tether.hostcheck.keys import KeyStep, parse, screen_text, shown
+from mcp_tether.hostcheck.spec import RECORDER
 
 pytestmark = pytest.mark.linux
 

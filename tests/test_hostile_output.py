@@ -23,7 +23,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from mcp_tether.report.escape import md_cell, md_code, md_text, rich_text, terminal, xml_text
+from mcp_tether.escape import md_cell, md_code, md_text, rich_text, terminal, xml_text
 from scan_lab import Lab, run_cli
 
 HERE = Path(__file__).parent
@@ -210,7 +210,7 @@ def test_the_labs_and_hostchecks_markdown_of_hostile_words_is_text(tmp_path: Pat
     Markdown and text, fed hostile server names, commands, details and diagnoses."""
     import io
 
-    from mcp_tether.hostcheck import render as hc
+    from mcp_tether.report import hostcheck as hc
     from mcp_tether.report.files import write_pictures
 
     rec = {"label": "E " + HOSTILE, "scenario": "exit", "host_style": "node",

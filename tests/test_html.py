@@ -137,16 +137,16 @@ def test_lab_pictures_carry_every_row_and_a_summary_per_server(
 ) -> None:
     """The lab's --html/--markdown: rows keep their label; one summary line per server."""
     from mcp_tether.lab.cli import TITLE, _annotated
-    from mcp_tether.report.files import write_pictures
     from mcp_tether.probe import ScenarioResult
+    from mcp_tether.report.files import write_pictures
 
     payload, _, _ = probed
     rows = []
     for i, d in enumerate(payload["results"]):
         res = ScenarioResult.from_dict(d)
         res.label = f"R{i} mini thread"
-        res.block = "extra"  # type: ignore[attr-defined]  # as run_lab sets it
-        res.raw = dict(d, argv=[*MINI, "--thread"])  # type: ignore[attr-defined]
+        res.block = "extra"  # as run_lab sets it
+        res.record = dict(d, argv=[*MINI, "--thread"])  # type: ignore[assignment]
         rows.append(res)
     html, md = tmp_path / "lab.html", tmp_path / "lab.md"
     assert write_pictures("lab", _annotated(rows, ("extra",)), html=str(html),

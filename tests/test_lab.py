@@ -151,14 +151,14 @@ def test_the_summary_says_each_fix_of_the_real_lab_once_with_no_pid_to_act_on(
 
     from mcp_tether.lab import server_levels
     from mcp_tether.lab.cli import _annotated
-    from mcp_tether.lab.summary import render_summary
+    from mcp_tether.report.lab_summary import render_summary
 
     results = list(lab.values())
     _annotated(results, BLOCKS)
     out = io.StringIO()
     render_summary(results, BLOCKS, server_levels(results), out=out)
     text = out.getvalue()
-    steps = {s for r in results for s in (getattr(r, "raw", {}).get("remedy_steps") or [])}
+    steps = {s for r in results for s in ((r.record or {}).get("remedy_steps") or [])}
     assert steps  # the lab has leaks, each with its fix
     flat = " ".join(text.split())  # the summary wraps long lines
     for step in steps:

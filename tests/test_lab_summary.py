@@ -8,8 +8,8 @@ from __future__ import annotations
 import io
 from html import escape
 
-from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe import ScenarioResult
+from mcp_tether.report.lab_summary import render_summary
 from mcp_tether.report.legend import legend
 
 LONG_FIX = "In the Node server add the four listeners with a run-once shutdown: `...`"
@@ -24,9 +24,8 @@ def _row(label: str, scenario: str, verdict: str, steps: list[str],
     r = ScenarioResult(scenario=scenario, host_style="node", verdict=verdict,
                        passed=verdict in ("exited", "terminated"), exit_ms=None, rung=None,
                        exit_status=None, label=label, remedy="; ".join(steps))
-    r.block = block  # type: ignore[attr-defined]  # as run_lab sets it
-    r.raw = dict(r.to_dict(), remedy_steps=steps,  # type: ignore[attr-defined]  # as annotate
-                 remedy_guard=guard)
+    r.block = block  # as run_lab sets it
+    r.record = {**r.to_dict(), "remedy_steps": steps, "remedy_guard": guard}  # as annotate
     return r
 
 
@@ -69,7 +68,7 @@ def test_lab_json_rows_carry_the_remedy_as_data_as_probe_json_does() -> None:
     assert row["remedy_guard"] == "mcp-tether run -- node t.mjs"
     assert row["block"] == "reference"
     passed = _leveled("X3 node plain", "exit", "spec", True)
-    passed.raw = dict(passed.to_dict())  # type: ignore[attr-defined]  # as _annotated
+    passed.record = passed.to_dict()  # as _annotated
     assert "remedy_steps" not in _json_row(passed) and "remedy_guard" not in _json_row(passed)
 
 

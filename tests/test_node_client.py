@@ -1,6 +1,6 @@
 """`mcp-tether/client` (node/client.cjs): a Node host's drop-in StdioClientTransport.
 
-The package's own `node --test` suite for it (node/test/client.test.mjs: both SDK client
+The package's own `node --test` suite for it (node/test/client*.test.mjs: both SDK client
 lines, `sh -c` and an npx-style wrapper, close / process.exit / SIGKILL, nothing left by
 pid + start time) runs here with the fixture folder that holds both SDK lines. Then
 `hostcheck` judges a careful host (tests/hostcheck_hosts/ts_host.mjs) on this
@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 HOST = REPO / "tests" / "hostcheck_hosts" / "ts_host.mjs"
 EVERY = ["exit", "sigint", "sigterm", "sigkill", "sighup"]
 FAST = {"settle": 0.5, "ready_timeout": 60.0, "jobs": 2}
+# The transport's own node --test files: its surface and tree, the races, real SDK hosts.
+CLIENT_TESTS = ["test/client.test.mjs", "test/client-race.test.mjs", "test/client-hosts.test.mjs"]
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +55,9 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def test_the_client_transports_node_tests_pass(fx: Path) -> None:
-    """`node --test test/client.test.mjs` with both SDK client lines installed."""
-    out = subprocess.run(["node", "--test", "test/client.test.mjs"], cwd=REPO / "node",
+    """`node --test` of the transport's files (its surface and tree, the races, real hosts)
+    with both SDK client lines installed."""
+    out = subprocess.run(["node", "--test", *CLIENT_TESTS], cwd=REPO / "node",
                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
                          env=_env(MCP_TETHER_NODE_FIXTURES=str(fx)))
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -1,8 +1,9 @@
 """The Node package on macOS, proven on Linux: its `ps` reader against a ps that prints as
 macOS's does, and its own tree tests on that path.
 
-On macOS the package reads processes with `/bin/ps` (node/lib/ps.cjs: parents, groups,
-terminals, `lstart`, and `ps -E` for the tree's mark), chosen by node/lib/platform.cjs.
+On macOS the package reads processes with `/bin/ps` (node/lib/platform/ps.cjs: parents,
+groups, terminals, `lstart`, and `ps -E` for the tree's mark), chosen by
+node/lib/platform/platform.cjs.
 Here the package's test switch (MCP_TETHER_TEST_PLATFORM=darwin) takes that path and
 MCP_TETHER_TEST_PS runs tests/macos_ps.py in ps's place: Apple's output (adv_cmds
 ps/keyword.c and print.c), answered from /proc, so the macOS code runs against real
@@ -72,12 +73,13 @@ def test_the_fake_ps_prints_as_macos_ps_does() -> None:
 
 
 def test_the_ps_reader_agrees_with_the_proc_reader_on_live_processes(tmp_path: Path) -> None:
-    """node/lib/ps.cjs through the fake ps and node/lib/procfs.cjs on the same processes:
-    the same parent, group and terminal; the start the same instant to the second; the
-    mark read back from `ps -E`; a gone pid null; the table without the ps itself."""
+    """node/lib/platform/ps.cjs through the fake ps and node/lib/platform/procfs.cjs on the
+    same processes: the same parent, group and terminal; the start the same instant to the
+    second; the mark read back from `ps -E`; a gone pid null; the table without the ps
+    itself."""
     code = """
-const ps = require(process.argv[2] + '/lib/ps.cjs');
-const procfs = require(process.argv[2] + '/lib/procfs.cjs');
+const ps = require(process.argv[2] + '/lib/platform/ps.cjs');
+const procfs = require(process.argv[2] + '/lib/platform/procfs.cjs');
 const me = process.pid;
 const a = ps.stat(me), b = procfs.stat(me);
 const hz = 100, btime = Number(require('fs').readFileSync('/proc/stat', 'latin1')
@@ -118,7 +120,8 @@ def test_the_node_packages_tree_tests_pass_on_the_macos_path() -> None:
     env.update(SIM, PATH=bindir + os.pathsep + env.get("PATH", ""),
                MCP_TETHER_NODE_FIXTURES=str(fx), MCP_TETHER_RACE_ROUNDS="12",
                MCP_TETHER_RACE_AT_ONCE="2")
-    files = ["test/tether.test.mjs", "test/register.test.mjs", "test/client.test.mjs"]
+    files = ["test/tether.test.mjs", "test/tether-late.test.mjs", "test/register.test.mjs",
+             "test/client.test.mjs", "test/client-race.test.mjs", "test/client-hosts.test.mjs"]
     if all(shutil.which(t) for t in ("tmux", "script", "setsid", "ss")):
         files.append("test/leave.test.mjs")
     out = subprocess.run(["node", "--test", "--test-timeout=300000", *files],

@@ -21,6 +21,7 @@ import pytest
 import node_tether_env
 from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, ProbeReport, probe
+from mcp_tether.probe.node_causes import BEFORE_ARMED, COPIED_ENV
 from mcp_tether.probe.spec import ROBUST
 from polling import until
 
@@ -85,13 +86,13 @@ def test_a_tethered_server_passes_robust_and_its_hooks_ran_in_every_trigger(
     hook; 4. a direct server's exit status is 0 for EOF/host death, 128+N for signals."""
     report, lines = _probe(fx, tmp_path, argv, scenarios)
     bad = [(r.scenario, r.verdict, r.diagnosis or r.detail or r.stderr_tail[-300:] or
-            {k: v for k, v in getattr(r, "raw", {}).items() if k not in ("events",)})
+            {k: v for k, v in (r.record or {}).items() if k not in ("events",)})
            for r in report.results if not r.passed]
     assert report.passed and not bad, bad
     assert scenarios is not None or report.meets == ROBUST
     # The idle scenario's server is still serving when the probe ends it: not a trigger.
     idle = {e.get("pid") for r in report.results if r.scenario == "idle"
-            for e in getattr(r, "raw", {}).get("events", [])}
+            for e in (r.record or {}).get("events", [])}
     ready, hooked = _pids(lines, "ready"), _pids(lines, "hook")
     assert ready and set(ready) - idle <= set(hooked), (ready, hooked)
     reasons = set(hooked.values())
@@ -130,8 +131,8 @@ SLEEP_FORMS = {
 
 def _sleeps(r: object) -> list[dict[str, object]]:
     """The fixture's `sleep` children among what outlived the window."""
-    return [s for s in [*getattr(r, "raw", {}).get("survivors", []),
-                        *getattr(r, "raw", {}).get("killed_at_window", [])]
+    return [s for s in [*(r.record or {}).get("survivors", []),
+                        *(r.record or {}).get("killed_at_window", [])]
             if "sleep" in str(s.get("cmdline", ""))]
 
 
@@ -166,7 +167,7 @@ def test_without_the_preload_an_early_signal_orphans_the_late_servers_child(
     for r in report.results:
         sig = r.scenario.upper()
         assert not r.passed and _sleeps(r), (r.verdict, r.diagnosis)
-        assert getattr(r, "raw", {})["signaled"] is True, r.scenario
+        assert (r.record or {})["signaled"] is True, r.scenario
         assert r.diagnosis.startswith(f"The {sig} killed the server process before its "
                                       "tether() ran, and its child `sleep 1000` survived."), \
             r.diagnosis
@@ -188,12 +189,15 @@ def test_a_child_started_before_tether_armed_is_named_with_the_preload_as_its_fi
     argv = ["node", "server.mjs", line, "daemon", "tether"]
     report, _ = _probe(fx, tmp_path, argv, ("close", "sigterm"))
     for r in report.results:
-        raw = getattr(r, "raw", {})
+        raw = (r.record or {})
         assert r.verdict == "orphaned" and raw["tether"], (r.scenario, r.verdict, r.diagnosis)
         trigger = "stdin EOF" if r.scenario == "close" else "SIGTERM"
-        assert r.diagnosis.startswith(
+        # `sh` was started before the tether armed; the `sleep` it forks usually is too,
+        # but on a loaded machine it may start after the arming, with the environment
+        # `sh` copied before it: both causes are true, and both have the preload as fix.
+        assert any(r.diagnosis.startswith(
             f"The server process exited on {trigger}, but its child `sleep 901` "
-            "(started before tether() armed) survived."), r.diagnosis
+            f"({cause}) survived.") for cause in (BEFORE_ARMED, COPIED_ENV)), r.diagnosis
         assert "does not exit" not in r.diagnosis.lower(), r.diagnosis
         assert "NODE_OPTIONS=--import=mcp-tether/register" in r.remedy, r.remedy
         assert "update" not in r.remedy.lower(), r.remedy
@@ -209,7 +213,7 @@ def test_a_child_started_with_an_environment_of_its_own_is_named_as_out_of_reach
     report, _ = _probe(fx, tmp_path, ["node", "server.mjs", "v1", "own-env", "tether"],
                        ("close",))
     (r,) = report.results
-    assert r.verdict == "orphaned" and getattr(r, "raw", {})["tether"], r.diagnosis
+    assert r.verdict == "orphaned" and (r.record or {})["tether"], r.diagnosis
     assert r.diagnosis.startswith(
         "The server process exited on stdin EOF, but its child `sleep 902` (started with an "
         "environment of its own) survived."), \
@@ -218,7 +222,7 @@ def test_a_child_started_with_an_environment_of_its_own_is_named_as_out_of_reach
 
 
 def _server_pid(r: object) -> int | None:
-    return next((e["pid"] for e in getattr(r, "raw", {}).get("events", [])
+    return next((e["pid"] for e in (r.record or {}).get("events", [])
                  if e.get("what") == "spawn" and e.get("role") == "server"), None)
 
 
@@ -360,7 +364,8 @@ def test_a_server_writing_to_a_vanished_client_exits_instead_of_spinning(
 def test_the_packages_own_node_tests_pass() -> None:
     """`node --test` in node/: unit and process tests of the package itself (the one line,
     the tree's end, the preload)."""
-    out = subprocess.run(["node", "--test", "test/tether.test.mjs", "test/register.test.mjs"],
+    out = subprocess.run(["node", "--test", "test/tether.test.mjs", "test/tether-late.test.mjs",
+                          "test/register.test.mjs"],
                          cwd=REPO / "node",
                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
@@ -380,7 +385,7 @@ def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
     code = {str(p.relative_to(pkg)) for p in pkg.rglob("*")
             if p.suffix in (".cjs", ".mjs", ".ts", ".mts")
             and p.relative_to(pkg).parts[0] != "test"}
-    assert {"lib/platform.cjs", "lib/tether/arm.cjs", "lib/client/launch.cjs"} <= code
+    assert {"lib/platform/platform.cjs", "lib/tether/arm.cjs", "lib/client/launch.cjs"} <= code
     assert code | {"package.json", "README.md", "LICENSE"} == files
 
 

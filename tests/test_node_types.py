@@ -34,11 +34,15 @@ pytestmark = [
 ]
 
 ESM = """\
-import tether, { tether as named, isLauncher, findHost, type TetherOptions, type Tether } from "mcp-tether";
+import tether, {
+  tether as named, isLauncher, findHost, type TetherOptions, type Tether,
+} from "mcp-tether";
 import Transport, { StdioClientTransport, getDefaultEnvironment } from "mcp-tether/client";
 import "mcp-tether/register";
 
-const options: TetherOptions = { onShutdown: async (reason) => { reason.toUpperCase(); }, timeoutMs: 500 };
+const options: TetherOptions = {
+  onShutdown: async (reason) => { reason.toUpperCase(); }, timeoutMs: 500,
+};
 const t: Tether = tether(null, options);
 const u: Tether = named({ watchHost: false });
 const launcher: boolean = isLauncher(["npx", "-y", "server"]);
@@ -55,7 +59,8 @@ import client = require("mcp-tether/client");
 import register = require("mcp-tether/register");
 import { tether } from "mcp-tether";
 
-const t: mcpTether.Tether = mcpTether.tether(null, { timeoutMs: 500, onShutdown: [() => undefined] });
+const t: mcpTether.Tether = mcpTether.tether(
+  null, { timeoutMs: 500, onShutdown: [() => undefined] });
 const d: typeof tether = mcpTether.default;
 const transport = new client.StdioClientTransport({ command: "node", args: ["server.js"] });
 const rest: string = register.withoutPreload("--import=mcp-tether/register --inspect");

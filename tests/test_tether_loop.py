@@ -203,7 +203,7 @@ def test_a_server_with_a_child_and_a_grandchild_passes_robust_and_leaves_nothing
     # of ours. Whether its hook runs depends on how far the probe's ladder got on this
     # machine's clock (on a loaded one it did: 9 notes for 8 exits), so it is left out.
     idle = {e.get("pid") for r in report.results if r.scenario == "idle"
-            for e in getattr(r, "raw", {}).get("events", [])}
+            for e in (r.record or {}).get("events", [])}
     assert idle, "the idle scenario's server pid"
     notes = [words for pid, words in _notes(tmp_path).items() if pid not in idle]
     exited = [r for r in report.results if r.verdict == "exited"]

@@ -96,7 +96,7 @@ def _res(label: str, scenario: str, verdict: str, detail: str = "") -> ScenarioR
 def test_a_server_with_a_row_that_did_not_run_gets_no_level_and_the_block_no_takeaway() -> None:
     """"python fixed: none" was printed for a server whose rows never ran."""
     from mcp_tether.lab import server_levels
-    from mcp_tether.lab.summary import render_summary
+    from mcp_tether.report.lab_summary import render_summary
 
     rows = [
         _res("P19 python fixed", "close", "exited"),

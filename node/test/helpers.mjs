@@ -6,7 +6,7 @@ import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const PKG = dirname(dirname(fileURLToPath(import.meta.url)));
-// The package takes its macOS path here (lib/platform.cjs's test switch: its processes
+// The package takes its macOS path here (lib/platform/platform.cjs's test switch: its processes
 // read with a `ps` that prints as macOS's, tests/macos_ps.py); the tests still read /proc.
 export const PACKAGE_MACOS = process.env.MCP_TETHER_TEST_PLATFORM === "darwin";
 // What a process the tests start must inherit to take the same (simulated) path, where

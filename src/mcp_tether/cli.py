@@ -141,7 +141,7 @@ def _dispatch(args: list[str], *, at_once: bool) -> int:
         ns.command_name = name
         return int(module.command(ns))  # type: ignore[attr-defined]  # duck-typed module
     except TetherError as exc:
-        from mcp_tether.report.escape import terminal  # here: `run` starts through this module
+        from mcp_tether.escape import terminal  # here: `run` starts through this module
 
         print(f"mcp-tether {name}: {terminal(exc.msg)}", file=sys.stderr)
         return exc.exit_code

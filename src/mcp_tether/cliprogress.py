@@ -22,10 +22,10 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from mcp_tether.report.escape import rich_text, terminal
+from mcp_tether.escape import rich_text, terminal
 
 __all__ = ["Progress", "add_quiet"]
 
@@ -111,14 +111,14 @@ class Progress:
             pass
 
     def per_index(self, names: list[str], *, expected: bool = False
-                  ) -> Callable[[int, dict[str, Any]], None]:
+                  ) -> Callable[[int, Mapping[str, object]], None]:
         """The `on_result(i, record)` callback of the probe's runner that reports item
         `names[i]` with the record's verdict; `names` are expected now unless `expected`
         (the caller counted them already)."""
         if not expected:
             self.expect(len(names))
 
-        def tell(i: int, record: dict[str, Any]) -> None:
+        def tell(i: int, record: Mapping[str, object]) -> None:
             verdict = str(record.get("verdict") or "?")
             if record.get("rerun"):  # counted already: its second run, alone
                 self.again(names[i], verdict)

@@ -77,8 +77,9 @@ def _StderrHandler() -> logging.Handler:  # noqa: N802  # a class, made once log
     import logging  # noqa: F811  # deferred: only the helper pays for it
     import sys
 
+    # Generic in typeshed, but not subscriptable at run time before Python 3.11.
     class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-        @property  # type: ignore[override]
+        @property
         def stream(self) -> object:
             return sys.stderr
 

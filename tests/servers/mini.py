@@ -55,8 +55,8 @@ for raw in sys.stdin.buffer:
     elif method == "tools/call" and msg["params"]["name"] == "sleep":
         # Answered from a (non-daemon) worker: a call in flight holds the process open.
         seconds = float(msg["params"].get("arguments", {}).get("seconds", 1))
-        threading.Thread(target=lambda m=msg, s=seconds: (time.sleep(s),
-                                                          answer(m, {"content": []}))).start()
+        threading.Thread(
+            target=lambda m=msg, s=seconds: (time.sleep(s), answer(m, {"content": []}))).start()
     else:
         answer(msg, error={"code": -32601, "message": "Method not found"})
 

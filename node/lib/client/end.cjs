@@ -6,21 +6,22 @@
 // - stdin is closed first; writes the server never read do not hold it open (it is
 //   destroyed, not ended): the ladder starts at once. The watchdog's lifeline is closed
 //   with it.
-// - With no supervisor, the spec's ladder runs here on the whole tree (lib/ladder.cjs:
+// - With no supervisor, the spec's ladder runs here on the whole tree (lib/terminate/ladder.cjs:
 //   the group, members outside it by identity, and the child by its handle).
 // - Behind a supervisor, the supervisor runs the ladder and exits once the tree is gone;
 //   one still there after its own worst case plus SAFETY_MARGIN_MS is SIGKILLed with the
 //   tree it leads, each process identity-checked right before the signal.
-// - What the server detached on purpose for its user (lib/leave.cjs) is left and named,
+// - What the server detached on purpose for its user (lib/process/leave.cjs) is left and named,
 //   here as behind a supervisor (which decides it itself), also when a stuck supervisor's
 //   tree is SIGKILLed.
 // - `endChild` resolves once the tree is gone and the child's stdio is closed: a piped
 //   stderr nobody reads is destroyed after STREAM_DRAIN_MS instead of holding 'close'.
 
-const { Tree, stdioTargets } = require('../tree.cjs');
-const { endTree, waitEmpty, Nudge, KILL_WAIT_MS } = require('../ladder.cjs');
-const { say } = require('../log.cjs');
-const leave = require('../leave.cjs');
+const { Tree } = require('../process/tree.cjs');
+const { stdioTargets } = require('../process/stdio.cjs');
+const { endTree, waitEmpty, Nudge, KILL_WAIT_MS } = require('../terminate/ladder.cjs');
+const { say } = require('../output/log.cjs');
+const leave = require('../process/leave.cjs');
 
 // Beyond the supervisor's own worst case before it is no longer trusted.
 const SAFETY_MARGIN_MS = 1000;

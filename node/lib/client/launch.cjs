@@ -4,21 +4,21 @@
 //
 // Guarantees:
 // - `getDefaultEnvironment()` is the SDKs' rule: the inherited variables of this platform
-//   (lib/platform.cjs), shell functions left out; `env` is merged over it.
+//   (lib/platform/platform.cjs), shell functions left out; `env` is merged over it.
 // - `refusal()` is the error Node's spawn gives (ENOENT / EACCES) for a command exec would
 //   refuse, found before anything is spawned: behind a supervisor the command would start
 //   and then exit 127, where the SDK's transport rejects start().
 // - `plan()` picks the supervisor once per start: `auto` is `mcp-tether run` (the Python
 //   guard) when it is on PATH where the platform prefers it (Linux), else the Node
-//   watchdog (lib/watchdog.cjs), and none where there are no sessions (Windows). `auto`
+//   watchdog (lib/terminate/watchdog.cjs), and none where there are no sessions (Windows). `auto`
 //   falling back to the watchdog says so once per host process, on stderr.
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { POSIX, GUARD_AUTO, NAME, INHERITED_ENV_VARS } = require('../platform.cjs');
-const { say } = require('../log.cjs');
+const { POSIX, GUARD_AUTO, NAME, INHERITED_ENV_VARS } = require('../platform/platform.cjs');
+const { say } = require('../output/log.cjs');
 
-const WATCHDOG = path.join(__dirname, '..', 'watchdog.cjs');
+const WATCHDOG = path.join(__dirname, '..', 'terminate', 'watchdog.cjs');
 const SUPERVISORS = ['auto', 'mcp-tether', 'node', 'none'];
 
 /** The environment a server gets when `env` is not given (the SDKs' rule). */

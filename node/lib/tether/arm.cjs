@@ -12,9 +12,9 @@
 //   streams' state, a host that died first) starts the shutdown on the next tick, so a
 //   tether(server) on the line after this call still joins in time to be closed first.
 
-const descendants = require('../descendants.cjs');
-const { say } = require('../log.cjs');
-const { processClock } = require('../platform.cjs');
+const descendants = require('../terminate/descendants.cjs');
+const { say } = require('../output/log.cjs');
+const { processClock } = require('../platform/platform.cjs');
 const { shutdownOnce, DEFAULT_TIMEOUT_MS } = require('./shutdown.cjs');
 const { watchStdio, pastTrigger } = require('./stdio.cjs');
 const { watchSignals } = require('./signals.cjs');

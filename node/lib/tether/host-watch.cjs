@@ -4,19 +4,19 @@
 //
 // Guarantees:
 // - The host is the first ancestor that is not a launcher (npx / npm exec, sh -c, pnpm
-//   dlx, bunx, uvx, cmd /c), identified by pid and start time (lib/host.cjs). It and each
+//   dlx, bunx, uvx, cmd /c), identified by pid and start time (lib/process/host.cjs). It and each
 //   launcher in between are polled every HOST_POLL_MS (`hostPollMs`): when one of them is
 //   gone, the host has seen its child exit and will never talk to this process again (a
 //   wrapper that died of a signal it did not pass on, `sh -c` killed alone). The reason is
 //   `host-gone` or `launcher-gone`, exit status 0.
 // - "Cannot tell now" never shuts anything down. The timer is unref'd (it never keeps the
 //   event loop alive) and is cleared when the shutdown starts.
-// - `adopted`: the host died before this watch began and left evidence (lib/host.cjs
+// - `adopted`: the host died before this watch began and left evidence (lib/process/host.cjs
 //   `adoptedEarly`); the caller shuts down at once.
 // - `watchHost: false` watches nothing and says so in `hostWhy`.
 
-const hostlib = require('../host.cjs');
-const { say } = require('../log.cjs');
+const hostlib = require('../process/host.cjs');
+const { say } = require('../output/log.cjs');
 
 // 200 ms: a host's death is seen within a fifth of a second plus one /proc read, well
 // inside the 1 s a robust server gets; one small read per poll costs next to nothing.

@@ -9,13 +9,13 @@
 //   every step gets an equal share of the time left. A step that throws or outlives its
 //   share is reported in one stderr line and the next step still runs. Servers and hooks
 //   are read as the run goes: a tether(server) that joins after it started still runs.
-// - Then the process's descendants (lib/descendants.cjs), within what is left of the
-//   host's 2 s window; then the report line (lib/report.cjs, MCP_TETHER_SHUTDOWN_REPORT);
+// - Then the process's descendants (lib/terminate/descendants.cjs), within what is left of the
+//   host's 2 s window; then the report line (lib/output/report.cjs, MCP_TETHER_SHUTDOWN_REPORT);
 //   then `exit(code)`: 0 for EOF, a dead pipe or the host's death, 128+N for signal N.
 
-const descendants = require('../descendants.cjs');
-const report = require('../report.cjs');
-const { say, oneLine } = require('../log.cjs');
+const descendants = require('../terminate/descendants.cjs');
+const report = require('../output/report.cjs');
+const { say, oneLine } = require('../output/log.cjs');
 
 const DEFAULT_TIMEOUT_MS = 1000;
 const TIMED_OUT = Symbol('timed out');

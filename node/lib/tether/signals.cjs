@@ -9,7 +9,7 @@
 //   ignored.
 
 const os = require('node:os');
-const { say } = require('../log.cjs');
+const { say } = require('../output/log.cjs');
 
 const SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
 

@@ -13,7 +13,7 @@
 // - `pastTrigger()` reads what already happened to the streams (a listener added after
 //   its event waits forever) and gives the reason the listener would have given.
 
-const { say, oneLine } = require('../log.cjs');
+const { say, oneLine } = require('../output/log.cjs');
 
 const DEAD_PIPE = new Set(['EPIPE', 'EIO', 'ECONNRESET', 'ENOTCONN', 'ERR_STREAM_DESTROYED']);
 

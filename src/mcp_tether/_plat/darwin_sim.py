@@ -63,7 +63,7 @@ import sys
 from typing import Any
 
 from mcp_tether._plat import darwin_libproc as abi
-from mcp_tether._plat import linux_fds
+from mcp_tether._plat import linux_fdread
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -336,7 +336,7 @@ class SimLibproc:
         return _copyout(buffer, out, size)
 
     def _pfi(self, pid: int, fd: int, dtype: int) -> abi.proc_fileinfo:
-        info = linux_fds._fd_info(pid, fd)
+        info = linux_fdread.fd_info(pid, fd)
         try:
             flags, pos = int((info or {})["flags"], 8), int((info or {})["pos"])
         except (KeyError, ValueError):
@@ -353,12 +353,12 @@ class SimLibproc:
         if not link.startswith("pipe:["):
             raise _Fail(errno.EBADF)
         ino = int(link[6:-1])
-        mode = linux_fds._fd_mode(pid, fd)
+        mode = linux_fdread.fd_mode(pid, fd)
         if mode is None:
             raise _Fail(errno.EBADF)
         mine = "r" if "r" in mode else "w"
         other = "w" if mine == "r" else "r"
-        alive = linux_fds._pipe_peer(pid, fd, ino, mine)  # is the other end held anywhere?
+        alive = linux_fdread.pipe_peer(pid, fd, ino, mine)  # is the other end held anywhere?
         if alive == "unknown":
             raise _Fail(errno.EBADF)  # the fd was replaced under us
         out.pfi = self._pfi(pid, fd, _DTYPE_PIPE)
@@ -371,7 +371,7 @@ class SimLibproc:
             raise _Fail(errno.ENOTSOCK)
         ino = int(link[8:-1])
         if self._diag is None:
-            self._diag = linux_fds._UnixDiag()
+            self._diag = linux_fdread.UnixDiag()
         got = self._diag.info(ino)
         out.pfi = self._pfi(pid, fd, _DTYPE_SOCKET)
         psi = out.psi
@@ -401,7 +401,7 @@ class SimLibproc:
     def _tcp(self, pid: int, ino: int, psi: abi.socket_info) -> None:
         """A TCP socket from /proc/PID/net/tcp{,6}: its state as TSI_S_*, its addresses
         and ports in network order, as `fill_socketinfo` gives them."""
-        row = next((r for r in linux_fds._tcp_table(pid) if r[0] == ino), None)
+        row = next((r for r in linux_fdread.tcp_table(pid) if r[0] == ino), None)
         if row is None:
             psi.soi_kind = 0  # SOCKINFO_GENERIC: UDP, netlink...: not modelled
             return

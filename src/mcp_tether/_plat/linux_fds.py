@@ -10,12 +10,14 @@ Guarantees:
 - Answers are "yes" / "no" / "unknown"; an fd that cannot be read is unknown (None),
   never "not open". A holder list names only the processes we can read: empty proves
   nothing.
+
+The readers under the checks (an fd's mode and fdinfo, a pipe's far end, sock_diag, the
+TCP table) are `linux_fdread`'s, which the simulated libproc shares.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from mcp_tether._plat.ends import (
     CLOSED,
@@ -29,13 +31,16 @@ from mcp_tether._plat.ends import (
     kind_of_path,
     tcp_text,
 )
-
-
-def _read(path: str) -> bytes:
-    """A small /proc file, whole (the Linux backend's own reader is for the hot path)."""
-    with open(path, "rb", buffering=0) as fh:
-        return fh.read()
-
+from mcp_tether._plat.linux_fdread import (
+    ACCESS,
+    TcpRow,
+    UnixDiag,
+    fd_info,
+    fd_mode,
+    pipe_peer,
+    read_whole,
+    tcp_table,
+)
 
 CHANNEL_DETAIL = True  # this backend sees fds and peers
 
@@ -71,77 +76,12 @@ def _fd_links(pid: int, only: tuple[int, ...] | None = None,
     return out
 
 
-_MODES = {os.O_RDONLY: "r", os.O_WRONLY: "w", os.O_RDWR: "rw"}
-
-
-def _fd_mode(pid: int, fd: int) -> str | None:
-    # The link's own mode bits say how the fd was opened (procfs sets S_IRUSR for
-    # FMODE_READ, S_IWUSR for FMODE_WRITE): one lstat, not an open/read/close of
-    # fdinfo for every pipe of every process adopted by init. A read-write answer, or
-    # one that says neither (a procfs that does not fill the bits), is confirmed by
-    # fdinfo's flags.
-    path = f"/proc/{pid}/fd/{fd}"
-    try:
-        bits = os.lstat(path).st_mode & 0o600
-    except OSError:
-        return None
-    if bits == 0o400:
-        return "r"
-    if bits == 0o200:
-        return "w"
-    try:
-        data = _read(f"/proc/{pid}/fdinfo/{fd}")
-        at = data.index(b"flags:")
-        flags = int(data[at + 6 : data.index(b"\n", at)], 8)
-    except (OSError, ValueError):
-        return None
-    return _MODES.get(flags & 3)
-
-
-def _pipe_peer(pid: int, fd: int, ino: int, side: str) -> str:
-    # Opening an anonymous pipe through /proc gives a fresh end of the same pipe
-    # (fifo_open never blocks or fails for pipefs). poll() with no events requested
-    # then reports POLLHUP on a read end iff no write end is open anywhere, and POLLERR
-    # on a write end iff no read end is (pipe_poll). Nothing is read or written.
-    import select
-
-    flags = (os.O_RDONLY if side == "r" else os.O_WRONLY) | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        f = os.open(f"/proc/{pid}/fd/{fd}", flags)
-    except OSError:
-        return "unknown"
-    try:
-        if os.fstat(f).st_ino != ino:  # the fd was replaced between readlink and open
-            return "unknown"
-        p = select.poll()
-        p.register(f, 0)
-        bit = select.POLLHUP if side == "r" else select.POLLERR
-        gone = any(ev & bit for _, ev in p.poll(0))
-    finally:
-        os.close(f)
-    return "no" if gone else "yes"
-
-
-def _fd_info(pid: int, fd: int) -> dict[str, str] | None:
-    """/proc/PID/fdinfo/FD's first lines (pos, flags, mnt_id, ino) as text."""
-    try:
-        data = _read(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
-    except OSError:
-        return None
-    out: dict[str, str] = {}
-    for line in data.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key in ("pos", "flags", "mnt_id", "ino"):
-            out[key] = value.strip()
-    return out
-
-
 def root_pid_namespace() -> bool | None:
     # Kernel threads are visible only from the initial pid namespace: kthreadd is pid 2
     # there, with the PF_KTHREAD flag. In any child namespace pid 2 is a user process
     # (or absent).
     try:
-        data = _read("/proc/2/stat")
+        data = read_whole("/proc/2/stat")
     except FileNotFoundError:
         return False
     except OSError:
@@ -165,85 +105,12 @@ def _all_links() -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-NLMSG_ERROR = 2
-SOCK_DIAG_BY_FAMILY = 20
-NETLINK_SOCK_DIAG = 4
-UDIAG_SHOW_NAME, UDIAG_SHOW_PEER = 0x01, 0x04
-UNIX_DIAG_NAME, UNIX_DIAG_PEER, UNIX_DIAG_SHUTDOWN = 0, 2, 6
-
-
-class _UnixDiag:
-    """Ask the kernel (NETLINK_SOCK_DIAG) for a UNIX socket's peer: needs no privilege."""
-
-    def __init__(self) -> None:
-        self._sock: Any = None  # opened on first use
-        self._seq = 0
-
-    def peer(self, ino: int) -> tuple[int | None, int | None] | None:
-        """(peer inode, 0 if the peer closed, None if unconnected; this socket's shutdown
-        mask, None if the kernel does not say); None if not a UNIX socket or the kernel
-        refused (`info`)."""
-        got = self.info(ino)
-        return None if got is None else (got[0], got[1])
-
-    def info(self, ino: int) -> tuple[int | None, int | None, int, str] | None:
-        """`peer`'s two answers, then the socket's state (10, TCP_LISTEN, for a listener)
-        and the name it is bound to ("" none; an abstract one as /proc/net/unix shows it,
-        "@..."); None if not a UNIX socket or the kernel refused.
-
-        The mask is the socket's own `sk_shutdown` (UNIX_DIAG_SHUTDOWN, Linux >= 3.10),
-        which a stream peer's shutdown(2) also sets: RCV_SHUTDOWN (1) once nothing more
-        can arrive (the peer shut down writing, or this side reading), SEND_SHUTDOWN (2)
-        once nothing more can be sent (the peer shut down reading, or this side writing).
-        """
-        import socket
-        import struct
-
-        try:
-            if self._sock is None:
-                self._sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
-                                           NETLINK_SOCK_DIAG)
-                self._sock.settimeout(1.0)
-            self._seq += 1
-            req = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, ino,
-                              UDIAG_SHOW_PEER | UDIAG_SHOW_NAME, 0xFFFFFFFF, 0xFFFFFFFF)
-            self._sock.sendto(struct.pack("=IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY, 1,
-                                          self._seq, 0) + req, (0, 0))
-            data = self._sock.recv(65536)
-        except (OSError, AttributeError):
-            return None
-        length, typ = struct.unpack_from("=IH", data)  # nlmsghdr: len, type
-        if typ == NLMSG_ERROR or typ != SOCK_DIAG_BY_FAMILY or length > len(data):
-            return None
-        state = data[18]  # unix_diag_msg: family, type, state, pad, ino, cookie
-        off, peer, shut, name = 32, None, None, ""
-        while off + 4 <= length:
-            alen, atype = struct.unpack_from("=HH", data, off)
-            if alen < 4:
-                break
-            if atype == UNIX_DIAG_PEER and alen >= 8:
-                peer = struct.unpack_from("=I", data, off + 4)[0]
-            elif atype == UNIX_DIAG_SHUTDOWN and alen >= 5:
-                shut = data[off + 4]
-            elif atype == UNIX_DIAG_NAME and alen > 4:
-                raw = data[off + 4 : off + alen]
-                name = ("@" + raw[1:].decode("utf-8", "surrogateescape") if raw[:1] == b"\0"
-                        else raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape"))
-            off += (alen + 3) & ~3
-        return peer, shut, state, name
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-
-
 # ----- ends: what an fd is open on, its far end, who holds that ----------------------------
 
 
 def _end(pid: int, fd: int, link: str) -> End:
     if link.startswith("pipe:["):
-        mode = _fd_mode(pid, fd)  # which end: one lstat of the fd's link
+        mode = fd_mode(pid, fd)  # which end: one lstat of the fd's link
         ino = _link_ino(link)
         if mode == "rw":  # a pipe reopened read-write through /proc holds both ends
             return End("pipe", f"{link}:r", link, link, mode, ino, f"{link}:w")
@@ -276,14 +143,14 @@ def fd_ends(pid: int, only: tuple[int, ...] | None = None, limit: int | None = N
 def fd_state(pid: int, fd: int) -> FdState | None:
     """How `fd` was opened (fdinfo's flags) and what open file it is (pos, flags without
     close-on-exec, mnt_id, ino: what two copies of one open file share)."""
-    info = _fd_info(pid, fd)
+    info = fd_info(pid, fd)
     try:
         flags = int(info["flags"], 8) if info else None
     except (KeyError, ValueError):
         flags = None
     if info is None or flags is None:
         return None
-    access = _MODES.get(flags & 3, "rw")
+    access = ACCESS.get(flags & 3, "rw")
     return FdState(access, bool(flags & _O_CLOEXEC),
                    (info.get("pos"), flags & ~_O_CLOEXEC, info.get("mnt_id"), info.get("ino")))
 
@@ -298,14 +165,10 @@ _ACCEPTCON = 0x10000  # /proc/net/unix Flags: a listening socket (__SO_ACCEPTCON
 _UNIX_CONNECTED = 3  # /proc/net/unix St: SS_CONNECTED
 _TCP_ESTABLISHED, _TCP_LISTEN = 0x01, 0x0A
 
-_Addr = tuple[bytes, int]
-_TcpRow = tuple[int, int, _Addr, _Addr]  # (inode, state, local, remote)
-
-
 def _unix_table(pid: int) -> dict[int, tuple[int, int, str]]:
     """inode -> (flags, state, name) of every unix socket in `pid`'s network namespace."""
     try:
-        data = _read(f"/proc/{pid}/net/unix").decode("utf-8", "surrogateescape")
+        data = read_whole(f"/proc/{pid}/net/unix").decode("utf-8", "surrogateescape")
     except OSError:
         return {}
     out: dict[int, tuple[int, int, str]] = {}
@@ -318,35 +181,7 @@ def _unix_table(pid: int) -> dict[int, tuple[int, int, str]]:
     return out
 
 
-def _tcp_address(text: str) -> _Addr:
-    """/proc/net/tcp's `HEX:PORT` as (address bytes, port): each 32-bit word is in host
-    order; an IPv4-mapped IPv6 address reads as its IPv4 one."""
-    host, _, port = text.partition(":")
-    raw = bytes.fromhex(host)
-    raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    if len(raw) == 16 and raw[:12] == b"\0" * 10 + b"\xff\xff":
-        raw = raw[12:]
-    return raw, int(port, 16)
-
-
-def _tcp_table(pid: int) -> list[_TcpRow]:
-    """(inode, state, local, remote) of every TCP socket in `pid`'s network namespace."""
-    rows = []
-    for name in ("tcp", "tcp6"):
-        try:
-            data = _read(f"/proc/{pid}/net/{name}").decode("ascii", "replace")
-        except OSError:
-            continue
-        for line in data.splitlines()[1:]:
-            f = line.split()
-            try:
-                rows.append((int(f[9]), int(f[3], 16), _tcp_address(f[1]), _tcp_address(f[2])))
-            except (IndexError, ValueError):
-                continue
-    return rows
-
-
-def _tcp_role(row: _TcpRow, rows: list[_TcpRow]) -> tuple[str, int | None]:
+def _tcp_role(row: TcpRow, rows: list[TcpRow]) -> tuple[str, int | None]:
     """(listen | accepted | client | "", the other side's inode on this machine) of one
     TCP socket among `rows` (its namespace's): accepted when its local address is one a
     listener has (0.0.0.0 or ::, which takes IPv4 too, counts for every address); the
@@ -377,10 +212,10 @@ class FarEnds:
     """One look at far ends (a scan's): the socket to sock_diag is opened once."""
 
     def __init__(self) -> None:
-        self._diag = _UnixDiag()
+        self._diag = UnixDiag()
         self._links: dict[str, list[tuple[int, int]]] | None = None  # link -> (pid, fd)
         self._unix: dict[str, dict[int, tuple[int, int, str]]] = {}  # per net namespace
-        self._tcp: dict[str, list[_TcpRow]] = {}
+        self._tcp: dict[str, list[TcpRow]] = {}
 
     def far(self, pid: int, fd: int, end: End, side: str) -> Far:
         """The far end of `pid`'s `fd` (open on `end`), used for `side` (in: what the fd
@@ -389,7 +224,7 @@ class FarEnds:
         if end.kind == "pipe" and end.inode is not None:
             want = "r" if side == "in" else "w"
             far_id = f"{end.channel}:{'w' if want == 'r' else 'r'}"
-            got = _pipe_peer(pid, fd, end.inode, want)
+            got = pipe_peer(pid, fd, end.inode, want)
             if got == "yes":
                 return Far(OPEN, far_id, True, True)
             if got == "no":
@@ -428,7 +263,7 @@ class FarEnds:
             if pid in skip or pid in out:
                 continue
             if mode is not None:
-                m = _fd_mode(pid, fd)
+                m = fd_mode(pid, fd)
                 if m is None or not (mode in m or m == "rw"):
                     continue
             out.append(pid)
@@ -457,7 +292,7 @@ class FarEnds:
             peer = got[0] if got is not None else None
             return Sock("unix", "accepted", name, f"socket:[{peer}]" if peer else None)
         if ns not in self._tcp:
-            self._tcp[ns] = _tcp_table(pid)
+            self._tcp[ns] = tcp_table(pid)
         rows = self._tcp[ns]
         mine = next((r for r in rows if r[0] == ino), None)
         if mine is None:
@@ -511,7 +346,7 @@ def epoll_items(pid: int, ends: dict[int, End] | None = None
         if link != _EVENTPOLL:
             continue
         try:
-            data = _read(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
+            data = read_whole(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
         except OSError:
             return None
         for line in data.splitlines():
@@ -556,7 +391,7 @@ def thread_waits(pid: int) -> list[tuple[int, str, int | None]] | None:
     out: list[tuple[int, str, int | None]] = []
     for t in tids:
         try:
-            text = _read(f"/proc/{pid}/task/{t}/syscall").decode("ascii", "replace").split()
+            text = read_whole(f"/proc/{pid}/task/{t}/syscall").decode("ascii", "replace").split()
         except FileNotFoundError:
             continue  # the thread ended meanwhile
         except OSError:
@@ -580,7 +415,7 @@ def io_counters(pid: int) -> tuple[int, int, int, int] | None:
     """(rchar, wchar, syscr, syscw) of `pid` from /proc/PID/io; None if unreadable
     (another user's process without the right to trace it, or gone)."""
     try:
-        data = _read(f"/proc/{pid}/io").decode("ascii", "replace")
+        data = read_whole(f"/proc/{pid}/io").decode("ascii", "replace")
     except OSError:
         return None
     got = dict(line.split(":", 1) for line in data.splitlines() if ":" in line)
@@ -593,7 +428,7 @@ def io_counters(pid: int) -> tuple[int, int, int, int] | None:
 def environ(pid: int) -> dict[str, str] | None:
     """The environment `pid` was started with (/proc/PID/environ); None if unreadable."""
     try:
-        data = _read(f"/proc/{pid}/environ")
+        data = read_whole(f"/proc/{pid}/environ")
     except OSError:
         return None
     out: dict[str, str] = {}

@@ -136,71 +136,86 @@ async def stdio_client(
     # No await from here until the task group is entered: a cancellation in the gap
     # would skip the ladder (the guard would still end the tree when the pipe is
     # collected, but later). The guard is our unreaped child: its pid is still its own.
-    guard = identify(process.pid)
+    wire = _Wire(process, identify(process.pid), server, codec)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wire.stdout_reader)
+        tg.start_soon(wire.stdin_writer)
+        try:
+            yield wire.read_stream, wire.write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                await wire.shutdown(grace, term_grace)
+            tg.cancel_scope.cancel()
 
-    read_writer: MemoryObjectSendStream[SessionMessage | Exception]
-    read_stream: MemoryObjectReceiveStream[SessionMessage | Exception]
-    write_stream: MemoryObjectSendStream[SessionMessage]
-    write_reader: MemoryObjectReceiveStream[SessionMessage]
-    read_writer, read_stream = anyio.create_memory_object_stream(0)
-    write_stream, write_reader = anyio.create_memory_object_stream(0)
-    writer_done = anyio.Event()
 
-    async def stdout_reader() -> None:
+class _Wire:
+    """The guard's pipes as the SDK's two streams: stdout lines become messages on
+    `read_stream`, messages sent on `write_stream` become stdin lines; `shutdown` ends
+    both and the guard."""
+
+    def __init__(self, process: Process, guard: ProcessId | None,
+                 server: StdioServerParameters, codec: _Codec) -> None:
+        self.process, self.guard, self.server, self.codec = process, guard, server, codec
+        self.read_writer: MemoryObjectSendStream[SessionMessage | Exception]
+        self.read_stream: ReadStream
+        self.write_stream: WriteStream
+        self.write_reader: MemoryObjectReceiveStream[SessionMessage]
+        self.read_writer, self.read_stream = anyio.create_memory_object_stream(0)
+        self.write_stream, self.write_reader = anyio.create_memory_object_stream(0)
+        self.writer_done = anyio.Event()
+
+    async def stdout_reader(self) -> None:
+        """Each stdout line, parsed, to the session; once the session is gone, the rest
+        of stdout is drained."""
+        process, server = self.process, self.server
         assert process.stdout is not None
         text = TextReceiveStream(
             process.stdout, encoding=server.encoding, errors=server.encoding_error_handler
         )
         try:
-            async with read_writer:
+            async with self.read_writer:
                 buffer = ""
                 async for chunk in text:
                     lines = (buffer + chunk).split("\n")
                     buffer = lines.pop()
                     for line in lines:
                         try:
-                            await read_writer.send(codec.parse(line))
+                            await self.read_writer.send(self.codec.parse(line))
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             await _drain(process)  # the session is gone
                             return
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass  # our own shutdown closed stdout under the read, or the pipe broke
 
-    async def stdin_writer() -> None:
+    async def stdin_writer(self) -> None:
+        """Each message the session sends, as one line on the server's stdin."""
+        process, server = self.process, self.server
         assert process.stdin is not None
         try:
-            async with write_reader:
-                async for session_message in write_reader:
-                    data = (codec.dump(session_message) + "\n").encode(
+            async with self.write_reader:
+                async for session_message in self.write_reader:
+                    data = (self.codec.dump(session_message) + "\n").encode(
                         encoding=server.encoding, errors=server.encoding_error_handler
                     )
                     await process.stdin.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The server's stdin is gone while it may live on: end the read side so the
             # session sees the connection end instead of waiting on a reply forever.
-            await read_writer.aclose()
+            await self.read_writer.aclose()
         finally:
-            writer_done.set()
+            self.writer_done.set()
 
-    async def shutdown() -> None:
-        read_stream.close()  # the reader drains from now on: a server blocked on a
-        write_stream.close()  # full stdout could not read the EOF we are about to send
+    async def shutdown(self, grace: float, term_grace: float) -> None:
+        """Stop traffic, let the writer flush, then the guard's ladder (`_stop`)."""
+        self.read_stream.close()  # the reader drains from now on: a server blocked on a
+        self.write_stream.close()  # full stdout could not read the EOF we are about to send
         with anyio.move_on_after(WRITER_FLUSH_TIMEOUT):
-            await writer_done.wait()
-        await _stop(process, guard, grace, term_grace)
-        for stream in (read_stream, write_stream, read_writer, write_reader):
+            await self.writer_done.wait()
+        await _stop(self.process, self.guard, grace, term_grace)
+        for stream in (self.read_stream, self.write_stream, self.read_writer,
+                       self.write_reader):
             await stream.aclose()
         await anyio.lowlevel.checkpoint()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stdout_reader)
-        tg.start_soon(stdin_writer)
-        try:
-            yield read_stream, write_stream
-        finally:
-            with anyio.CancelScope(shield=True):
-                await shutdown()
-            tg.cancel_scope.cancel()
 
 
 async def _drain(process: Process) -> None:

@@ -20,7 +20,7 @@ from typing import IO, Any
 from mcp_tether.container import api
 from mcp_tether.container.engine import engine_for
 from mcp_tether.container.leaked import LEAKED, LeakedContainer, end_container, stdio_containers
-from mcp_tether.report.escape import terminal
+from mcp_tether.escape import terminal
 
 __all__ = ["listing", "plan", "end", "say_off", "print_listing", "print_plan", "as_json"]
 

@@ -187,7 +187,7 @@ class GuardResult:
         command and the detail are the server's text: shown, not obeyed, on a terminal)."""
         if not self.left:
             return []
-        from mcp_tether.report.escape import terminal  # only when something was left
+        from mcp_tether.escape import terminal  # only when something was left
 
         return [f"left {v.info.pid} ({terminal(v.command)}): {terminal(v.reason())}"
                 for v in self.left]

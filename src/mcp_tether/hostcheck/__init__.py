@@ -34,7 +34,7 @@ import shutil
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.hostcheck import keys
@@ -42,6 +42,7 @@ from mcp_tether.hostcheck.callkeeper import CallsKeeper
 from mcp_tether.hostcheck.config import SCOPES, host_names
 from mcp_tether.hostcheck.keeper import HostKeeper, run_keeper
 from mcp_tether.hostcheck.modelhosts import wiring
+from mcp_tether.hostcheck.record import HostCheckRow
 from mcp_tether.hostcheck.scenarios import PASSING, SCENARIOS, HostScenario, decide
 from mcp_tether.hostcheck.spec import HOLDS, PLACEHOLDER, CheckSpec, spec_json
 from mcp_tether.proc import ProcessId, identify
@@ -60,7 +61,7 @@ TEMP_PREFIX = "mcp-tether-hostcheck-"  # the check's throwaway folders (`tempdir
 class HostCheck:
     argv: list[str]
     host: str | None
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[HostCheckRow] = field(default_factory=list)  # one per scenario, in order
 
     @property
     def passed(self) -> bool:
@@ -110,7 +111,7 @@ def check(
     eof: str = "stay",
     grandchild: bool = True,
     jobs: int = 1,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
+    on_result: Callable[[HostCheckRow], None] | None = None,
     hold: str = "tools/list",
     hold_wait: float = 5.0,
     wrapper: bool = False,
@@ -123,7 +124,7 @@ def check(
     min_age: float = 30.0,
     prompt_wait: str | None = None,
 ) -> HostCheck:
-    """Run each scenario against the host; one result dict per scenario, in order.
+    """Run each scenario against the host; one result row per scenario, in order.
 
     `jobs` scenarios run at once (each its own host); 1 keeps hosts from competing for
     the machine, which changes timings, never what is left. `hold`: where the recorder
@@ -143,6 +144,39 @@ def check(
     `min_age` (the idle gap they pause for is longer), `prompt_wait` (under a pty, the
     text the host shows when it takes a prompt)."""
     argv = list(argv)
+    names = _scenario_names(argv, host, scenarios)
+    _refuse_options(names, host=host, eof=eof, hold=hold, signals=signals, scope=scope,
+                    after_edit=after_edit, pty=pty, model_api=model_api,
+                    model_env=model_env, min_age=min_age)
+    if host is not None and cwd is None:
+        # The host runs in the throwaway project folder: arguments naming files here
+        # (a script, a config) keep pointing at them.
+        argv = [os.path.abspath(a) if not a.startswith("-") and os.path.exists(a)
+                and not os.path.isabs(a) else a for a in argv]
+    _check_command(argv, env, cwd)
+    out = HostCheck(argv, host)
+    with owned_tempdir(TEMP_PREFIX) as tmp:
+        # A tool-calling scenario holds nothing: a held answer would stop the very calls
+        # it measures.
+        specs = [CheckSpec(argv=argv, scenario=n, work=_work_dir(tmp, n), host=host, pty=pty,
+                           quit=quit, env=env, cwd=cwd, ready_timeout=ready_timeout,
+                           host_timeout=host_timeout, settle=settle, eof=eof,
+                           grandchild=grandchild,
+                           hold="none" if SCENARIOS[n].model else hold, hold_wait=hold_wait,
+                           wrapper=wrapper, signals=signals, scope=scope,
+                           after_edit=list(after_edit), model_api=model_api,
+                           model_env=list(model_env), min_age=min_age,
+                           prompt_wait=prompt_wait)
+                 for n in names]
+        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result,
+                                    should_stop=should_stop)
+    return out
+
+
+def _scenario_names(argv: list[str], host: str | None,
+                    scenarios: Sequence[str] | None) -> list[str]:
+    """The scenarios to run, once each; refused (`UsageError`) when the host command, the
+    host or a scenario cannot be run."""
     if not argv:
         raise UsageError("no host command given (hostcheck -- HOST-ARGV...)")
     if host is None and PLACEHOLDER not in argv:
@@ -156,6 +190,13 @@ def check(
             raise UsageError(f"unknown scenario {n!r} (one of: {', '.join(SCENARIOS)})")
         if SCENARIOS[n].config and host is None:
             raise UsageError(f"scenario {n!r} edits a host config: it needs --host NAME")
+    return names
+
+
+def _refuse_options(names: list[str], *, host: str | None, eof: str, hold: str,
+                    signals: str, scope: str | None, after_edit: Sequence[str], pty: bool,
+                    model_api: str | None, model_env: Sequence[str], min_age: float) -> None:
+    """A `UsageError` for an option `check` cannot honour, before anything starts."""
     if eof not in ("stay", "exit"):
         raise UsageError("--recorder-eof is stay or exit")
     if hold not in HOLDS:
@@ -164,42 +205,23 @@ def check(
         raise UsageError("--recorder-signals is die or stay")
     if scope is not None and (host is None or scope not in SCOPES):
         raise UsageError(f"--host-scope is one of {', '.join(SCOPES)}, with --host NAME")
-    keys.parse(list(after_edit))  # refused here, before anything starts
+    keys.parse(list(after_edit))
     if after_edit and not pty:
         raise UsageError("--after-edit types into the host's terminal: it needs --pty")
     if any(SCENARIOS[n].model for n in names):
-        wiring(host, model_api, model_env)  # refused here: which API, which host
+        wiring(host, model_api, model_env)  # which API, which host
     elif model_api is not None or model_env:
         raise UsageError("--model-api and --model-env drive the tool-calling scenarios: "
                          "name one with -s (idle, subagents, calls-reconnect)")
     if min_age <= 0:
         raise UsageError("--min-age must be more than 0 seconds")
-    if host is not None and cwd is None:
-        # The host runs in the throwaway project folder: arguments naming files here
-        # (a script, a config) keep pointing at them.
-        argv = [os.path.abspath(a) if not a.startswith("-") and os.path.exists(a)
-                and not os.path.isabs(a) else a for a in argv]
-    _check_command(argv, env, cwd)
-    out = HostCheck(argv, host)
-    with owned_tempdir(TEMP_PREFIX) as tmp:
-        specs = []
-        for n in names:
-            work = os.path.join(tmp, n)
-            os.makedirs(work)
-            # A tool-calling scenario holds nothing: a held answer would stop the very
-            # calls it measures.
-            specs.append(CheckSpec(argv=argv, scenario=n, work=work, host=host, pty=pty, quit=quit,
-                              env=env, cwd=cwd, ready_timeout=ready_timeout,
-                              host_timeout=host_timeout, settle=settle, eof=eof,
-                              grandchild=grandchild,
-                              hold="none" if SCENARIOS[n].model else hold, hold_wait=hold_wait,
-                              wrapper=wrapper, signals=signals, scope=scope,
-                              after_edit=list(after_edit), model_api=model_api,
-                              model_env=list(model_env), min_age=min_age,
-                              prompt_wait=prompt_wait))
-        out.results = run_scenarios(specs, jobs=jobs, on_result=on_result,
-                                    should_stop=should_stop)
-    return out
+
+
+def _work_dir(tmp: str, scenario: str) -> str:
+    """A scenario's own folder under the check's temporary one."""
+    work = os.path.join(tmp, scenario)
+    os.makedirs(work)
+    return work
 
 
 @dataclass
@@ -230,12 +252,12 @@ def _start(spec: CheckSpec) -> _Running:
     return _Running(spec, pid, identify(pid), res_r, life_w)
 
 
-def _finish(run: _Running) -> dict[str, Any]:
+def _finish(run: _Running) -> HostCheckRow:
     os.close(run.res_r)
     os.close(run.life_w)
     wait_child(run.pid)
     try:
-        return dict(json.loads(run.data))
+        return cast("HostCheckRow", dict(json.loads(run.data)))
     except ValueError:
         return {"scenario": run.spec.scenario, "verdict": "error", "passed": False,
                 "detail": "the scenario's keeper died without a result", "events": []}
@@ -245,9 +267,9 @@ def run_scenarios(
     specs: list[CheckSpec],
     *,
     jobs: int = 1,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
+    on_result: Callable[[HostCheckRow], None] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
-) -> list[dict[str, Any]]:
+) -> list[HostCheckRow]:
     """Run the scenarios' keepers, up to `jobs` at a time; results in `specs` order.
 
     Each keeper's one result line is read as it comes (poll on the result pipes) and the
@@ -258,7 +280,7 @@ def run_scenarios(
     wake = getattr(should_stop, "fileno", None)
     todo = list(specs)
     running: dict[int, _Running] = {}
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, HostCheckRow] = {}
     interrupted: BaseException | None = None
     try:
         while todo or running:

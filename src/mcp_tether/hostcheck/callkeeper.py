@@ -43,6 +43,7 @@ from mcp_tether.hostcheck.keeper import HostKeeper
 from mcp_tether.hostcheck.modelhosts import MODEL_URL, PROMPT, ModelWiring, wiring
 from mcp_tether.hostcheck.modelwire import GATE_PATH, agent_mark
 from mcp_tether.hostcheck.outcome import recorded_events
+from mcp_tether.hostcheck.record import Outcome, PsState
 from mcp_tether.hostcheck.scenarios import VERDICT_WORDS, decide
 from mcp_tether.hostcheck.spec import CheckSpec
 from mcp_tether.proc import cmdline
@@ -68,7 +69,7 @@ class CallsKeeper(HostKeeper):
         self.turns = 0
         self.quiet_until = 0.0  # the stand-in announced a pause or a gate until then
         self.last_event = 0.0
-        self.ps_rows: list[dict[str, Any]] | None = None
+        self.ps_rows: list[PsState] | None = None
         self.old_alive: list[int] = []  # calls-reconnect: old copies alive at `end-old`
         self.before_edit: set[int] = set()  # calls-reconnect: the copies before the edit
 
@@ -209,7 +210,7 @@ class CallsKeeper(HostKeeper):
         self.wait_until(lambda: oldest not in self.live_recorders(), now + END_WAIT)
 
     # -- the run ----------------------------------------------------------------------
-    def drive(self) -> dict[str, Any]:
+    def drive(self) -> Outcome:
         spec, s = self.spec, self.s
         self.url = self.start_model()
         if not self.url:
@@ -253,7 +254,7 @@ class CallsKeeper(HostKeeper):
             self.wait_until(self.host_gone, time.monotonic() + spec.host_timeout)
         return self.judge()
 
-    def judge(self) -> dict[str, Any]:
+    def judge(self) -> Outcome:
         s = self.s
         self.drain(self.fifo)  # what the FIFO still holds (a host that exited at once)
         model = _model_events(self.events_dir)

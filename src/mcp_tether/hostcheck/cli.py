@@ -7,13 +7,14 @@ import argparse
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.errors import UsageError
-from mcp_tether.hostcheck import HOLDS, check, default_scenarios, render
+from mcp_tether.hostcheck import HOLDS, check, default_scenarios
 from mcp_tether.hostcheck.config import SCOPES
 from mcp_tether.hostcheck.keys import KEYS
 from mcp_tether.hostcheck.modelhosts import APIS
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS
+from mcp_tether.jsonout import print_json
 from mcp_tether.probe.runner import StopSignals
-from mcp_tether.report.jsonout import print_json
+from mcp_tether.report.hostcheck import render_html, render_markdown, render_text
 
 EXAMPLES = (
     "mcp-tether hostcheck -- node host.mjs {server}      # {server}: the recorder's command",
@@ -182,13 +183,13 @@ def command(args: argparse.Namespace) -> int:
         print_json("hostcheck", result.results, argv=result.argv, host=result.host,
                    passed=result.passed, exit_code=result.exit_code)
     elif args.markdown:
-        render.render_markdown(result)
+        render_markdown(result)
     else:
-        render.render_text(result)
+        render_text(result)
     if args.html:
         try:
             with open(args.html, "w", encoding="utf-8") as fh:
-                fh.write(render.render_html(result))
+                fh.write(render_html(result))
         except OSError as exc:
             raise UsageError(f"--html {args.html}: {exc.strerror}") from None
     return result.exit_code

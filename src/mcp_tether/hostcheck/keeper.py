@@ -38,6 +38,7 @@ from typing import Any
 from mcp_tether.hostcheck import keys, ps_view
 from mcp_tether.hostcheck.config import Placement, host_env, write_recorder
 from mcp_tether.hostcheck.outcome import State, preempted, recorded_events, result_row
+from mcp_tether.hostcheck.record import HostCheckRow, Layer, OtherLeft, Outcome
 from mcp_tether.hostcheck.scenarios import SCENARIOS, VERDICT_WORDS, decide
 from mcp_tether.hostcheck.spec import PLACEHOLDER, CheckSpec, is_recorder, recorder_argv, role_of
 from mcp_tether.hostcheck.who import SIGNS
@@ -60,7 +61,7 @@ HELPER_GRACE = 5.0
 TTYSHELL = str(Path(__file__).resolve().parent / "ttyshell.py")
 
 
-class HostKeeper(BaseKeeper):
+class HostKeeper(BaseKeeper[HostCheckRow]):
     """One host check scenario's keeper: the host it starts with the recorder, what the
     recorder's events mean, the scenario's action on the host and the verdict on what the
     host left."""
@@ -83,7 +84,7 @@ class HostKeeper(BaseKeeper):
         self.shell: ProcessId | None = None  # the tty shell, under a pty
         self.release_fd: int | None = None  # the hold's FIFO; closing it releases the hold
         self.screen = b""  # the terminal's output since the last keys typed (--after-edit)
-        self.others: list[dict[str, Any]] = []  # others_left(), before the clean-up
+        self.others: list[OtherLeft] = []  # others_left(), before the clean-up
         self.killed: list[int] = []  # the recorder pids the clean-up had to kill
         # What a subclass adds to the host's start (the stand-in model's keeper): variables,
         # keys on the recorder's entry, TOML before it, placeholders in the host's argv,
@@ -375,7 +376,7 @@ class HostKeeper(BaseKeeper):
             return s.initialized_at + spec.hold_wait
         return float("inf")
 
-    def drive(self) -> dict[str, Any]:
+    def drive(self) -> Outcome:
         spec, s = self.spec, self.s
         self.start_host()
         self.wait_until(self.ready, s.t0 + spec.ready_timeout, wake=self.hold_waited)
@@ -422,7 +423,7 @@ class HostKeeper(BaseKeeper):
             return {"verdict": verdict, "detail": detail, "left": live}
         return self.settle()
 
-    def settle(self) -> dict[str, Any]:
+    def settle(self) -> Outcome:
         """After the host: the recorder's processes still exiting get `settle` seconds."""
         s = self.s
         assert s.host_exit is not None
@@ -459,7 +460,7 @@ class HostKeeper(BaseKeeper):
         s.host_tree = {i.pid for i in descendants(s.host.pid, snap)} | {s.host.pid}
         first = min((p for p, r in s.roles.items() if r == self.direct and p in snap),
                     default=None)
-        chain: list[dict[str, Any]] = []
+        chain: list[Layer] = []
         cur = snap[first].ppid if first is not None else None
         while cur is not None and cur != s.host.pid and cur in snap and len(chain) < 16:
             chain.append({"pid": cur, "cmdline": " ".join(cmdline(cur))[:200]})
@@ -471,7 +472,7 @@ class HostKeeper(BaseKeeper):
         """The role of the host's own child: the wrapper, when there is one."""
         return "wrapper" if self.spec.wrapper else "server"
 
-    def judge_reconnect(self, acted: float, old: set[int]) -> dict[str, Any]:
+    def judge_reconnect(self, acted: float, old: set[int]) -> Outcome:
         """`old`: the first copy's processes, all started before the edit."""
         s, spec = self.s, self.spec
         got = self.wait_until(
@@ -517,12 +518,12 @@ class HostKeeper(BaseKeeper):
                 self.s.roles[info.pid] = role_of(argv)
                 self.waiter.add(info.ident)
 
-    def others_left(self) -> list[dict[str, Any]]:
+    def others_left(self) -> list[OtherLeft]:
         """Live descendants that are not the recorder's (a wrapper, a helper, a layer such
         as the guard). After the host exited, each gets up to HELPER_GRACE to exit on its
         own: `exit_ms` is when it did, after the host's exit; None when it was still
         running then (left), or when the host lives on (`host_lives`)."""
-        found = []
+        found: list[tuple[ProcessId, Layer]] = []
         for info in self.tree():
             if info.exited or info.pid in self.s.recorders or info.pid in self.helpers or any(
                     p is not None and info.pid == p.pid for p in (self.s.host, self.shell)):
@@ -538,12 +539,15 @@ class HostKeeper(BaseKeeper):
                 self.waiter.add(ident)
             self.wait_until(lambda: all(i in self.waiter.exited for i, _ in found),
                             time.monotonic() + HELPER_GRACE)
+        out: list[OtherLeft] = []
         for ident, o in found:
             at = self.waiter.exited.get(ident)
-            o["exit_ms"] = None if at is None or since is None else \
-                round(max(0.0, at - since) * 1000, 1)
-            o["host_lives"] = since is None  # a live host's processes are not left by it
-        return [o for _, o in found]
+            out.append({"pid": o["pid"], "cmdline": o["cmdline"],
+                        "exit_ms": None if at is None or since is None else
+                        round(max(0.0, at - since) * 1000, 1),
+                        # a live host's processes are not left by it
+                        "host_lives": since is None})
+        return out
 
     def before_end(self) -> None:
         """Close the host's stdin and the hold; note which recorders the clean-up kills."""
@@ -557,7 +561,7 @@ class HostKeeper(BaseKeeper):
         self.killed = sorted(self.live_recorders())
 
     # -- the core's hooks -----------------------------------------------------------------
-    def keep(self) -> dict[str, Any]:
+    def keep(self) -> Outcome:
         try:
             outcome = preempted(self.drive(), self.s, self.events_dir)
         except Interrupted:
@@ -568,10 +572,10 @@ class HostKeeper(BaseKeeper):
             self.others = self.others_left()
         return outcome
 
-    def interrupted(self) -> dict[str, Any]:
+    def interrupted(self) -> Outcome:
         return {"verdict": "error", "detail": "interrupted: the check was stopped"}
 
-    def result(self, outcome: dict[str, Any]) -> dict[str, Any]:
+    def result(self, outcome: Outcome) -> HostCheckRow:
         for _ in range(20):  # the pidfds of what the clean-up killed: readable at once
             if not self.waiter.pending or not self.waiter.wait(0):
                 break

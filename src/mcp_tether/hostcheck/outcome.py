@@ -18,8 +18,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from mcp_tether.hostcheck.record import (
+    HostCheckRow,
+    Layer,
+    OtherLeft,
+    Outcome,
+    RecordedEvent,
+)
 from mcp_tether.hostcheck.scenarios import PASSING, VERDICT_WORDS, HostScenario
 from mcp_tether.hostcheck.spec import CheckSpec
 from mcp_tether.hostcheck.timeline import build
@@ -49,19 +56,20 @@ class State:
     recorders: dict[int, ProcessId] = field(default_factory=dict)  # pid -> ident
     roles: dict[int, str] = field(default_factory=dict)
     statuses: dict[int, int] = field(default_factory=dict)  # the keeper's (the core's)
-    marks: list[dict[str, Any]] = field(default_factory=list)  # the keeper's own events
+    # The keeper's own events (t, what, pid and its details): the timeline's marks.
+    marks: list[dict[str, Any]] = field(default_factory=list)
     cleanup_at: float = float("inf")  # exits after this instant are the clean-up's
     tail: bytes = b""
     # The processes between the host and the server it started (a hidden `sh -c`, a
     # relaunched CLI), host side first, and every process of the host's tree: both read
     # while the handshake holds them (`read_tree`).
-    layers: list[dict[str, Any]] = field(default_factory=list)
+    layers: list[Layer] = field(default_factory=list)
     host_tree: set[int] = field(default_factory=set)
 
 
-def recorded_events(events_dir: str) -> list[dict[str, Any]]:
+def recorded_events(events_dir: str) -> list[RecordedEvent]:
     """Every event the recorders wrote to their files (`*.jsonl`), oldest first."""
-    out: list[dict[str, Any]] = []
+    out: list[RecordedEvent] = []
     try:
         names = sorted(os.listdir(events_dir))
     except OSError:
@@ -78,7 +86,7 @@ def recorded_events(events_dir: str) -> list[dict[str, Any]]:
     return sorted(out, key=lambda e: e.get("t", 0.0))
 
 
-def preempted(outcome: dict[str, Any], s: State, events_dir: str) -> dict[str, Any]:
+def preempted(outcome: Outcome, s: State, events_dir: str) -> Outcome:
     """`preempted` instead of a verdict when the recorder saw the host begin ending it
     before the trigger (from the events files: the FIFO may lag)."""
     acted = s.action_at
@@ -97,7 +105,7 @@ def preempted(outcome: dict[str, Any], s: State, events_dir: str) -> dict[str, A
             f"what was left after: {outcome['verdict']})"}
 
 
-def named_left(s: State, others: list[dict[str, Any]], verdict: str) -> str:
+def named_left(s: State, others: list[OtherLeft], verdict: str) -> str:
     """What the detail adds to a verdict: what every other process of the host's tree did
     (`exit_ms`: it exited by itself that long after the host; None or absent: still
     running, so left, or beside a host that lives on: `host_lives`), the host's own and
@@ -106,7 +114,7 @@ def named_left(s: State, others: list[dict[str, Any]], verdict: str) -> str:
     if others and verdict not in ("error", "skipped"):
         layers = {x["pid"] for x in s.layers}
 
-        def name(o: dict[str, Any]) -> str:
+        def name(o: OtherLeft) -> str:
             return (f"pid {o['pid']} ({o['cmdline'][:80]})"
                     + (", a layer the host put before its server" if o["pid"] in layers else
                        ", the host's own" if o["pid"] in s.host_tree else ""))
@@ -128,10 +136,17 @@ def named_left(s: State, others: list[dict[str, Any]], verdict: str) -> str:
     return "".join(f"; {x}" for x in out)
 
 
-def result_row(outcome: dict[str, Any], s: State, sc: HostScenario, spec: CheckSpec, *,
-               host_exit: float | None, host_config: str | None, others: list[dict[str, Any]],
+def _in_row(e: RecordedEvent, t_ms: float | None) -> RecordedEvent:
+    """A recorder's line as a row lists it: its instant `t` as `t_ms`, without its argv
+    (the row's `host_argv` and the start event say what it ran)."""
+    return cast("RecordedEvent", {**{k: v for k, v in e.items() if k not in ("t", "argv")},
+                                  "t_ms": t_ms})
+
+
+def result_row(outcome: Outcome, s: State, sc: HostScenario, spec: CheckSpec, *,
+               host_exit: float | None, host_config: str | None, others: list[OtherLeft],
                killed: list[int], exited: dict[ProcessId, float],
-               recorded: list[dict[str, Any]], tail: bytes) -> dict[str, Any]:
+               recorded: list[RecordedEvent], tail: bytes) -> HostCheckRow:
     """The scenario's result row: `outcome` (the keeper's verdict, detail and the recorder
     pids `left`), `host_exit` (the host's exit instant, as the keeper last saw it),
     `others` (the other processes left), `killed` (the recorders the clean-up killed),
@@ -141,10 +156,13 @@ def result_row(outcome: dict[str, Any], s: State, sc: HostScenario, spec: CheckS
     by_cleanup = host_exit is not None and host_exit >= s.cleanup_at
     verdict = outcome["verdict"]
 
-    def ms(t: float | None) -> float | None:
-        return None if t is None else round((t - s.t0) * 1000, 1)
+    def at(t: float) -> float:
+        return round((t - s.t0) * 1000, 1)
 
-    row = {
+    def ms(t: float | None) -> float | None:
+        return None if t is None else at(t)
+
+    row: HostCheckRow = {
         "scenario": sc.name,
         "title": sc.title,
         "verdict": verdict,
@@ -179,9 +197,8 @@ def result_row(outcome: dict[str, Any], s: State, sc: HostScenario, spec: CheckS
         "ps": outcome.get("ps"),  # reconnect: `ps` on the copies still running
         "calls": outcome.get("calls"),  # the tool-calling scenarios' facts (`calls.py`)
         "killed_by_cleanup": killed,
-        "recorded": [{**{k: v for k, v in e.items() if k not in ("t", "argv")},
-                      "t_ms": ms(e.get("t"))} for e in recorded],
-        "events": build(s, recorded, exited, killed, ms),
+        "recorded": [_in_row(e, ms(e.get("t"))) for e in recorded],
+        "events": build(s, recorded, exited, killed, at),
         "host_output_tail": tail.decode("utf-8", "replace"),
     }
     row["processes"] = processes(row)

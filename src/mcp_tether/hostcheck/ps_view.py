@@ -14,10 +14,13 @@ Guarantees:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.superseded import Samples
+
+if TYPE_CHECKING:
+    from mcp_tether.hostcheck.record import PsState
 
 __all__ = ["states", "look"]
 
@@ -28,11 +31,11 @@ def look(config: Path | None, samples: Samples) -> None:
 
 
 def states(pids: list[int], config: Path | None,
-           samples: Samples | None = None) -> list[dict[str, Any]]:
+           samples: Samples | None = None) -> list[PsState]:
     """The `ps` row of each of `pids` (a server row's root or one of its members)."""
     result = scan(config=str(config) if config is not None else None,
                   samples=samples if samples is not None else Samples())
-    out: list[dict[str, Any]] = []
+    out: list[PsState] = []
     for pid in pids:
         row = next((s for s in result.servers
                     if s.pid == pid or any(m.ident.pid == pid for m in s.members)), None)

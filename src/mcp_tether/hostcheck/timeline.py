@@ -6,9 +6,15 @@ recorder the "server" lane, its grandchild a child lane. Pure data shaping.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-__all__ = ["build", "WHAT"]
+if TYPE_CHECKING:
+    from mcp_tether.hostcheck.record import RecordedEvent
+    from mcp_tether.probe.record import TimelineEvent
+    from mcp_tether.proc.identity import ProcessId
+
+__all__ = ["build", "WHAT", "Seen"]
 
 # The recorder's event -> the timeline's `what` (None: not drawn)
 WHAT = {
@@ -22,21 +28,35 @@ WHAT = {
 }
 
 
-def build(state: Any, recorded: list[dict[str, Any]], exited: dict[Any, float],
-          killed: list[int], ms: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+class Seen(Protocol):
+    """What `build` reads of what the keeper saw (`outcome.State`, which imports this
+    module: so a protocol, not that class)."""
+
+    marks: list[dict[str, Any]]  # the keeper's own events: `t`, `what`, ...
+    host: ProcessId | None
+    host_status: int | None
+    statuses: dict[int, int]  # pid -> the status the keeper reaped
+    cleanup_at: float  # exits after this instant are the clean-up's
+
+
+def build(state: Seen, recorded: list[RecordedEvent], exited: dict[ProcessId, float],
+          killed: list[int], ms: Callable[[float], float]) -> list[TimelineEvent]:
+    """The keeper's marks, the recorders' events and every exit, as timeline events in
+    time order (`ms`: a monotonic instant as ms since the host was started)."""
+    out: list[TimelineEvent] = []
     for m in state.marks:
-        out.append({**{k: v for k, v in m.items() if k != "t"}, "t_ms": ms(m["t"])})
+        mark: dict[str, Any] = {**{k: v for k, v in m.items() if k != "t"}, "t_ms": ms(m["t"])}
+        out.append(cast("TimelineEvent", mark))
     for e in recorded:
         what, pid = e.get("what"), e.get("pid")
         if what == "start":
             role = e.get("role")
             cmd = "recorder" if role == "server" else "recorder (grandchild)"
-            ev: dict[str, Any] = {"what": "spawn" if role == "server" else "seen", "pid": pid,
-                                  "cmd": cmd, "ppid": e.get("ppid")}
+            seen: dict[str, Any] = {"what": "spawn" if role == "server" else "seen",
+                                    "pid": pid, "cmd": cmd, "ppid": e.get("ppid")}
             if role == "server":
-                ev["role"] = "server"
-            out.append({**ev, "t_ms": ms(e["t"])})
+                seen["role"] = "server"
+            out.append(cast("TimelineEvent", {**seen, "t_ms": ms(e["t"])}))
         elif what == "signal":
             out.append({"what": str(e.get("signal", "")).lower(), "pid": pid,
                         "t_ms": ms(e["t"]), "received": True})
@@ -45,7 +65,7 @@ def build(state: Any, recorded: list[dict[str, Any]], exited: dict[Any, float],
                         "recorded": what})
     host = state.host
     for ident, t in exited.items():
-        ev = {"what": "exit", "pid": ident.pid, "t_ms": ms(t),
+        ev: TimelineEvent = {"what": "exit", "pid": ident.pid, "t_ms": ms(t),
               "status": state.statuses.get(ident.pid)}
         if ident.pid in killed or t >= state.cleanup_at:
             ev["by"] = "hostcheck-cleanup"

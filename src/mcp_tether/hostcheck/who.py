@@ -8,6 +8,10 @@ its process group and session beside the host's, and how it ended. That is what 
 host that signals its direct child (only the wrapper gets it) from one that signals the
 group (everyone does) or closes stdin first (the spec's first rung).
 
+`saw_line(row, role)` says what one recorder process saw, in order, with its times: the
+"server saw" of every rendering, and of the survey's servers x hosts join, which reads
+a host check's JSON.
+
 Guarantees:
 - `signals` are what was sent to the process (SIGPIPE, raised by its own write, is not).
 - Only what was observed: the recorder's own events (its `start` carries its ppid,
@@ -20,11 +24,14 @@ Guarantees:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_tether.guard.result import signame
 
-__all__ = ["SIGNS", "processes", "relation"]
+if TYPE_CHECKING:
+    from mcp_tether.hostcheck.record import HostCheckRow, ProcessRow, RecordedEvent, SignalSeen
+
+__all__ = ["SIGNS", "processes", "relation", "saw_line", "ms_text"]
 
 # Events that show the host ending a recorder process (or being gone): before the
 # trigger, they mean the host's own shutdown had begun.
@@ -56,7 +63,7 @@ def _signal_name(status: int | None) -> str | None:
     return signame(status - 128)
 
 
-def _ended(row: dict[str, Any], pid: int, evs: list[dict[str, Any]],
+def _ended(row: HostCheckRow, pid: int, evs: list[RecordedEvent],
            statuses: dict[int, int]) -> tuple[str, float | None]:
     if pid in {x.get("pid") for x in row.get("left") or []}:
         return "left running", None
@@ -85,23 +92,23 @@ def _ended(row: dict[str, Any], pid: int, evs: list[dict[str, Any]],
     return "killed (SIGKILL: it exits no other way)", t
 
 
-def processes(row: dict[str, Any]) -> list[dict[str, Any]]:
+def processes(row: HostCheckRow) -> list[ProcessRow]:
     """One record per recorder process of `row` (a keeper's result), wrapper first."""
     recorded = row.get("recorded") or []
     host_pid, host_pgid, host_sid = row.get("host_pid"), row.get("host_pgid"), row.get("host_sid")
-    statuses = {int(e["child"]): int(e["status"]) for e in recorded
-                if e.get("what") == "child-exit" and e.get("child") is not None
-                and e.get("status") is not None}
+    statuses = {int(child): int(status) for e in recorded
+                if e.get("what") == "child-exit" and (child := e.get("child")) is not None
+                and (status := e.get("status")) is not None}
     starts = [e for e in recorded if e.get("what") == "start"]
     roles = {int(e["pid"]): str(e.get("role", "server")) for e in starts}
-    out = []
+    out: list[ProcessRow] = []
     for st in sorted(starts, key=lambda e: (ROLE_ORDER.get(e.get("role", ""), 3),
                                             e.get("t_ms") or 0.0)):
         pid = int(st["pid"])
         evs = [e for e in recorded if e.get("pid") == pid]
         # SIGPIPE is the kernel's answer to its own write on a closed stdout (a held
         # answer sent after the host died), not a signal anyone sent: the `saw` line has it.
-        signals = [{"signal": e.get("signal"), "t_ms": e.get("t_ms")}
+        signals: list[SignalSeen] = [{"signal": e.get("signal"), "t_ms": e.get("t_ms")}
                    for e in evs if e.get("what") == "signal" and e.get("signal") != "SIGPIPE"]
         closed = [e.get("t_ms") for e in evs if e.get("what") in STDIN_END]
         closed_ms = closed[0] if closed else None
@@ -128,3 +135,36 @@ def processes(row: dict[str, Any]) -> list[dict[str, Any]]:
             "ended_ms": ended_ms,
         })
     return out
+
+
+# What a recorder event says in a row's words (None: not said).
+_SAID: dict[str, str | None] = {
+         "start": None, "grandchild": None, "request": None, "initialize": None,
+         "initialized": "initialized", "stdin-eof": "EOF on stdin",
+         "stdin-hangup": "stdin hung up", "stdin-error": "stdin read error",
+         "stdout-closed": "stdout closed (EPIPE)", "parent-changed": "its parent changed",
+         "second-copy": "a second copy started", "child-exit": "its child exited",
+         "discover": "server/discover asked", "hold": None, "release": None, "exit": None,
+         "server": None, "call": None}
+
+
+def ms_text(v: float | None) -> str:
+    """A time in ms since the host was spawned, as a row shows it (`?`: not known)."""
+    return "?" if v is None else f"{float(v):.0f} ms"
+
+
+def saw_line(r: HostCheckRow, role: str, pid: int | None = None) -> str:
+    """What one recorder process (or every one of `role`) saw, in order, with times."""
+    items = []
+    for e in r.get("recorded") or []:
+        if e.get("role") != role or (pid is not None and e.get("pid") != pid):
+            continue
+        what = e.get("what")
+        text = e.get("signal") if what == "signal" else \
+            _SAID.get(what, what) if what is not None else None
+        if text is None or text == "initialized":
+            continue
+        if what == "child-exit":
+            text += f" (status {e.get('status')})"
+        items.append(f"{text} at {ms_text(e.get('t_ms'))}")
+    return ", ".join(dict.fromkeys(items)) or "nothing"

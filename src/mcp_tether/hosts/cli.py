@@ -22,11 +22,11 @@ from typing import Any
 from mcp_tether import hosts
 from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
+from mcp_tether.escape import terminal
 from mcp_tether.hosts.base import is_tether_name
 from mcp_tether.hosts.safety import work_tree
+from mcp_tether.jsonout import print_json
 from mcp_tether.log import say
-from mcp_tether.report.escape import terminal
-from mcp_tether.report.jsonout import print_json
 
 EXAMPLES = {
     "wrap": ("mcp-tether wrap --host claude-desktop --dry-run   # show the diff, change nothing",

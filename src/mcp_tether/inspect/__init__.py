@@ -25,8 +25,8 @@ from mcp_tether.inspect.node import (
     inspect_node_package,
     scan_node_modules,
 )
-from mcp_tether.inspect.python import find_site_packages, scan_site_packages
 from mcp_tether.inspect.node_imports import bin_of, node_uses
+from mcp_tether.inspect.python import find_site_packages, scan_site_packages
 from mcp_tether.inspect.uses import (
     Uses,
     guarded_command,

@@ -9,10 +9,10 @@ import sys
 from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
 from mcp_tether.inspect import NodeTransport, Transport, inspect_path, server_uses
+from mcp_tether.jsonout import print_json
 from mcp_tether.packages import ensure_installed, parse_spec, policy_line
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec
-from mcp_tether.report.jsonout import print_json
 
 EPILOG = """\
 PATH: npm:NAME[@VERSION] or pypi:NAME[==VERSION] (installed into the package cache as

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether.inspect.model import NodeTransport, Transport
-from mcp_tether.report.jsonout import read_object
+from mcp_tether.jsonout import read_object
 
 __all__ = ["NODE_PACKAGES", "CLASS_NAME", "CLASS_DEFINITION", "find_node_modules",
            "inspect_node_package", "scan_node_modules", "resolve_export", "analyse_transport",

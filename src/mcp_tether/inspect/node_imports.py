@@ -22,6 +22,7 @@ Guarantees:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_tether.inspect.model import Transport, Uses
@@ -34,7 +35,7 @@ from mcp_tether.inspect.node import (
     read_source,
     resolve_export,
 )
-from mcp_tether.report.jsonout import read_object
+from mcp_tether.jsonout import read_object
 
 __all__ = ["NODE_SDKS", "TETHER_PACKAGE", "node_uses", "bin_of", "package_root",
            "package_entry"]
@@ -109,89 +110,123 @@ def node_uses(entry: Path) -> Uses:
         out.how = f"{entry}: not a file"
         return out
     own = package_root(entry.parent)
-    queue, seen = [entry], {entry}
-    reached: list[tuple[str, Path, str, Path]] = []  # (sdk name, dir, specifier, importer)
-    other: tuple[str, Path, str, Path] | None = None  # the first MCP SDK we do not know
-    bundle: tuple[Path, int, str] | None = None
-    nbytes = 0
-    while queue and len(seen) <= MAX_FILES and nbytes < MAX_BYTES:
+    found = _walk(entry, own, out)
+    if found.sdks:
+        _say_sdk(out, found.sdks, own)
+    elif found.bundle is not None:
+        _say_bundle(out, found.bundle, _rel(entry, own))
+    elif found.other is not None:
+        _say_other(out, found.other, own)
+    else:
+        out.how = (f"no MCP SDK import reachable from {_rel(entry, own)} "
+                   f"({len(found.seen)} files read)")
+    return out
+
+
+# An import that reached an SDK: (the SDK's name, its folder, the specifier, the importer).
+_Import = tuple[str, Path, str, Path]
+
+
+@dataclass
+class _Found:
+    """What following the imports from an entry came to."""
+
+    seen: set[Path]  # every file queued to be read
+    sdks: list[_Import] = field(default_factory=list)  # known SDKs, a folder once each
+    other: _Import | None = None  # the first MCP SDK we do not know
+    bundle: tuple[Path, int, str] | None = None  # (file, offset, text) defining the class
+
+
+def _walk(entry: Path, own: Path | None, out: Uses) -> _Found:
+    """Read `entry` and what it imports, breadth first, within MAX_FILES and MAX_BYTES:
+    the SDKs reached, a bundled transport, an unknown SDK; `out.tether` when the tether
+    package is imported."""
+    found = _Found(seen={entry})
+    queue, nbytes = [entry], 0
+    while queue and len(found.seen) <= MAX_FILES and nbytes < MAX_BYTES:
         path = queue.pop(0)
         text = read_source(path)
         if text is None:
             continue
         nbytes += len(text)
-        if bundle is None and CLASS_NAME in text:
+        if found.bundle is None and CLASS_NAME in text:
             m = CLASS_DEFINITION.search(text)
             if m is not None:
-                bundle = (path, m.start(), text)
+                found.bundle = (path, m.start(), text)
         for _q, spec in _SPEC.findall(text):
             if spec.startswith("node:") or "${" in spec:
                 continue
-            if spec.startswith("."):
-                nxt = entry_file((path.parent / spec).resolve())
-            else:
-                name, sub = _split_spec(spec)
-                pkg_dir = node_package(name, path.parent)
-                if pkg_dir is None:
-                    continue  # a builtin, or not installed: Node would fail the same way
-                if name == TETHER_PACKAGE:
-                    if out.tether is None:
-                        out.tether = f"{_rel(path, own)} imports '{spec}'"
-                    continue
-                if name in NODE_SDKS:
-                    if not any(r[1] == pkg_dir for r in reached) or "stdio" in spec:
-                        reached.append((name, pkg_dir, spec, path))
-                    continue
-                if other is None and pkg_dir != own and other_sdk(name, pkg_dir):
-                    other = (name, pkg_dir, spec, path)  # followed on: it may use a known one
-                nxt = package_entry(pkg_dir, sub)
-            if nxt is not None and nxt.suffix in (".js", ".mjs", ".cjs") and nxt not in seen:
-                seen.add(nxt)
+            nxt = _follow(spec, path, own, out, found)
+            if nxt is not None and nxt.suffix in (".js", ".mjs", ".cjs") and \
+                    nxt not in found.seen:
+                found.seen.add(nxt)
                 queue.append(nxt)
-    rel = _rel(entry, own)
-    if reached:
-        # The SDK imported for its stdio transport, else the first one reached.
-        name, pkg_dir, spec, importer = next((r for r in reached if "stdio" in r[2]),
-                                             reached[0])
-        info = inspect_node_package(pkg_dir)
-        out.state, out.package, out.path = "sdk", name, str(pkg_dir)
-        out.version = info.version if info else None
-        out.via = info.delegates_to if info else None
-        out.info = info
-        out.how = (f"{_rel(importer, own)} imports '{spec}', resolved from there to "
-                   f"{pkg_dir}")
-        others = sorted({f"{r[0]}" for r in reached if r[1] != pkg_dir})
-        if others:
-            out.how += f" (also reached: {', '.join(others)})"
-        return out
-    if bundle is not None:
-        path, at, text = bundle
-        holder = package_root(path.parent)
-        doc = read_object(holder / "package.json") if holder else None
-        source = _bundle_source(text, at)
-        out.state, out.bundled, out.path = "sdk", True, str(path)
-        out.package = str((doc or {}).get("name") or path.name)
-        out.version = (doc or {}).get("version")
-        out.via = source
-        out.info = Transport(package=out.package, version=out.version, path=str(path),
-                             transport_file=str(path), delegates_to=source, notes=["bundled"],
-                             **analyse_transport(text))
-        out.how = (f"{CLASS_NAME} defined in {path} (bundled; reached from {rel})"
-                   + (f", bundled from {source}" if source else ""))
-        return out
-    if other is not None:
-        # An SDK of its own kind (`@sylphx/mcp-server-sdk`): which one is known, what its
-        # transport does at EOF is not (it was never read), so: unknown, with its name.
-        name, pkg_dir, spec, importer = other
-        doc = read_object(pkg_dir / "package.json") or {}
-        out.package, out.path = name, str(pkg_dir)
-        out.version = doc.get("version") if isinstance(doc.get("version"), str) else None
-        out.how = (f"{_rel(importer, own)} imports '{spec}': {name} "
-                   f"{out.version or '(version unknown)'}, an MCP SDK mcp-tether does not "
-                   "know, so its EOF behaviour is unknown")
-        return out
-    out.how = f"no MCP SDK import reachable from {rel} ({len(seen)} files read)"
-    return out
+    return found
+
+
+def _follow(spec: str, path: Path, own: Path | None, out: Uses, found: _Found) -> Path | None:
+    """The file `path`'s import of `spec` loads, to read next (None: not followed); an
+    SDK's or the tether package's import is noted instead."""
+    if spec.startswith("."):
+        return entry_file((path.parent / spec).resolve())
+    name, sub = _split_spec(spec)
+    pkg_dir = node_package(name, path.parent)
+    if pkg_dir is None:
+        return None  # a builtin, or not installed: Node would fail the same way
+    if name == TETHER_PACKAGE:
+        if out.tether is None:
+            out.tether = f"{_rel(path, own)} imports '{spec}'"
+        return None
+    if name in NODE_SDKS:
+        if not any(r[1] == pkg_dir for r in found.sdks) or "stdio" in spec:
+            found.sdks.append((name, pkg_dir, spec, path))
+        return None
+    if found.other is None and pkg_dir != own and other_sdk(name, pkg_dir):
+        found.other = (name, pkg_dir, spec, path)  # followed on: it may use a known one
+    return package_entry(pkg_dir, sub)
+
+
+def _say_sdk(out: Uses, reached: list[_Import], own: Path | None) -> None:
+    """The SDK imported for its stdio transport, else the first one reached."""
+    name, pkg_dir, spec, importer = next((r for r in reached if "stdio" in r[2]), reached[0])
+    info = inspect_node_package(pkg_dir)
+    out.state, out.package, out.path = "sdk", name, str(pkg_dir)
+    out.version = info.version if info else None
+    out.via = info.delegates_to if info else None
+    out.info = info
+    out.how = f"{_rel(importer, own)} imports '{spec}', resolved from there to {pkg_dir}"
+    others = sorted({f"{r[0]}" for r in reached if r[1] != pkg_dir})
+    if others:
+        out.how += f" (also reached: {', '.join(others)})"
+
+
+def _say_bundle(out: Uses, bundle: tuple[Path, int, str], rel: str) -> None:
+    """A transport class bundled into a file, and the SDK the bundler took it from."""
+    path, at, text = bundle
+    holder = package_root(path.parent)
+    doc = read_object(holder / "package.json") if holder else None
+    source = _bundle_source(text, at)
+    out.state, out.bundled, out.path = "sdk", True, str(path)
+    out.package = str((doc or {}).get("name") or path.name)
+    out.version = (doc or {}).get("version")
+    out.via = source
+    out.info = Transport(package=out.package, version=out.version, path=str(path),
+                         transport_file=str(path), delegates_to=source, notes=["bundled"],
+                         **analyse_transport(text))
+    out.how = (f"{CLASS_NAME} defined in {path} (bundled; reached from {rel})"
+               + (f", bundled from {source}" if source else ""))
+
+
+def _say_other(out: Uses, other: _Import, own: Path | None) -> None:
+    """An SDK of its own kind (`@sylphx/mcp-server-sdk`): which one is known, what its
+    transport does at EOF is not (it was never read), so: unknown, with its name."""
+    name, pkg_dir, spec, importer = other
+    doc = read_object(pkg_dir / "package.json") or {}
+    out.package, out.path = name, str(pkg_dir)
+    out.version = doc.get("version") if isinstance(doc.get("version"), str) else None
+    out.how = (f"{_rel(importer, own)} imports '{spec}': {name} "
+               f"{out.version or '(version unknown)'}, an MCP SDK mcp-tether does not "
+               "know, so its EOF behaviour is unknown")
 
 
 _OTHER_SDK = re.compile(r"\b(sdk|framework)\b", re.I)

@@ -75,6 +75,8 @@ def uses_for_command(argv: list[str], cwd: str | None = None, pid: int | None = 
 
 
 def _command(argv: list[str], here: Path, pid: int | None, depth: int) -> Uses:
+    """What `argv` loads, by its launcher: the guard, a shell, npx, node, uvx, python, or
+    an executable's shebang."""
     if not argv or depth > 3:
         return Uses(how="no command")
     base = os.path.basename(argv[0])
@@ -82,62 +84,85 @@ def _command(argv: list[str], here: Path, pid: int | None, depth: int) -> Uses:
     if inner is not None:
         return _command(inner, here, None, depth + 1)
     if base in ("sh", "bash", "dash", "zsh") and "-c" in argv[1:]:
-        i = argv.index("-c")
-        parts = argv[i + 1].replace("&&", ";").split(";") if i + 1 < len(argv) else []
-        got = Uses(how="a shell command with no server in it")
-        for part in parts:
-            words = [w for w in shlex.split(part) if w != "exec"]
-            got = _command(words, here, None, depth + 1)
-            if got.state != "unknown":
-                return got
-        return got
+        return _shell(argv, here, depth)
     if base in ("npx", "pnpx", "bunx") or argv[:2] in (["npm", "exec"], ["pnpm", "dlx"]):
-        pkgs = [a for a in argv[1:] if not a.startswith("-") and a != "exec"]
-        if not pkgs:
-            return Uses(language="node", how="no package named")
-        name = pkgs[0].rsplit("@", 1)[0] if pkgs[0].rfind("@") > 0 else pkgs[0]
-        # npx's own order: a package the project it runs in depends on (node_modules from
-        # its working folder up, as `mcp-tether survey` installs its servers) runs in
-        # place; only else does npx fetch it into its cache.
-        local = node_package(name, here)
-        dirs = [local] if local is not None else npx_package_dirs(pkgs[0])
-        if not dirs:
-            return Uses(language="node", how=f"{pkgs[0]}: not in {here}'s node_modules "
-                        "nor in the npx cache")
-        entry = bin_of(dirs[-1], name)
-        if entry is None:
-            return Uses(language="node", how=f"{dirs[-1]}: no bin or main")
-        got = node_uses(entry)
-        where = "the project's node_modules" if local is not None else "npx cache"
-        got.how = f"{where} {dirs[-1]}: " + got.how
-        return got
+        return _npx(argv, here)
     if base.startswith("node") or base in ("bun", "tsx"):
         script = next((a for a in argv[1:] if not a.startswith("-")), None)
         if script is None:
             return Uses(language="node", how="no script")
         return node_uses(here / script)
     if base == "uvx" or argv[:3] == ["uv", "tool", "run"]:
-        words = [a for a in (argv[3:] if base == "uv" else argv[1:]) if not a.startswith("-")]
-        for site in uvx_site_packages(words[0]) if words else []:
-            mod = _console_module(site, words[0])
-            if mod:
-                return python_uses("", module=mod, sites=[site],
-                                   env_how=f"uvx environment {site}")
-        return Uses(language="python", how="the uvx environment was not found")
+        return _uvx(argv, base)
     if base.startswith(("python", "pypy")):
-        i = 1
-        while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c"):
-            i += 1 + (argv[i] in ("-W", "-X"))
-        if i >= len(argv) or argv[i] == "-c":
-            return Uses(language="python", how="code given with -c is not read")
-        if argv[i] == "-m" and i + 1 < len(argv):
-            return python_uses(argv[0], module=argv[i + 1], pid=pid)
-        target = here / argv[i]
-        mod = _script_module(target) if target.parent.name == "bin" else None
-        if mod:  # a console script run by its interpreter: the module it calls
-            return python_uses(argv[0], module=mod, pid=pid)
-        return python_uses(argv[0], script=target, pid=pid)
-    # A console script or an executable file: its shebang names the interpreter.
+        return _python(argv, here, pid)
+    return _shebang(argv, here, pid, depth)
+
+
+def _shell(argv: list[str], here: Path, depth: int) -> Uses:
+    """`sh -c '...'`: the first of its commands that is a server."""
+    i = argv.index("-c")
+    parts = argv[i + 1].replace("&&", ";").split(";") if i + 1 < len(argv) else []
+    got = Uses(how="a shell command with no server in it")
+    for part in parts:
+        words = [w for w in shlex.split(part) if w != "exec"]
+        got = _command(words, here, None, depth + 1)
+        if got.state != "unknown":
+            return got
+    return got
+
+
+def _npx(argv: list[str], here: Path) -> Uses:
+    """`npx PKG` (pnpx, bunx, npm exec, pnpm dlx): the package's bin, where npx runs it."""
+    pkgs = [a for a in argv[1:] if not a.startswith("-") and a != "exec"]
+    if not pkgs:
+        return Uses(language="node", how="no package named")
+    name = pkgs[0].rsplit("@", 1)[0] if pkgs[0].rfind("@") > 0 else pkgs[0]
+    # npx's own order: a package the project it runs in depends on (node_modules from
+    # its working folder up, as `mcp-tether survey` installs its servers) runs in
+    # place; only else does npx fetch it into its cache.
+    local = node_package(name, here)
+    dirs = [local] if local is not None else npx_package_dirs(pkgs[0])
+    if not dirs:
+        return Uses(language="node", how=f"{pkgs[0]}: not in {here}'s node_modules "
+                    "nor in the npx cache")
+    entry = bin_of(dirs[-1], name)
+    if entry is None:
+        return Uses(language="node", how=f"{dirs[-1]}: no bin or main")
+    got = node_uses(entry)
+    where = "the project's node_modules" if local is not None else "npx cache"
+    got.how = f"{where} {dirs[-1]}: " + got.how
+    return got
+
+
+def _uvx(argv: list[str], base: str) -> Uses:
+    """`uvx PKG` (`uv tool run`): the module its console script calls, in uv's cache."""
+    words = [a for a in (argv[3:] if base == "uv" else argv[1:]) if not a.startswith("-")]
+    for site in uvx_site_packages(words[0]) if words else []:
+        mod = _console_module(site, words[0])
+        if mod:
+            return python_uses("", module=mod, sites=[site], env_how=f"uvx environment {site}")
+    return Uses(language="python", how="the uvx environment was not found")
+
+
+def _python(argv: list[str], here: Path, pid: int | None) -> Uses:
+    """`python [OPTIONS] (-m MODULE | SCRIPT)`: what the module or script imports."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c"):
+        i += 1 + (argv[i] in ("-W", "-X"))
+    if i >= len(argv) or argv[i] == "-c":
+        return Uses(language="python", how="code given with -c is not read")
+    if argv[i] == "-m" and i + 1 < len(argv):
+        return python_uses(argv[0], module=argv[i + 1], pid=pid)
+    target = here / argv[i]
+    mod = _script_module(target) if target.parent.name == "bin" else None
+    if mod:  # a console script run by its interpreter: the module it calls
+        return python_uses(argv[0], module=mod, pid=pid)
+    return python_uses(argv[0], script=target, pid=pid)
+
+
+def _shebang(argv: list[str], here: Path, pid: int | None, depth: int) -> Uses:
+    """A console script or an executable file: its shebang names the interpreter."""
     exe = shutil.which(argv[0]) or str(here / argv[0])
     try:
         with open(exe, "rb") as f:

@@ -23,6 +23,7 @@ from mcp_tether.probe.spec import Spec
 
 if TYPE_CHECKING:
     from mcp_tether.cliprogress import Progress
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = [
     "RowPlan", "rows", "run_lab", "server_levels", "BLOCKS", "PY_FIXTURES", "NODE_FIXTURES",
@@ -277,9 +278,8 @@ def _run_rows(
         raws = _retry_alone(specs, raws, should_stop, tell)
     done: dict[tuple[str, str], ScenarioResult] = {}
     for r, raw in zip(runnable, raws, strict=True):
-        res = ScenarioResult.from_dict(raw)
-        setattr(res, "raw", dict(raw, argv=list(r.argv)))  # noqa: B010  # for --html
-        done[(r.block, r.row)] = res
+        raw["argv"] = list(r.argv)  # for --html
+        done[(r.block, r.row)] = ScenarioResult.from_dict(raw)
     return done
 
 
@@ -297,16 +297,15 @@ def _in_table_order(
                                      None, detail=f"skipped: {skip_reason}")
             else:
                 res = done[(r.block, r.row)]
-            res.label = r.label
-            setattr(res, "block", block)  # noqa: B010  # lab-only: a field would reach probe JSON
+            res.label, res.block = r.label, block
             out.append(res)
     return out
 
 
 def _retry_alone(
-    specs: list[Spec], raws: list[dict[str, Any]], should_stop: Callable[[], bool],
-    tell: Callable[[int, dict[str, Any]], None] | None = None,
-) -> list[dict[str, Any]]:
+    specs: list[Spec], raws: list[ScenarioRecord], should_stop: Callable[[], bool],
+    tell: Callable[[int, ScenarioRecord], None] | None = None,
+) -> list[ScenarioRecord]:
     """Each row that could not run, once more, alone; the second result stands, marked
     (`tell(i, record)` hears of it, the record marked `rerun`)."""
     out = list(raws)
@@ -316,10 +315,10 @@ def _retry_alone(
         (again,) = run_specs([specs[i]], jobs=1, should_stop=should_stop)
         first = str(raw.get("detail") or "error")
         note = f"could not run beside the others ({first}); run again alone"
-        again = dict(again, warnings=[*(again.get("warnings") or []), note])
+        again["warnings"] = [*(again.get("warnings") or []), note]
         out[i] = again
         if tell is not None:
-            tell(i, dict(again, rerun={"alone": True, "why": first}))
+            tell(i, {**again, "rerun": {"alone": True, "why": first}})
     return out
 
 

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration as duration
 from mcp_tether.cliutil import teach
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, TetherError
 from mcp_tether.inspect import Transport, sdks_for_command
+from mcp_tether.jsonout import print_json
 from mcp_tether.lab import BLOCKS, node_env, run_lab, server_levels
-from mcp_tether.lab.summary import render_summary
 from mcp_tether.probe.diagnose import annotate, summary
 from mcp_tether.probe.runner import StopSignals
 from mcp_tether.report.files import write_junit_or_say, write_pictures
-from mcp_tether.report.jsonout import print_json
+from mcp_tether.report.lab_summary import render_summary
 from mcp_tether.report.text import render_table
+
+if TYPE_CHECKING:
+    from mcp_tether.probe import ScenarioResult
+    from mcp_tether.probe.record import ScenarioRecord
+    from mcp_tether.report.picture import Section
 
 EPILOG = """\
 blocks: reference (rows A-J: Node plain/timer/fixed x close/exit/crash, stubborn close),
@@ -103,7 +108,7 @@ def command(args: argparse.Namespace) -> int:
             results,
             title=TITLE,
             with_label=True,
-            blocks=[(b, [r for r in results if getattr(r, "block", "") == b]) for b in blocks],
+            blocks=[(b, [r for r in results if r.block == b]) for b in blocks],
         )
         width = max((len(n) for n in levels), default=0)
         print("level met per server (none / spec / robust, over the rows it has):",
@@ -114,7 +119,7 @@ def command(args: argparse.Namespace) -> int:
         render_summary(results, blocks, levels)
     code = write_pictures("lab", sections, html=args.html, markdown=args.markdown,
                           title=TITLE)
-    suites = {b: [r for r in results if getattr(r, "block", "") == b] for b in blocks}
+    suites = {b: [r for r in results if r.block == b] for b in blocks}
     code = write_junit_or_say(args.junit, suites, "spec") or code
     errors = [r for r in results if r.verdict == "error"]
     if errors:
@@ -124,7 +129,7 @@ def command(args: argparse.Namespace) -> int:
     return EXIT_FAILED if errors else EXIT_OK
 
 
-def _annotated(results: list[Any], blocks: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+def _annotated(results: list[ScenarioResult], blocks: tuple[str, ...]) -> list[Section]:
     """Each row's full result with its diagnosis and remedy, grouped by block."""
     cache: dict[str, list[Transport]] = {}
 
@@ -134,33 +139,36 @@ def _annotated(results: list[Any], blocks: tuple[str, ...]) -> list[tuple[str, d
             cache[key] = sdks_for_command(argv)
         return cache[key]
 
-    sections = []
+    sections: list[Section] = []
     for b in blocks:
         rows = []
         for r in results:
-            if getattr(r, "block", "") != b:
+            if r.block != b:
                 continue
-            d = dict(getattr(r, "raw", None) or r.to_dict(), label=r.label, block=b)
+            d: ScenarioRecord = {**(r.record or r.to_dict()), "label": r.label, "block": b}
             annotate([d], d.get("argv") or [], locate=locate)
-            setattr(r, "raw", d)  # noqa: B010  # the summary reads the remedy from here
+            r.record = d  # the summary reads the remedy from here
             rows.append(d)
         sections.append((f"lab: {b}", {"results": rows, "server_summaries": _per_server(rows)}))
     return sections
 
 
-def _json_row(r: Any) -> dict[str, Any]:
+def _json_row(r: ScenarioResult) -> ScenarioRecord:
     """A row of `lab --json`: the typed result, its block, and (failed rows) the
     diagnosis and remedy `_annotated` derived, with the remedy as data (`remedy_steps`,
     `remedy_guard`), as `probe --json` has them: on the rows `annotate` gave them to."""
-    raw = getattr(r, "raw", None) or {}
-    row = dict(r.to_dict(), block=getattr(r, "block", ""),
-               diagnosis=raw.get("diagnosis") or r.diagnosis,
-               remedy=raw.get("remedy") or r.remedy)
-    row.update({k: raw[k] for k in ("remedy_steps", "remedy_guard") if k in raw})
+    raw = r.record
+    row: ScenarioRecord = {**r.to_dict(), "block": r.block,
+                           "diagnosis": (raw.get("diagnosis") if raw else None) or r.diagnosis,
+                           "remedy": (raw.get("remedy") if raw else None) or r.remedy}
+    if raw and "remedy_steps" in raw:
+        row["remedy_steps"] = raw["remedy_steps"]
+    if raw and "remedy_guard" in raw:
+        row["remedy_guard"] = raw["remedy_guard"]
     return row
 
 
-def _per_server(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _per_server(rows: list[ScenarioRecord]) -> list[tuple[str, str]]:
     """The lab mixes servers in a block: one summary line per server (label minus row)."""
     servers = list(dict.fromkeys(str(r.get("label", "")).partition(" ")[2] for r in rows))
     return [(s, summary([r for r in rows if str(r.get("label", "")).partition(" ")[2] == s]))

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tether.errors import UsageError
+from mcp_tether.jsonout import read_object
 from mcp_tether.packages import npm, pypi
 from mcp_tether.packages.cache import cache_root, ensure_dir, locked
 from mcp_tether.packages.errors import PackageError, fetch_failed, no_command
@@ -52,7 +53,6 @@ from mcp_tether.packages.spec import (
     is_package_spec,
     parse_spec,
 )
-from mcp_tether.report.jsonout import read_object
 
 __all__ = ["prepare", "Prepared", "PackageSpec", "PackageError", "InstallPolicy", "parse_spec",
            "is_package_spec", "cache_root", "LAUNCHES", "default_launch", "ensure_installed",

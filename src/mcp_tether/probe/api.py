@@ -14,8 +14,8 @@ import math
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_tether.errors import CommandNotExecutable, CommandNotFound, UsageError
 from mcp_tether.guard.argv import parse_guard_argv
@@ -28,6 +28,7 @@ from mcp_tether.probe.verdict import Survivor
 
 if TYPE_CHECKING:
     from mcp_tether.cliprogress import Progress
+    from mcp_tether.probe.record import ProbeDocument, ScenarioRecord
 
 __all__ = [
     "probe",
@@ -86,9 +87,17 @@ class ScenarioResult:
     error_code: int | None = None  # 127/126 when the command could not be started
     diagnosis: str = ""  # failed: which guarantee failed and what kept the tree alive
     remedy: str = ""  # failed: what to change, fitting the server's language and launcher
+    # Not in `to_dict` (the JSON of the typed result), so that stays the stable schema:
+    # the keeper's whole record (timeline, survivors' evidence: what --json, --html and
+    # --detail show besides), the lab's block, and the line the table prints under a row.
+    record: ScenarioRecord | None = field(default=None, repr=False, compare=False,
+                                          metadata={"json": False})
+    block: str = field(default="", metadata={"json": False})
+    explain: str = field(default="", metadata={"json": False})
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ScenarioResult:
+    def from_dict(cls, d: ScenarioRecord) -> ScenarioResult:
+        """The typed view of a scenario's record, which it keeps (`record`)."""
         level = d.get("level") or (get(d["scenario"]).level if d["scenario"] in SCENARIOS
                                    else SPEC)
         return cls(
@@ -116,12 +125,26 @@ class ScenarioResult:
             error_code=d.get("error_code"),
             diagnosis=d.get("diagnosis") or "",
             remedy=d.get("remedy") or "",
+            record=d,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["survivors"] = [{k: s[k] for k in SURVIVOR_FIELDS} for s in d["survivors"]]
-        return d
+    def to_dict(self) -> ScenarioRecord:
+        """The typed result's JSON: its fields in order, each survivor's five."""
+        d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
+                             if f.metadata.get("json", True)}
+        d["survivors"] = [{k: getattr(s, k) for k in SURVIVOR_FIELDS} for s in self.survivors]
+        d["warnings"] = list(self.warnings)
+        return cast("ScenarioRecord", d)
+
+    def json_row(self) -> ScenarioRecord:
+        """What `probe --json` prints for it: the keeper's whole record, with the typed
+        fields where both have a key (a key of the record only stays where it was, a
+        typed one it lacks comes after), and the record's own survivors (with their
+        evidence)."""
+        record = self.record or cast("ScenarioRecord", {})
+        row = cast("ScenarioRecord", dict(record, **self.to_dict()))
+        row["survivors"] = record.get("survivors", row["survivors"])
+        return row
 
     def counts_at(self, level: str) -> bool:
         """Does this scenario decide a pass at `level`? (robust counts spec ones too.)"""
@@ -169,7 +192,7 @@ class ProbeReport:
             return codes.pop()
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProbeDocument:
         return {
             "command": self.command,
             "level": self.level,
@@ -255,7 +278,7 @@ def build_specs(argv: list[str], opts: ProbeOptions) -> list[Spec]:
     ]
 
 
-def never_started(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def never_started(raw: list[ScenarioRecord]) -> list[ScenarioRecord]:
     """A server that exits during start-up in every scenario that handshakes (a missing
     entry file, a crash on import) exits under `devnull` too, before it reads its stdin:
     that exit says nothing about EOF. Such a `devnull` result becomes `early-exit`
@@ -265,10 +288,10 @@ def never_started(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return raw
     for r in raw:
         if r.get("scenario") == "devnull" and r.get("verdict") == "exited":
-            r.update(verdict="early-exit", passed=False, rung=None, exit_ms=None,
-                     detail=f"server exited before the trigger (status {r.get('exit_status')}): "
-                            "it exits during start-up in every scenario, so its exit here "
-                            "says nothing about stdin at EOF")
+            r["verdict"], r["passed"], r["rung"], r["exit_ms"] = "early-exit", False, None, None
+            r["detail"] = (f"server exited before the trigger (status {r.get('exit_status')}): "
+                           "it exits during start-up in every scenario, so its exit here "
+                           "says nothing about stdin at EOF")
     return raw
 
 
@@ -295,11 +318,4 @@ def probe(
     raw = run_specs(specs, jobs=opts.jobs, should_stop=should_stop, on_result=tell)
     never_started(raw)
     annotate(raw, list(argv), cwd=opts.cwd)
-    results = []
-    for d in raw:
-        res = ScenarioResult.from_dict(d)
-        # The keeper's whole record (timeline, survivors' evidence) for --json/--html;
-        # not a field, so the typed result and its to_dict() stay the stable schema.
-        setattr(res, "raw", d)  # noqa: B010
-        results.append(res)
-    return ProbeReport(list(argv), results, level)
+    return ProbeReport(list(argv), [ScenarioResult.from_dict(d) for d in raw], level)

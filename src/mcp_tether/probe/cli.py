@@ -6,10 +6,9 @@ import argparse
 import json
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether import hosts
-from mcp_tether.cli import build_parser
 from mcp_tether.cliprogress import Progress, add_quiet
 from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.errors import (
@@ -20,7 +19,9 @@ from mcp_tether.errors import (
     TetherError,
     UsageError,
 )
+from mcp_tether.escape import terminal
 from mcp_tether.hosts.model import ServerEntry
+from mcp_tether.jsonout import print_json
 from mcp_tether.packages import policy_line, prepare
 from mcp_tether.packages.options import add_policy_options, policy_from
 from mcp_tether.packages.spec import is_package_spec, parse_spec
@@ -46,11 +47,12 @@ from mcp_tether.probe.spec import (
     SPEC,
     WINDOW,
 )
-from mcp_tether.report.escape import terminal
 from mcp_tether.report.files import write_junit_or_say, write_pictures
-from mcp_tether.report.jsonout import print_json
 from mcp_tether.report.text import render_fixes, render_matrix, render_table
 from mcp_tether.report.timeline import print_timelines
+
+if TYPE_CHECKING:
+    from mcp_tether.report.picture import Picture, Section
 
 
 def _examples() -> str:
@@ -109,6 +111,8 @@ USAGE = """mcp-tether probe [options] -- COMMAND [ARGS...]
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    # The options written after a package spec are read by this same parser, again.
+    parser.set_defaults(parser=parser)
     teach(parser, EXAMPLES, WORDS, usage=USAGE)
     parser.epilog = _examples() + "\n" + (parser.epilog or "")
     run = parser.add_argument_group("the scenarios")
@@ -263,9 +267,7 @@ def _package_command(words: list[str], args: argparse.Namespace) -> list[str]:
     cut = rest.index("--") if "--" in rest else len(rest)
     ours, server_args = rest[:cut], rest[cut + 1:]
     if ours:  # options written after the spec are still ours
-        parser, _ = build_parser(args.command_name if hasattr(args, "command_name")
-                                 else "probe")
-        parser.parse_args(ours, namespace=args)
+        args.parser.parse_args(ours, namespace=args)
         if args.cmd:
             raise UsageError(f"{' '.join(args.cmd)}: put the server's arguments after `--`: "
                              f"mcp-tether probe {spec} [OPTIONS] -- ARGS")
@@ -307,20 +309,17 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
     payload = report.to_dict()
     # The keepers' records carry what the typed result leaves out (the timeline, each
     # survivor's evidence); the typed fields win where both have a key.
-    payload["results"] = [dict(getattr(r, "raw", {}), **d)
-                          for r, d in zip(report.results, payload["results"], strict=True)]
-    for r, d in zip(report.results, payload["results"], strict=True):
-        d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
+    payload["results"] = [r.json_row() for r in report.results]
     payload["summary"] = summary(payload["results"])
     payload["rerun_alone"] = [d["scenario"] for d in payload["results"] if d.get("rerun")]
     payload["suggest_jobs_1"] = suggest_jobs_1(payload["results"])
     title = f"mcp-tether probe: {shlex.join(report.command)}"
     if args.json:
-        print_json("probe", payload["results"],
-                   **{k: v for k, v in payload.items() if k != "results"})
+        fields: dict[str, Any] = {k: v for k, v in payload.items() if k != "results"}
+        print_json("probe", payload["results"], **fields)
     else:
         for r, d in zip(report.results, payload["results"], strict=True):
-            setattr(r, "explain", explain_line(d))  # noqa: B010  # shown under the row
+            r.explain = explain_line(d)  # shown under the row
         passed = sum(r.passed for r in report.results)
         render_table(report.results, title=title, level=report.level)
         render_fixes(payload["results"])
@@ -340,7 +339,8 @@ def emit(report: ProbeReport, args: argparse.Namespace) -> int | None:
         if getattr(args, "detail", False):
             sys.stdout.flush()
             print_timelines(payload["results"])
-    code = write_pictures("probe", [(title, payload)], html=getattr(args, "html", None),
+    picture: Picture = {"results": payload["results"], "summary": payload["summary"]}
+    code = write_pictures("probe", [(title, picture)], html=getattr(args, "html", None),
                           markdown=getattr(args, "markdown", None))
     return write_junit_or_say(args.junit, {shlex.join(report.command): report.results},
                               report.level) or code
@@ -373,9 +373,8 @@ def _files_for_a_start_error(args: argparse.Namespace, cmd: list[str], exc: Exce
     r = _start_error_result(exc, args.host_style)  # type: ignore[arg-type]
     title = f"mcp-tether probe: {shlex.join(cmd)}"
     d = r.to_dict()
-    payload = {"command": cmd, "level": args.level, "passed": False, "meets": "none",
-               "results": [d], "summary": d["diagnosis"]}
-    write_pictures("probe", [(title, payload)], html=getattr(args, "html", None),
+    picture: Picture = {"results": [d], "summary": d.get("diagnosis") or ""}
+    write_pictures("probe", [(title, picture)], html=getattr(args, "html", None),
                    markdown=getattr(args, "markdown", None))
     write_junit_or_say(args.junit, {shlex.join(cmd): [r]}, args.level)
 
@@ -458,14 +457,13 @@ def _emit_configured(report: ConfiguredReport, args: argparse.Namespace) -> int 
     level = report.level
     if args.json:
         doc = report.to_dict()
-        print_json("probe-config", doc.pop("servers"), **doc)
+        print_json("probe-config", doc["servers"], level=doc["level"], passed=doc["passed"])
     else:
         render_matrix(report.results, [s.label for s in report.servers])
         if args.detail:
             for s in report.probed:
                 render_table(s.results, title=s.label, level=level)
-                print_timelines([dict(getattr(r, "raw", {}), **r.to_dict())
-                                 for r in s.results])
+                print_timelines([r.json_row() for r in s.results])
         for s in report.probed:
             guarded = " (guarded)" if s.guarded else ""
             print(f"  {terminal(s.label)}: meets {s.meets}{guarded}", file=sys.stderr)
@@ -480,20 +478,16 @@ def _emit_configured(report: ConfiguredReport, args: argparse.Namespace) -> int 
     return write_junit_or_say(args.junit, {s.label: s.results for s in report.servers}, level)
 
 
-def sections(
-    rows: list[ScenarioResult], commands: dict[str, list[str]]
-) -> list[tuple[str, dict[str, Any]]]:
+def sections(rows: list[ScenarioResult], commands: dict[str, list[str]]) -> list[Section]:
     """One picture section per configured server, in the matrix's order.
 
     A server that was not probed (disabled, remote, a config error) is a section with
     its one row and the reason, never a pass: its summary says "not probed".
     """
-    out = []
+    out: list[Section] = []
     for label in dict.fromkeys(r.label for r in rows):
         mine = [r for r in rows if r.label == label]
-        results = [dict(getattr(r, "raw", {}), **r.to_dict()) for r in mine]
-        for r, d in zip(mine, results, strict=True):
-            d["survivors"] = getattr(r, "raw", {}).get("survivors", d["survivors"])
+        results = [r.json_row() for r in mine]
         argv = commands.get(label) or []
         title = f"{label}: {shlex.join(argv)}" if argv else label
         if all(r.scenario == "*" for r in mine):

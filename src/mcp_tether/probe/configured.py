@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcp_tether.errors import TetherError, UsageError
 from mcp_tether.hosts import REGISTRY
@@ -50,6 +50,7 @@ from mcp_tether.probe.spec import LEVELS, SPEC, Spec
 
 if TYPE_CHECKING:
     from mcp_tether.cliprogress import Progress
+    from mcp_tether.probe.record import ConfiguredDocument, ConfiguredServer, ScenarioRecord
 
 __all__ = [
     "NOT_RUN",
@@ -115,7 +116,7 @@ class ServerResult:
     def passes(self, level: str) -> bool:
         return all(r.passed for r in self.results if r.counts_at(level))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ConfiguredServer:
         return {"name": self.label, "meets": self.meets, "guarded": self.guarded,
                 "results": [r.to_dict() for r in self.results]}
 
@@ -141,7 +142,7 @@ class ConfiguredReport:
         """Every row, server by server (each carries its server's `label`)."""
         return [r for s in self.servers for r in s.results]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ConfiguredDocument:
         return {"level": self.level, "passed": self.passed,
                 "servers": [s.to_dict() for s in self.servers]}
 
@@ -255,12 +256,9 @@ def probe_planned(
     return ConfiguredReport(list(servers.values()), options.level)
 
 
-def _result(record: dict[str, Any], label: str) -> ScenarioResult:
-    res = ScenarioResult.from_dict(record)
+def _result(record: ScenarioRecord, label: str) -> ScenarioResult:
+    res = ScenarioResult.from_dict(record)  # the whole record kept, for --html and --detail
     res.label = label
-    # The keeper's whole record (timeline, survivors' evidence) for --html and --detail;
-    # not a field, so to_dict() stays the stable schema.
-    setattr(res, "raw", record)  # noqa: B010
     return res
 
 

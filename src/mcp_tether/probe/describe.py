@@ -1,13 +1,16 @@
 """One process's evidence (see `evidence.py`) in words: why it is still alive.
 
-Pure functions over the evidence dict; used by the diagnosis and shown in the JSON,
+Pure functions over the evidence (`record.Evidence`); used by the diagnosis and shown in the JSON,
 the table, the HTML timeline and the Markdown summary.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import Evidence, Left
 
 __all__ = ["kept_alive", "short"]
 
@@ -33,7 +36,7 @@ def short(cmd: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _disposition(ev: dict[str, Any], sig: str) -> str | None:
+def _disposition(ev: Evidence, sig: str) -> str | None:
     """What the process had done about `sig` (from /proc/<pid>/status masks)."""
     if sig in (ev.get("sig_ignored") or []):
         return f"it ignores {sig} (SIG_IGN)"
@@ -44,15 +47,16 @@ def _disposition(ev: dict[str, Any], sig: str) -> str | None:
     return None
 
 
-def kept_alive(s: dict[str, Any], sig: str | None = None, sent_to: int | None = None) -> str:
+def kept_alive(s: Left, sig: str | None = None, sent_to: int | None = None) -> str:
     """What can be seen from outside about why a survivor is still alive. `sig` went to
     `sent_to` only: another process never received it."""
     if s.get("container"):  # a `docker run -i` server's container: no pid of ours
         inside = str(s.get("cmdline") or "").partition(": ")[2].replace("`", "")
         return f"container {s['container']} ({short(inside or 'its init')}) is still alive"
-    ev = s.get("evidence") or {}
-    name = short(s.get("cmdline") or " ".join(ev.get("cmdline") or [])
-                  or ev.get("comm") or "gone")
+    ev = s.get("evidence")
+    name = short(s.get("cmdline")
+                 or (" ".join(ev.get("cmdline") or []) or ev.get("comm") if ev else None)
+                 or "gone")
     if not ev:
         return f"pid {s.get('pid')} ({name}) is still alive"
     if ev.get("alive") is False:

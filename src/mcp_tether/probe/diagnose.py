@@ -8,8 +8,8 @@
 Everything is derived from what the run recorded (the verdict, the timeline `events`,
 each survivor's `evidence`: threads, children, whether it still holds the wire, the exit
 status, stderr) and from the server's SDK as `mcp-tether inspect` reads it from the
-installed source. Nothing looks at fixture names. Results are dicts (the `--json`
-schema), so this keeps working whatever the probe's internal classes become.
+installed source. Nothing looks at fixture names. Results are the `--json` records
+(`record.ScenarioRecord`), so this keeps working whatever the probe's classes become.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TypedDict
 
 from mcp_tether.inspect.model import Transport
 from mcp_tether.probe.describe import kept_alive, short
 from mcp_tether.probe.node_causes import PRELOAD, before_tether, kid_fix, out_of_reach
+from mcp_tether.probe.record import Left, ScenarioRecord, TetherShutdown, TimelineEvent
 
 __all__ = [
     "GUARANTEES", "annotate", "diagnose", "remedy", "remedy_parts", "summary", "start_failure",
@@ -85,15 +86,26 @@ PYTHON_CHILDREN = {
 }
 
 
+class _Proc(TypedDict, total=False):
+    """A process of a scenario's timeline, as the sentences name it (`_procs`)."""
+
+    cmd: str
+    ppid: int | None
+    role: str | None  # client | server | helper; None: seen in the tree
+    exit_ms: float | None
+    status: int | None
+    by: str | None
+
+
 def guarantee_of(scenario: str) -> str | None:
     return _SCENARIO_GUARANTEE.get(scenario)
 
 
-def _failed(r: dict[str, Any]) -> bool:
+def _failed(r: ScenarioRecord) -> bool:
     return not r.get("passed", False) and r.get("verdict") in _FAILED
 
 
-def _noise(r: dict[str, Any]) -> list[str]:
+def _noise(r: ScenarioRecord) -> list[str]:
     return [w for w in r.get("warnings", []) if str(w).startswith("stdout-noise")]
 
 
@@ -105,7 +117,7 @@ _ERROR_LINE = re.compile(r"^(?:[A-Z]\w*)?(?:Error|Exception)(?: \[[\w-]+\])?: \S
 _NODE_BANNER = re.compile(r"^Node\.js v\d+\.\d+\.\d+$")
 
 
-def start_failure(r: dict[str, Any]) -> str | None:
+def start_failure(r: ScenarioRecord) -> str | None:
     """Why a server did not start or answer, from its stderr: the last line that names an
     error (a crash's message, not Node's version banner after it), else the last line."""
     if r.get("verdict") not in ("error", "early-exit"):
@@ -128,13 +140,13 @@ def _guarded(command: list[str]) -> list[str] | None:
     return guarded_command(command)
 
 
-def _events(r: dict[str, Any]) -> list[dict[str, Any]]:
+def _events(r: ScenarioRecord) -> list[TimelineEvent]:
     return list(r.get("events") or [])
 
 
-def _procs(r: dict[str, Any]) -> dict[int, dict[str, Any]]:
+def _procs(r: ScenarioRecord) -> dict[int, _Proc]:
     """pid -> {cmd, ppid, role, exit_ms, status, by} from the timeline."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, _Proc] = {}
     for e in _events(r):
         pid = e.get("pid")
         if pid is None:
@@ -145,33 +157,50 @@ def _procs(r: dict[str, Any]) -> dict[int, dict[str, Any]]:
             p.setdefault("ppid", e.get("ppid"))
             p.setdefault("role", e.get("role"))
         elif e["what"] == "exit":
-            p.update(exit_ms=e["t_ms"], status=e.get("status"), by=e.get("by"))
+            p["exit_ms"], p["status"], p["by"] = e["t_ms"], e.get("status"), e.get("by")
     # One name per process in every sentence: the command it ran last (after its exec),
     # as the survivors' lines name it, not the one read when it was first seen (a shell
     # or launcher just forked, before it exec'd the server).
-    for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
-        ev = s.get("evidence") or {}
-        cmd = s.get("cmdline") or " ".join(ev.get("cmdline") or [])
+    for s in _left(r):
+        cmd = s.get("cmdline") or " ".join(_argv(s))
         if s.get("pid") in out and cmd:
             out[s["pid"]]["cmd"] = cmd
     return out
 
 
-def _server_pid(r: dict[str, Any]) -> int | None:
+def _proc(procs: dict[int, _Proc], pid: int | None) -> _Proc:
+    """The timeline's process `pid` ({} when it has none)."""
+    return (procs.get(pid) if pid is not None else None) or {}
+
+
+def _left(r: ScenarioRecord) -> list[Left]:
+    """Every process the scenario left: alive after the window, then those the probe
+    SIGKILLed at its end."""
+    return [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
+
+
+def _argv(s: Left) -> list[str]:
+    """A process's command as its evidence read it ([]: no evidence, a container)."""
+    ev = s.get("evidence")
+    return list(ev.get("cmdline") or []) if ev else []
+
+
+def _server_pid(r: ScenarioRecord) -> int | None:
     for e in _events(r):
-        if e["what"] == "spawn" and e.get("role") == "server":
-            return int(e["pid"])
+        pid = e.get("pid")
+        if e["what"] == "spawn" and e.get("role") == "server" and pid is not None:
+            return int(pid)
     return None
 
 
-def _language(r: dict[str, Any], command: list[str], sdks: list[Transport]) -> str | None:
+def _language(r: ScenarioRecord, command: list[str], sdks: list[Transport]) -> str | None:
     """node / python, from what actually ran (survivors' exe), else the command, else SDKs."""
     words: list[str] = []
     for s in r.get("survivors", []):
-        ev = s.get("evidence") or {}
-        if _guarded(list(ev.get("cmdline") or [])) is not None:
+        ev = s.get("evidence")
+        if _guarded(_argv(s)) is not None:
             continue  # the guard is Python whatever it guards: not the server's language
-        words += [ev.get("exe") or "", *(ev.get("cmdline") or [])[:1]]
+        words += [(ev.get("exe") if ev else None) or "", *_argv(s)[:1]]
     procs = _procs(r)
     parents = {p.get("ppid") for p in procs.values()}
     # Leaves first: behind a wrapper or the guard, the process with no child is the server.
@@ -193,11 +222,11 @@ def _language(r: dict[str, Any], command: list[str], sdks: list[Transport]) -> s
     return langs.pop() if len(langs) == 1 else None
 
 
-def _signal_target(r: dict[str, Any], what: str) -> int | None:
+def _signal_target(r: ScenarioRecord, what: str) -> int | None:
     return next((e.get("pid") for e in _events(r) if e["what"] == what), None)
 
 
-def _descends(pid: int, root: int, procs: dict[int, dict[str, Any]]) -> bool:
+def _descends(pid: int, root: int, procs: dict[int, _Proc]) -> bool:
     """Is `pid` of the server's tree below `root`? The keeper watches only the client and
     the server's tree and adopts what that tree leaves, so a process first seen already
     adopted (its parent exited before the keeper looked: a loaded machine) is still of
@@ -217,7 +246,7 @@ def _descends(pid: int, root: int, procs: dict[int, dict[str, Any]]) -> bool:
     return False
 
 
-def _ended_on(r: dict[str, Any]) -> str | None:
+def _ended_on(r: ScenarioRecord) -> str | None:
     """What the process the client started last got before it exited (`EOF`, `SIGTERM`,
     ...; "its client's exit" when nothing was sent to it), None while it lived on."""
     sp = _server_pid(r)
@@ -241,15 +270,15 @@ def _is_wrapper(command: list[str]) -> bool:
     return head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None
 
 
-def _spawned_wrapper(r: dict[str, Any]) -> bool:
+def _spawned_wrapper(r: ScenarioRecord) -> bool:
     """Is the process the client started a wrapper, by its command (`sh -c`, `npx`, npx
     run by node: `node /usr/bin/npx`, or the guard)?"""
-    cmd = str(_procs(r).get(_server_pid(r) or -1, {}).get("cmd") or "")
+    cmd = str(_proc(_procs(r), _server_pid(r)).get("cmd") or "")
     heads = {_base(w) for w in cmd.split(" ")[:2]}
     return bool(heads & {*_SHELLS, *_LAUNCHERS}) or _guarded(cmd.split()) is not None
 
 
-def _wrapper_failure(r: dict[str, Any]) -> str | None:
+def _wrapper_failure(r: ScenarioRecord) -> str | None:
     """The process the client started was gone at the window's end while a descendant
     of it lived on: a wrapper that did not pass the ending on.
 
@@ -267,18 +296,18 @@ def _wrapper_failure(r: dict[str, Any]) -> str | None:
     # processes leave), so a survivor whose ancestry the timeline missed (a loaded keeper
     # can see a fork only after its parent died) still descends from the server.
     orphans = [pid for pid in alive_at_end
-               if pid != sp and procs.get(pid, {}).get("role") != "client"
-               and (_descends(pid, sp, procs) or procs.get(pid, {}).get("ppid") is None)]
+               if pid != sp and _proc(procs, pid).get("role") != "client"
+               and (_descends(pid, sp, procs) or _proc(procs, pid).get("ppid") is None)]
     if not orphans and r.get("verdict") != "lingered":
         return None
     how = _ended_on(r)
     if how is None:
         return None
     wrapper = short(procs[sp].get("cmd") or "", 24)
-    named = {s.get("pid"): s.get("cmdline") or " ".join((s.get("evidence") or {}).get(
-        "cmdline") or []) for s in r.get("survivors", [])}
+    named = {s.get("pid"): s.get("cmdline") or " ".join(_argv(s))
+             for s in r.get("survivors", [])}
     kids = ", ".join(
-        f"{pid} ({short(procs.get(pid, {}).get('cmd') or named.get(pid) or '', 30)})"
+        f"{pid} ({short(_proc(procs, pid).get('cmd') or named.get(pid) or '', 30)})"
         for pid in sorted(orphans))
     if _spawned_wrapper(r):
         return (f"the wrapper pid {sp} ({wrapper}) exited on {how} but did not pass it on: "
@@ -319,25 +348,25 @@ def _tether_loaded(sdks: list[Transport], language: str | None) -> str | None:
     return next((s.tether for s in sdks if s.tether and s.language in ("node", None)), None)
 
 
-def _tether_ran(r: dict[str, Any]) -> dict[str, Any] | None:
+def _tether_ran(r: ScenarioRecord) -> TetherShutdown | None:
     """The record of a shutdown that ran through a Node server's tether() in this scenario
     (`probe.shutdowns`, written by the package itself), or None: data, never a message."""
     records = r.get("tether") or []
     return records[0] if records else None
 
 
-def _left_kids(r: dict[str, Any], command: list[str]) -> list[dict[str, Any]]:
+def _left_kids(r: ScenarioRecord, command: list[str]) -> list[Left]:
     """The survivors below a server process that itself exited within the window (its
     child processes, whatever they became), one per pid; [] when the server process is
     among them, or the command is a wrapper (its descendant is the server itself)."""
     sp = _server_pid(r)
     if sp is None or _is_wrapper(command) or r.get("verdict") not in ("orphaned", "lingered"):
         return []
-    left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
+    left = _left(r)
     if any(s.get("pid") == sp for s in left):
         return []
     procs = _procs(r)
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, Left] = {}
     for s in left:
         pid = s.get("pid")
         if pid is not None and pid not in out and _descends(pid, sp, procs):
@@ -345,13 +374,12 @@ def _left_kids(r: dict[str, Any], command: list[str]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def _kid_name(s: dict[str, Any]) -> str:
-    ev = s.get("evidence") or {}
-    return short(s.get("cmdline") or " ".join(ev.get("cmdline") or []) or "?", 30)
+def _kid_name(s: Left) -> str:
+    return short(s.get("cmdline") or " ".join(_argv(s)) or "?", 30)
 
 
-def _kids_headline(r: dict[str, Any], kids: list[dict[str, Any]], key: str,
-                   ran: dict[str, Any] | None, early: str | None) -> str:
+def _kids_headline(r: ScenarioRecord, kids: list[Left], key: str,
+                   ran: TetherShutdown | None, early: str | None) -> str:
     """What survived, said first: how the server process ended, then each child left
     (with why it was out of reach, where a tether() ran); "does not exit on X" only when
     the server process did not exit on the trigger itself but on a later rung."""
@@ -374,7 +402,7 @@ def _kids_headline(r: dict[str, Any], kids: list[dict[str, Any]], key: str,
     return f"{_NOT.get(key, f'does not pass {key}')}: {said}, and {what} {fate}"
 
 
-def _ran_text(ran: dict[str, Any], kids: list[dict[str, Any]]) -> str:
+def _ran_text(ran: TetherShutdown, kids: list[Left]) -> str:
     got = ran.get("children") or {}
     armed = (ran.get("armed") or {}).get("by")
     n = int(got.get("found") or 0)
@@ -391,7 +419,7 @@ def _ran_text(ran: dict[str, Any], kids: list[dict[str, Any]]) -> str:
     return text + ("; out of its reach: " + "; ".join(whys) if whys else "")
 
 
-def _children(r: dict[str, Any], command: list[str]) -> str:
+def _children(r: ScenarioRecord, command: list[str]) -> str:
     """The server's descendants that outlived the window (or were killed at its end),
     named by command; "" when there were none, or when the command is a wrapper (a shell,
     a launcher, the guard: its child is the server, not a child of it). Never by pid: the
@@ -404,7 +432,7 @@ def _children(r: dict[str, Any], command: list[str]) -> str:
     # children of it; a server process that exited and left its own children is named here.
     if sp is None or head in _SHELLS or head in _LAUNCHERS or _guarded(command) is not None:
         return ""
-    left = [*r.get("survivors", []), *(r.get("killed_at_window") or [])]
+    left = _left(r)
     kids: list[str] = []
     seen: set[int] = set()
     for s in left:
@@ -418,7 +446,7 @@ def _children(r: dict[str, Any], command: list[str]) -> str:
     return ", ".join(kids[:3]) + (f" and {len(kids) - 3} more" if len(kids) > 3 else "")
 
 
-def _write_error(r: dict[str, Any]) -> str | None:
+def _write_error(r: ScenarioRecord) -> str | None:
     cause = str(r.get("cause") or r.get("lingered_cause") or "")
     tail = str(r.get("stderr_tail") or "")
     hit = next((w for w in _WRITE_ERROR if w in cause or w in tail), None)
@@ -431,11 +459,25 @@ def _write_error(r: dict[str, Any]) -> str | None:
 
 
 def diagnose(
-    r: dict[str, Any], command: list[str], sdks: list[Transport] | None = None
+    r: ScenarioRecord, command: list[str], sdks: list[Transport] | None = None
 ) -> str | None:
     """One paragraph on why this scenario failed; None when it did not."""
     sdks = sdks or []
     noise = _noise(r)
+    start = _start_text(r)
+    if start:
+        return start
+    if not _failed(r) and not noise:
+        return None
+    sentences = _why_failed(r, command, sdks) if _failed(r) else []
+    if noise:
+        sentences.append(f"stdout is not clean: {len(noise)} non-protocol line(s), e.g. "
+                         f"{noise[0].split(':', 1)[1].strip()[:60]}")
+    return " ".join(_sentence(x) for x in sentences)
+
+
+def _start_text(r: ScenarioRecord) -> str | None:
+    """The paragraph for a server that did not get through start-up (None: it did)."""
     start = start_failure(r)
     if start and r.get("verdict") == "early-exit":
         status = r.get("exit_status")
@@ -444,79 +486,105 @@ def diagnose(
     if start:
         why = str(r.get("detail") or "it did not get through start-up").rstrip(".")
         return _sentence(f"{why}; its stderr last said: {start}")
-    if not _failed(r) and not noise:
-        return None
-    sentences: list[str] = []
-    if _failed(r):
-        sc, verdict = r["scenario"], r["verdict"]
-        key = guarantee_of(sc) or sc
-        g = _NOT.get(key, f"does not pass {sc}")
-        lang = _language(r, command, sdks)
-        loaded = _tether_loaded(sdks, lang)
-        ran = _tether_ran(r)
-        kids = _left_kids(r, command)
-        # A signal before tether() matters where it left children: a server it killed
-        # alone did exit (a `close` it ended is judged on the EOF before it).
-        early = before_tether(r, loaded) if kids else None
-        if kids:  # the server process exited: say what survived, not "does not exit"
-            sentences.append(_kids_headline(r, kids, key, ran, early))
-        elif sc == "close" and verdict == "terminated":
-            sentences.append(f"{g}: it needed SIGTERM, {r.get('exit_ms')} ms after EOF")
-        elif sc == "close" and verdict == "killed":
-            sentences.append(f"{g}, nor on SIGTERM: only SIGKILL ended it")
-        elif verdict == "killed":
-            sentences.append(f"{g}: it was still alive at the window's end and was SIGKILLed")
-        elif verdict == "lingered":
-            sentences.append(f"{g} promptly: it outlived the window")
-        else:
-            sentences.append(f"{g}: its tree outlived the window")
-        wrap = None if kids else _wrapper_failure(r)
-        if wrap:
-            sentences.append(wrap)
-        if key in ("eof", "half-close"):
-            sdk = _sdk_text(sdks, lang)
-            if sdk:
-                alive = [s for s in r.get("survivors", [])
-                         if (s.get("evidence") or {}).get("alive", True)]
-                ends = any(x.exits_on_eof for x in sdks if x.language == lang
-                           and x.state in (None, "sdk"))
-                if ends and alive:
-                    sdk += ": so something in the server's own code keeps it alive"
-                sentences.append(sdk)
-        if ran:
-            sentences.append(_ran_text(ran, kids))
-        elif early:
-            sentences.append(f"it loads mcp-tether (found: {loaded}), but no shutdown ran "
-                             f"through its tether(): the {early} came before tether() was "
-                             "called, and Node's default action ended the process at once "
-                             "(no `server.close()`, no hooks, no descendant ended)")
-        elif loaded and kids:
-            status = r.get("exit_status")
-            sentences.append(f"it loads mcp-tether (found: {loaded}), but the server process "
-                             f"ended (status {status}) without a shutdown through its "
-                             "tether(): by another path before the line took hold (its own "
-                             "exit, a crash), so nothing ended its children")
-        elif loaded:
-            sentences.append(f"it loads mcp-tether (found: {loaded}), yet its tether() was "
-                             "not in effect when the trigger came: it runs too late (after "
-                             "an `await` that outlasted the client) or not on this path")
-        sig = _SENT[sc].upper() if sc in _SENT else None
-        seen = set()
-        for s in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]:
-            if s.get("pid") not in seen:
-                seen.add(s.get("pid"))
-                sentences.append(kept_alive(s, sig, _signal_target(r, _SENT.get(sc, sc))))
-        evs = [s.get("evidence") for s in r.get("survivors", [])]
-        if evs and all(ev and ev.get("alive") is False for ev in evs):
-            sentences.append("every survivor was already exiting at the window's end: slow, "
-                             "not stuck (a loaded machine?); a longer --window may pass")
-        died = _write_error(r)
-        if died:
-            sentences.append(died)
-    if noise:
-        sentences.append(f"stdout is not clean: {len(noise)} non-protocol line(s), e.g. "
-                         f"{noise[0].split(':', 1)[1].strip()[:60]}")
-    return " ".join(_sentence(x) for x in sentences)
+    return None
+
+
+def _why_failed(r: ScenarioRecord, command: list[str], sdks: list[Transport]) -> list[str]:
+    """A failed scenario's sentences: the guarantee it broke, a wrapper in the way, what
+    its SDK does at EOF, what its tether() did, and what kept each survivor alive."""
+    sc = r["scenario"]
+    key = guarantee_of(sc) or sc
+    lang = _language(r, command, sdks)
+    loaded = _tether_loaded(sdks, lang)
+    ran = _tether_ran(r)
+    kids = _left_kids(r, command)
+    # A signal before tether() matters where it left children: a server it killed
+    # alone did exit (a `close` it ended is judged on the EOF before it).
+    early = before_tether(r, loaded) if kids else None
+    # the server process exited: say what survived, not "does not exit"
+    sentences = [_kids_headline(r, kids, key, ran, early) if kids else _headline(r, key)]
+    wrap = None if kids else _wrapper_failure(r)
+    if wrap:
+        sentences.append(wrap)
+    sdk = _sdk_sentence(r, sdks, lang) if key in ("eof", "half-close") else None
+    if sdk:
+        sentences.append(sdk)
+    tether = _tether_sentence(r, ran, kids, early, loaded)
+    if tether:
+        sentences.append(tether)
+    return sentences + _survivor_sentences(r)
+
+
+def _headline(r: ScenarioRecord, key: str) -> str:
+    """The guarantee broken, by how the server's own process ended."""
+    sc, verdict = r["scenario"], r["verdict"]
+    g = _NOT.get(key, f"does not pass {sc}")
+    if sc == "close" and verdict == "terminated":
+        return f"{g}: it needed SIGTERM, {r.get('exit_ms')} ms after EOF"
+    if sc == "close" and verdict == "killed":
+        return f"{g}, nor on SIGTERM: only SIGKILL ended it"
+    if verdict == "killed":
+        return f"{g}: it was still alive at the window's end and was SIGKILLed"
+    if verdict == "lingered":
+        return f"{g} promptly: it outlived the window"
+    return f"{g}: its tree outlived the window"
+
+
+def _sdk_sentence(r: ScenarioRecord, sdks: list[Transport], lang: str | None) -> str | None:
+    """What the server's SDK does at EOF; when it ends there, the blame on the server."""
+    sdk = _sdk_text(sdks, lang)
+    if not sdk:
+        return sdk
+    alive = [s for s in r.get("survivors", [])
+             if (ev := s.get("evidence")) is None or ev.get("alive", True)]
+    ends = any(x.exits_on_eof for x in sdks if x.language == lang
+               and x.state in (None, "sdk"))
+    if ends and alive:
+        sdk += ": so something in the server's own code keeps it alive"
+    return sdk
+
+
+def _tether_sentence(r: ScenarioRecord, ran: TetherShutdown | None, kids: list[Left],
+                     early: str | None, loaded: str | None) -> str | None:
+    """What the server's tether() did: a shutdown through it, or why none ran."""
+    if ran:
+        return _ran_text(ran, kids)
+    if early:
+        return (f"it loads mcp-tether (found: {loaded}), but no shutdown ran "
+                f"through its tether(): the {early} came before tether() was "
+                "called, and Node's default action ended the process at once "
+                "(no `server.close()`, no hooks, no descendant ended)")
+    if loaded and kids:
+        status = r.get("exit_status")
+        return (f"it loads mcp-tether (found: {loaded}), but the server process "
+                f"ended (status {status}) without a shutdown through its "
+                "tether(): by another path before the line took hold (its own "
+                "exit, a crash), so nothing ended its children")
+    if loaded:
+        return (f"it loads mcp-tether (found: {loaded}), yet its tether() was "
+                "not in effect when the trigger came: it runs too late (after "
+                "an `await` that outlasted the client) or not on this path")
+    return None
+
+
+def _survivor_sentences(r: ScenarioRecord) -> list[str]:
+    """What kept each survivor alive, once per pid; survivors already exiting; a death
+    by a write error rather than by noticing the client go."""
+    sc = r["scenario"]
+    sig = _SENT[sc].upper() if sc in _SENT else None
+    out, seen = [], set()
+    for s in _left(r):
+        if s.get("pid") not in seen:
+            seen.add(s.get("pid"))
+            out.append(kept_alive(s, sig, _signal_target(r, _SENT.get(sc, sc))))
+    evs = [s.get("evidence") for s in r.get("survivors", [])]
+    if evs and all(ev and ev.get("alive") is False for ev in evs):
+        out.append("every survivor was already exiting at the window's end: slow, "
+                   "not stuck (a loaded machine?); a longer --window may pass")
+    died = _write_error(r)
+    if died:
+        out.append(died)
+    return out
 
 
 def _sentence(text: str) -> str:
@@ -524,7 +592,7 @@ def _sentence(text: str) -> str:
     return (text[:1].upper() + text[1:]).rstrip(".") + "."
 
 
-def _signal_stopped_in_between(r: dict[str, Any], command: list[str]) -> bool:
+def _signal_stopped_in_between(r: ScenarioRecord, command: list[str]) -> bool:
     """A host's signal went to a launcher or shell that is still alive and kept it: a
     process below it never received it. No line in the server can fix that."""
     sc = r.get("scenario")
@@ -532,12 +600,12 @@ def _signal_stopped_in_between(r: dict[str, Any], command: list[str]) -> bool:
     if sc not in _SENT or (head not in _SHELLS and head not in _LAUNCHERS):
         return False
     target = _signal_target(r, _SENT[sc])
-    left = {x.get("pid") for x in [*r.get("survivors", []), *(r.get("killed_at_window") or [])]}
+    left = {x.get("pid") for x in _left(r)}
     return target in left and any(pid != target for pid in left)
 
 
 def remedy(
-    r: dict[str, Any], command: list[str], sdks: list[Transport] | None = None
+    r: ScenarioRecord, command: list[str], sdks: list[Transport] | None = None
 ) -> str | None:
     """What to change, fitting the server's language and launcher; None when nothing."""
     return _sentence_of(*remedy_parts(r, command, sdks))
@@ -551,7 +619,7 @@ def _sentence_of(steps: list[str], guard: str | None) -> str | None:
 
 
 def remedy_parts(
-    r: dict[str, Any], command: list[str], sdks: list[Transport] | None = None
+    r: ScenarioRecord, command: list[str], sdks: list[Transport] | None = None
 ) -> tuple[list[str], str | None]:
     """The remedy as data: the steps in the server or its launcher (in order, each a
     clause), and the command that puts it behind the guard (None: already guarded, or
@@ -621,12 +689,12 @@ def remedy_parts(
 
 
 def annotate(
-    results: list[dict[str, Any]],
+    results: list[ScenarioRecord],
     command: list[str],
     *,
     locate: Callable[[list[str]], list[Transport]] | None = None,
     cwd: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ScenarioRecord]:
     """Add `diagnosis` and `remedy` to each result that failed (in place; returned).
 
     The server's SDKs are located from the command (run in `cwd`, the probe's working
@@ -651,7 +719,7 @@ def annotate(
     return results
 
 
-def summary(results: Iterable[dict[str, Any]]) -> str:
+def summary(results: Iterable[ScenarioRecord]) -> str:
     """One line: the guarantees that hold and those that fail, over the scenarios run."""
     state: dict[str, bool] = {}
     for r in results:
@@ -674,7 +742,7 @@ def summary(results: Iterable[dict[str, Any]]) -> str:
             + (f"; fails: {', '.join(fails)}" if fails else ""))
 
 
-def explain_line(r: dict[str, Any], limit: int = 110) -> str:
+def explain_line(r: ScenarioRecord, limit: int = 110) -> str:
     """The short line the table prints under a row: why it failed / did not start."""
     text = r.get("diagnosis") or ""
     if not text:

@@ -1,6 +1,7 @@
 """What can be seen from outside about a process that outlived its client: evidence.
 
-`collect(pid, wire=...)` asks the platform backend and returns a plain dict:
+`collect(pid, wire=...)` asks the platform backend and returns a plain dict (its keys
+and what each holds: `record.Evidence`):
 
     {"pid", "alive", "comm", "exe", "cmdline": [..], "state", "wchan",
      "threads": [names, main thread first], "thread_waits": [kernel wait channels],
@@ -29,7 +30,7 @@ It only reads; it never signals anything.
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mcp_tether import platform
 from mcp_tether.guard.result import signame
@@ -37,7 +38,7 @@ from mcp_tether.probe.shutdowns import ENV as REPORT_ENV
 from mcp_tether.probe.shutdowns import TREE_MARK
 
 if TYPE_CHECKING:
-    from typing import Any
+    from mcp_tether.probe.record import Evidence
 
 __all__ = ["collect", "stdio_links"]
 
@@ -45,7 +46,8 @@ MAX_THREADS = 64  # a runaway pool says enough with its first 64 names
 # The signals whose disposition says something about a server's shutdown.
 WATCHED_SIGNALS = {s: signame(s) for s in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE,
                                             signal.SIGTERM)}
-_MASKS = {"blocked": "sig_blocked", "ignored": "sig_ignored", "caught": "sig_caught"}
+_MASKS: dict[str, Literal["sig_blocked", "sig_ignored", "sig_caught"]] = {
+    "blocked": "sig_blocked", "ignored": "sig_ignored", "caught": "sig_caught"}
 _IPC = ("pipe", "socket")
 
 
@@ -72,9 +74,9 @@ def _children(pid: int) -> list[int]:
     return sorted(out)
 
 
-def collect(pid: int, wire: list[str] | None = None) -> dict[str, Any]:
+def collect(pid: int, wire: list[str] | None = None) -> Evidence:
     """Evidence about `pid` now; `wire`: the scenario's stdio links (see `stdio_links`)."""
-    ev: dict[str, Any] = {
+    ev: Evidence = {
         "pid": pid, "alive": False, "comm": None, "exe": None, "cmdline": [],
         "state": None, "wchan": None, "threads": [], "thread_waits": [], "children": [],
         "fds": {},

@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import re
 import signal
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mcp_tether.guard.result import signame
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["interference", "mark_rerun", "suggest_jobs_1", "rerun_note"]
 
@@ -36,7 +40,7 @@ _SENT = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sigkill": signal.S
 _OURS = (signal.SIGPIPE, signal.SIGHUP)  # what a client going away causes: never foreign
 
 
-def interference(r: dict[str, Any]) -> str | None:
+def interference(r: ScenarioRecord) -> str | None:
     """Why this failed result looks like another scenario's doing, or None."""
     if r.get("verdict") in ("skipped", None):
         return None
@@ -55,7 +59,7 @@ def interference(r: dict[str, Any]) -> str | None:
     return None
 
 
-def mark_rerun(first: dict[str, Any], again: dict[str, Any], why: str) -> dict[str, Any]:
+def mark_rerun(first: ScenarioRecord, again: ScenarioRecord, why: str) -> ScenarioRecord:
     """`again` (the scenario run alone) with a record of the first, parallel run."""
     again["rerun"] = {"alone": True, "why": why, "first_verdict": first.get("verdict"),
                       "changed": any(first.get(k) != again.get(k)
@@ -63,11 +67,11 @@ def mark_rerun(first: dict[str, Any], again: dict[str, Any], why: str) -> dict[s
     return again
 
 
-def suggest_jobs_1(results: list[dict[str, Any]]) -> bool:
+def suggest_jobs_1(results: Sequence[ScenarioRecord]) -> bool:
     return any((r.get("rerun") or {}).get("changed") for r in results)
 
 
-def rerun_note(results: list[dict[str, Any]]) -> str | None:
+def rerun_note(results: Sequence[ScenarioRecord]) -> str | None:
     """The line the probe prints when it re-ran scenarios one at a time; None if it did not."""
     again = [r for r in results if r.get("rerun")]
     if not again:

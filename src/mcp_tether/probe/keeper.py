@@ -31,7 +31,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether import platform
 from mcp_tether.container import end_owned_by, follow_for, maybe_container_run
@@ -52,6 +52,9 @@ from mcp_tether.proc.keeper import BaseKeeper
 from mcp_tether.proc.progress import Starvation
 from mcp_tether.proc.spawn import fork_call
 
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord, TetherShutdown
+
 # The container of a `docker run -i` server, as one member of the tree: never a real pid.
 CONTAINER = ProcessId(0, -1.0)
 # After an early exit, how long what is left of the tree may take to end by itself before
@@ -61,7 +64,7 @@ STDERR_TAIL = 2000
 SCAN_TICK = 0.25  # seconds between tree rescans while nothing happens
 
 
-class ProbeKeeper(BaseKeeper):
+class ProbeKeeper(BaseKeeper["ScenarioRecord"]):
     """One probe scenario's keeper: the server's tree as the client starts it, what the
     client's events mean, the scenario's phases and the facts its verdict is judged on."""
 
@@ -560,7 +563,7 @@ class ProbeKeeper(BaseKeeper):
         if self.follow is None:  # a guard we SIGKILLed cannot end the container it owns
             end_owned_by(self.spec.argv, self.seen)
 
-    def result(self, outcome: None) -> dict[str, Any]:
+    def result(self, outcome: None) -> ScenarioRecord:
         return result_line(self.observation())
 
     def observation(self) -> Observation:
@@ -577,7 +580,7 @@ class ProbeKeeper(BaseKeeper):
             shutdowns=self._shutdown_records(),
         )
 
-    def _shutdown_records(self) -> list[dict[str, Any]]:
+    def _shutdown_records(self) -> list[TetherShutdown]:
         if self.shutdowns is None:
             return []
         records = self.shutdowns.read()

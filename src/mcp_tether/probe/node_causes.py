@@ -11,7 +11,8 @@ preload or the line, and when), each survivor's evidence (`started_at` on the sa
 the server process ended (its status, `signaled`: a death by the signal itself).
 
 Guarantees:
-- Pure functions over result dicts: nothing here reads a process.
+- Pure functions over result records (`record.ScenarioRecord`): nothing here reads a
+  process.
 - A cause is named only from that evidence: a survivor the record's SIGKILL did not end;
   one started before the tether armed (its start earlier than `armed.at` by more than
   the clock's resolution; it carries no mark, so once it left the tree no shutdown could
@@ -24,11 +25,15 @@ Guarantees:
 from __future__ import annotations
 
 import signal
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_tether.probe.shutdowns import mark_of
 
-__all__ = ["out_of_reach", "before_tether", "kid_fix", "BEFORE_ARMED", "OWN_ENV", "PRELOAD"]
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import Left, ScenarioRecord, TetherShutdown
+
+__all__ = ["out_of_reach", "before_tether", "kid_fix", "BEFORE_ARMED", "COPIED_ENV", "OWN_ENV",
+           "PRELOAD"]
 
 # Two ticks of the clocks compared (USER_HZ start times, /proc/uptime): within it, one
 # cannot tell which came first.
@@ -44,34 +49,36 @@ PRELOAD = ("arm it before any server code with the preload "
            "stays and joins it)")
 
 
-def out_of_reach(s: dict[str, Any], rec: dict[str, Any]) -> tuple[str, str]:
+def out_of_reach(s: Left, rec: TetherShutdown) -> tuple[str, str]:
     """Why the tether that wrote `rec` did not end survivor `s` (a descendant of its
     server): (the cause in a few words, what shows it)."""
-    kids = rec.get("children") or {}
-    if any(k.get("pid") == s.get("pid") for k in kids.get("survivors") or []):
+    kids = rec.get("children")
+    if kids and any(k.get("pid") == s.get("pid") for k in kids.get("survivors") or []):
         return OUTLIVED_KILL, "the shutdown's SIGKILL did not end it"
-    if kids.get("ended_by") == "unknown":
+    if kids and kids.get("ended_by") == "unknown":
         return ("not listed", "this platform cannot list a Node process's descendants")
-    ev = s.get("evidence") or {}
-    marks = ev.get("tether_marks")
+    ev = s.get("evidence")
+    marks = ev.get("tether_marks") if ev else None
     mark = mark_of(rec)
     if marks is not None and mark is not None and mark in marks:
         return ("not found", "it carries the tether's mark, yet was not found when it "
                 "looked (started during the shutdown?)")
     unmarked = marks is not None  # and without this tether's mark (another's may be there)
-    started, armed = ev.get("started_at"), (rec.get("armed") or {}).get("at")
+    started = ev.get("started_at") if ev else None
+    armed = a.get("at") if (a := rec.get("armed")) else None
     # Seconds from the arming to its start (negative: before), where both were read.
     since = float(started) - float(armed) if isinstance(started, (int, float)) and \
         isinstance(armed, (int, float)) else None
     after = since is not None and since > CLOCK_SLACK
-    if unmarked and ev.get("server_env") and not after:
+    server_env = ev.get("server_env") if ev else None
+    if unmarked and server_env and not after:
         # The server's own environment, without the mark the tether adds to it when it
         # arms: the server started it before that instant.
         return BEFORE_ARMED, ("it carries the server's environment but not the mark, and "
                               "it left the server's tree")
     if since is not None and since < -CLOCK_SLACK:
         return BEFORE_ARMED, "it started earlier than the tether armed, and left its tree"
-    if unmarked and ev.get("server_env") is False:
+    if unmarked and server_env is False:
         return OWN_ENV, "it carries neither the server's environment nor the mark, and it " \
             "left the server's tree"
     if unmarked and after:
@@ -83,7 +90,7 @@ def out_of_reach(s: dict[str, Any], rec: dict[str, Any]) -> tuple[str, str]:
     return "left its tree", "it left the server's tree before the shutdown looked"
 
 
-def before_tether(r: dict[str, Any], loaded: str | None) -> str | None:
+def before_tether(r: ScenarioRecord, loaded: str | None) -> str | None:
     """The signal (`SIGTERM`) that killed a server that loads mcp-tether before its
     tether() armed: no shutdown record, and the server process died of the last signal
     the probe sent it (a death by the signal itself, or its 128+N status where the kind

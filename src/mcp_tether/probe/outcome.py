@@ -13,7 +13,7 @@ from __future__ import annotations
 import resource
 import signal
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_tether.guard.report import ReportPipe
 from mcp_tether.guard.result import signame
@@ -21,6 +21,15 @@ from mcp_tether.probe.scenarios import get as get_scenario
 from mcp_tether.probe.spec import Spec
 from mcp_tether.probe.verdict import Facts, Survivor, decide
 from mcp_tether.proc import ProcessId
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import (
+        ScenarioRecord,
+        SurvivorRecord,
+        TetherShutdown,
+        TimelineEvent,
+        WindowRecord,
+    )
 
 __all__ = ["Event", "Exit", "Observation", "result", "cause", "death_signal", "guard_rung"]
 
@@ -64,7 +73,7 @@ class Observation:
     error_code: int | None = None  # the spawn's exit code (127, 126) when it failed
     client_cpu: float = 0.0  # seconds of CPU the probe's client used
     report: ReportPipe | None = None  # a guarded server: the guard's report (guard.report)
-    shutdowns: list[dict[str, Any]] = field(default_factory=list)  # Node tether() records
+    shutdowns: list[TetherShutdown] = field(default_factory=list)  # Node tether() records
     # The status was a death by a signal (True), an exit code (False); None: not seen.
     signaled: bool | None = None
 
@@ -119,10 +128,10 @@ def _who(survivors: list[Survivor]) -> str:
     )
 
 
-def described(s: Survivor) -> dict[str, Any]:
+def described(s: Survivor) -> WindowRecord:
     """A survivor as it was described at its deadline (`killed_at_window` in the JSON)."""
-    d: dict[str, Any] = {"pid": s.pid, "ppid": s.ppid, "ppid_is_probe": s.ppid_is_probe,
-                         "cmdline": s.cmdline}
+    d: WindowRecord = {"pid": s.pid, "ppid": s.ppid, "ppid_is_probe": s.ppid_is_probe,
+                       "cmdline": s.cmdline}
     if s.container is not None:
         d["container"] = s.container
     else:
@@ -130,7 +139,7 @@ def described(s: Survivor) -> dict[str, Any]:
     return d
 
 
-def result(o: Observation) -> dict[str, Any]:
+def result(o: Observation) -> ScenarioRecord:
     """The result line: the verdict (`verdict.decide`), the words that explain it, and
     the facts behind it, as the JSON object the runner parses."""
     f = o.facts
@@ -244,7 +253,7 @@ def _guard_rung(o: Observation, verdict: str) -> str | None:
     return g_rung
 
 
-def _survivor(s: Survivor, trigger: float | None, stderr: str) -> dict[str, Any]:
+def _survivor(s: Survivor, trigger: float | None, stderr: str) -> SurvivorRecord:
     """A survivor as the result line lists it: how long it lingered and what ended it
     (None for one still alive)."""
     return {"pid": s.pid, "ppid": s.ppid, "cmdline": s.cmdline,
@@ -254,7 +263,7 @@ def _survivor(s: Survivor, trigger: float | None, stderr: str) -> dict[str, Any]
             "cause": None if s.gone_at is None else cause(s.status, stderr)}
 
 
-def _tether_shutdowns(o: Observation) -> list[dict[str, Any]]:
+def _tether_shutdowns(o: Observation) -> list[TetherShutdown]:
     """Shutdowns that ran through a Node server's tether() (probe.shutdowns) in answer to
     the trigger: by processes of this tree that exited within the window. One set off
     later (by the window's SIGKILL of a launcher, or our clean-up) says nothing about it."""
@@ -267,7 +276,7 @@ def _tether_shutdowns(o: Observation) -> list[dict[str, Any]]:
     return [x for x in o.shutdowns if x["pid"] in pids]
 
 
-def timeline(o: Observation) -> list[dict[str, Any]]:
+def timeline(o: Observation) -> list[TimelineEvent]:
     """The keeper's events plus each process's exit, in ms since the client was forked.
 
     Only what was alive at the window's end was ended by the clean-up; any other exit
@@ -283,5 +292,7 @@ def timeline(o: Observation) -> list[dict[str, Any]]:
                 "probe-cleanup" if pid in alive else "late")
         evs.append(Event(e.t, "exit", e.ident.pid, extra))
     evs.sort(key=lambda e: e.t)
-    return [dict(e.extra, t_ms=round((e.t - o.t0) * 1000, 1), what=e.what, pid=e.pid)
+    # The event's own details first, as the keeper noted them (`TimelineEvent`'s keys).
+    return [cast("TimelineEvent", dict(e.extra, t_ms=round((e.t - o.t0) * 1000, 1),
+                                       what=e.what, pid=e.pid))
             for e in evs]

@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_tether import platform
 from mcp_tether.guard.result import signame
@@ -39,6 +39,9 @@ from mcp_tether.proc import ExitWaiter, descendants, snapshot
 from mcp_tether.proc.inbox import SignalInbox
 from mcp_tether.proc.reap import reap_children
 from mcp_tether.proc.signals import signal_process
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
 
 _ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _BOOT = (
@@ -103,8 +106,8 @@ def run_specs(
     *,
     jobs: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
-    on_result: Callable[[int, dict[str, Any]], None] | None = None,
-) -> list[dict[str, Any]]:
+    on_result: Callable[[int, ScenarioRecord], None] | None = None,
+) -> list[ScenarioRecord]:
     """Run every spec in its own keeper, at most `jobs` at once; results in spec order.
 
     Run in parallel, a failure that looks like interference between scenarios (see
@@ -129,8 +132,8 @@ def _run_specs(
     *,
     jobs: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
-    on_result: Callable[[int, dict[str, Any]], None] | None = None,
-) -> list[dict[str, Any]]:
+    on_result: Callable[[int, ScenarioRecord], None] | None = None,
+) -> list[ScenarioRecord]:
     batch = _Batch(specs, max(1, jobs or len(specs) or 1), on_result)
     wake = getattr(should_stop, "fileno", None)
     if wake is not None:  # a StopSignals: its signal wakes the select at once
@@ -157,12 +160,12 @@ class _Batch:
 
     def __init__(
         self, specs: list[Spec], jobs: int,
-        on_result: Callable[[int, dict[str, Any]], None] | None,
+        on_result: Callable[[int, ScenarioRecord], None] | None,
     ) -> None:
         self.specs = specs
         self.jobs = jobs
         self.on_result = on_result
-        self.results: list[dict[str, Any] | None] = [None] * len(specs)
+        self.results: list[ScenarioRecord | None] = [None] * len(specs)
         # Longest worst case first: the scenarios that may sit through window + horizon,
         # or the whole ladder (close), bound the run, so they start before the short
         # ones. Among equals, robust ones first: they ask more than the spec, so more
@@ -284,9 +287,11 @@ def _ready_startup(out: bytes) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _parse(spec: Spec, out: bytes, code: int | None) -> dict[str, Any]:
+def _parse(spec: Spec, out: bytes, code: int | None) -> ScenarioRecord:
+    """The keeper's result line (`outcome.result`), or the record of a keeper that died
+    before it printed one."""
     try:
-        return dict(json.loads(out.decode().strip().splitlines()[-1]))
+        return cast("ScenarioRecord", dict(json.loads(out.decode().strip().splitlines()[-1])))
     except (ValueError, IndexError):
         return {
             "scenario": spec.scenario,

@@ -1,6 +1,6 @@
 """The Node package's shutdown records: how the probe knows a server shut down through tether().
 
-The Python end of the contract written by node/lib/report.cjs. With
+The Python end of the contract written by node/lib/output/report.cjs. With
 `MCP_TETHER_SHUTDOWN_REPORT=<file>` in a Node server's environment, each shutdown that
 ran through its `tether()` (the one line or the `mcp-tether/register` preload) appends
 one JSON line to that file after ending its descendants and before it exits: `version`
@@ -30,12 +30,15 @@ import json
 import os
 import tempfile
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import TetherShutdown
 
 __all__ = ["ENV", "TREE_MARK", "VERSION", "ShutdownFile", "mark_of"]
 
 ENV = "MCP_TETHER_SHUTDOWN_REPORT"
-TREE_MARK = "MCP_TETHER_TREE"  # node/lib/descendants.cjs MARK
+TREE_MARK = "MCP_TETHER_TREE"  # node/lib/terminate/descendants.cjs MARK
 VERSION = 1
 MAX_BYTES = 64 * 1024  # a tree of tethered Node processes writes a few lines
 
@@ -46,12 +49,12 @@ class ShutdownFile:
     def __init__(self) -> None:
         fd, self.path = tempfile.mkstemp(prefix="mcp-tether-shutdowns-", suffix=".jsonl")
         os.close(fd)
-        self._records: list[dict[str, Any]] | None = None
+        self._records: list[TetherShutdown] | None = None
 
     def offer(self, env: MutableMapping[str, str] | None) -> None:
         (os.environ if env is None else env)[ENV] = self.path
 
-    def read(self) -> list[dict[str, Any]]:
+    def read(self) -> list[TetherShutdown]:
         if self._records is not None:
             return self._records
         self._records = []
@@ -72,12 +75,12 @@ class ShutdownFile:
             os.unlink(self.path)
 
 
-def mark_of(rec: dict[str, Any]) -> str | None:
+def mark_of(rec: TetherShutdown) -> str | None:
     """The mark a record's tether put in its descendants' environment (`<pid>:<start>`)."""
     return f"{rec['pid']}:{rec['start']}" if rec.get("start") else None
 
 
-def _valid(rec: Any) -> bool:
+def _valid(rec: Any) -> TypeGuard[TetherShutdown]:
     if not isinstance(rec, dict) or rec.get("version") != VERSION:
         return False
     children = rec.get("children")

@@ -6,9 +6,12 @@ Every instant is CLOCK_MONOTONIC seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_tether.ladder import Rung
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import Evidence
 
 __all__ = ["Facts", "Rung", "Survivor", "decide"]
 
@@ -25,7 +28,7 @@ class Survivor:
     cmdline: str = ""
     ppid: int | None = None
     ppid_is_probe: bool = False
-    evidence: dict[str, Any] | None = None  # `evidence.collect`; None for a container
+    evidence: Evidence | None = None  # `evidence.collect`; None for a container
     container: str | None = None  # the short id, when the member is a container
     gone_at: float | None = None  # it exited later, within the horizon
     status: int | None = None  # its exit status, when we reaped it

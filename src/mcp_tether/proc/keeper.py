@@ -35,7 +35,7 @@ import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mcp_tether import platform
 from mcp_tether.ladder import KILL_WAIT
@@ -48,6 +48,10 @@ from mcp_tether.proc.tree import descendants, own_tree, snapshot
 from mcp_tether.proc.wait import ExitWaiter
 
 __all__ = ["Interrupted", "BaseKeeper"]
+
+# What a keeper's run comes to: the capability's own record (the probe's scenario
+# result, the host check's row), which `result` makes and `run` returns.
+ResultT = TypeVar("ResultT")
 
 
 class Interrupted(Exception):
@@ -67,8 +71,9 @@ def _ignore(_data: Any) -> None:
     pass
 
 
-class BaseKeeper:
-    """The loop, the tree and the end; a capability's keeper fills in the hooks."""
+class BaseKeeper(Generic[ResultT]):
+    """The loop, the tree and the end; a capability's keeper fills in the hooks and says
+    what its result is (`ResultT`)."""
 
     inbox: SignalInbox
 
@@ -97,11 +102,11 @@ class BaseKeeper:
     def known(self) -> Iterable[ProcessId]:  # members found, ended by `end` wherever they went
         return ()
 
-    def result(self, outcome: Any) -> dict[str, Any]:  # the tree is ended by now
+    def result(self, outcome: Any) -> ResultT:  # the tree is ended by now
         raise NotImplementedError
 
     # -- the loop -----------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> ResultT:
         self.start()
         try:
             outcome = self.keep()

@@ -4,7 +4,7 @@ The guard (`mcp-tether run`), the helper (`mcp_tether.run`) and, through the gua
 host client end a server's whole tree; `decide` says which members of it are not the
 server's leak but its user's, read through the platform seam (`backend.terminal`,
 `backend.channels()`), so that another backend answers the same questions. The Node
-package's lib/leave.cjs keeps the same definition.
+package's lib/process/leave.cjs keeps the same definition.
 
 Guarantees:
 - A member is left, and named, for one of three reasons (`Left.why`):

@@ -8,14 +8,15 @@
     legend      what the host-style tags and level words mean, in every report
     fixes       each remedy said once, numbered, the rows pointing to it
     files       the writers of --html / --markdown / --junit, after the results were shown
-    jsonout     the one `--json` envelope
-    escape      one escaping function per output format, for every untrusted string
+    lab_summary the lab's default output: each block's takeaway, the fix per leak
+    hostcheck   the host check's text, Markdown and HTML
 
 Guarantees:
 - Pure rendering: nothing here computes a verdict, a diagnosis or a remedy; it shows the
   typed results and the result dicts the commands (probe, lab, hostcheck, survey) made.
-- No module here imports a command's `cli.py`; a command's `cli.py` imports these, never
-  another command's (tests/test_architecture.py).
-- This package's own module loads nothing: `mcp-tether run`'s error line reaches
-  `report.escape` without the renderers.
+- The renderings' floor: above the capabilities whose results they show, below the
+  commands; no module here imports a command's `cli.py`, and a command's `cli.py`
+  imports these, never another command's (tests/test_architecture.py). What lower
+  floors print through, escaping and the `--json` envelope, is the ground floor's
+  (`mcp_tether.escape`, `mcp_tether.jsonout`).
 """

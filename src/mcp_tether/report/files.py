@@ -13,17 +13,20 @@ Guarantees:
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.errors import EXIT_USAGE, UsageError
 from mcp_tether.report.html import write_html
 from mcp_tether.report.junit import write_junit
 from mcp_tether.report.markdown import write_markdown
 
+if TYPE_CHECKING:
+    from mcp_tether.report.picture import Section
+
 __all__ = ["write_pictures", "write_junit_or_say"]
 
 
-def write_pictures(command: str, sections: list[tuple[str, dict[str, Any]]], *,
+def write_pictures(command: str, sections: list[Section], *,
                    html: str | None, markdown: str | None, title: str = "") -> int | None:
     """--html / --markdown, after the results were shown; a file that cannot be written is
     one line and exit 2, and the other files asked for are still written (CI reads

@@ -2,7 +2,7 @@
 for each row the numbers it points to. Used by the lab's summary and by the Markdown and
 HTML reports of `probe` and `lab`.
 
-    fixes = number_fixes(rows)   # result dicts annotated by `diagnose.annotate`
+    fixes = number_fixes(rows)   # result records annotated by `diagnose.annotate`
     fixes.steps                  # ["In the Node server install ...", ...]: [1], [2], ...
     fixes.of(row)                # [1, 3]: every step applies (do them all)
     fixes.guard_of(row)          # "mcp-tether run -- node x.mjs", or None: the [G] alternative
@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_tether.probe.diagnose import GUARD_STEP
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["Fixes", "GUARD_LEGEND", "number_fixes"]
 
@@ -30,7 +33,7 @@ __all__ = ["Fixes", "GUARD_LEGEND", "number_fixes"]
 GUARD_LEGEND = "I" + GUARD_STEP.format(command="mcp-tether run -- <its command>")[1:]
 
 
-def _steps(r: dict[str, Any]) -> list[str]:
+def _steps(r: ScenarioRecord) -> list[str]:
     if "remedy_steps" in r:
         return [str(s) for s in r.get("remedy_steps") or []]
     return [str(r["remedy"])] if r.get("remedy") else []
@@ -44,23 +47,23 @@ class Fixes:
     guarded: bool = False
     _number: dict[str, int] = field(default_factory=dict)
 
-    def add(self, r: dict[str, Any]) -> None:
+    def add(self, r: ScenarioRecord) -> None:
         for s in _steps(r):
             if s not in self._number:
                 self.steps.append(s)
                 self._number[s] = len(self.steps)
         self.guarded = self.guarded or self.guard_of(r) is not None
 
-    def of(self, r: dict[str, Any]) -> list[int]:
+    def of(self, r: ScenarioRecord) -> list[int]:
         return [self._number[s] for s in _steps(r) if s in self._number]
 
     @staticmethod
-    def guard_of(r: dict[str, Any]) -> str | None:
+    def guard_of(r: ScenarioRecord) -> str | None:
         if "remedy_steps" not in r:
             return None  # an old record: its remedy (one step) says the guard itself
         return str(r["remedy_guard"]) if r.get("remedy_guard") else None
 
-    def pointer(self, r: dict[str, Any]) -> str:
+    def pointer(self, r: ScenarioRecord) -> str:
         """`[2] and [5], or [G]`: what the row's line says instead of its remedy."""
         own = " and ".join(f"[{n}]" for n in self.of(r))
         if self.guard_of(r) is None:
@@ -68,7 +71,7 @@ class Fixes:
         return f"{own}, or [G]" if own else "[G]"
 
 
-def number_fixes(rows: Iterable[dict[str, Any]]) -> Fixes:
+def number_fixes(rows: Iterable[ScenarioRecord]) -> Fixes:
     """Number every distinct step of `rows`' remedies, in the order rows first show them."""
     fixes = Fixes()
     for r in rows:

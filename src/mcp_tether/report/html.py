@@ -12,13 +12,18 @@ values, so a test can check the picture against the numbers. Pure rendering.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.errors import UsageError
+from mcp_tether.escape import html_text as escape
 from mcp_tether.probe.diagnose import explain_line, summary
-from mcp_tether.report.escape import html_text as escape
 from mcp_tether.report.fixes import GUARD_LEGEND, Fixes, number_fixes
 from mcp_tether.report.legend import legend
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord, TimelineEvent
+    from mcp_tether.report.picture import Section
 
 __all__ = ["render_html", "write_html", "VERDICT_COLOUR"]
 
@@ -86,7 +91,7 @@ def _shape(kind: str, x: float, y: float, colour: str) -> str:
     return f'<rect x="{x - 1.5:.1f}" y="{y - 8}" width="3" height="16" fill="{colour}"/>'
 
 
-def _lanes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _lanes(events: list[TimelineEvent]) -> list[dict[str, Any]]:
     """One lane per pid, in order: client, server, then by first appearance."""
     lanes: dict[int, dict[str, Any]] = {}
     for e in events:
@@ -136,7 +141,9 @@ def _name(lane: dict[str, Any]) -> str:
     return (text if len(text) <= 19 else text[:18] + "…") + f" {lane['pid']}"
 
 
-def _timeline(r: dict[str, Any], span: float) -> str:
+def _timeline(r: ScenarioRecord, span: float) -> str:
+    """A scenario's timeline as SVG: the window's span, the time axis, a lane per
+    process, and a mark per event."""
     events = list(r.get("events") or [])
     lanes = _lanes(events)
     scale = PLOT_W / span if span > 0 else 1.0
@@ -150,9 +157,16 @@ def _timeline(r: dict[str, Any], span: float) -> str:
     # cards the window opens right after the handshake: on one row the two overlap.
     spans = any(f"{n}-start" in marks for n in ("window", "horizon"))
     height = TOP + LANE_H * max(1, len(lanes)) + 4 + (SPAN_LABEL_H if spans else 0)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{PLOT_X + PLOT_W + 20}" '
-           f'height="{height}" role="img">']
-    # shaded spans: window (and horizon, when the result carries one)
+    return "".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{PLOT_X + PLOT_W + 20}" '
+                    f'height="{height}" role="img">',
+                    *_spans(X, marks, height), *_axis(X, span, height),
+                    *_lane_bars(r, lanes, events, X, marks, span),
+                    *_event_marks(lanes, events, X), "</svg>"])
+
+
+def _spans(X: Callable[[float], float], marks: dict[str, float], height: int) -> list[str]:
+    """The shaded spans: the window (and the horizon, when the result carries one)."""
+    out = []
     for name, fill in (("horizon", "#fde3d3"), ("window", "#fff1b8")):
         a, b = marks.get(f"{name}-start"), marks.get(f"{name}-end")
         if a is not None and b is not None and X(a) < PLOT_X + PLOT_W:
@@ -162,7 +176,12 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                        f'data-t-ms="{a}" data-end-ms="{b}"/>')
             out.append(f'<text x="{X(a) + width - 3:.1f}" y="{height - 3}" text-anchor="end" '
                        f'class="lbl" fill="#9a7b00">{name}</text>')
-    # time axis: a tick per second (per 5 s past 12 s)
+    return out
+
+
+def _axis(X: Callable[[float], float], span: float, height: int) -> list[str]:
+    """The time axis: a tick per second (per 5 s past 12 s)."""
+    out = []
     step = 1000 if span <= 12000 else 5000
     t = 0
     while t <= span:
@@ -170,6 +189,14 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                    f'stroke="#e3e3e3"/>')
         out.append(f'<text x="{X(t):.1f}" y="10" text-anchor="middle">{t // 1000} s</text>')
         t += step
+    return out
+
+
+def _lane_bars(r: ScenarioRecord, lanes: list[dict[str, Any]], events: list[TimelineEvent],
+               X: Callable[[float], float], marks: dict[str, float], span: float) -> list[str]:
+    """Each lane's name and the bar of its life: grey, red past the window's end, and a
+    cross where an orphan was still alive at the horizon's end."""
+    out = []
     window_end, horizon_end = marks.get("window-end"), marks.get("horizon-end")
     # Survivors still alive at the horizon's end (orphaned): the clean-up that ends them
     # comes after the timeline was taken, so their lane ends at the horizon with a cross.
@@ -201,6 +228,13 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                        + _shape("cross", X(end), y, "#8e0000")
                        + f'<text x="{X(end):.1f}" y="{y - 8}" text-anchor="middle" '
                        f'class="lbl" fill="#8e0000">alive</text></g>')
+    return out
+
+
+def _event_marks(lanes: list[dict[str, Any]], events: list[TimelineEvent],
+                 X: Callable[[float], float]) -> list[str]:
+    """A mark per event of a process on its lane, with a tooltip saying what it was."""
+    out = []
     lane_y = {ln["pid"]: TOP + LANE_H * i + LANE_H // 2 for i, ln in enumerate(lanes)}
     for e in events:
         pid = e.get("pid")
@@ -227,11 +261,10 @@ def _timeline(r: dict[str, Any], span: float) -> str:
                       f'text-anchor="middle" '
                       f'class="lbl" fill="{colour}">{label}</text>' if label else "")
                    + "</g>")
-    out.append("</svg>")
-    return "".join(out)
+    return out
 
 
-def _card(r: dict[str, Any], span: float, fixes: Fixes) -> str:
+def _card(r: ScenarioRecord, span: float, fixes: Fixes) -> str:
     verdict = r.get("verdict", "")
     # A verdict that passes its scenario is drawn as a pass: a guarded `close` ended by
     # the guard's SIGTERM (`terminated`) is what the guard promises, not a warning.
@@ -285,7 +318,7 @@ def _legend() -> str:
     return '<div class="legend">' + " &nbsp; ".join(out) + "</div>"
 
 
-def _needs(r: dict[str, Any]) -> float:
+def _needs(r: ScenarioRecord) -> float:
     """How much time axis a result needs: its last process event, and its window and
     horizon when a process was still there as the window opened. A window that opens
     after the tree is gone (devnull's start-up allowance, still --ready-timeout when the
@@ -299,7 +332,7 @@ def _needs(r: dict[str, Any]) -> float:
     return last or 1000.0
 
 
-def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> str:
+def render_html(sections: list[Section], *, title: str = "") -> str:
     styles = [str(r.get("host_style", "")) for _, p in sections for r in p.get("results", [])]
     body = [f"<h1>{escape(title or 'mcp-tether probe')}</h1>", _legend()]
     if said := legend(styles):
@@ -335,7 +368,7 @@ def render_html(sections: list[tuple[str, dict[str, Any]]], *, title: str = "") 
             f"<body>{''.join(body)}</body></html>\n")
 
 
-def write_html(path: str, sections: list[tuple[str, dict[str, Any]]], *, title: str = "") -> None:
+def write_html(path: str, sections: list[Section], *, title: str = "") -> None:
     page = render_html(sections, title=title or (sections[0][0] if sections else ""))
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:

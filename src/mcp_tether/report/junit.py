@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
+from mcp_tether.escape import xml_text
 from mcp_tether.probe.api import ScenarioResult
 from mcp_tether.probe.spec import ROBUST, SPEC
-from mcp_tether.report.escape import xml_text
 from mcp_tether.report.text import note
 
 __all__ = ["write_junit", "failure_message"]

@@ -11,13 +11,17 @@ written once, under "Fixes" at the end, and the rows point to it. Pure rendering
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether.errors import UsageError
+from mcp_tether.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.probe.diagnose import explain_line, summary
-from mcp_tether.report.escape import html_text, md_cell, md_code, md_text
 from mcp_tether.report.fixes import GUARD_LEGEND, Fixes, number_fixes
 from mcp_tether.report.legend import legend
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
+    from mcp_tether.report.picture import Section
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -30,13 +34,13 @@ def _ms(v: Any) -> str:
     return "—" if v is None else f"{float(v):.0f}"
 
 
-def _remedy(r: dict[str, Any], fixes: Fixes) -> str:
+def _remedy(r: ScenarioRecord, fixes: Fixes) -> str:
     pointer = fixes.pointer(r)
     guard = fixes.guard_of(r)
     return f"fix {pointer}" + (f" ({md_code(guard)})" if guard else "")  # ours: "[1], or [G]"
 
 
-def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
+def render_markdown(sections: list[Section]) -> str:
     out: list[str] = []
     fixes = number_fixes(r for _, p in sections for r in p.get("results", [])
                          if r.get("diagnosis"))
@@ -92,7 +96,7 @@ def render_markdown(sections: list[tuple[str, dict[str, Any]]]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def write_markdown(path: str, sections: list[tuple[str, dict[str, Any]]]) -> None:
+def write_markdown(path: str, sections: list[Section]) -> None:
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(render_markdown(sections))

@@ -14,15 +14,18 @@ import os
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
+from mcp_tether.escape import rich_text, terminal
 from mcp_tether.probe.api import ScenarioResult, level_met
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.spec import ROBUST, SPEC
-from mcp_tether.report.escape import rich_text, terminal
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["render_table", "render_matrix", "VERDICT_STYLE"]
 
@@ -130,18 +133,17 @@ def render_table(
                 row, _, server = r.label.partition(" ")
                 cells = [rich_text(row), rich_text(server), *cells]
             table.add_row(*cells)
-            explain = getattr(r, "explain", "")  # set by the probe CLI: why it failed
-            if explain:
-                table.add_row(*([""] * (len(cells) - 1)), f"[dim]↳ {rich_text(explain)}[/]")
+            if r.explain:  # set by the probe CLI: why it failed
+                table.add_row(*([""] * (len(cells) - 1)), f"[dim]↳ {rich_text(r.explain)}[/]")
         if heading:
             table.add_section()
     _console(out or sys.stdout).print(table)
 
 
-def render_fixes(results: Sequence[dict[str, Any]], out: IO[str] | None = None) -> None:
+def render_fixes(results: Sequence[ScenarioRecord], out: IO[str] | None = None) -> None:
     """Under the table: for each failed scenario, the whole diagnosis and the remedy;
     scenarios that share a remedy are listed together, the remedy printed once."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[ScenarioRecord]] = {}
     for d in results:
         if d.get("diagnosis") or d.get("remedy"):
             groups.setdefault(str(d.get("remedy") or ""), []).append(d)

@@ -14,12 +14,15 @@ same numbers as `--json` and `--html`, nothing recomputed.
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from mcp_tether.escape import terminal
 from mcp_tether.probe.describe import short
 from mcp_tether.probe.diagnose import explain_line
 from mcp_tether.probe.outcome import death_signal
-from mcp_tether.report.escape import terminal
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["timeline_lines", "print_timelines"]
 
@@ -48,7 +51,7 @@ def _status(status: int | None) -> str:
     return f" (status {status}: {name})" if name else f" (status {status})"
 
 
-def timeline_lines(r: dict[str, Any]) -> list[str]:
+def timeline_lines(r: ScenarioRecord) -> list[str]:
     """The lines of one scenario's timeline (without its heading)."""
     events = list(r.get("events") or [])
     names: dict[int, str] = {}
@@ -78,8 +81,9 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
             text = "spawned" if what == "spawn" else "seen"
             if e.get("role") not in ("client", "helper"):
                 text += f": {short(e.get('cmd') or '', 60)}"
-            if what == "seen" and e.get("ppid") is not None:
-                text += f" (parent {names.get(e['ppid'], e['ppid'])})"
+            ppid = e.get("ppid")
+            if what == "seen" and ppid is not None:
+                text += f" (parent {names.get(ppid, ppid)})"
         elif what == "exit":
             status = e.get("status")
             if status is None and pid == server:
@@ -120,7 +124,7 @@ def timeline_lines(r: dict[str, Any]) -> list[str]:
     return out
 
 
-def print_timelines(results: list[dict[str, Any]], out: IO[str] | None = None) -> None:
+def print_timelines(results: list[ScenarioRecord], out: IO[str] | None = None) -> None:
     """Every scenario's heading (verdict, why) and timeline, after the table."""
     out = out or sys.stdout
     print("timelines (ms since the probe's client was forked):", file=out)

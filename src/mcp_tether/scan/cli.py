@@ -21,15 +21,16 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from mcp_tether import __version__, ladder, platform
 from mcp_tether.cliutil import positive_duration, teach
 from mcp_tether.container import machine
 from mcp_tether.errors import EXIT_FAILED, EXIT_OK, UsageError
+from mcp_tether.escape import terminal
 from mcp_tether.guard.result import signame
+from mcp_tether.jsonout import print_json
 from mcp_tether.proc.inbox import SignalInbox
-from mcp_tether.report.escape import terminal
-from mcp_tether.report.jsonout import print_json
 from mcp_tether.scan import watch as watch_mod
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.model import ScanResult
@@ -44,7 +45,13 @@ from mcp_tether.scan.reap import (
     plan,
     reap_servers,
 )
-from mcp_tether.scan.render import counted, print_plan, print_ps, render_openmetrics
+from mcp_tether.scan.render import (
+    counted,
+    print_plan,
+    print_ps,
+    render_openmetrics,
+    size_text,
+)
 from mcp_tether.scan.textfile import missing_folder, write_textfile
 from mcp_tether.scan.watch import WATCH_INTERVAL, WATCH_MIN_AGE, WriteErrors
 
@@ -163,7 +170,8 @@ def _ps(config: str | None, fmt: str, *, textfile: str | None = None,
     off, boxes = machine.listing() if fmt != "openmetrics" else (None, [])
     if fmt == "json":
         doc = result.to_dict()
-        print_json("ps", doc.pop("servers"), **doc, containers=machine.as_json(boxes),
+        summary: dict[str, Any] = {k: v for k, v in doc.items() if k != "servers"}
+        print_json("ps", doc["servers"], **summary, containers=machine.as_json(boxes),
                    container_support=off)
     elif fmt == "openmetrics":
         text = render_openmetrics(result, per_process=per_process, version=__version__,
@@ -276,7 +284,7 @@ def _reap(args: argparse.Namespace) -> int:
             print(watch_mod.describe(o))
         ended = [o for o in outcomes if o.outcome == "ended"]
         print(f"ended {len(ended)} of {len(outcomes)}, reclaimed "
-              f"{watch_mod._size(sum(o.reclaimed_bytes for o in outcomes))}")
+              f"{size_text(sum(o.reclaimed_bytes for o in outcomes))}")
         for b in ended_boxes:
             print(terminal(f"container {b['container']} {b['image']}: {b['outcome']}"))
     bad = [o for o in outcomes if o.outcome in ("survived", "denied")]

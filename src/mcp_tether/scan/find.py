@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
+    from mcp_tether.scan.record import Parent
+
 __all__ = ["scan", "MAX_PRIVATE_FDS"]
 
 # A process with more descriptors than this is not searched for private channel copies
@@ -450,8 +452,8 @@ class _Scan:
                 role = "launcher"
             else:
                 role = "adopter"
-        parent = {"pid": root.ppid, "name": par.comm if par else None, "role": role,
-                  "host": hosts.get(root.ppid)}
+        parent: Parent = {"pid": root.ppid, "name": par.comm if par else None, "role": role,
+                          "host": hosts.get(root.ppid)}
         argv = root.argv
         shown = split_title(argv)  # `npm exec X` padded with spaces by a rewritten title
         for m in members:

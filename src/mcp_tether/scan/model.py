@@ -30,6 +30,16 @@ from mcp_tether.proc.identity import ProcessId, ProcRecord
 if TYPE_CHECKING:
     from typing import Any
 
+    from mcp_tether.scan.record import (
+        ChannelRow,
+        MemberRow,
+        Parent,
+        ScanDocument,
+        ServerRow,
+        Totals,
+        WhatRow,
+    )
+
 __all__ = [
     "PARENT_GONE", "STDIN_NO_WRITER", "STDOUT_NO_READER", "WRITER_HELD", "READER_HELD",
     "HOST_GONE", "CHANNEL_GONE", "HELD", "FAR_END_UNSEEN", "HOST_NOT_LISTENING",
@@ -84,7 +94,7 @@ class Channel:
     far: str | None = None  # the far end's id, where the backend can name it
     inode: int | None = None  # the number the OS shows for it (Linux: the inode)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ChannelRow:
         return {"fd": self.fd, "kind": self.kind, "side": self.side, "inode": self.inode,
                 "end": self.end, "far": self.far, "peer": self.peer, "detail": self.detail}
 
@@ -105,7 +115,7 @@ class What:
     def mcp(self) -> bool:
         return self.sdk is not None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> WhatRow:
         return {"runtime": self.runtime, "package": self.package, "version": self.version,
                 "sdk": self.sdk, "sdk_version": self.sdk_version, "script": self.script,
                 "source": list(self.source)}
@@ -122,7 +132,7 @@ class Member(ProcRecord):
             setattr(self, name, getattr(record, name))
         self.cpu_seconds = cpu_seconds
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MemberRow:
         return {"pid": self.ident.pid, "start": self.ident.start, "ppid": self.ppid,
                 "pgid": self.pgid, "name": self.comm, "command": self.argv,
                 "rss_bytes": self.rss_bytes, "cpu_seconds": round(self.cpu_seconds, 2)}
@@ -141,7 +151,7 @@ class Server:
     found_by: list[str]  # evidence | config | host | package | sdk | remembered | guess
     config: list[dict[str, str]]  # matching config entries: host, name, path
     host: str | None  # the live host it runs under, if any
-    parent: dict[str, Any]  # pid, name, role: launcher | host | adopter
+    parent: Parent  # pid, name, role: launcher | host | adopter; the host it is
     channels: list[Channel]
     private_channels: bool  # found past fd 0/1 (an SDK's private copies)
     stdin_kind: str  # what fd 0 is: pipe | socket | null | tty | file | closed | unknown
@@ -225,7 +235,7 @@ class Server:
             return "yes"
         return "no" if all(c.peer == "no" for c in ins) else "unknown"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ServerRow:
         ins = [c for c in self.channels if c.side == "in"]
         return {
             "pid": self.pid,
@@ -289,7 +299,7 @@ class ScanResult:
     def superseded(self) -> list[Server]:
         return [s for s in self.servers if s.is_superseded]
 
-    def totals(self) -> dict[str, int]:
+    def totals(self) -> Totals:
         leaked = self.leaked
         mcp = [s for s in leaked if s.identified]
         held = sum(s.rss_bytes for s in leaked)
@@ -310,7 +320,7 @@ class ScanResult:
             "orphan_rss_bytes": held,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ScanDocument:
         return {
             "servers": [s.to_dict() for s in self.servers],
             "totals": self.totals(),

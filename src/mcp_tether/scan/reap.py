@@ -35,7 +35,7 @@ from __future__ import annotations
 import fnmatch
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_tether import ladder
 from mcp_tether.proc import ExitWaiter, Pinned, ProcessId, pin, signal_group, snapshot, table
@@ -44,6 +44,9 @@ from mcp_tether.proc.tree import children_map
 from mcp_tether.scan import superseded
 from mcp_tether.scan.model import HELD, READER_HELD, WRITER_HELD, ScanResult, Server
 from mcp_tether.scan.superseded import SUPERSEDED_MIN_AGE
+
+if TYPE_CHECKING:
+    from mcp_tether.scan.record import ReapRow
 
 __all__ = ["INCLUDE_CHOICES", "REAP_MIN_AGE", "SUPERSEDED_MIN_AGE", "Skipped", "Plan", "plan",
            "ReapOutcome", "REAP_OUTCOMES", "reap_servers", "Pins", "check_duration",
@@ -182,7 +185,7 @@ class ReapOutcome:
     reclaimed_bytes: int
     signals: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ReapRow:
         return {"pid": self.server.pid, "start": self.server.ident.start,
                 "command": self.server.shown, "evidence": self.server.evidence,
                 "what": self.server.what.to_dict(), "outcome": self.outcome,

@@ -19,14 +19,13 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from mcp_tether.report.escape import terminal
+from mcp_tether.escape import terminal
 from mcp_tether.scan.match import guarded_argv
 from mcp_tether.scan.model import EVIDENCE, STATES, ScanResult, Server
 from mcp_tether.scan.reap import REAP_OUTCOMES, Plan
-from mcp_tether.scan.watch import _size
 
 __all__ = ["print_ps", "print_plan", "abandoned_lines", "superseded_lines",
-           "render_openmetrics", "what_text", "counted", "HEADERS", "DIALECTS"]
+           "render_openmetrics", "what_text", "counted", "size_text", "HEADERS", "DIALECTS"]
 
 HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDENCE",
            "PARENT", "COMMAND"]
@@ -35,6 +34,16 @@ HEADERS = ["STATE", "PID", "USER", "AGE", "RSS", "CPU", "WHAT", "FOUND", "EVIDEN
 def counted(n: int, word: str, plural: str | None = None) -> str:
     """`n` and the word for that many: "1 server tree", "2 server trees"."""
     return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def size_text(n: int) -> str:
+    """A byte count in the largest binary unit under 1024 of it (B to GiB)."""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if v < 1024 or unit == "GiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} GiB"
 
 
 def _age(s: float) -> str:
@@ -79,7 +88,7 @@ def _rows(result: ScanResult) -> list[list[str]]:
         extra = f" [+{len(s.members) - 1}]" if len(s.members) > 1 else ""
         guard = "guarded: " if s.shown != s.command and guarded_argv(s.command) else ""
         rows.append([terminal(c) for c in (
-            s.state, str(s.pid), s.user, _age(s.age_seconds), _size(s.rss_bytes),
+            s.state, str(s.pid), s.user, _age(s.age_seconds), size_text(s.rss_bytes),
             f"{s.cpu_percent:.1f}%", what_text(s), ",".join(s.found_by),
             ",".join(s.evidence) or "-",
             f"{s.parent['pid']} {s.parent['name'] or '?'} ({s.parent['role']})",
@@ -90,16 +99,16 @@ def _rows(result: ScanResult) -> list[list[str]]:
 def _totals_line(result: ScanResult) -> str:
     t = result.totals()
     line = (f"{counted(t['servers'], 'stdio server')}: {t['leaked']} leaked holding "
-            f"{_size(t['leaked_rss_bytes'])} ({t['leaked_mcp']} identified as MCP), "
+            f"{size_text(t['leaked_rss_bytes'])} ({t['leaked_mcp']} identified as MCP), "
             f"{t['live']} live")
     if t["unknown"]:
         line += f", {t['unknown']} unknown (a far end not visible here: never reaped)"
     if t["superseded"]:
         line += (f", {t['superseded']} superseded by a newer copy holding "
-                 f"{_size(t['superseded_rss_bytes'])} (reap --include superseded)")
+                 f"{size_text(t['superseded_rss_bytes'])} (reap --include superseded)")
     if t["abandoned"]:
         line += (f", {t['abandoned']} abandoned by a live host holding "
-                 f"{_size(t['abandoned_rss_bytes'])} (a hint: never reaped)")
+                 f"{size_text(t['abandoned_rss_bytes'])} (a hint: never reaped)")
     if result.unreadable:
         line += (f"; {counted(result.unreadable, 'process', 'processes')} not readable, "
                  "skipped")
@@ -181,14 +190,14 @@ def print_plan(p: Plan, to: Any = None, containers: bool = False) -> None:
     for s in p.chosen:
         tree = counted(len(s.members), "process", "processes")
         print(terminal(f"would end pid {s.pid} ({tree}, "
-                       f"{_size(s.rss_bytes)}) {what_text(s)} [{', '.join(s.evidence)}]: "
+                       f"{size_text(s.rss_bytes)}) {what_text(s)} [{', '.join(s.evidence)}]: "
                        f"{_short(s.shown)}"), file=out)
     for sk in p.skipped:
         print(terminal(f"left alone: pid {sk.server.pid} {_short(sk.server.shown, 60)}: "
                        f"{sk.reason}"), file=out)
     if p.chosen:
         print(f"total: {counted(len(p.chosen), 'tree')}, "
-              f"{_size(sum(s.rss_bytes for s in p.chosen))}",
+              f"{size_text(sum(s.rss_bytes for s in p.chosen))}",
               file=out)
 
 
@@ -230,103 +239,143 @@ def render_openmetrics(result: ScanResult, *, per_process: bool = False,
     so `increase()` over them survives a restart of the watch (a reset)."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-    om = dialect == "openmetrics"
-    lines: list[str] = []
+    out = _Families(openmetrics=dialect == "openmetrics")
+    out.family("mcp_tether_build_info", "The mcp-tether that wrote these series.",
+               [({"version": version}, 1)])
+    _by_state(out, result.servers)
+    _by_package(out, result.servers)
+    _of_the_scan(out, result)
+    if per_process:
+        _per_process(out, result.servers)
+    if reaped is not None:
+        _reaped(out, reaped, reclaimed_bytes)
+    if write_errors is not None:
+        out.family("mcp_tether_file_write_errors", "Writes of its files reap --watch could "
+                   "not make since it started, by file (textfile: this one; samples: the "
+                   "read/write samples file).",
+                   [({"file": f}, n) for f, n in sorted(write_errors.items())], kind="counter")
+    return out.text()
 
-    def family(name: str, help_: str, samples: Iterable[tuple[dict[str, str], float]],
+
+# One series: its labels and its value.
+_Sample = tuple[dict[str, str], float]
+
+
+class _Families:
+    """The text being written, one family at a time, in one dialect."""
+
+    def __init__(self, *, openmetrics: bool) -> None:
+        self.om = openmetrics
+        self.lines: list[str] = []
+
+    def family(self, name: str, help_: str, samples: Iterable[_Sample],
                kind: str = "gauge") -> None:
+        """A family's HELP, TYPE (and UNIT) lines, then its samples."""
         sample = f"{name}_total" if kind == "counter" else name
-        if om:
+        if self.om:
             # TYPE, UNIT, HELP: the order the OpenMetrics spec recommends. A UNIT must be
             # the name's suffix. A counter's family has no `_total`; its sample has.
-            lines.append(f"# TYPE {name} {kind}")
+            self.lines.append(f"# TYPE {name} {kind}")
             unit = next((u for u in _UNITS if name.endswith(f"_{u}")), None)
             if unit:
-                lines.append(f"# UNIT {name} {unit}")
-            lines.append(f"# HELP {name} {help_}")
+                self.lines.append(f"# UNIT {name} {unit}")
+            self.lines.append(f"# HELP {name} {help_}")
         else:
             # The Prometheus format names the family by its samples, `_total` included:
             # a HELP or TYPE without it describes no sample, and the parser makes the
             # counter an untyped family with no help of its own.
-            lines.extend([f"# HELP {sample} {help_}", f"# TYPE {sample} {kind}"])
+            self.lines.extend([f"# HELP {sample} {help_}", f"# TYPE {sample} {kind}"])
         for labels, value in samples:
             inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
             text = str(value) if isinstance(value, int) else repr(float(value))  # exact
-            lines.append(f"{sample}{{{inner}}} {text}" if inner else f"{sample} {text}")
+            self.lines.append(f"{sample}{{{inner}}} {text}" if inner else f"{sample} {text}")
 
-    servers = result.servers
+    def text(self) -> str:
+        return "\n".join([*self.lines, *(["# EOF"] if self.om else [])]) + "\n"
+
+
+def _tally(servers: list[Server], key: Callable[[Server], Iterable[tuple[str, ...]]],
+           keys: Iterable[tuple[str, ...]]
+           ) -> tuple[dict[tuple[str, ...], int], dict[tuple[str, ...], int]]:
+    """Trees and their resident memory per key (`keys` are there at 0 when none has them)."""
+    keys = list(keys)
+    count = dict.fromkeys(keys, 0)
+    held = dict.fromkeys(keys, 0)
+    for s in servers:
+        for k in key(s):
+            count[k] = count.get(k, 0) + 1
+            held[k] = held.get(k, 0) + s.rss_bytes
+    return count, held
+
+
+def _by_state(out: _Families, servers: list[Server]) -> None:
+    """Trees and memory by state, and by state and evidence."""
     states = sorted({*STATES, *(s.state for s in servers)})
     evidence = sorted({*EVIDENCE, *(e for s in servers for e in s.evidence)})
+    count, held = _tally(servers, lambda s: [(s.state,)], [(st,) for st in states])
+    out.family("mcp_tether_servers", "Stdio server process trees on this machine, by state.",
+               [({"state": k[0]}, v) for k, v in sorted(count.items())])
+    out.family("mcp_tether_server_rss_bytes", "Resident memory of server trees, by state.",
+               [({"state": k[0]}, v) for k, v in sorted(held.items())])
+    count, held = _tally(servers, lambda s: [(s.state, e) for e in s.evidence],
+                         [(st, e) for st in states for e in evidence])
+    out.family("mcp_tether_evidence_servers",
+               "Server trees with each evidence, by state; a tree counts once per evidence "
+               "it has, so a sum over evidence can exceed the trees.",
+               [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(count.items())])
+    out.family("mcp_tether_evidence_rss_bytes",
+               "Resident memory of the server trees with each evidence, by state; a tree "
+               "counts once per evidence it has, so a sum over evidence can exceed the total.",
+               [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(held.items())])
 
-    def tally(key: Callable[[Server], Iterable[tuple[str, ...]]], keys: Iterable[tuple[str, ...]]
-              ) -> tuple[dict[tuple[str, ...], int], dict[tuple[str, ...], int]]:
-        count = dict.fromkeys(keys, 0)
-        held = dict.fromkeys(keys, 0)
-        for s in servers:
-            for k in key(s):
-                count[k] = count.get(k, 0) + 1
-                held[k] = held.get(k, 0) + s.rss_bytes
-        return count, held
 
-    family("mcp_tether_build_info", "The mcp-tether that wrote these series.",
-           [({"version": version}, 1)])
-    count, held = tally(lambda s: [(s.state,)], [(st,) for st in states])
-    family("mcp_tether_servers", "Stdio server process trees on this machine, by state.",
-           [({"state": k[0]}, v) for k, v in sorted(count.items())])
-    family("mcp_tether_server_rss_bytes", "Resident memory of server trees, by state.",
-           [({"state": k[0]}, v) for k, v in sorted(held.items())])
-    count, held = tally(lambda s: [(s.state, e) for e in s.evidence],
-                        [(st, e) for st in states for e in evidence])
-    family("mcp_tether_evidence_servers",
-           "Server trees with each evidence, by state; a tree counts once per evidence "
-           "it has, so a sum over evidence can exceed the trees.",
-           [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(count.items())])
-    family("mcp_tether_evidence_rss_bytes",
-           "Resident memory of the server trees with each evidence, by state; a tree "
-           "counts once per evidence it has, so a sum over evidence can exceed the total.",
-           [({"state": k[0], "evidence": k[1]}, v) for k, v in sorted(held.items())])
-    count, held = tally(lambda s: [(s.state, s.what.package or "")], [])
-    family("mcp_tether_package_servers",
-           "Server trees by package and state; an empty package label: not identified.",
-           [({"state": k[0], "package": k[1]}, v) for k, v in sorted(count.items())])
-    family("mcp_tether_package_rss_bytes", "Resident memory of server trees by package and state.",
-           [({"state": k[0], "package": k[1]}, v) for k, v in sorted(held.items())])
+def _by_package(out: _Families, servers: list[Server]) -> None:
+    """Trees and memory by package and state; each package seen, with its SDK."""
+    count, held = _tally(servers, lambda s: [(s.state, s.what.package or "")], [])
+    out.family("mcp_tether_package_servers",
+               "Server trees by package and state; an empty package label: not identified.",
+               [({"state": k[0], "package": k[1]}, v) for k, v in sorted(count.items())])
+    out.family("mcp_tether_package_rss_bytes",
+               "Resident memory of server trees by package and state.",
+               [({"state": k[0], "package": k[1]}, v) for k, v in sorted(held.items())])
     packages = sorted({_what(s) for s in servers if s.what.package})
-    family("mcp_tether_package_info", "Each server package seen: its version and SDK.",
-           [(dict(zip(("package", "version", "sdk", "sdk_version"), w, strict=True)), 1)
-            for w in packages])
-    family("mcp_tether_scanned_processes", "Processes the scan looked at.",
-           [({}, result.scanned)])
-    family("mcp_tether_unreadable_processes", "Processes the scan could not read.",
-           [({}, result.unreadable)])
-    family("mcp_tether_config_errors", "Host config files that could not be read.",
-           [({}, len(result.config_errors))])
-    family("mcp_tether_scan_duration_seconds", "How long the scan took.",
-           [({}, round(result.elapsed, 3))])
-    if per_process:
-        family("mcp_tether_process_info", "One series per server tree (--per-process): "
+    out.family("mcp_tether_package_info", "Each server package seen: its version and SDK.",
+               [(dict(zip(("package", "version", "sdk", "sdk_version"), w, strict=True)), 1)
+                for w in packages])
+
+
+def _of_the_scan(out: _Families, result: ScanResult) -> None:
+    """What the scan looked at, could not read, and took."""
+    out.family("mcp_tether_scanned_processes", "Processes the scan looked at.",
+               [({}, result.scanned)])
+    out.family("mcp_tether_unreadable_processes", "Processes the scan could not read.",
+               [({}, result.unreadable)])
+    out.family("mcp_tether_config_errors", "Host config files that could not be read.",
+               [({}, len(result.config_errors))])
+    out.family("mcp_tether_scan_duration_seconds", "How long the scan took.",
+               [({}, round(result.elapsed, 3))])
+
+
+def _per_process(out: _Families, servers: list[Server]) -> None:
+    """One series per tree (--per-process): what it is, and its memory."""
+    out.family("mcp_tether_process_info", "One series per server tree (--per-process): "
                "its root process (pid, start time) and what it is.",
                [(dict(_ident(s), state=s.state, **dict(zip(
                    ("package", "version", "sdk", "sdk_version"), _what(s), strict=True)),
                    found_by=",".join(s.found_by), evidence=",".join(s.evidence)), 1)
                 for s in servers])
-        family("mcp_tether_process_rss_bytes", "Resident memory of each server tree "
+    out.family("mcp_tether_process_rss_bytes", "Resident memory of each server tree "
                "(--per-process).", [(_ident(s), s.rss_bytes) for s in servers])
-    if reaped is not None:
-        outcomes = sorted({*REAP_OUTCOMES, *reaped})
-        family("mcp_tether_reaped", "Server trees reap --watch acted on since it started, "
+
+
+def _reaped(out: _Families, reaped: Mapping[str, int], reclaimed_bytes: int) -> None:
+    """reap --watch's counters: trees acted on by outcome, memory reclaimed."""
+    outcomes = sorted({*REAP_OUTCOMES, *reaped})
+    out.family("mcp_tether_reaped", "Server trees reap --watch acted on since it started, "
                "by outcome.", [({"outcome": o}, reaped.get(o, 0)) for o in outcomes],
                kind="counter")
-        family("mcp_tether_reclaimed_bytes", "Resident memory of the server trees reap "
+    out.family("mcp_tether_reclaimed_bytes", "Resident memory of the server trees reap "
                "--watch ended since it started.", [({}, reclaimed_bytes)], kind="counter")
-    if write_errors is not None:
-        family("mcp_tether_file_write_errors", "Writes of its files reap --watch could not "
-               "make since it started, by file (textfile: this one; samples: the read/write "
-               "samples file).", [({"file": f}, n) for f, n in sorted(write_errors.items())],
-               kind="counter")
-    if om:
-        lines.append("# EOF")
-    return "\n".join(lines) + "\n"
 
 
 def _what(s: Server) -> tuple[str, str, str, str]:

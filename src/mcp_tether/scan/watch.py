@@ -38,12 +38,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_tether import ladder
+from mcp_tether.escape import terminal, xml_text
 from mcp_tether.proc import ProcessId
-from mcp_tether.report.escape import terminal, xml_text
 from mcp_tether.scan.abandoned import Tracker
 from mcp_tether.scan.find import scan
 from mcp_tether.scan.model import ScanResult
 from mcp_tether.scan.reap import ReapOutcome, plan, reap_servers
+from mcp_tether.scan.render import size_text
 from mcp_tether.scan.superseded import SUPERSEDED_MIN_AGE, Samples
 
 __all__ = ["watch", "WATCH_MIN_AGE", "WATCH_INTERVAL", "render_unit", "describe", "WriteErrors",
@@ -51,15 +52,6 @@ __all__ = ["watch", "WATCH_MIN_AGE", "WATCH_INTERVAL", "render_unit", "describe"
 
 WATCH_MIN_AGE = 60.0  # seconds: the reaper scripts people write skip the first minute
 WATCH_INTERVAL = 30.0
-
-
-def _size(n: int) -> str:
-    v = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if v < 1024 or unit == "GiB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{v:.1f} GiB"
 
 
 # The files a watch writes, as the `file` label of mcp_tether_file_write_errors_total
@@ -101,7 +93,7 @@ def describe(o: ReapOutcome) -> str:
     sdk = f" sdk {w.sdk} {w.sdk_version or ''}".rstrip() if w.sdk else ""
     how = f" by {o.ended_by}" if o.ended_by else ""
     return terminal(f"{o.outcome}{how}: pid {s.pid} {name}{sdk} [{', '.join(s.evidence)}] "
-                    f"reclaimed {_size(o.reclaimed_bytes)}")
+                    f"reclaimed {size_text(o.reclaimed_bytes)}")
 
 
 def watch(*, interval: float = WATCH_INTERVAL, min_age: float = WATCH_MIN_AGE,

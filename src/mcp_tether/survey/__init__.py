@@ -37,10 +37,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_tether.inspect import inspect_path, server_uses
 from mcp_tether.packages import InstallPolicy, PackageError, Prepared, prepare
@@ -56,6 +56,10 @@ from mcp_tether.survey.repeat import (
     judge,
     repeat_failing,
 )
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ProbeDocument, ScenarioRecord
+    from mcp_tether.survey.records import RunRow, SurveyRow
 
 __all__ = ["run_survey", "rerun", "ServerResult", "SurveyResult", "Entry", "parse_list",
            "parse_line", "PROBE_TIMEOUT", "PROBE_FLOOR", "STYLES"]
@@ -88,7 +92,7 @@ class Failure:
     # Every run of the cell (`repeat.Run` as dicts: verdict, passed, load), the first
     # included, and what they say (`repeat.judge`); "" and [] in surveys made before.
     repeated: str = ""
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
     # What an independent SDK host said of this failure (bench/sdk_recheck.py
     # --annotate): "confirmed (...)" or "not confirmed: ..."; "" not re-checked.
     sdk_recheck: str = ""
@@ -155,13 +159,13 @@ class ServerResult:
             return len(self.loads)
         return 0 if self.status in ("install-failed", "no-command") else len(STYLES)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SurveyRow:
         d = asdict(self)
         d["guard_pass"] = self.guard_pass
-        return d
+        return cast("SurveyRow", d)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ServerResult:
+    def from_dict(cls, d: Mapping[str, Any]) -> ServerResult:
         """A saved row, judged again by today's rule (`rejudge`): every rendering of a
         saved survey words its cells as a new one would."""
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
@@ -417,7 +421,7 @@ def _probe_argv(style: str, entry: Entry, argv: list[str], jobs: int | None,
 
 
 def _run_probe(argv: list[str], cwd: str | None, timeout: float,
-               kids: _Children) -> tuple[str, dict[str, Any] | None, str]:
+               kids: _Children) -> tuple[str, ProbeDocument | None, str]:
     """(outcome, payload, stderr tail); outcome ok | timeout | stopped | error."""
     with kids.lock:
         if kids.stopping:
@@ -449,10 +453,11 @@ def _run_probe(argv: list[str], cwd: str | None, timeout: float,
         payload = None
     if outcome == "ok" and not isinstance(payload, dict):
         outcome = "error"
-    return outcome, payload if isinstance(payload, dict) else None, tail
+    # the probe's own document, read back: its keys are `ProbeDocument`'s
+    return outcome, cast("ProbeDocument", payload) if isinstance(payload, dict) else None, tail
 
 
-def _level_pass(results: list[dict[str, Any]], level: str) -> bool | None:
+def _level_pass(results: Sequence[Mapping[str, Any]], level: str) -> bool | None:
     """False when a scenario of the level failed; None (unknown) when none failed but
     one could not run (verdict error); True when all passed."""
     counted = [r for r in results if level == "robust" or r.get("level") == "spec"]
@@ -473,11 +478,11 @@ def started(verdicts: dict[str, str]) -> bool:
                if s not in NO_HANDSHAKE)
 
 
-def _started(results: list[dict[str, Any]]) -> bool:
+def _started(results: list[ScenarioRecord]) -> bool:
     return started({r["scenario"]: r.get("verdict", "error") for r in results})
 
 
-def _stderr(results: list[dict[str, Any]]) -> str:
+def _stderr(results: list[ScenarioRecord]) -> str:
     for r in results:
         tail = (r.get("stderr_tail") or "").strip()
         if tail:
@@ -493,13 +498,13 @@ def _first_line(text: str, pattern: re.Pattern[str] | None = None, last: bool = 
     return ((lines[-1] if last else lines[0]) if lines else "")[:200]
 
 
-def _results(run: tuple[str, dict[str, Any] | None, str]) -> list[dict[str, Any]] | None:
+def _results(run: tuple[str, ProbeDocument | None, str]) -> list[ScenarioRecord] | None:
     """A probe run's scenario results, or None when the probe itself did not finish."""
     outcome, payload, _ = run
     return payload.get("results") or [] if outcome == "ok" and payload is not None else None
 
 
-def record(row: ServerResult, style: str, results: list[dict[str, Any]],
+def record(row: ServerResult, style: str, results: list[ScenarioRecord],
            cells: dict[str, list[Run]]) -> None:
     """One style's probe results into `row`, in place of what it had for those scenarios:
     verdicts, failures judged on their runs (`cells`: scenario -> runs, from
@@ -542,7 +547,7 @@ def survey_one(entry: Entry, kids: _Children, *, timeout: float | None = None,
     _read_sdk(row, got)
     limit = entry.timeout or timeout or PROBE_TIMEOUT
 
-    def probe(style: str, names: tuple[str, ...]) -> tuple[str, dict[str, Any] | None, str]:
+    def probe(style: str, names: tuple[str, ...]) -> tuple[str, ProbeDocument | None, str]:
         return _run_probe(_probe_argv(style, entry, got.argv, jobs, ready_timeout, names),
                           got.cwd, limit, kids)
 
@@ -599,7 +604,7 @@ def _read_sdk(row: ServerResult, got: Prepared) -> None:
 
 def _probe_style(
     row: ServerResult, style: str, scenarios: tuple[str, ...],
-    probe: Callable[[str, tuple[str, ...]], tuple[str, dict[str, Any] | None, str]],
+    probe: Callable[[str, tuple[str, ...]], tuple[str, ProbeDocument | None, str]],
 ) -> bool:
     """One host style's probe run into `row`, its failures run again (`repeat`); False
     when the other styles need not run (stopped, or the server did not start)."""
@@ -615,7 +620,7 @@ def _probe_style(
         row.not_started(_stderr(results), last=True)
         return False  # the other styles would say the same
 
-    def again(names: tuple[str, ...]) -> list[dict[str, Any]] | None:
+    def again(names: tuple[str, ...]) -> list[ScenarioRecord] | None:
         return _results(probe(style, names))
 
     record(row, style, results, repeat_failing(results, row.loads[style], again, _load))
@@ -698,7 +703,7 @@ def rerun(result: SurveyResult, entries: list[Entry], style: str,
         except PackageError:
             return row  # installed for the first run, not now: keep what it measured
 
-        def probe(names: tuple[str, ...]) -> list[dict[str, Any]] | None:
+        def probe(names: tuple[str, ...]) -> list[ScenarioRecord] | None:
             return _results(_run_probe(
                 _probe_argv(style, entry, got.argv, None, ready_timeout, names), got.cwd,
                 entry.timeout or PROBE_TIMEOUT, kids))

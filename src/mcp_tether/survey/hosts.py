@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_tether.report.escape import html_text, md_cell, md_text
+from mcp_tether.escape import html_text, md_cell, md_text
 from mcp_tether.survey import ServerResult
 from mcp_tether.survey.render import runs_text
 
@@ -176,7 +176,7 @@ def parse_hosts_md(text: str, source: str = "docs/hosts-check.md") -> list[HostL
 def parse_hostcheck_json(name: str, text: str, source: str) -> HostLadder:
     """`mcp-tether hostcheck --json` output (its document's `results`, one a scenario;
     JSON Lines as saved before the envelope also read) as one host."""
-    from mcp_tether.hostcheck.render import saw_line
+    from mcp_tether.hostcheck.who import saw_line
 
     h = HostLadder(name, "python" if _PYTHON_HOST.search(name) else "node", source)
     try:

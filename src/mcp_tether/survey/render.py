@@ -17,8 +17,8 @@ import json
 import statistics
 from typing import Any
 
-from mcp_tether.report.escape import html_text, md_cell, md_code, md_text
-from mcp_tether.report.jsonout import envelope
+from mcp_tether.escape import html_text, md_cell, md_code, md_text
+from mcp_tether.jsonout import envelope
 from mcp_tether.survey import PROBE_FLOOR, Failure, ServerResult, SurveyResult
 
 __all__ = ["to_markdown", "to_json", "to_html", "COLUMNS", "cells", "fix_numbers", "busy_text",

@@ -37,9 +37,13 @@ Guarantees:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
+    from mcp_tether.survey.records import RunRow
 
 __all__ = ["REPEATS", "Run", "judge", "repeat_failing", "busy", "busy_others", "failing",
            "failed_verdict", "UNKNOWN"]
@@ -60,11 +64,11 @@ class Run:
     def counted(self) -> bool:
         return self.verdict not in UNKNOWN
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> RunRow:
+        return {"verdict": self.verdict, "passed": self.passed, "load": self.load}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Run:
+    def from_dict(cls, d: Mapping[str, Any]) -> Run:
         return cls(str(d["verdict"]), bool(d["passed"]), float(d["load"]))
 
 
@@ -90,13 +94,13 @@ def failed_verdict(runs: list[Run], first: str) -> str:
     return next((v for v in _WORST if v in failed), first)
 
 
-def failing(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def failing(results: Iterable[ScenarioRecord]) -> list[ScenarioRecord]:
     """The results of a probe that are failures with a verdict (not `error`)."""
     return [r for r in results if not r.get("passed") and r.get("verdict") not in UNKNOWN]
 
 
-def repeat_failing(first: list[dict[str, Any]], first_load: float,
-                   probe: Callable[[tuple[str, ...]], list[dict[str, Any]] | None],
+def repeat_failing(first: list[ScenarioRecord], first_load: float,
+                   probe: Callable[[tuple[str, ...]], list[ScenarioRecord] | None],
                    load: Callable[[], float], repeats: int = REPEATS) -> dict[str, list[Run]]:
     """scenario -> its runs, for every failing scenario of `first` (a probe's results,
     run at `first_load`): `probe(scenarios)` runs them again (None: the probe itself could

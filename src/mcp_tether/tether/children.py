@@ -111,7 +111,7 @@ def _name_left(tree: Tree) -> None:
     """One stderr line per process left: pid, command, why (the server's text, shown)."""
     if not tree.left:
         return
-    from mcp_tether.report.escape import terminal
+    from mcp_tether.escape import terminal
 
     for v in sorted(tree.left.values(), key=lambda v: v.ident):
         log.say(f"mcp-tether: left {v.info.pid} ({terminal(v.command)}): "

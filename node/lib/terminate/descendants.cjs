@@ -4,11 +4,11 @@
 //
 // Guarantees:
 // - The descendants are found by walking the process table from this process down the
-//   ppid chain (lib/tree.cjs), never by process group: a server started without a session
+//   ppid chain (lib/process/tree.cjs), never by process group: a server started without a session
 //   of its own shares its host's group. A child that called setsid is still a child, and
 //   is found with its own children.
 // - Each is (pid, start time), re-read right before each signal; one that cannot be read
-//   is never signalled. The ladder is the host client's (lib/ladder.cjs) from its SIGTERM
+//   is never signalled. The ladder is the host client's (lib/terminate/ladder.cjs) from its SIGTERM
 //   rung: SIGTERM, `CHILD_TERM_GRACE_MS`, SIGKILL, `CHILD_KILL_WAIT_MS`, each cut to what
 //   is left of the host's window, as the Python helper does (src/mcp_tether/tether/
 //   children.py).
@@ -19,23 +19,24 @@
 //   with the default environment), read from /proc/<pid>/environ on Linux, `ps -E` on
 //   macOS (this user's processes).
 // - What the server detached on purpose for its user is left running and named, one
-//   stderr line each (lib/leave.cjs: a child kept out with `outsideTether`, a terminal
+//   stderr line each (lib/process/leave.cjs: a child kept out with `outsideTether`, a terminal
 //   multiplexer's server, a daemon a live process outside the tree uses), with what runs
 //   under it; it is decided before the first signal, again for what the mark finds.
 // - `onExit()` is the last resort when the process exits by any other path
 //   (process.exit in the server's own code, an uncaught exception): the same walk and a
 //   SIGTERM, synchronously, with no wait (an `exit` listener cannot wait).
-// - Wherever there is a process reader (lib/platform.cjs `PROCS`: /proc on Linux, ps on
+// - Wherever there is a process reader (lib/platform/platform.cjs `PROCS`: /proc on Linux, ps on
 //   macOS). Elsewhere (Windows) one stderr line says, once, that descendants are not
 //   ended, and nothing is signalled.
 
-const { Tree, identify, signalIdent, SUPPORTED } = require('./tree.cjs');
+const { Tree } = require('../process/tree.cjs');
+const { identify, signalIdent, SUPPORTED } = require('../process/identity.cjs');
 const { endTree, POLL_FIRST_MS } = require('./ladder.cjs');
-const { say } = require('./log.cjs');
-const { NAME } = require('./platform.cjs');
-const { TREE: MARK, addMark } = require('./mark.cjs');
-const leave = require('./leave.cjs');
-const { PROCS: procs } = require('./platform.cjs');
+const { say } = require('../output/log.cjs');
+const { NAME } = require('../platform/platform.cjs');
+const { TREE: MARK, addMark } = require('../process/mark.cjs');
+const leave = require('../process/leave.cjs');
+const { PROCS: procs } = require('../platform/platform.cjs');
 
 // The same numbers as the Python helper (tether/children.py): the host's 2 s window
 // (the SDKs' TERM grace) holds the server's close, the hooks and this ladder.

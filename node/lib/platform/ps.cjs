@@ -1,17 +1,17 @@
 'use strict';
 // macOS and the BSDs: processes read with `/bin/ps`, the one program there that shows
 // another process's parent, group, terminal, start time and (for this user's processes)
-// environment without native code. Chosen by lib/platform.cjs (`PROCS` and the host's
-// reader where there is no /proc); no other file runs ps. The same answers as
-// lib/procfs.cjs, in the same shapes, so lib/tree.cjs, lib/leave.cjs and lib/host.cjs
-// read either.
+// environment without native code. Chosen by lib/platform/platform.cjs (`PROCS` and the
+// host's reader where there is no /proc); no other file runs ps. The same answers as
+// lib/platform/procfs.cjs, in the same shapes, so lib/process/ (the tree, what a tree kill
+// leaves, the host) reads either.
 //
 // Guarantees:
 // - A process is (pid, start time): the start is `lstart` read in UTC (TZ=UTC, LC_ALL=C:
 //   strftime's `%c`, "Mon Jan  1 12:00:00 2024"), kept as whole seconds since the epoch.
 //   One-second resolution: a pid reused within the second its first owner started would
 //   not be told apart (macOS hands pids out in order up to 99999).
-// - `stat(pid)` asks ps once, fresh (what lib/tree.cjs re-reads right before a signal),
+// - `stat(pid)` asks ps once, fresh (what lib/process/identity.cjs re-reads right before a signal),
 //   and answers `{pid, ppid, pgid, sid, tty, start}` (it lives), `null` (no such process,
 //   or a zombie unless `dead`) or `undefined` (ps failed, or said something unreadable).
 //   `sid` is null: macOS's ps shows no session id (its `sess` is a kernel pointer). `tty`
@@ -19,13 +19,13 @@
 // - `table()` is one ps run for every process, the ps itself left out (this process's
 //   child whose accounting name, `ucomm`, is "ps": a child of the server that runs ps at
 //   that very instant is left out with it); `children()` is not offered (no children
-//   lists: `childrenFilesMissing()` is true, and lib/tree.cjs reads the whole table).
+//   lists: `childrenFilesMissing()` is true, and lib/process/tree.cjs reads the whole table).
 // - `environ(pid)` is `ps -E`'s line for `pid` (argv, then the environment, each string
 //   separated by a space: ps shows it for this user's processes), or null (gone, or not
 //   ours); `envValue(line, NAME)` is the value of the last `NAME=` word in it (the
 //   environment comes after argv). A mark's value has no space in it.
 // - `fds`/`fdTarget` answer `undefined`: ps does not show another process's descriptors
-//   (so a launcher's real server is never taken for a stranger: lib/tree.cjs counts an
+//   (so a launcher's real server is never taken for a stranger: lib/process/tree.cjs counts an
 //   unreadable holder as holding).
 // - `watcher(host)`: each poll, `kill(pid, 0)` says whether the pid is still taken, and
 //   the start time is compared again every RECHECK_EVERY polls.

@@ -25,7 +25,7 @@ function oneLine(err) {
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** `text` for one terminal line: every control character shown as an escape (`\x1b`,
- * `\n`), never sent, as the Python package's report/escape.py `terminal` does. */
+ * `\n`), never sent, as the Python package's escape.py `terminal` does. */
 function shown(text) {
   return String(text).replace(CONTROLS, (c) => {
     const n = c.charCodeAt(0);

@@ -1,6 +1,6 @@
 'use strict';
 // The host: the first ancestor of this process that is not a known launcher, and whether
-// it still lives. How ancestors are read is the platform's reader (lib/platform.cjs:
+// it still lives. How ancestors are read is the platform's reader (lib/platform/platform.cjs:
 // /proc on Linux, `ps` on macOS and the BSDs, none on Windows).
 //
 // Guarantees:
@@ -12,7 +12,7 @@
 //   host watch is off (stdin EOF, the dead-pipe errors and the signals still work).
 
 const path = require('node:path');
-const { ANCESTRY, PROCS: procs, NAME } = require('./platform.cjs');
+const { ANCESTRY, PROCS: procs, NAME } = require('../platform/platform.cjs');
 
 const MAX_DEPTH = 32;
 const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ash', 'ksh', 'mksh', 'busybox', 'fish']);

@@ -5,12 +5,12 @@
 // used, never a guess.
 //
 // Guarantees:
-// - `PROCS`: the process reader, chosen once: /proc on Linux (lib/procfs.cjs: identity,
+// - `PROCS`: the process reader, chosen once: /proc on Linux (procfs.cjs: identity,
 //   children, environment, fds, without spawning anything), `/bin/ps` on macOS and the
-//   BSDs (lib/ps.cjs: identity, parents, groups, terminals and, for this user's
-//   processes, environments; no children lists, no fds), null on Windows. The tree
-//   (lib/tree.cjs), the server's descendants (lib/descendants.cjs) and what a tree kill
-//   leaves (lib/leave.cjs) read through it; without one they answer that they cannot
+//   BSDs (ps.cjs: identity, parents, groups, terminals and, for this user's processes,
+//   environments; no children lists, no fds), null on Windows. The tree
+//   (lib/process/tree.cjs), the server's descendants (lib/terminate/descendants.cjs) and
+//   what a tree kill leaves (lib/process/leave.cjs) read through it; without one they answer that they cannot
 //   tell, and nothing is signalled by pid. `PROCFS` says the reader is /proc's.
 // - `ANCESTRY`: how the host above this process is read and watched: `PROCS` (null on
 //   Windows: no ancestry without spawning PowerShell/WMI: the host watch is off; stdin
@@ -19,7 +19,7 @@
 //   server detached (a session of its own) behind a supervisor. On Windows it starts the
 //   server itself, hidden, and no supervisor is looked for.
 // - `ENDPOINTS` (Linux): the reader of a process's terminals, pipes and sockets and of who
-//   holds their far ends (lib/endpoints.cjs), for what a tree kill leaves (lib/leave.cjs);
+//   holds their far ends (endpoints.cjs), for what a tree kill leaves (lib/process/leave.cjs);
 //   null elsewhere (macOS's ps shows no descriptors: nothing is then left for being in
 //   use or a terminal, only for being kept out on purpose; unknown is no exemption).
 // - `GUARD_AUTO` (Linux): `supervisor: "auto"` picks `mcp-tether run` (the Python guard, a

@@ -13,19 +13,19 @@
 //   byte) and runs in a session and group of its own (pgid = its pid). fd 3, the
 //   lifeline, is a pipe from the host that nobody writes: the host keeps the only write
 //   end, so its EOF means "the host closed the transport or died", SIGKILL included.
-// - Then the ladder on the whole tree (lib/ladder.cjs): GRACE_MS for the tree to exit by
+// - Then the ladder on the whole tree (lib/terminate/ladder.cjs): GRACE_MS for the tree to exit by
 //   itself (the server saw stdin EOF at the same moment), SIGTERM to the group and to
 //   each recorded member outside it, TERM_GRACE_MS, SIGKILL. SIGTERM, SIGINT or SIGHUP
 //   sent to the watchdog start the same ladder at its SIGTERM rung.
 // - The tree is recorded by (pid, start time) from the start and every LOOK_MS
-//   (lib/tree.cjs), so a helper that called setsid and lost its parent is still known.
+//   (lib/process/tree.cjs), so a helper that called setsid and lost its parent is still known.
 //   The server's environment carries the tree's mark (MCP_TETHER_TREE, this watchdog's
 //   pid and start time): a process that daemonized between two looks (setsid and a
 //   double fork at start-up) is found by it when the ladder starts, and one born while
 //   the ladder runs (a close() that raced start()) before the tree is called empty
-//   (lib/ladder.cjs). One that also replaced its environment escapes this watchdog (the
+//   (lib/terminate/ladder.cjs). One that also replaced its environment escapes this watchdog (the
 //   guard, a subreaper, does not).
-// - What the server detached on purpose for its user (lib/leave.cjs) is taken out of the
+// - What the server detached on purpose for its user (lib/process/leave.cjs) is taken out of the
 //   tree when the ladder starts: never signalled nor waited for, named on stderr.
 // - The watchdog exits only when the tree is empty, with the server's status (128+N after
 //   signal N; 127 / 126 when the command cannot start). When the server exits by itself,
@@ -36,11 +36,13 @@
 const { spawn } = require('node:child_process');
 const net = require('node:net');
 const os = require('node:os');
-const { Tree, identify, stdioHolders } = require('./tree.cjs');
+const { Tree } = require('../process/tree.cjs');
+const { identify } = require('../process/identity.cjs');
+const { stdioHolders } = require('../process/stdio.cjs');
 const { endTree, waitEmpty, Nudge } = require('./ladder.cjs');
-const { say } = require('./log.cjs');
-const { TREE: MARK, addMark } = require('./mark.cjs');
-const leave = require('./leave.cjs');
+const { say } = require('../output/log.cjs');
+const { TREE: MARK, addMark } = require('../process/mark.cjs');
+const leave = require('../process/leave.cjs');
 
 // 250 ms: a setsid helper is recorded within a quarter second of its birth; each look
 // reads only the children files of the tree's own processes.

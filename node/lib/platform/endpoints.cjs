@@ -1,8 +1,8 @@
 'use strict';
 // Linux: what a process's terminals, pipes and sockets connect it to, and who holds each
-// far end. Chosen by lib/platform.cjs (`ENDPOINTS`); read through lib/procfs.cjs, and for a
-// unix socket's peer through `ss` (iproute2: the kernel's sock_diag, which Node cannot
-// ask itself). The Python package's `linux_fds.endpoints` answers the same questions.
+// far end. Chosen by lib/platform/platform.cjs (`ENDPOINTS`); read through
+// lib/platform/procfs.cjs, and for a unix socket's peer through `ss` (iproute2: the
+// kernel's sock_diag, which Node cannot ask itself). The Python package's `linux_fds.endpoints` answers the same questions.
 //
 // Guarantees:
 // - `reader()` gives one look's `endpoints(pid)` and `holders(links)`; the network

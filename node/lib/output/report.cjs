@@ -11,9 +11,9 @@
 //   "none-found"|"unknown","survivors":[{pid,start}],"left":[{pid,start,why}]},
 //   "armed":{"by":"tether()"|"preload","at":N|null}}` ("none": something outlived
 //   SIGKILL; "unknown": this platform cannot list descendants; `left`: what was left
-//   running for the user, lib/leave.cjs's `why`). `armed.at` is when the tether armed
+//   running for the user, lib/process/leave.cjs's `why`). `armed.at` is when the tether armed
 //   (and marked the environment its later children inherit), on the clock process start
-//   times are read on (lib/platform.cjs `processClock`): a descendant that started before
+//   times are read on (lib/platform/platform.cjs `processClock`): a descendant that started before
 //   it carries no mark, and once it leaves the tree no shutdown can find it.
 // - One synchronous write with O_APPEND (lines of one file from several processes of
 //   one tree do not interleave); a file that cannot be written costs one debug line.
@@ -21,7 +21,7 @@
 //   line, under its own pid).
 
 const fs = require('node:fs');
-const { identify } = require('./tree.cjs');
+const { identify } = require('../process/identity.cjs');
 const { say } = require('./log.cjs');
 
 const ENV = 'MCP_TETHER_SHUTDOWN_REPORT';

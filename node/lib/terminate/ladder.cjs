@@ -6,7 +6,7 @@
 // (src/mcp_tether/ladder.py).
 //
 // Guarantees:
-// - Each rung signals the whole tree (lib/tree.cjs: the group, and each recorded member
+// - Each rung signals the whole tree (lib/process/tree.cjs: the group, and each recorded member
 //   outside it, by identity), not one pid; the caller has already closed stdin.
 // - A rung ends early the moment the tree is empty (a tree with a mark: none carries it,
 //   in two whole-table looks in a row); `endTree` resolves only when it is

@@ -10,14 +10,17 @@ from __future__ import annotations
 import sys
 import textwrap
 from collections import Counter
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
+from mcp_tether.escape import terminal
 from mcp_tether.lab import server_name
 from mcp_tether.probe import ScenarioResult
 from mcp_tether.probe.spec import ROBUST, SPEC
-from mcp_tether.report.escape import terminal
 from mcp_tether.report.fixes import GUARD_LEGEND, number_fixes
 from mcp_tether.report.legend import legend
+
+if TYPE_CHECKING:
+    from mcp_tether.probe.record import ScenarioRecord
 
 __all__ = ["BLOCK_STORY", "render_summary"]
 
@@ -58,8 +61,8 @@ BLOCK_STORY: dict[str, tuple[str, str]] = {
 }
 
 
-def _raw(r: ScenarioResult) -> dict[str, Any]:
-    return getattr(r, "raw", None) or r.to_dict()
+def _raw(r: ScenarioResult) -> ScenarioRecord:
+    return r.record or r.to_dict()
 
 
 def _wrapped(out: IO[str], text: str, indent: str = "  ", hang: str = "    ") -> None:
@@ -76,11 +79,11 @@ def render_summary(
     out = out or sys.stdout
     w = out.write
     leaks = [r for b in blocks for r in results
-             if getattr(r, "block", "") == b and r.verdict in ("orphaned", "lingered")]
+             if r.block == b and r.verdict in ("orphaned", "lingered")]
     fixes = number_fixes(_raw(r) for r in leaks)  # numbered in the order they are shown
     w("mcp-tether lab: does each server die with its client?\n")
     for block in blocks:
-        rows = [r for r in results if getattr(r, "block", "") == block]
+        rows = [r for r in results if r.block == block]
         if not rows:
             continue
         shows, takeaway = BLOCK_STORY.get(block, (block, ""))

@@ -9,43 +9,22 @@ shows them through `escape.terminal`, Markdown through `escape.md_text` / `md_co
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
+from mcp_tether.escape import md_cell, md_code, md_text, terminal
 from mcp_tether.hostcheck.scenarios import UNJUDGED, VERDICT_WORDS
-from mcp_tether.report.escape import md_cell, md_code, md_text, terminal
+from mcp_tether.hostcheck.who import ms_text, saw_line
 from mcp_tether.report.html import render_html as page
 
-__all__ = ["render_text", "render_markdown", "render_html", "saw_line",
-           "hold_line", "process_cell", "calls_line"]
+if TYPE_CHECKING:
+    from mcp_tether.hostcheck import HostCheck
+    from mcp_tether.hostcheck.record import HostCheckRow, ProcessRow
+    from mcp_tether.probe.record import ScenarioRecord
 
-_SAID = {"start": None, "grandchild": None, "request": None, "initialize": None,
-         "initialized": "initialized", "stdin-eof": "EOF on stdin",
-         "stdin-hangup": "stdin hung up", "stdin-error": "stdin read error",
-         "stdout-closed": "stdout closed (EPIPE)", "parent-changed": "its parent changed",
-         "second-copy": "a second copy started", "child-exit": "its child exited",
-         "discover": "server/discover asked", "hold": None, "release": None, "exit": None,
-         "server": None, "call": None}
+__all__ = ["render_text", "render_markdown", "render_html", "hold_line", "process_cell",
+           "calls_line"]
+
 _LABEL = {"wrapper": "wrapper", "server": "server (recorder)", "grandchild": "grandchild"}
-
-
-def _ms(v: Any) -> str:
-    return "?" if v is None else f"{float(v):.0f} ms"
-
-
-def saw_line(r: dict[str, Any], role: str, pid: int | None = None) -> str:
-    """What one recorder process (or every one of `role`) saw, in order, with times."""
-    items = []
-    for e in r.get("recorded") or []:
-        if e.get("role") != role or (pid is not None and e.get("pid") != pid):
-            continue
-        what = e.get("what")
-        text = e.get("signal") if what == "signal" else _SAID.get(what, what)
-        if text is None or text == "initialized":
-            continue
-        if what == "child-exit":
-            text += f" (status {e.get('status')})"
-        items.append(f"{text} at {_ms(e.get('t_ms'))}")
-    return ", ".join(dict.fromkeys(items)) or "nothing"
 
 
 def calls_line(facts: dict[str, Any]) -> str:
@@ -60,58 +39,58 @@ def calls_line(facts: dict[str, Any]) -> str:
     return ", ".join(out) or "none"
 
 
-def hold_line(r: dict[str, Any]) -> str:
+def hold_line(r: HostCheckRow) -> str:
     """Which hold point was used, and when (or why none)."""
     asked = r.get("hold") or "none"
     if r.get("hold_point"):
-        return (f"held at {r['hold_point']} from {_ms(r.get('held_ms'))}, released at "
-                f"{_ms(r.get('released_ms'))} (after the trigger)")
+        return (f"held at {r['hold_point']} from {ms_text(r.get('held_ms'))}, released at "
+                f"{ms_text(r.get('released_ms'))} (after the trigger)")
     if asked == "none":
         return "no hold (--hold none)"
     return f"no hold: the host never sent {asked} before the trigger"
 
 
-def _signals(p: dict[str, Any]) -> str:
-    return ", ".join(f"{s['signal']} at {_ms(s.get('t_ms'))}" for s in p["signals"]) \
+def _signals(p: ProcessRow) -> str:
+    return ", ".join(f"{s['signal']} at {ms_text(s.get('t_ms'))}" for s in p["signals"]) \
         or "no signal"
 
 
-def _stdin_first(p: dict[str, Any]) -> str:
+def _stdin_first(p: ProcessRow) -> str:
     first = p.get("stdin_closed_first")
     if first is None:
         return "stdin not closed"
     if not p["signals"]:
-        return f"stdin closed at {_ms(p.get('stdin_closed_ms'))}"
+        return f"stdin closed at {ms_text(p.get('stdin_closed_ms'))}"
     return "stdin closed first" if first else "stdin not closed first"
 
 
-def _where(p: dict[str, Any]) -> str:
+def _where(p: ProcessRow) -> str:
     if p.get("direct_child"):
         return "the host's direct child"
     return f"child of {p.get('ppid')}"
 
 
-def process_cell(p: dict[str, Any]) -> str:
+def process_cell(p: ProcessRow) -> str:
     """One process in a few words (a Markdown cell)."""
-    sigs = "+".join(f"{s['signal']}@{_ms(s.get('t_ms'))}" for s in p["signals"]) or "no signal"
+    sigs = "+".join(f"{s['signal']}@{ms_text(s.get('t_ms'))}" for s in p["signals"]) or "no signal"
     return (f"{sigs}; {_stdin_first(p)}; group {p['group']}, session {p['session']}; "
             f"{p['ended']}")
 
 
-def _host_line(r: dict[str, Any]) -> str:
+def _host_line(r: HostCheckRow) -> str:
     if r.get("host_exit_ms") is None:
         return "still running"
     if r.get("host_ended_by_cleanup"):
         return "still running (ended by the check's clean-up)"
-    return f"exited at {_ms(r['host_exit_ms'])} (status {r.get('host_status')})"
+    return f"exited at {ms_text(r['host_exit_ms'])} (status {r.get('host_status')})"
 
 
-def _command(result: Any) -> str:
+def _command(result: HostCheck) -> str:
     target = f"--host {result.host} -- " if result.host else "-- "
     return f"mcp-tether hostcheck {target}{' '.join(result.argv)}"
 
 
-def render_text(result: Any, out: IO[str] | None = None) -> None:
+def render_text(result: HostCheck, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     print(terminal(_command(result)), file=out)
     print("(times in ms since the host was started)", file=out)
@@ -123,11 +102,11 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
                 tail = r["host_output_tail"].strip().splitlines()[-3:]
                 print("  host output: " + terminal(" / ".join(tail)), file=out)
             continue
-        print(f"  {terminal(r.get('title', ''))}: done at {_ms(r.get('action_ms'))}; recorder "
-              f"initialized at {_ms(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
+        print(f"  {terminal(r.get('title', ''))}: done at {ms_text(r.get('action_ms'))}; recorder "
+              f"initialized at {ms_text(r.get('initialized_ms'))}; host {_host_line(r)}", file=out)
         print(f"  {terminal(hold_line(r))}", file=out)
         for p in r.get("processes") or []:
-            ended = p["ended"] + (f" at {_ms(p['ended_ms'])}" if p.get("ended_ms") is not None
+            ended = p["ended"] + (f" at {ms_text(p['ended_ms'])}" if p.get("ended_ms") is not None
                                   else "")
             print(f"  {_LABEL.get(p['role'], p['role'])} (pid {p['pid']}, {_where(p)}; group "
                   f"{p['group']}, session {p['session']}):\n"
@@ -139,9 +118,9 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
             if row.get("superseded", "n/a") != "n/a":
                 print(f"      superseded: {row['superseded']}: "
                       f"{terminal(row.get('superseded_why', ''))}", file=out)
-        if r.get("calls"):
+        if facts := r.get("calls"):
             print(f"  calls (agent/step/n: the copy that answered): "
-                  f"{terminal(calls_line(r['calls']))}", file=out)
+                  f"{terminal(calls_line(facts))}", file=out)
         if r["verdict"] not in ("clean", "host-stayed", "measured"):
             print(f"  the spec: {terminal(r.get('spec', ''))}", file=out)
     bad = [r["scenario"] for r in result.results if not r.get("passed")]
@@ -154,7 +133,7 @@ def render_text(result: Any, out: IO[str] | None = None) -> None:
         print(f"not judged: {', '.join(unjudged)}", file=out)
 
 
-def render_markdown(result: Any, out: IO[str] | None = None) -> None:
+def render_markdown(result: HostCheck, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     print(f"{md_code(_command(result))}\n", file=out)
     wrapped = any(r.get("wrapper") for r in result.results)
@@ -168,8 +147,8 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
                   + " |" * (1 + len(roles)), file=out)
             continue
         host = ("running" if r.get("host_exit_ms") is None or r.get("host_ended_by_cleanup")
-                else _ms(r.get("host_exit_ms")))
-        hold = (f"{r['hold_point']} @{_ms(r.get('held_ms'))}" if r.get("hold_point")
+                else ms_text(r.get("host_exit_ms")))
+        hold = (f"{r['hold_point']} @{ms_text(r.get('held_ms'))}" if r.get("hold_point")
                 else f"none ({r.get('hold') or 'none'} asked)")
         verdict = r["verdict"] + (f" (after: {r['after']})" if r.get("after") else "")
         cells = []
@@ -190,17 +169,23 @@ def render_markdown(result: Any, out: IO[str] | None = None) -> None:
         print(f"- **{v}**: {VERDICT_WORDS.get(v, '')}", file=out)
 
 
-def render_html(result: Any, title: str = "") -> str:
-    results = []
-    for r in result.results:
-        row = dict(r)
-        row["host_style"] = "host"
-        row["diagnosis"] = (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
-                            f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
-                            f"{saw_line(r, 'grandchild')}.")
-        if r["verdict"] not in ("clean", "skipped"):
-            row["remedy"] = "The spec: " + str(r.get("spec", ""))
-        results.append(row)
+def _pictured(r: HostCheckRow) -> ScenarioRecord:
+    """A scenario as the probe's timeline page draws a row: the row as it is, with the
+    host as the client lane, the recorder as the server's, the verdict's words as its
+    diagnosis and the spec as its remedy (a row lacks some of a scenario record's keys:
+    the page reads those with `get`)."""
+    row: dict[str, Any] = dict(r)
+    row["host_style"] = "host"
+    row["diagnosis"] = (f"{VERDICT_WORDS.get(r['verdict'], r.get('detail', ''))}. "
+                        f"Server saw: {saw_line(r, 'server')}; grandchild saw: "
+                        f"{saw_line(r, 'grandchild')}.")
+    if r["verdict"] not in ("clean", "skipped"):
+        row["remedy"] = "The spec: " + str(r.get("spec", ""))
+    return cast("ScenarioRecord", row)
+
+
+def render_html(result: HostCheck, title: str = "") -> str:
+    results = [_pictured(r) for r in result.results]
     clean = sum(1 for r in result.results if r["verdict"] == "clean")
     head = title or "mcp-tether hostcheck: " + " ".join(result.argv)
     summary = (f"{clean}/{len(results)} scenarios clean (lanes: the host, drawn as the "

@@ -5,7 +5,7 @@
 //
 // Guarantees:
 // - A tree's token is its root's identity, `PID:START` (START: /proc/<pid>/stat field 22 on
-//   Linux; on macOS `ps`'s lstart as whole seconds since the epoch, lib/ps.cjs).
+//   Linux; on macOS `ps`'s lstart as whole seconds since the epoch, lib/platform/ps.cjs).
 // - MCP_TETHER_TREE lists (comma-separated) the tokens of the trees a process was started
 //   in: tether() adds its own to process.env when armed, the watchdog to its server's
 //   environment; every process inherits the list from its parent.
@@ -15,7 +15,7 @@
 //   those trees end. A tree the child roots itself is not named: its own children still
 //   end with it.
 
-const { identify } = require('./tree.cjs');
+const { identify } = require('./identity.cjs');
 
 const TREE = 'MCP_TETHER_TREE';
 const OUTSIDE = 'MCP_TETHER_OUTSIDE';

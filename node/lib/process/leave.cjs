@@ -1,8 +1,8 @@
 'use strict';
 // What a tree kill leaves: the processes a server detached on purpose for its user. One
 // definition for tether(), the preload, the watchdog and the transport; the same as the
-// Python package's (src/mcp_tether/proc/leave.py), read through lib/procs.cjs and the
-// platform's endpoint reader (lib/platform.cjs `ENDPOINTS`).
+// Python package's (src/mcp_tether/proc/leave.py), read through the platform's process and
+// endpoint readers (lib/platform/platform.cjs `PROCS`, `ENDPOINTS`).
 //
 // Guarantees:
 // - A member is left, and named, for one of three reasons (`why`):
@@ -26,9 +26,9 @@
 // - Unknown is never an exemption: a member whose environment, terminal or fds cannot be
 //   read ends (its membership was read; unreadable is not "detached for a user").
 
-const { ENDPOINTS, PROCS: procs } = require('./platform.cjs');
+const { ENDPOINTS, PROCS: procs } = require('../platform/platform.cjs');
 const mark = require('./mark.cjs');
-const { shown } = require('./log.cjs');
+const { shown } = require('../output/log.cjs');
 
 const WHAT = { pipe: 'a pipe', unix: 'a unix socket', tcp: 'a TCP connection' };
 

@@ -1,11 +1,10 @@
 'use strict';
-// A server's process tree, recorded by identity, and the signals sent to it.
+// A server's process tree, recorded by identity (lib/process/identity.cjs), and the
+// signals sent to it.
 //
 // Guarantees:
-// - A member is (pid, start time): `/proc/<pid>/stat` field 22 on Linux, `ps`'s `lstart`
-//   on macOS (lib/platform.cjs `PROCS`). A recorded member whose pid now has another
-//   start time is gone, never signalled; one that cannot be read is kept as `unknown` and
-//   never signalled either.
+// - A recorded member whose pid now has another start time is gone, never signalled; one
+//   that cannot be read is kept as `unknown` and never signalled either.
 // - The record only grows while the tree lives: a member seen once stays known after its
 //   parent exits, so a helper that left the group (setsid) and was reparented to init is
 //   still found, and its own children with it. A process that forks and loses its parent
@@ -15,49 +14,22 @@
 //   reads, whatever else runs on the machine); where there are no children lists (a
 //   kernel without them; macOS's ps) it reads the whole table once (one ps run).
 //   `full()` always reads every process, so group members whose parent is gone are
-//   found too, and prunes the members from that same reading.
+//   found too (and those that carry the tree's mark: lib/process/marked.cjs), and prunes
+//   the members from that same reading.
 // - The group is signalled with kill(-pgid) only while a process of that group is a
 //   recorded member, and its members are recorded only while that holds or its leader (the
 //   server, pid = pgid) is gone or still itself: a pgid whose leader pid is now another
 //   process is never taken (the number could be a new group's). Each member outside the
-//   group is re-read right before its signal. Node has no pidfd: a pid that dies and is
-//   reused between that read and the kill is the one race left, microseconds wide.
-// - `leave(left)` takes processes out of the tree for good (lib/leave.cjs: what the
-//   server detached for its user): from then on they are never recorded nor signalled,
+//   group is re-read right before its signal.
+// - `leave(left)` takes processes out of the tree for good (lib/process/leave.cjs: what
+//   the server detached for its user): from then on they are never recorded nor signalled,
 //   nor is what they fork, nor the group while one of them is in it (its members are
 //   then signalled one by one).
-// - Wherever there is a process reader (Linux's /proc, macOS's ps). Elsewhere (Windows)
-//   `SUPPORTED` is false and only the group is signalled.
+// - Without a process reader (Windows) only the group is signalled.
 
-const { PROCS: procs } = require('./platform.cjs');
-
-const SUPPORTED = procs !== null;
-
-/** `{pid, start}` of a live process, `null` if gone, `undefined` if it cannot be told. */
-function identify(pid, { dead = false } = {}) {
-  if (!SUPPORTED) return undefined;
-  const st = procs.stat(pid, { dead });
-  return st && { pid, start: st.start, pgid: st.pgid };
-}
-
-/** true (the same process lives), false (gone or replaced), undefined (cannot tell). */
-function same(ident) {
-  if (!SUPPORTED) return undefined;
-  const st = procs.stat(ident.pid);
-  if (st === undefined) return undefined;
-  return st !== null && st.start === ident.start;
-}
-
-/** Signal `ident` if it is still itself; true if sent. */
-function signalIdent(ident, sig) {
-  if (same(ident) !== true) return false;
-  try {
-    process.kill(ident.pid, sig);
-    return true;
-  } catch {
-    return false; // ESRCH: gone in between; EPERM: not ours to signal
-  }
-}
+const { PROCS: procs } = require('../platform/platform.cjs');
+const { groupEmpty, signalGroup, signalIdent, SUPPORTED } = require('./identity.cjs');
+const { markedNewcomers } = require('./marked.cjs');
 
 class Tree {
   /** `root`: `{pid, start}` of the process whose descendants are the tree (not itself a
@@ -70,7 +42,7 @@ class Tree {
     this.mark = mark;
     this.leader = leader; // {pid, start} of the group's leader (pid === pgid), if known
     this.members = new Map(); // pid -> {pid, start, pgid, sid}
-    this.left = new Map(); // pid -> what lib/leave.cjs decided: out of the tree for good
+    this.left = new Map(); // pid -> what lib/process/leave.cjs decided: out of the tree for good
     if (includeRoot && root) this.members.set(root.pid, { ...root });
   }
 
@@ -176,7 +148,9 @@ class Tree {
       kids.get(st.ppid).push(st);
       if (groupHeld && st.pgid === this.pgid) this._add(st);
     }
-    if (this.mark && this.root) this._marked(all, snap);
+    if (this.mark && this.root) {
+      for (const st of markedNewcomers(this.mark, this.root, all, snap, this.members)) this._add(st);
+    }
     const queue = [...starts, ...[...this.members.keys()].filter((p) => !starts.includes(p))];
     const seen = new Set();
     while (queue.length) {
@@ -192,35 +166,6 @@ class Tree {
     return this._prune(snap);
   }
 
-  /** Record the processes of `all` that carry the tree's mark: only those started at or
-   * after the root (none before it could have inherited the mark from it). */
-  _marked(all, snap) {
-    const eq = this.mark.indexOf('=');
-    const name = this.mark.slice(0, eq);
-    const token = this.mark.slice(eq + 1);
-    const since = Number(this.root.start);
-    // Started in the root's clock tick or later, but for the root's own ancestors (a
-    // namespace's init started in the same tick would otherwise pass for a descendant, and
-    // hide the daemons it adopted behind the shortcut below).
-    const above = new Set();
-    for (let p = this.root.pid; p > 0 && !above.has(p);) {
-      above.add(p);
-      const st = snap.get(p);
-      p = st ? st.ppid : 0;
-    }
-    const newer = new Set(all.filter((st) => Number(st.start) >= since && !above.has(st.pid))
-      .map((st) => st.pid));
-    for (const st of all) {
-      if (st.pid === this.root.pid || this.members.has(st.pid) || !newer.has(st.pid)) continue;
-      // A descendant of a newer process is found from it, by ppid: only the top of each
-      // newer subtree (its parent older than the root: init, a subreaper) is read.
-      if (newer.has(st.ppid)) continue;
-      const env = procs.environ(st.pid);
-      if (env === null) continue; // gone, or not ours to read: not ours to signal either
-      if (procs.envValue(env, name).split(',').includes(token)) this._add(st);
-    }
-  }
-
   /** The group's number is still ours: its leader lives as itself or is gone, not
    * replaced (a new group of that number needs a new process of that pid). */
   _leaderKept(snap) {
@@ -232,13 +177,7 @@ class Tree {
   /** True when no process holds the server's group (one kill(-pgid, 0)): what a look of
    * the known members cannot see, a group member orphaned between two looks. */
   groupEmpty() {
-    if (this.pgid === null) return true;
-    try {
-      process.kill(-this.pgid, 0);
-      return false;
-    } catch (err) {
-      return true; // ESRCH: nobody; EPERM: a stranger's group of that number now
-    }
+    return groupEmpty(this.pgid);
   }
 
   /** SIGTERM/SIGKILL the group (while a member holds it) and each member outside it.
@@ -250,14 +189,7 @@ class Tree {
     let sent = 0;
     const groupHeld = !SUPPORTED || live.some((m) => m.pgid === this.pgid);
     const shared = this._groupShared(); // a left process in it: members one by one
-    if (this.pgid !== null && groupHeld && !shared) {
-      try {
-        process.kill(-this.pgid, sig);
-        sent += 1;
-      } catch {
-        // ESRCH: the group is empty now; EPERM: nothing of ours to signal.
-      }
-    }
+    if (this.pgid !== null && groupHeld && !shared && signalGroup(this.pgid, sig)) sent += 1;
     for (const m of live) {
       if ((m.pgid !== this.pgid || shared) && signalIdent(m, sig)) sent += 1;
     }
@@ -265,27 +197,4 @@ class Tree {
   }
 }
 
-/** The pipes and sockets on fds 0 and 1 of `pid` (default: this process), as links: only
- * these are a host's channel (/dev/null or a file says nothing about who). undefined
- * where descriptors cannot be read (macOS's ps). */
-function stdioTargets(pid = 'self') {
-  if (!SUPPORTED) return [];
-  const got = [procs.fdTarget(0, pid), procs.fdTarget(1, pid)];
-  if (got.includes(undefined)) return undefined;
-  return got.filter((t) => /^(pipe|socket):/.test(t || ''));
-}
-
-/** Live members of `tree` that hold this process's stdin or stdout (a server a launcher
- * handed the stdio to before it exited). Where descriptors cannot be read, every live
- * member may be that server: all count as holders (unknown is never "nobody"). */
-function stdioHolders(tree) {
-  const targets = stdioTargets();
-  // A whole-table look: a server the launcher started just before it left was likely
-  // never seen by a look while the launcher lived; it is still in the group.
-  const live = tree.full();
-  if (targets === undefined) return live;
-  const ours = new Set(targets);
-  return live.filter((m) => [0, 1].some((n) => ours.has(procs.fdTarget(n, m.pid))));
-}
-
-module.exports = { Tree, identify, same, signalIdent, stdioHolders, stdioTargets, SUPPORTED };
+module.exports = { Tree };
