@@ -29,11 +29,13 @@ from mcp_tether.client.stop import settle, settle_budget
 from mcp_tether.proc import ProcessId, descendants, identify, is_running
 from mcp_tether.proc.signals import signal_process
 from polling import until
+from probe_helpers import MINI, PY
 
 pytestmark = pytest.mark.linux
 
-SRC = Path(__file__).resolve().parents[1] / "src"
-FIXTURES = SRC / "mcp_tether" / "lab" / "python"
+# The servers here are tests/servers/mini.py (stdlib, no SDK: the client's ladder is what
+# these tests check, not a server SDK's start-up; `--thread` for one that outlives EOF).
+# The SDK's servers are checked by the lab and test_client_hosts.py.
 COOKIE_VAR = "MCP_TETHER_TEST_SESSION"
 
 # A stdio "server" in sh: reports its cwd and two variables as one JSON-RPC
@@ -178,10 +180,10 @@ def test_messages_pass_byte_for_byte_in_both_directions(tmp_path: Path) -> None:
 
 
 def test_leaving_the_block_returns_once_an_eof_honouring_server_is_gone(tmp_path: Path) -> None:
-    """1. `plain` exits by itself on EOF. 2. When the block returns, the guard and the
+    """1. mini exits by itself on EOF. 2. When the block returns, the guard and the
     server are both gone, and the guard's summary (in errlog) says it left by itself."""
     params = StdioServerParameters(
-        command=sys.executable, args=[str(FIXTURES / "plain.py")],
+        command=PY[0], args=[*PY[1:], MINI],
         env={COOKIE_VAR: os.environ[COOKIE_VAR]},
     )
     tree: list[ProcessId] = []
@@ -215,7 +217,7 @@ def test_an_exception_in_the_block_runs_the_ladder_and_propagates_as_with_the_sd
     2. The host's exception comes out as the SDK's client lets it out (on 2.x wrapped
        in the same exception group), carrying the original error."""
     params = StdioServerParameters(
-        command=sys.executable, args=[str(FIXTURES / "thread.py")],
+        command=PY[0], args=[*PY[1:], MINI, "--thread"],
         env={COOKIE_VAR: os.environ[COOKIE_VAR]},
     )
     tree: list[ProcessId] = []
@@ -257,7 +259,7 @@ def test_the_graces_default_to_the_spec_cited_ladder_constants() -> None:
 def test_spawn_gives_raw_pipes_and_close_ends_the_whole_tree() -> None:
     """1. `spawn` starts a server behind the guard; raw bytes go in and come out.
     2. `close()` ends the EOF-ignoring tree behind `sh -c` and returns its status."""
-    script = f"{sys.executable} {FIXTURES / 'thread.py'}; true"
+    script = f"{' '.join(PY)} {MINI} --thread; true"
     init = {
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -343,7 +345,7 @@ def test_a_stuck_guard_gets_the_safety_rung_with_its_tree() -> None:
     """1. The guard is SIGSTOPped (it can no longer run its ladder).
     2. After the budget, `settle` SIGKILLs the guard and the tree it read, each
        identity-checked, and reports "killed"; nothing is left."""
-    server = spawn([sys.executable, str(FIXTURES / "thread.py")], grace=0.1, term_grace=0.1)
+    server = spawn([*PY, MINI, "--thread"], grace=0.1, term_grace=0.1)
     try:
         assert server.stdout.readable()
         tree = until(lambda: _tree_of_me_at_least(2), "the guard to fork the server", 10)

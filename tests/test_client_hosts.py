@@ -153,14 +153,23 @@ def _fixture(name: str) -> tuple[str, list[str]]:
     return sys.executable, [str(FIXTURES / f"{name}.py")]
 
 
+# The servers whose SDK nothing here checks (what is checked is the host's SDK around our
+# client) are tests/servers/mini.py: stdlib, no SDK start-up (1 s of CPU each); `--thread`
+# outlives EOF, `--log-eof` says on stderr that EOF came, `--echo-version` answers either
+# SDK line's initialize. The daemonizer (a helper in a session of its own) stays the lab's.
+MINI = [sys.executable, "-S", str(Path(__file__).resolve().parent / "servers" / "mini.py"),
+        "--echo-version"]
+IGNORES_EOF = " ".join([*MINI, "--thread", "--log-eof"]) + "; true"  # behind sh -c
+
+
 def test_initialize_and_tools_list_work_through_the_guard(host_python: str, tmp_path: Path) -> None:
     """1. The SDK's ClientSession does `initialize` and `tools/list` through our client.
     2. The server runs behind the guard (`mcp_tether run` is its parent).
     3. Leaving the block ends the whole tree before the block returns."""
-    host = Host(host_python, tmp_path, *_fixture("plain"))
+    host = Host(host_python, tmp_path, MINI[0], MINI[1:])
     ready = host.event()
-    assert ready["server"] == "plain"
-    assert ready["tools"] == ["echo", "sleep"]
+    assert ready["server"] == "mini"
+    assert ready["tools"] == ["sleep"]
     argvs = [cmdline(i.pid) for i in _idents(ready["tree"])]
     assert any("mcp_tether" in a[:5] and "run" in a for a in argvs), argvs
     exited = host.event()
@@ -171,17 +180,16 @@ def test_initialize_and_tools_list_work_through_the_guard(host_python: str, tmp_
 def test_a_server_that_ignores_eof_behind_sh_c_is_gone_when_the_block_exits(
     host_python: str, tmp_path: Path
 ) -> None:
-    """1. `sh -c 'python thread.py; true'`: the server ignores EOF, sh waits for it.
+    """1. `sh -c 'python mini.py --thread; true'`: the server ignores EOF, sh waits for it.
     2. Leaving the block: every process of the tree (guard, sh, server) is gone by the
        time the block returns, after the grace and SIGTERM."""
-    script = f"{sys.executable} {FIXTURES / 'thread.py'}; true"
-    host = Host(host_python, tmp_path, "sh", ["-c", script])
+    host = Host(host_python, tmp_path, "sh", ["-c", IGNORES_EOF])
     ready = host.event()
     assert len(ready["tree"]) >= 3  # guard, sh, python
     exited = host.event()
     assert exited["alive"] == []
     assert exited["seconds"] >= GRACE  # the server got its grace before SIGTERM
-    assert "run_returned" in host.errlog.read_text()  # it saw EOF (stderr went to errlog)
+    assert "stdin-eof" in host.errlog.read_text()  # it saw EOF (stderr went to errlog)
     assert host.finish() == 0
 
 
@@ -205,8 +213,7 @@ def test_a_host_sigkilled_mid_session_leaves_no_process_of_the_servers_tree(
     """1. A host holds a session with an EOF-ignoring server behind `sh -c`.
     2. The host is SIGKILLed: no stdin close, no ladder of its own.
     3. Within the guard's ladder, every process of the server's tree is gone."""
-    script = f"{sys.executable} {FIXTURES / 'thread.py'}; true"
-    host = Host(host_python, tmp_path, "sh", ["-c", script], mode="hang")
+    host = Host(host_python, tmp_path, "sh", ["-c", IGNORES_EOF], mode="hang")
     tree = _idents(host.event()["tree"])
     assert len(tree) >= 3
     host_id = ProcessId(host.proc.pid, 0.0)
@@ -242,16 +249,15 @@ def test_a_host_sigkilled_with_a_node_timer_server_leaves_nothing(
 
 def test_cancellation_while_connected_runs_the_ladder(host_python: str, tmp_path: Path) -> None:
     """1. Connected, a tool call in flight (`sleep 60`): the host's cancel scope fires.
-    2. The ladder runs, shielded: the server sees EOF first (it logs `run_returned`),
+    2. The ladder runs, shielded: the server sees EOF first (it logs `stdin-eof`),
        then SIGTERM after the grace; the block returns with the tree gone."""
-    script = f"{sys.executable} {FIXTURES / 'thread.py'}; true"
-    host = Host(host_python, tmp_path, "sh", ["-c", script], mode="call", cancel_after=1.0)
+    host = Host(host_python, tmp_path, "sh", ["-c", IGNORES_EOF], mode="call", cancel_after=1.0)
     host.event()
     exited = host.event()
     assert exited["cancelled"] is True
     assert exited["alive"] == []
     assert exited["seconds"] >= GRACE
-    assert "run_returned" in host.errlog.read_text()
+    assert "stdin-eof" in host.errlog.read_text()
     assert host.finish() == 0
 
 

@@ -16,9 +16,11 @@ import pytest
 
 from mcp_tether.cli import main
 from mcp_tether.cliprogress import Progress
-from mcp_tether.lab import python_fixture
+from probe_helpers import MINI, PY
 
 pytestmark = [pytest.mark.linux]
+# The probe runs here show progress, not a verdict: their server is tests/servers/mini.py
+# (stdlib, milliseconds), not an SDK server (1 s of CPU each start).
 
 
 def test_off_a_terminal_each_finished_item_is_one_line_with_its_count_and_time() -> None:
@@ -56,13 +58,13 @@ def test_probe_says_each_scenario_on_stderr_and_its_json_stays_one_document(
 ) -> None:
     """1. `probe --json` of two scenarios: stdout is one JSON document, stderr has 1/2 and
     2/2; 2. with --quiet, stderr has no such line."""
-    argv = ["probe", "--json", "-s", "sigterm,sigint", "--", *python_fixture("fixed")]
+    argv = ["probe", "--json", "-s", "sigterm,sigint", "--", *PY, MINI]
     main(argv)
     out, err = capsys.readouterr()
     assert {r["scenario"] for r in json.loads(out)["results"]} == {"sigterm", "sigint"}
     lines = [ln for ln in err.splitlines() if ln.startswith("mcp-tether probe: ")]
     assert [ln.split()[2] for ln in lines] == ["1/2", "2/2"], err
-    main(["probe", "--quiet", "--json", "-s", "sigterm", "--", *python_fixture("fixed")])
+    main(["probe", "--quiet", "--json", "-s", "sigterm", "--", *PY, MINI])
     out, err = capsys.readouterr()
     assert json.loads(out)["results"] and " after " not in err, err
 
@@ -91,7 +93,7 @@ def test_on_a_terminal_the_probe_shows_a_live_line_and_stdout_keeps_the_table() 
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_tether", "probe", "-s", "sigterm", "--",
-         *python_fixture("plain")],
+         *PY, MINI],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
         env={k: v for k, v in os.environ.items() if k != "TERM"})
     os.close(slave)

@@ -6,6 +6,9 @@ Flags: --thread        a non-daemon ticking thread (survives EOF: the orphan cas
        --garbage       writes a non-JSON line to stdout first
        --log-shutdown  on EOF, logs `event=shutdown mono=<CLOCK_MONOTONIC>` to stderr
                        as its last act and _exits (for the probe's accuracy benchmark)
+       --log-eof       on EOF, logs `stdin-eof` to stderr (then lives on with --thread)
+       --echo-version  answers `initialize` with the client's own protocolVersion, as a
+                       server supporting it does (an SDK host of any line then accepts it)
 """
 
 import json
@@ -44,7 +47,8 @@ for raw in sys.stdin.buffer:
     if method == "initialize" and "--stateless" in args:
         answer(msg, error={"code": -32601, "message": "Method not found"})
     elif method in ("initialize", "server/discover"):
-        answer(msg, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+        asked = msg.get("params", {}).get("protocolVersion") if "--echo-version" in args else None
+        answer(msg, {"protocolVersion": asked or "2025-11-25", "capabilities": {"tools": {}},
                      "serverInfo": {"name": "mini", "version": "0"}})
     elif method == "tools/list":
         answer(msg, {"tools": [{"name": "sleep", "inputSchema": {"type": "object"}}]})
@@ -56,6 +60,8 @@ for raw in sys.stdin.buffer:
     else:
         answer(msg, error={"code": -32601, "message": "Method not found"})
 
+if "--log-eof" in args:
+    os.write(2, b"stdin-eof\n")
 if "--log-shutdown" in args:
     os.write(2, f"event=shutdown mono={time.monotonic():.6f}\n".encode())
     os._exit(0)
