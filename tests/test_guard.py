@@ -53,6 +53,10 @@ FAST = ["--grace", "0.3", "--term-grace", "0.3"]
 # does, so that "it exited by itself" does not also mean "within 0.3 s" on a loaded machine.
 ROOMY = ["--grace", "60", "--term-grace", "0.3"]
 DEADLINE = 10.0
+# How long a guard may take to end its tree before the test calls it hung: only against a
+# hang. Eight guards chasing pid-hopping trees at once, beside the suite's other passes on
+# 2 cores (load 20), took longer than DEADLINE once; the guard was slower, not wrong.
+HANG = 120.0
 # The guard reaps what it guards: with a subreaper (Linux, unless switched off for tests).
 SUBREAPER = platform.backend.HAS_SUBREAPER and not os.environ.get(platform.NO_SUBREAPER)
 
@@ -277,7 +281,7 @@ class Guarded:
 
     def finish(self) -> tuple[int, bytes, str]:
         """Exit status, stdout bytes, stderr text (after the guard exited)."""
-        rc = self.proc.wait(DEADLINE)
+        rc = self.proc.wait(HANG)
         if self.sock is not None:
             self.sock.close()
         elif self.proc.stdin is not None:
