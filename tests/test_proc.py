@@ -544,7 +544,9 @@ def test_an_environment_unreadable_at_one_look_is_read_again_at_the_next(
     try:
         info = read_info(c.pid)
         assert info is not None
-        fds = platform.backend.channels()
+        from mcp_tether.proc import end
+
+        fds = end.backend.channels()  # the backend the tree reads through (bound at import)
         real = fds.environ
         if real(c.pid) is None:
             pytest.skip("this backend reads no other process's environment")
