@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from mcp_tether.lab import node_env
-from mcp_tether.proc import ProcessId, cmdline, is_running
+from mcp_tether.proc import ProcessId, is_running
 from mcp_tether.proc.signals import signal_process
 from polling import until
 
@@ -38,7 +38,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from mcp_tether.client import stdio_client
-from mcp_tether.proc import ProcessId, descendants, is_running
+from mcp_tether.proc import ProcessId, cmdline, descendants, is_running
 
 cfg = json.loads(sys.argv[1])
 
@@ -61,9 +61,12 @@ async def main():
                     init = await session.initialize()
                     info = getattr(init, "server_info", None) or init.serverInfo
                     tools = await session.list_tools()
-                    tree = [list(p.ident) for p in descendants(os.getpid())]
+                    members = descendants(os.getpid())
+                    tree = [list(p.ident) for p in members]
+                    # Read here, while the block is open: right after this event the
+                    # host leaves it and the tree ends.
                     say(event="ready", server=info.name, tools=[t.name for t in tools.tools],
-                        tree=tree)
+                        tree=tree, argvs=[cmdline(p.pid) for p in members])
                     if cfg["mode"] == "hang":
                         await anyio.sleep_forever()
                     if cfg["mode"] == "call":  # cancelled while connected, a call in flight
@@ -170,7 +173,7 @@ def test_initialize_and_tools_list_work_through_the_guard(host_python: str, tmp_
     ready = host.event()
     assert ready["server"] == "mini"
     assert ready["tools"] == ["sleep"]
-    argvs = [cmdline(i.pid) for i in _idents(ready["tree"])]
+    argvs = ready["argvs"]  # read by the host before it left the block
     assert any("mcp_tether" in a[:5] and "run" in a for a in argvs), argvs
     exited = host.event()
     assert exited["alive"] == []
