@@ -433,10 +433,11 @@ class Tree:
                 from mcp_tether.proc import mark  # stdlib only, on the guard's path
 
                 env = backend.channels().environ(info.pid)
-                if env is None and info.ident not in self._unread:
-                    # Unreadable now (seen for a daemon 3 ms old whose /proc entry read
-                    # fine right after): not a member for this look, asked once more at
-                    # the next one (another user's stays unreadable: then no).
+                if not env and info.ident not in self._unread:
+                    # Unreadable or empty now (seen for a daemon 3 ms old whose /proc
+                    # entry read fine right after, and under load for a live process):
+                    # not a member for this look, asked once more at the next one
+                    # (another user's stays unreadable: then no).
                     self._unread.add(info.ident)
                     return False
                 got = env is not None and bool(self.marks & set(mark.tokens(env.get(mark.TREE))))
