@@ -735,11 +735,10 @@ def test_tethered_ends_a_low_level_program_on_eof_and_skips_code_after_the_block
     # acts (a race that the server's own cleanup should win); code after the block never runs.
     hooks = s.hooks()
     assert hooks[0] == "ready" and "cleanup" in hooks and "after-with" not in hooks, hooks
+    # Which of the two ends last is that race too: on Linux the cleanup hook usually
+    # does, but beside 4 CPU burners the SDK's unwinding finished after it
+    # (['ready', 'cleanup', 'lifespan-finally']), as on the portable backend.
     assert set(hooks) <= {"ready", "lifespan-finally", "cleanup"}, hooks
-    if platform.BACKEND == "linux":
-        # The portable backend looks for children after the hooks with a full psutil
-        # scan: the SDK's unwinding may finish meanwhile, after the cleanup hook.
-        assert hooks[-1] == "cleanup", hooks
 
 
 def test_tethered_low_level_program_exits_143_on_sigterm(spawn: Any, tmp_path: Path) -> None:
