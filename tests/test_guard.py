@@ -930,7 +930,7 @@ def _random_rounds(lab: Lab, rng: random.Random, seed: int) -> None:
             )
         try:
             info = json.loads(until(lambda r=report: os.path.exists(r) and Path(r).read_text(),
-                                    f"{where}: client report", DEADLINE))
+                                    f"{where}: client report", HANG))
             guard = identify(info["guard"])
             client.wait(HANG)
             if guard is not None:
