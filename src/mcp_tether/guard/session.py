@@ -51,6 +51,11 @@ FATAL_SIGNALS = platform.signals(
     "SIGSTKFLT", "SIGXCPU", "SIGXFSZ", realtime=True)
 # Without a pidfd on the parent, how often the loop re-checks getppid().
 PPID_POLL = 0.1
+# Test-only (tests/test_guard.py): a path; the guard writes "GUARD_PID SERVER_PID" there
+# right after it spawned the server and before it names the server to its watcher, then
+# waits there (at most PAUSE_MAX s) for the test to SIGKILL it in that window.
+PAUSE_ENV = "MCP_TETHER_TEST_PAUSE_AFTER_SPAWN"
+PAUSE_MAX = 120.0
 
 
 class _Trigger:
@@ -339,6 +344,8 @@ def _run(
         if watcher is not None:
             watcher.stand_down()  # nothing started: nothing for it to end
         raise
+    if PAUSE_ENV in os.environ:
+        _pause_for_test(os.environ[PAUSE_ENV], server)
     if watcher is not None:
         watcher.server(server.ident)
         tree.spare(watcher.ident)  # our child, not the server's tree
@@ -368,6 +375,15 @@ def _run(
         if follow is not None:
             follow.end()
     return _result(s, started, trigger, ladder, survivors, _mirrored_status(s, follow))
+
+
+def _pause_for_test(path: str, server: Spawned) -> None:
+    """Test-only (`PAUSE_ENV`): say where we are, then stand still in the window between
+    the server's spawn and its naming to the watcher, for a test to SIGKILL us there."""
+    with open(path + ".tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {server.pid}")
+    os.rename(path + ".tmp", path)
+    time.sleep(PAUSE_MAX)
 
 
 def _follow_container(argv: list[str]) -> ContainerFollow | None:
