@@ -90,14 +90,15 @@ class _Session:
         self.holder_status: int | None = None  # raw status of the last holder we reaped
 
     # -- start-up ---------------------------------------------------------------------
-    def start(self, run_argv: list[str]) -> tuple[Spawned, Tree]:
-        """Spawn the server in a session of its own, and the Tree that will end it."""
+    def start(self, run_argv: list[str], *, gate: bool) -> tuple[Spawned, Tree]:
+        """Spawn the server in a session of its own, and the Tree that will end it.
+        gate: the server execs only at `server.go()` (`proc.spawn`)."""
         since = last_pid()  # every process of the server's tree will have a newer pid
         # The tree's mark: what the server keeps out of it (`outside_tether`) names it.
         me = mark.own_token()
         env = None if me is None else mark.with_token(os.environ, me)
         server = self.server = spawn(run_argv, env=env, new_session=True,
-                                     pdeathsig=signal.SIGKILL)
+                                     pdeathsig=signal.SIGKILL, gate=gate)
         log.debug(f"server {server.pid} started: {' '.join(self.argv)}")
         # Without a subreaper, the mark is how a daemon that left the group is found.
         tree = self.tree = Tree(group=server.pid, inbox=self.inbox, on_reap=self.on_reap,
@@ -339,16 +340,25 @@ def _run(
 
         watcher = _watcher.start(term_grace=term_grace, kill_wait=kill_wait)
     try:
-        server, tree = s.start(argv if follow is None else follow.argv)
+        # With a watcher, the server's child waits at a gate until the watcher knows its
+        # name: were we SIGKILLed before, the child would exit unexec'd (the gate's EOF)
+        # instead of running on unnamed, where no environment can be read (portable).
+        server, tree = s.start(argv if follow is None else follow.argv,
+                               gate=watcher is not None)
+        try:
+            if PAUSE_ENV in os.environ:
+                _pause_for_test(os.environ[PAUSE_ENV], server)
+            if watcher is not None:
+                watcher.server(server.ident)
+                tree.spare(watcher.ident)  # our child, not the server's tree
+        except BaseException:
+            server.cancel()  # it never runs
+            raise
+        server.go()  # exec errors (127/126) come from here when gated
     except BaseException:
         if watcher is not None:
             watcher.stand_down()  # nothing started: nothing for it to end
         raise
-    if PAUSE_ENV in os.environ:
-        _pause_for_test(os.environ[PAUSE_ENV], server)
-    if watcher is not None:
-        watcher.server(server.ident)
-        tree.spare(watcher.ident)  # our child, not the server's tree
     # Imported only now, while the server starts up in parallel: the ladder module is
     # the heaviest import on this path and nothing before the fork needs it.
     from mcp_tether import ladder as _ladder
