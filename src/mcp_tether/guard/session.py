@@ -85,29 +85,37 @@ class _Session:
         self.hurried = False
         self.stopping = False
         self.tree: Tree | None = None
+        self.since: int | None = None  # the last pid before the server's (`start`)
+        self.token: str | None = None  # the tree's mark (`start`)
         self.holders: dict[int, ProcessId] = {}  # pid -> ident, holding our stdio
         self.handed_over: set[ProcessId] = set()  # every holder ever seen
         self.holder_status: int | None = None  # raw status of the last holder we reaped
 
     # -- start-up ---------------------------------------------------------------------
-    def start(self, run_argv: list[str], *, gate: bool) -> tuple[Spawned, Tree]:
-        """Spawn the server in a session of its own, and the Tree that will end it.
-        gate: the server execs only at `server.go()` (`proc.spawn`)."""
-        since = last_pid()  # every process of the server's tree will have a newer pid
+    def start(self, run_argv: list[str], *, gate: bool) -> Spawned:
+        """Spawn the server in a session of its own (gate: it execs only at
+        `server.go()`, `proc.spawn`); `track` next."""
+        self.since = last_pid()  # every process of the server's tree will have a newer pid
         # The tree's mark: what the server keeps out of it (`outside_tether`) names it.
-        me = mark.own_token()
-        env = None if me is None else mark.with_token(os.environ, me)
+        self.token = mark.own_token()
+        env = None if self.token is None else mark.with_token(os.environ, self.token)
         server = self.server = spawn(run_argv, env=env, new_session=True,
                                      pdeathsig=signal.SIGKILL, gate=gate)
         log.debug(f"server {server.pid} started: {' '.join(self.argv)}")
+        return server
+
+    def track(self) -> Tree:
+        """The Tree that will end the started server's tree (read once it has exec'd)."""
+        assert self.server is not None
         # Without a subreaper, the mark is how a daemon that left the group is found.
-        tree = self.tree = Tree(group=server.pid, inbox=self.inbox, on_reap=self.on_reap,
-                                on_signal=self.on_signal, since=since,
-                                marks=() if me is None else (me,))
-        info = read_info(server.pid)
+        tree = self.tree = Tree(group=self.server.pid, inbox=self.inbox,
+                                on_reap=self.on_reap, on_signal=self.on_signal,
+                                since=self.since,
+                                marks=() if self.token is None else (self.token,))
+        info = read_info(self.server.pid)
         if info is not None:
             tree.note(info)
-        return server, tree
+        return tree
 
     # -- hooks -------------------------------------------------------------------------
     def on_reap(self, pid: int, status: int) -> None:
@@ -343,14 +351,12 @@ def _run(
         # With a watcher, the server's child waits at a gate until the watcher knows its
         # name: were we SIGKILLed before, the child would exit unexec'd (the gate's EOF)
         # instead of running on unnamed, where no environment can be read (portable).
-        server, tree = s.start(argv if follow is None else follow.argv,
-                               gate=watcher is not None)
+        server = s.start(argv if follow is None else follow.argv, gate=watcher is not None)
         try:
             if PAUSE_ENV in os.environ:
                 _pause_for_test(os.environ[PAUSE_ENV], server)
             if watcher is not None:
                 watcher.server(server.ident)
-                tree.spare(watcher.ident)  # our child, not the server's tree
         except BaseException:
             server.cancel()  # it never runs
             raise
@@ -359,6 +365,9 @@ def _run(
         if watcher is not None:
             watcher.stand_down()  # nothing started: nothing for it to end
         raise
+    tree = s.track()
+    if watcher is not None:
+        tree.spare(watcher.ident)  # our child, not the server's tree
     # Imported only now, while the server starts up in parallel: the ladder module is
     # the heaviest import on this path and nothing before the fork needs it.
     from mcp_tether import ladder as _ladder
