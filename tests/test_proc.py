@@ -341,6 +341,33 @@ def test_a_gated_child_whose_parent_dies_before_go_never_runs(tmp_path: Path) ->
     assert not os.path.exists(ran)
 
 
+def test_a_gated_spawn_by_a_process_without_stdio_still_runs_its_program(
+    tmp_path: Path,
+) -> None:
+    """1. a process with fds 0-2 closed (so the spawn's pipes take those numbers) spawns
+    a gated program with its stdio on /dev/null; 2. go(): the program ran (the dup2 onto
+    0-2 did not replace the gate's read end with /dev/null, whose EOF reads as the
+    caller's death)."""
+    ran, said = str(tmp_path / "ran"), str(tmp_path / "said.json")
+    _in_fresh_process(f"""
+        import json, os, sys
+        from mcp_tether.proc.reap import exit_status, wait_child
+        from mcp_tether.proc.spawn import spawn
+        null, out = os.open(os.devnull, os.O_RDWR), os.dup(1)
+        for fd in (0, 1, 2):
+            os.close(fd)
+        c = spawn([sys.executable, "-c", "import sys; open(sys.argv[1], 'w').close()",
+                   {ran!r}], stdin=null, stdout=null, stderr=null, gate=True)
+        c.go()
+        status = exit_status(wait_child(c.pid))
+        with open({said!r}, "w") as fh:
+            json.dump(status, fh)
+        os.dup2(out, 1)
+        print("{{}}")
+    """)
+    assert json.loads(Path(said).read_text()) == 0 and os.path.exists(ran)
+
+
 def test_a_gated_spawn_says_exec_errors_at_go_and_cancel_ends_it_unrun(
     tmp_path: Path,
 ) -> None:

@@ -68,7 +68,7 @@ class Spawned:
     """A started child: `ident` (pid, start), `pidfd` (or None), `pid`, `argv`; a gated
     one (`spawn(gate=True)`) execs only at `go()`."""
 
-    __slots__ = ("ident", "pidfd", "argv", "_gate", "_report", "_cwd")
+    __slots__ = ("ident", "pidfd", "argv", "_gate")
 
     def __init__(self, ident: ProcessId, pidfd: int | None, argv: list[str],
                  gate: tuple[int, int, str | None] | None = None) -> None:
@@ -283,6 +283,8 @@ def _child(
     try:
         if gate_w is not None:
             os.close(gate_w)  # ours would hold off the EOF of the caller's death
+        while gate_r is not None and gate_r <= 2:  # the caller runs with 0-2 closed:
+            gate_r = os.dup(gate_r)  # out of reach of the dup2s below (non-inheritable)
         prepare_child(new_session=new_session, pdeathsig=pdeathsig, reset_signals=True,
                       expected_parent=me)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # type: ignore[arg-type]
