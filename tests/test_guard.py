@@ -578,6 +578,42 @@ def test_a_sigkilled_guard_takes_its_server_along(lab: Lab, guards: list[Guarded
     assert wait_gone(server, HANG) is not None
 
 
+def test_a_guard_sigkilled_between_the_spawn_and_naming_its_server_leaves_nothing(
+    lab: Lab, guards: list[Guarded]
+) -> None:
+    """Issue 55 item 3 (seed 453141828 round 17, portable): 1. a stubborn server; the
+    guard's test-only pause (`session.PAUSE_ENV`) holds it right after the spawn, before
+    it names the server to its watcher; 2. SIGKILL the guard there (the supervisor, not a
+    front), stdin still open; 3. the spawned child is gone and no server of that tree is
+    running: the child waits for the guard's go-ahead before exec, so it never ran
+    (watcher: darwin, portable), or PDEATHSIG ended it (Linux). Before the gate, the
+    portable backend's watcher knew nothing (no name, no environment to read) and the
+    stubborn server outlived its guard."""
+    from mcp_tether.guard.session import PAUSE_ENV
+
+    pf, paused = lab.pidfile(), str(lab.tmp / "paused")
+    os.environ[PAUSE_ENV] = paused  # the guard's environment: it inherits ours
+    try:
+        g = start(guards, lab, lab.server_cmd("stubborn", pf))
+    finally:
+        del os.environ[PAUSE_ENV]
+    words = until(lambda: os.path.exists(paused) and Path(paused).read_text().split(),
+                  "the guard's pause after the spawn", DEADLINE)
+    guard, child = identify(int(words[0])), identify(int(words[1]))
+    assert guard is not None and child is not None
+    assert signal_process(guard, signal.SIGKILL) == "sent"
+    assert wait_gone(guard, HANG) is not None
+    assert wait_gone(child, HANG) is not None, "the server outlived its SIGKILLed guard"
+    g.proc.wait(HANG)  # the front (Linux) mirrors its supervisor's death
+    server = ident_if_any(pf)
+    assert server is None or compare(server) != SAME, f"the server ran on: {server}"
+    if not platform.has_pdeathsig():  # gated: the program never even started
+        assert not os.path.exists(pf), "the server ran before the watcher knew its name"
+    # The watcher (a fork of the guard: its argv names pf too) leaves once the guard is
+    # gone; nothing else of the tree may be there at all.
+    until(lambda: not carrying(pf), "every process of the tree gone", HANG)
+
+
 def test_a_sigkilled_guards_eof_honouring_server_still_ends_at_the_clients_eof(
     lab: Lab, guards: list[Guarded]
 ) -> None:

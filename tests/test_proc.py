@@ -272,6 +272,124 @@ def test_spawn_errors_say_what_failed_before_anything_runs(tmp_path: Path) -> No
     assert reap_children() == []
 
 
+# A program that says it ran: the pipes (FIFOs) it holds above stdio, then waits.
+SAYS_IT_RAN = textwrap.dedent("""
+    import os, stat, sys, time
+    fifos = []
+    for fd in range(3, 1024):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                fifos.append(fd)
+        except OSError:
+            pass
+    with open(sys.argv[1] + ".tmp", "w") as fh:
+        fh.write(" ".join(map(str, fifos)) or "-")
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    while True:
+        time.sleep(1)
+""")
+
+
+def test_a_gated_spawn_execs_only_at_go_and_the_program_holds_no_end_of_the_gate(
+    tmp_path: Path,
+) -> None:
+    """1. spawn(gate=True): the child is known by identity and still this process's image
+    (argv ours: it has not exec'd); 2. go(): the program runs, and holds the same pipes
+    above stdio as one spawned without a gate (what this process was given to pass on):
+    neither end of the gate leaked through exec."""
+    plain_ran = str(tmp_path / "plain")
+    plain = spawn([sys.executable, "-c", SAYS_IT_RAN, plain_ran])
+    try:
+        inherited = until(lambda: os.path.exists(plain_ran) and Path(plain_ran).read_text(),
+                          "the ungated program", 10.0)
+    finally:
+        signal_process(plain.ident, signal.SIGKILL)
+        os.waitpid(plain.pid, 0)
+        plain.close()
+    ran = str(tmp_path / "ran")
+    child = spawn([sys.executable, "-c", SAYS_IT_RAN, ran], gate=True)
+    try:
+        assert child.gated and identify(child.pid) == child.ident
+        assert cmdline(child.pid) == cmdline(os.getpid())  # not exec'd: our own image
+        assert not os.path.exists(ran)
+        child.go()
+        assert not child.gated
+        fifos = until(lambda: os.path.exists(ran) and Path(ran).read_text(), "the program",
+                      10.0)
+        assert fifos == inherited, f"pipes leaked into the program: fds {fifos}"
+        assert identify(child.pid) == child.ident  # exec keeps the identity
+    finally:
+        signal_process(child.ident, signal.SIGKILL)
+        os.waitpid(child.pid, 0)
+        child.close()
+
+
+def test_a_gated_child_whose_parent_dies_before_go_never_runs(tmp_path: Path) -> None:
+    """1. a middle process spawns a gated program and exits without go() (as a SIGKILLed
+    guard would: the kernel closes its end); 2. the child is gone and the program never
+    ran. Every backend: the gate needs no parent-death signal."""
+    ran = str(tmp_path / "ran")
+    out = _in_fresh_process(f"""
+        import json, os, sys
+        from mcp_tether.proc.spawn import spawn
+        c = spawn([sys.executable, "-c", {SAYS_IT_RAN!r}, {ran!r}], gate=True)
+        print(json.dumps([c.ident.pid, c.ident.start]), flush=True)
+        os._exit(0)
+    """)
+    ident = ProcessId(int(out[0]), float(out[1]))  # type: ignore[index]
+    assert wait_gone(ident, 30) is not None
+    assert not os.path.exists(ran)
+
+
+def test_a_gated_spawn_by_a_process_without_stdio_still_runs_its_program(
+    tmp_path: Path,
+) -> None:
+    """1. a process with fds 0-2 closed (so the spawn's pipes take those numbers) spawns
+    a gated program with its stdio on /dev/null; 2. go(): the program ran (the dup2 onto
+    0-2 did not replace the gate's read end with /dev/null, whose EOF reads as the
+    caller's death)."""
+    ran, said = str(tmp_path / "ran"), str(tmp_path / "said.json")
+    _in_fresh_process(f"""
+        import json, os, sys
+        from mcp_tether.proc.reap import exit_status, wait_child
+        from mcp_tether.proc.spawn import spawn
+        null, out = os.open(os.devnull, os.O_RDWR), os.dup(1)
+        for fd in (0, 1, 2):
+            os.close(fd)
+        c = spawn([sys.executable, "-c", "import sys; open(sys.argv[1], 'w').close()",
+                   {ran!r}], stdin=null, stdout=null, stderr=null, gate=True)
+        c.go()
+        status = exit_status(wait_child(c.pid))
+        with open({said!r}, "w") as fh:
+            json.dump(status, fh)
+        os.dup2(out, 1)
+        print("{{}}")
+    """)
+    assert json.loads(Path(said).read_text()) == 0 and os.path.exists(ran)
+
+
+def test_a_gated_spawn_says_exec_errors_at_go_and_cancel_ends_it_unrun(
+    tmp_path: Path,
+) -> None:
+    """1. a gated missing command: spawn returns, go() raises CommandNotFound (127) and
+    has reaped it; 2. a gated program cancelled: reaped, exited unexec'd, never ran;
+    3. no child left; go() and cancel() without a gate do nothing."""
+    missing = spawn(["no-such-command-xyz"], gate=True)
+    with pytest.raises(CommandNotFound) as nf:
+        missing.go()
+    assert nf.value.exit_code == 127 and missing.pidfd is None
+    ran = str(tmp_path / "ran")
+    cancelled = spawn([sys.executable, "-c", SAYS_IT_RAN, ran], gate=True)
+    cancelled.cancel()
+    assert compare(cancelled.ident) == DIFFERENT and not os.path.exists(ran)
+    assert reap_children() == []
+    plain = spawn([sys.executable, "-c", "pass"])
+    plain.go()
+    plain.cancel()
+    assert exit_status(os.waitpid(plain.pid, 0)[1]) == 0
+    plain.close()
+
+
 @linux
 @pytest.mark.requires_linux_backend("no PR_SET_PDEATHSIG: see "
                                     "test_the_portable_backend_says_what_it_cannot_do")

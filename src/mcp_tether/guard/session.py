@@ -51,6 +51,11 @@ FATAL_SIGNALS = platform.signals(
     "SIGSTKFLT", "SIGXCPU", "SIGXFSZ", realtime=True)
 # Without a pidfd on the parent, how often the loop re-checks getppid().
 PPID_POLL = 0.1
+# Test-only (tests/test_guard.py): a path; the guard writes "GUARD_PID SERVER_PID" there
+# right after it spawned the server and before it names the server to its watcher, then
+# waits there (at most PAUSE_MAX s) for the test to SIGKILL it in that window.
+PAUSE_ENV = "MCP_TETHER_TEST_PAUSE_AFTER_SPAWN"
+PAUSE_MAX = 120.0
 
 
 class _Trigger:
@@ -80,28 +85,37 @@ class _Session:
         self.hurried = False
         self.stopping = False
         self.tree: Tree | None = None
+        self.since: int | None = None  # the last pid before the server's (`start`)
+        self.token: str | None = None  # the tree's mark (`start`)
         self.holders: dict[int, ProcessId] = {}  # pid -> ident, holding our stdio
         self.handed_over: set[ProcessId] = set()  # every holder ever seen
         self.holder_status: int | None = None  # raw status of the last holder we reaped
 
     # -- start-up ---------------------------------------------------------------------
-    def start(self, run_argv: list[str]) -> tuple[Spawned, Tree]:
-        """Spawn the server in a session of its own, and the Tree that will end it."""
-        since = last_pid()  # every process of the server's tree will have a newer pid
+    def start(self, run_argv: list[str], *, gate: bool) -> Spawned:
+        """Spawn the server in a session of its own (gate: it execs only at
+        `server.go()`, `proc.spawn`); `track` next."""
+        self.since = last_pid()  # every process of the server's tree will have a newer pid
         # The tree's mark: what the server keeps out of it (`outside_tether`) names it.
-        me = mark.own_token()
-        env = None if me is None else mark.with_token(os.environ, me)
+        self.token = mark.own_token()
+        env = None if self.token is None else mark.with_token(os.environ, self.token)
         server = self.server = spawn(run_argv, env=env, new_session=True,
-                                     pdeathsig=signal.SIGKILL)
+                                     pdeathsig=signal.SIGKILL, gate=gate)
         log.debug(f"server {server.pid} started: {' '.join(self.argv)}")
+        return server
+
+    def track(self) -> Tree:
+        """The Tree that will end the started server's tree (read once it has exec'd)."""
+        assert self.server is not None
         # Without a subreaper, the mark is how a daemon that left the group is found.
-        tree = self.tree = Tree(group=server.pid, inbox=self.inbox, on_reap=self.on_reap,
-                                on_signal=self.on_signal, since=since,
-                                marks=() if me is None else (me,))
-        info = read_info(server.pid)
+        tree = self.tree = Tree(group=self.server.pid, inbox=self.inbox,
+                                on_reap=self.on_reap, on_signal=self.on_signal,
+                                since=self.since,
+                                marks=() if self.token is None else (self.token,))
+        info = read_info(self.server.pid)
         if info is not None:
             tree.note(info)
-        return server, tree
+        return tree
 
     # -- hooks -------------------------------------------------------------------------
     def on_reap(self, pid: int, status: int) -> None:
@@ -334,13 +348,25 @@ def _run(
 
         watcher = _watcher.start(term_grace=term_grace, kill_wait=kill_wait)
     try:
-        server, tree = s.start(argv if follow is None else follow.argv)
+        # With a watcher, the server's child waits at a gate until the watcher knows its
+        # name: were we SIGKILLed before, the child would exit unexec'd (the gate's EOF)
+        # instead of running on unnamed, where no environment can be read (portable).
+        server = s.start(argv if follow is None else follow.argv, gate=watcher is not None)
+        try:
+            if PAUSE_ENV in os.environ:
+                _pause_for_test(os.environ[PAUSE_ENV], server)
+            if watcher is not None:
+                watcher.server(server.ident)
+        except BaseException:
+            server.cancel()  # it never runs
+            raise
+        server.go()  # exec errors (127/126) come from here when gated
     except BaseException:
         if watcher is not None:
             watcher.stand_down()  # nothing started: nothing for it to end
         raise
+    tree = s.track()
     if watcher is not None:
-        watcher.server(server.ident)
         tree.spare(watcher.ident)  # our child, not the server's tree
     # Imported only now, while the server starts up in parallel: the ladder module is
     # the heaviest import on this path and nothing before the fork needs it.
@@ -368,6 +394,15 @@ def _run(
         if follow is not None:
             follow.end()
     return _result(s, started, trigger, ladder, survivors, _mirrored_status(s, follow))
+
+
+def _pause_for_test(path: str, server: Spawned) -> None:
+    """Test-only (`PAUSE_ENV`): say where we are, then stand still in the window between
+    the server's spawn and its naming to the watcher, for a test to SIGKILL us there."""
+    with open(path + ".tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {server.pid}")
+    os.rename(path + ".tmp", path)
+    time.sleep(PAUSE_MAX)
 
 
 def _follow_container(argv: list[str]) -> ContainerFollow | None:

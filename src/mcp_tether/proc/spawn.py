@@ -20,6 +20,16 @@ Guarantees:
 - The child inherits the parent's fds as they are (fds 0-2 unless replaced, and every
   inheritable fd: hosts pass more than stdio); `pass_fds` are made inheritable in the
   child only. Descriptors created here are close-on-exec.
+- `spawn(gate=True)` closes the window between a child's start and the moment the
+  caller has told a third party (the guard's watcher) who it is: the child, set up and
+  one step from exec, reads one byte from a pipe whose write end only the caller holds,
+  and execs only once `Spawned.go()` wrote it. If the caller dies first (SIGKILL), the
+  read sees EOF and the child exits (128+SIGKILL, as if PDEATHSIG had ended it) without
+  exec'ing: no program of the caller's ever ran, so nothing can be left behind. Both
+  ends are close-on-exec (the program never holds them), the child closes its copy of
+  the write end first (else its own copy would hold off that EOF), and exec errors come
+  back from `go()` instead (or `cancel()` ends the child unexec'd). Without a gate,
+  nothing waits: exec errors come back from `spawn()` itself.
 - `Spawned.ident` is known the moment spawn returns (the child cannot be reaped, so its
   pid cannot be reused, before the caller reaps it), and `Spawned.pidfd` pins it where
   the kernel has pidfds. The caller owns reaping (`proc.reap`) and `close()`.
@@ -44,27 +54,73 @@ TYPE_CHECKING = False  # typing/collections.abc stay off the guard's start-up pa
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["Spawned", "fork_call", "prepare_child", "spawn"]
+__all__ = ["GATE_CLOSED", "Spawned", "fork_call", "prepare_child", "spawn"]
 
 # Which step failed in the child, as the first byte of the error report.
 _AT_CWD = b"c"
 _AT_EXEC = b"x"
 _AT_SETUP = b"s"
+# How a gated child exits when the caller died before its go-ahead (never exec'd).
+GATE_CLOSED = 128 + 9  # as if PR_SET_PDEATHSIG's SIGKILL had ended it
 
 
 class Spawned:
-    """A started child: `ident` (pid, start), `pidfd` (or None), `pid`, `argv`."""
+    """A started child: `ident` (pid, start), `pidfd` (or None), `pid`, `argv`; a gated
+    one (`spawn(gate=True)`) execs only at `go()`."""
 
-    __slots__ = ("ident", "pidfd", "argv")
+    __slots__ = ("ident", "pidfd", "argv", "_gate")
 
-    def __init__(self, ident: ProcessId, pidfd: int | None, argv: list[str]) -> None:
+    def __init__(self, ident: ProcessId, pidfd: int | None, argv: list[str],
+                 gate: tuple[int, int, str | None] | None = None) -> None:
         self.ident = ident
         self.pidfd = pidfd
         self.argv = argv
+        # (the gate's write end, the error report's read end, cwd) until go()/cancel()
+        self._gate = gate
 
     @property
     def pid(self) -> int:
         return self.ident.pid
+
+    @property
+    def gated(self) -> bool:
+        """Still waiting for `go()` (or `cancel()`)."""
+        return self._gate is not None
+
+    def go(self) -> None:
+        """Let a gated child exec (nothing without a gate). Raises what `spawn` raises
+        for a child that could not run (it is reaped and this handle closed first)."""
+        if self._gate is None:
+            return
+        gate, report_fd, cwd = self._gate
+        self._gate = None
+        try:
+            os.write(gate, b"g")
+        except OSError:
+            pass  # EPIPE: the child died at the gate (a stray signal); its report says so
+        finally:
+            os.close(gate)
+        report = _read_report(report_fd)
+        if report:
+            self._failed()
+            _raise(self.argv[0], cwd, report)
+
+    def cancel(self) -> None:
+        """A gated child that must never run: close its gate (it exits unexec'd at the
+        EOF) and reap it. Nothing without a gate."""
+        if self._gate is None:
+            return
+        gate, report_fd, _cwd = self._gate
+        self._gate = None
+        os.close(gate)
+        os.close(report_fd)
+        self._failed()
+
+    def _failed(self) -> None:
+        from mcp_tether.proc.reap import wait_child
+
+        self.close()
+        wait_child(self.pid)
 
     def close(self) -> None:
         """Close the pidfd (the process is not touched)."""
@@ -149,10 +205,13 @@ def spawn(
     new_session: bool = True,
     pdeathsig: int | None = None,
     pass_fds: Iterable[int] = (),
+    gate: bool = False,
 ) -> Spawned:
     """fork + exec `argv` (PATH searched, in `env`'s PATH if given); see the module doc.
 
     stdin/stdout/stderr: an fd to dup onto 0/1/2 in the child, or None to inherit.
+    gate: the child waits for `Spawned.go()` before exec; the caller must call `go()` or
+    `cancel()` (exec errors are raised by `go()` then, not here).
     """
     if not argv:
         raise TetherError("no command to run")
@@ -163,34 +222,45 @@ def spawn(
         platform.load_prctl()  # no library loading between fork and exec
     me = os.getpid()
     err_r, err_w = os.pipe()  # O_CLOEXEC: EOF at a successful exec
+    gate_r, gate_w = os.pipe() if gate else (None, None)  # O_CLOEXEC too
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     try:
         try:
             pid = os.fork()
         except OSError as exc:  # EAGAIN/ENOMEM: said here, where we know what failed
-            os.close(err_r)
-            os.close(err_w)
+            for fd in (err_r, err_w, gate_r, gate_w):
+                if fd is not None:
+                    os.close(fd)
             raise TetherError(f"cannot start {argv[0]}: {exc.strerror}") from exc
         if pid == 0:  # the child: never returns into the caller's code
             _child(argv, env_dict, cwd, (stdin, stdout, stderr), keep, err_w, old_mask,
-                   new_session=new_session, pdeathsig=pdeathsig, me=me)
+                   (gate_r, gate_w), new_session=new_session, pdeathsig=pdeathsig, me=me)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     os.close(err_w)
-    with os.fdopen(err_r, "rb") as fh:
-        report = fh.read()  # b"" at exec (close-on-exec), else stage + errno
-    if report:
-        from mcp_tether.proc.reap import wait_child
+    if gate_r is not None:
+        os.close(gate_r)  # the child's copy is the only read end
+    if gate_w is None:
+        report = _read_report(err_r)
+        if report:
+            from mcp_tether.proc.reap import wait_child
 
-        wait_child(pid)
-        _raise(argv[0], cwd, report)
+            wait_child(pid)
+            _raise(argv[0], cwd, report)
     info = read_info(pid)  # a zombie at worst: not reaped, so the pid is still its own
     ident = info.ident if info is not None else ProcessId(pid, 0.0)
     try:
         pidfd = platform.pidfd_open(pid)
     except OSError:  # ProcessLookupError cannot happen: not reaped yet
         pidfd = None
-    return Spawned(ident, pidfd, argv)
+    return Spawned(ident, pidfd, argv,
+                   None if gate_w is None else (gate_w, err_r, cwd))
+
+
+def _read_report(fd: int) -> bytes:
+    """The child's error report: b"" at exec (close-on-exec), else stage + errno."""
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def _child(
@@ -201,6 +271,7 @@ def _child(
     keep: list[int],
     err_w: int,
     old_mask: object,
+    gate: tuple[int | None, int | None],
     *,
     new_session: bool,
     pdeathsig: int | None,
@@ -208,7 +279,12 @@ def _child(
 ) -> None:
     stage = _AT_SETUP
     code = errno.EIO
+    gate_r, gate_w = gate
     try:
+        if gate_w is not None:
+            os.close(gate_w)  # ours would hold off the EOF of the caller's death
+        while gate_r is not None and gate_r <= 2:  # the caller runs with 0-2 closed:
+            gate_r = os.dup(gate_r)  # out of reach of the dup2s below (non-inheritable)
         prepare_child(new_session=new_session, pdeathsig=pdeathsig, reset_signals=True,
                       expected_parent=me)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # type: ignore[arg-type]
@@ -222,6 +298,10 @@ def _child(
         if cwd is not None:
             stage = _AT_CWD
             os.chdir(cwd)
+        if gate_r is not None:
+            stage = _AT_SETUP
+            if not os.read(gate_r, 1):  # EOF: the caller died before its go-ahead
+                os._exit(GATE_CLOSED)
         stage = _AT_EXEC
         if env is None:
             os.execvp(argv[0], argv)

@@ -4,7 +4,9 @@ kernel has no parent-death signal (macOS).
 On Linux the server has PR_SET_PDEATHSIG and the guard a front (`proc.front`). Where
 neither exists, the guard forks one small process right before it spawns the server
 (`start`; it then names the server to it, `Watcher.server`): the watcher, which does
-nothing but wait for the guard to end.
+nothing but wait for the guard to end. The server's child execs only after that naming
+(`spawn(gate=True)`): a guard SIGKILLed before it leaves a child that exits unexec'd, so
+no server ever runs unnamed (the portable backend cannot find one by its mark).
 
 Guarantees:
 - It learns of the guard's end from the kernel, never by polling: a pipe whose only
@@ -17,7 +19,7 @@ Guarantees:
 - A guard that ended without saying so (SIGKILL, a crash): the watcher ends the server's
   tree as the guard would, through a `proc.end.Tree` without a subreaper: every process
   that carries the guard's mark in its environment (`proc.mark`: the server from its
-  first instant, so even one the guard died before naming) and what they forked, and
+  first instant) and what they forked, and
   the server's group (proven by the server's identity) once named, each
   identity-checked right before its signal; it first leaves what the server detached for its user
   (`proc.leave`, with the host and its launchers as they were read while the guard
@@ -212,8 +214,7 @@ def _server(said: bytes) -> ProcessId | None:
 def _end(guard: int, server: ProcessId | None, token: str, born: float, root: Root,
          term_grace: float | None, kill_wait: float | None) -> None:
     """The guard died: end its server's tree (module doc): what carries the guard's mark
-    (the server included, even one the guard had no time to name), and the server's group
-    when it was named."""
+    (the server included), and the server's group when it was named."""
     from mcp_tether import ladder
     from mcp_tether.proc.end import Tree, end_tree
     from mcp_tether.proc.leave import decide
