@@ -473,6 +473,51 @@ def test_end_tree_outlasts_a_pid_hopper_until_no_child_is_left(
     assert hoppers == []
 
 
+@linux
+@pytest.mark.requires_linux_backend(
+    "no child subreaper: a hopper leaves the tree; see "
+    "test_without_a_subreaper_a_double_forked_escapee_outlives_end_tree")
+def test_end_tree_outlasts_a_setsid_hopper_when_every_look_over_proc_is_slower_than_a_hop(
+    tmp_path: Path,
+) -> None:
+    """1. a subreaper starts a hopper that calls setsid at every hop (so neither its group
+    nor its zombie names the live hop); 2. every look reads the whole of /proc, and the
+    listing is 50 ms old when it is read (a fake for the timing alone: a loaded machine or
+    a namespace full of other hoppers, seen once in the suite beside 4 CPU burners);
+    3. end_tree(): no child left, no process with the hopper's marker anywhere."""
+    marker = str(tmp_path / "hopping")
+    (tmp_path / "hopper.py").write_text(HOPPER)
+    out = _in_fresh_process(f"""
+        import json, os, sys, time
+        from mcp_tether import platform
+        from mcp_tether.proc import end
+        from mcp_tether.proc.reap import has_children
+        from mcp_tether.proc.spawn import spawn
+        listing = end.backend.pids
+        def stale_pids():
+            pids = list(listing())
+            time.sleep(0.05)
+            return pids
+        end.backend.pids = stale_pids
+        end.FULL_SCAN_SPAN = 0  # no look by the pids handed out since the last one
+        with platform.subreaper():
+            c = spawn([sys.executable, {str(tmp_path / 'hopper.py')!r}, {marker!r}, "1"])
+            deadline = time.monotonic() + 10
+            while not os.path.exists({marker!r}) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            tree = end.Tree(group=c.pid)
+            result = end.end_tree(tree, term_grace=0.2, kill_wait=3)
+            survived = result.survived
+            if survived:  # the test's own clean-up, whatever the code under test did
+                end.FULL_SCAN_SPAN, end.backend.pids = 4096, listing
+                end.end_tree(end.Tree(), term_grace=0, kill_wait=30)
+            print(json.dumps({{"survived": survived, "left": has_children()}}))
+    """, timeout=120)
+    assert out == {"survived": False, "left": False}
+    hoppers = [p for p in snapshot_pids() if marker in " ".join(cmdline(p))]
+    assert hoppers == []
+
+
 def snapshot_pids() -> list[int]:
     return [int(n) for n in os.listdir("/proc") if n.isdigit()]
 

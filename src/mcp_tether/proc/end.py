@@ -288,6 +288,8 @@ class Tree:
         costs what the tree does, not what the machine runs (thousands of processes
         make a full pass slower than a pid-hopper's hop)."""
         hurry = signal_new and self.sig in CHASED
+        if hurry and self.exact:
+            self._chase_children()
         last = last_pid()
         prev, self._last = self._last, last
         if prev is None or last is None or (last - prev) % backend.PID_MAX >= FULL_SCAN_SPAN:
@@ -300,6 +302,20 @@ class Tree:
                 members = self._full_scan(hurry)
         self._members = {p.pid: p for p in members}
         return members
+
+    def _chase_children(self) -> None:
+        """As a subreaper, every live child of ours but the left and the spared is a
+        member (an orphaned hop is reparented to us): signal each now, from the kernel's
+        short list of our children. A look over /proc is slower than a pid-hopper's hop
+        where the machine is loaded or the namespace busy (it reads a listing the hop has
+        left by then); this list names the live hop while it lives."""
+        for kid in backend.children(self.me) or ():
+            info = read_info(kid)
+            if info is None or info.exited or info.ppid != self.me or (
+                    self._skipping and self._is_left(info)):
+                continue
+            self.note(info)
+            self._send(info)
 
     def _full_scan(self, hurry: bool) -> list[ProcRecord]:
         # Parents proven ours in this very scan: us, and members read (so far) with an
