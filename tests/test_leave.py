@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+import node_tap
 from mcp_tether.guard.report import REPORT_ENV, ReportPipe
 from mcp_tether.proc import (
     SAME,
@@ -383,5 +384,5 @@ def test_the_node_packages_leave_tests_pass_with_every_supervisor() -> None:
     out = subprocess.run(["node", "--test", "test/leave.test.mjs"], cwd=REPO / "node",
                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
                          env=env)
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert out.returncode == 0, node_tap.report(out)
     assert "# fail 0" in out.stdout and "# skipped 0" in out.stdout, out.stdout[-2000:]

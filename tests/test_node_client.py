@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import node_tap
 import node_tether_env
 from mcp_tether.hostcheck import check
 from mcp_tether.lab import node_env
@@ -60,7 +61,7 @@ def test_the_client_transports_node_tests_pass(fx: Path) -> None:
     out = subprocess.run(["node", "--test", *CLIENT_TESTS], cwd=REPO / "node",
                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
                          env=_env(MCP_TETHER_NODE_FIXTURES=str(fx)))
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert out.returncode == 0, node_tap.report(out)
     assert "# skipped 0" in out.stdout, out.stdout[-2000:]
 
 

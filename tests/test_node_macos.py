@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import node_tap
 import node_tether_env
 from mcp_tether.lab import node_env
 
@@ -127,5 +128,5 @@ def test_the_node_packages_tree_tests_pass_on_the_macos_path() -> None:
     out = subprocess.run(["node", "--test", "--test-timeout=300000", *files],
                          cwd=REPO / "node", capture_output=True, text=True, timeout=900,
                          stdin=subprocess.DEVNULL, env=env)
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert out.returncode == 0, node_tap.report(out)
     assert "# fail 0" in out.stdout, out.stdout[-2000:]

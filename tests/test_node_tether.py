@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import node_tap
 import node_tether_env
 from mcp_tether.lab import node_env
 from mcp_tether.probe import ProbeOptions, ProbeReport, probe
@@ -368,7 +369,7 @@ def test_the_packages_own_node_tests_pass() -> None:
                           "test/register.test.mjs"],
                          cwd=REPO / "node",
                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert out.returncode == 0, node_tap.report(out)
 
 
 def test_npm_pack_ships_the_package_and_nothing_else(tmp_path: Path) -> None:
