@@ -364,7 +364,10 @@ def test_a_host_that_closed_its_servers_pipes_is_still_no_server_nor_its_wrapper
     assert srv is not None
     lab.started.append(srv)
     doc = assert_ps_and_reap_agree(capsys, srv.pid, "stdio", "guess")
-    assert entry(doc, p.pid) is None, entry(doc, p.pid)
+    # The whole document when the host is listed: seen once in a whole-suite run on a
+    # quiet machine (the host `abandoned`, `host-not-listening`), not reproduced in 80
+    # runs of this test alone, with and without 4 CPU burners.
+    assert entry(doc, p.pid) is None, json.dumps(doc["results"], indent=1)
     e = entry(doc, srv.pid)
     assert e is not None, [x["command"] for x in doc["results"]]
     assert e["parent"] == {**e["parent"], "pid": p.pid, "role": "host"}, e["parent"]
