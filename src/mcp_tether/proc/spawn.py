@@ -102,8 +102,8 @@ class Spawned:
             os.close(gate)
         report = _read_report(report_fd)
         if report:
-            self._failed()
-            _raise(self.argv[0], cwd, report)
+            self.close()
+            _reap_and_raise(self.pid, self.argv[0], cwd, report)
 
     def cancel(self) -> None:
         """A gated child that must never run: close its gate (it exits unexec'd at the
@@ -114,12 +114,9 @@ class Spawned:
         self._gate = None
         os.close(gate)
         os.close(report_fd)
-        self._failed()
-
-    def _failed(self) -> None:
+        self.close()
         from mcp_tether.proc.reap import wait_child
 
-        self.close()
         wait_child(self.pid)
 
     def close(self) -> None:
@@ -243,10 +240,7 @@ def spawn(
     if gate_w is None:
         report = _read_report(err_r)
         if report:
-            from mcp_tether.proc.reap import wait_child
-
-            wait_child(pid)
-            _raise(argv[0], cwd, report)
+            _reap_and_raise(pid, argv[0], cwd, report)
     info = read_info(pid)  # a zombie at worst: not reaped, so the pid is still its own
     ident = info.ident if info is not None else ProcessId(pid, 0.0)
     try:
@@ -317,7 +311,11 @@ def _child(
         os._exit(127)
 
 
-def _raise(name: str, cwd: str | None, report: bytes) -> None:
+def _reap_and_raise(pid: int, name: str, cwd: str | None, report: bytes) -> None:
+    """Reap the child that could not run, then raise what its report says."""
+    from mcp_tether.proc.reap import wait_child
+
+    wait_child(pid)
     stage, code = report[:1], int(report[1:] or errno.EIO)
     if stage == _AT_CWD:
         raise WorkingDirectoryError(str(cwd), os.strerror(code).lower())
